@@ -1,0 +1,181 @@
+"""Model and training configuration: the paper's four variants as data.
+
+A run is described by one flat :class:`Config`. Flat, because every field must be
+overridable from the command line as ``--set name=value`` and a flat namespace keeps
+those names short and unambiguous. The variants of Bahdanau et al. (2015) differ only
+in two fields, so they are rows of a table, not code paths.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import typing
+from typing import Any, Mapping
+
+ARCHITECTURES = ("search", "encdec")
+OPTIMIZERS = ("adadelta", "adam", "sgd")
+
+
+class ConfigError(ValueError):
+    """A configuration value or override that cannot be used; the message is for users."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Everything that defines a model and how it is trained.
+
+    Defaults are the paper's (Appendix A and B): m=620, n=1000, n'=1000, l=500,
+    30,000-word shortlists, minibatches of 80, Adadelta (rho=0.95, eps=1e-6) and
+    gradient norm clipped to 1.
+    """
+
+    variant: str = "search50"
+    architecture: str = "search"  # "search" (RNNsearch) or "encdec" (RNNencdec)
+    embedding: int = 620  # m: word embedding size
+    hidden: int = 1000  # n: GRU units (per direction in the encoder)
+    attention: int = 1000  # n': hidden units of the alignment model
+    maxout: int = 500  # l: maxout units of the deep output
+    src_vocab_size: int = 30000  # shortlist, including the reserved symbols
+    tgt_vocab_size: int = 30000
+    max_len: int = 50  # training pairs longer than this (either side) are dropped
+    reset_after: bool = False  # cuDNN-style GRU reset gate; the paper's form is reset-before
+    # Training (Appendix B).
+    batch_size: int = 80
+    optimizer: str = "adadelta"
+    learning_rate: float = 1.0
+    rho: float = 0.95
+    epsilon: float = 1e-6
+    clipnorm: float = 1.0
+    sort_batches: int = 20  # minibatches sorted together for length bucketing
+    checkpoint_every: int = 500  # steps between checkpoints
+    eval_every: int = 500  # steps between development-set evaluations
+    patience: int = 10  # evaluations without improvement before early stopping
+    early_stop_metric: str = "nll"  # "nll" or "bleu"
+    # Decoding used for the held-out report at the end of training.
+    beam_size: int = 5
+    length_alpha: float = 1.0
+    max_decode_ratio: float = 2.0  # maximum output length relative to the source length
+    seed: int = 1234
+
+    def __post_init__(self) -> None:
+        if self.architecture not in ARCHITECTURES:
+            raise ConfigError(
+                f"architecture must be one of {', '.join(ARCHITECTURES)}, got {self.architecture!r}"
+            )
+        if self.optimizer not in OPTIMIZERS:
+            raise ConfigError(
+                f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}"
+            )
+        if self.early_stop_metric not in ("nll", "bleu"):
+            raise ConfigError(f"early_stop_metric must be 'nll' or 'bleu', got {self.early_stop_metric!r}")
+        for name in (
+            "embedding", "hidden", "attention", "maxout", "max_len", "batch_size",
+            "sort_batches", "checkpoint_every", "eval_every", "beam_size",
+        ):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {getattr(self, name)}")
+        for name in ("src_vocab_size", "tgt_vocab_size"):
+            if getattr(self, name) < 8:
+                raise ConfigError(f"{name} must be at least 8, got {getattr(self, name)}")
+        if self.patience < 0:
+            raise ConfigError(f"patience must be >= 0, got {self.patience}")
+        if self.learning_rate <= 0 or self.clipnorm <= 0 or self.epsilon <= 0:
+            raise ConfigError("learning_rate, clipnorm and epsilon must be positive")
+
+    @property
+    def uses_attention(self) -> bool:
+        return self.architecture == "search"
+
+    def replace(self, **changes: Any) -> "Config":
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> "Config":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError(f"unknown configuration field(s): {', '.join(unknown)}")
+        return cls(**values)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+
+# The paper's four models: RNNencdec-30/50 and RNNsearch-30/50, named by the maximum
+# training sentence length.
+VARIANTS: dict[str, dict[str, Any]] = {
+    "encdec30": {"architecture": "encdec", "max_len": 30},
+    "encdec50": {"architecture": "encdec", "max_len": 50},
+    "search30": {"architecture": "search", "max_len": 30},
+    "search50": {"architecture": "search", "max_len": 50},
+}
+
+# Dimensions small enough to train on a laptop CPU in minutes. Applied to the built-in
+# corpus unless the user asks for the paper's sizes; its vocabulary is tiny, so the
+# 30,000 shortlist is cut to what the corpus has.
+COMPACT: dict[str, Any] = {
+    "embedding": 96,
+    "hidden": 128,
+    "attention": 128,
+    "maxout": 64,
+    "optimizer": "adam",
+    "learning_rate": 2e-3,
+    "batch_size": 64,
+    "checkpoint_every": 100,
+    "eval_every": 100,
+}
+
+
+def variant_config(name: str, overrides: Mapping[str, Any] | None = None) -> Config:
+    """The configuration of a named variant, with optional field overrides."""
+    if name not in VARIANTS:
+        raise ConfigError(f"unknown variant {name!r}; choose one of: {', '.join(VARIANTS)}")
+    values: dict[str, Any] = {"variant": name, **VARIANTS[name]}
+    values.update(overrides or {})
+    return Config.from_dict(values)
+
+
+def _field_types() -> dict[str, Any]:
+    hints = typing.get_type_hints(Config)
+    return {f.name: hints[f.name] for f in dataclasses.fields(Config)}
+
+
+def parse_value(name: str, text: str) -> Any:
+    """Convert the text of a ``--set name=value`` into the field's type."""
+    types = _field_types()
+    if name not in types:
+        raise ConfigError(f"unknown --set key {name!r}; known keys: {', '.join(sorted(types))}")
+    kind = types[name]
+    try:
+        if kind is bool:
+            lowered = text.strip().lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(text)
+        if kind is int:
+            return int(text)
+        if kind is float:
+            return float(text)
+        return str(text)
+    except ValueError:
+        raise ConfigError(
+            f"--set {name}={text}: expected a value of type {kind.__name__}"
+        ) from None
+
+
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """Parse ``key=value`` strings into typed field overrides."""
+    overrides: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(f"--set expects key=value, got {item!r}")
+        key, text = item.split("=", 1)
+        key = key.strip()
+        overrides[key] = parse_value(key, text)
+    return overrides

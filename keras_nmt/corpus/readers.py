@@ -1,0 +1,115 @@
+"""Line-aligned parallel text files: finding them, checking them, counting them."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import gzip
+import io
+import pathlib
+from typing import Iterator
+
+from keras_nmt import tokenizer
+
+SPLITS = ("train", "valid", "test")
+
+
+class CorpusError(ValueError):
+    """A corpus that cannot be read; the message names the file and what is wrong."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ParallelFiles:
+    """One split: a source file and a target file, line i translating line i."""
+
+    source: pathlib.Path
+    target: pathlib.Path
+
+    def pairs(self) -> Iterator[tuple[str, str]]:
+        with open_text(self.source) as src, open_text(self.target) as tgt:
+            line = 0
+            for line, (s, t) in enumerate(zip(src, tgt), start=1):
+                yield s.rstrip("\r\n"), t.rstrip("\r\n")
+            rest_src, rest_tgt = sum(1 for _ in src), sum(1 for _ in tgt)
+        if rest_src or rest_tgt:
+            raise CorpusError(
+                f"line counts differ: {self.source} has {line + rest_src} lines, "
+                f"{self.target} has {line + rest_tgt}"
+            )
+
+
+def open_text(path: pathlib.Path) -> io.TextIOBase:
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="\n")
+    return open(path, encoding="utf-8", newline="\n")
+
+
+def find_split(directory: pathlib.Path, split: str, src: str, tgt: str) -> ParallelFiles | None:
+    """The files of ``split`` in ``directory`` (``NAME.SRC`` or ``NAME.SRC.gz``), or None."""
+    found = []
+    for lang in (src, tgt):
+        candidates = [directory / f"{split}.{lang}", directory / f"{split}.{lang}.gz"]
+        existing = [p for p in candidates if p.is_file()]
+        found.append(existing[0] if existing else None)
+    if found[0] is None and found[1] is None:
+        return None
+    if None in found:
+        missing = f"{split}.{src if found[0] is None else tgt}"
+        raise CorpusError(f"{directory}: found one side of the {split} split but not {missing}")
+    return ParallelFiles(found[0], found[1])
+
+
+def find_corpus(directory: pathlib.Path, src: str, tgt: str) -> dict[str, ParallelFiles]:
+    """train and valid are required, test is optional."""
+    if not directory.is_dir():
+        raise CorpusError(f"corpus directory not found: {directory}")
+    splits = {}
+    for split in SPLITS:
+        files = find_split(directory, split, src, tgt)
+        if files is None and split != "test":
+            raise CorpusError(
+                f"{directory}: expected {split}.{src} and {split}.{tgt} (optionally .gz)"
+            )
+        if files is not None:
+            splits[split] = files
+    return splits
+
+
+@dataclasses.dataclass
+class SplitStats:
+    """What a pass over a training split found."""
+
+    pairs: int = 0
+    kept: int = 0
+    too_long: int = 0
+    empty: int = 0
+    source_counts: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    target_counts: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+
+    def summary(self) -> dict[str, int]:
+        return {"pairs": self.pairs, "kept": self.kept, "dropped_too_long": self.too_long,
+                "skipped_empty": self.empty}
+
+
+def scan_training_split(files: ParallelFiles, src: str, tgt: str, max_len: int) -> SplitStats:
+    """Tokenize the training split once: word counts for the shortlists, and how many
+    pairs the length limit drops (the pipeline drops the same ones)."""
+    stats = SplitStats()
+    for source, target in files.pairs():
+        stats.pairs += 1
+        s, t = tokenizer.tokenize(source, src), tokenizer.tokenize(target, tgt)
+        if not s or not t:
+            stats.empty += 1
+            continue
+        if len(s) > max_len or len(t) > max_len:
+            stats.too_long += 1
+            continue
+        stats.kept += 1
+        stats.source_counts.update(s)
+        stats.target_counts.update(t)
+    return stats
+
+
+def count_lines(path: pathlib.Path) -> int:
+    with open_text(path) as f:
+        return sum(1 for _ in f)

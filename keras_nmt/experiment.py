@@ -1,0 +1,292 @@
+"""One training run from start to report: data, vocabularies, training, held-out BLEU.
+
+``train.py`` is a thin command line over :func:`train`; benchmarks call it too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import math
+import pathlib
+import time
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from keras_nmt import config as config_lib
+from keras_nmt import data, scoring
+from keras_nmt.config import Config, ConfigError
+from keras_nmt.corpus import builtin
+from keras_nmt.corpus.readers import (
+    CorpusError, ParallelFiles, find_corpus, open_text, scan_training_split,
+)
+from keras_nmt.models import TranslationModel
+from keras_nmt.progress import Progress
+from keras_nmt.rundir import RunDir, RunDirError, write_json_atomic
+from keras_nmt.text import TokenEncoder
+from keras_nmt.tokenizer import Vocabulary
+from keras_nmt.training import Limits, Trainer
+from keras_nmt.translator import Translator
+
+BUILTIN = "builtin"
+# Without limits, a run on the built-in corpus stops after this much training so that
+# the main command finishes in minutes on a laptop.
+BUILTIN_DEFAULT_MINUTES = 6.0
+# Fields that may change when a run is resumed: they do not change the model's shape.
+RESUMABLE_FIELDS = frozenset(
+    {"learning_rate", "rho", "epsilon", "clipnorm", "checkpoint_every", "eval_every",
+     "patience", "early_stop_metric", "beam_size", "length_alpha", "max_decode_ratio"}
+)
+
+
+@dataclasses.dataclass
+class TrainOptions:
+    variant: str = "search50"
+    data: str = BUILTIN
+    src: str = "en"
+    tgt: str = "fr"
+    out: str | None = None
+    max_steps: int | None = None
+    max_minutes: float | None = None
+    overrides: dict[str, Any] = dataclasses.field(default_factory=dict)
+    resume: bool = False
+    seed: int | None = None
+    paper_size: bool = False
+    quiet: bool = False
+
+
+def default_run_dir(variant: str) -> pathlib.Path:
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return pathlib.Path("runs") / f"{variant}-{stamp}"
+
+
+def resolve_config(options: TrainOptions) -> Config:
+    """The variant's configuration with the built-in corpus's compact sizes (unless the
+    paper's sizes are asked for) and the user's overrides, in that order."""
+    values: dict[str, Any] = {}
+    if options.data == BUILTIN and not options.paper_size:
+        values.update(config_lib.COMPACT)
+    values.update(options.overrides)
+    if options.seed is not None:
+        values["seed"] = options.seed
+    return config_lib.variant_config(options.variant, values)
+
+
+def _prepare(options: TrainOptions, run: RunDir, log) -> tuple[Config, dict[str, Any]]:
+    """First start of a run: corpus, vocabularies and config written into ``run``."""
+    config = resolve_config(options)
+    run.create()
+    if options.data == BUILTIN:
+        spec = builtin.BuiltinCorpusSpec()
+        log(f"generating the built-in corpus into {run.corpus} (seed {spec.seed})")
+        corpus_dir = builtin.write_corpus(run.corpus, spec)
+        if not options.paper_size:
+            log(
+                "built-in corpus: using compact dimensions for CPU training "
+                f"(embedding={config.embedding}, hidden={config.hidden}, attention={config.attention}, "
+                f"maxout={config.maxout}, optimizer={config.optimizer}); pass --paper-size for the paper's"
+            )
+    else:
+        corpus_dir = pathlib.Path(options.data).expanduser().resolve()
+    splits = find_corpus(corpus_dir, options.src, options.tgt)
+    log(f"reading {splits['train'].source} and {splits['train'].target}")
+    stats = scan_training_split(splits["train"], options.src, options.tgt, config.max_len)
+    if stats.kept == 0:
+        raise CorpusError(
+            f"no usable training pair in {splits['train'].source}: every pair is empty or "
+            f"longer than max_len={config.max_len}"
+        )
+    source_vocab = Vocabulary.from_counts(stats.source_counts, config.src_vocab_size)
+    target_vocab = Vocabulary.from_counts(stats.target_counts, config.tgt_vocab_size)
+    config = config.replace(src_vocab_size=len(source_vocab), tgt_vocab_size=len(target_vocab))
+    source_vocab.save(run.vocab_path(options.src))
+    target_vocab.save(run.vocab_path(options.tgt))
+    info = {
+        "src": options.src,
+        "tgt": options.tgt,
+        "corpus": str(corpus_dir),
+        "builtin": options.data == BUILTIN,
+        "splits": {name: {"source": str(f.source), "target": str(f.target)} for name, f in splits.items()},
+        "train": stats.summary(),
+        "source_types": len(stats.source_counts),
+        "target_types": len(stats.target_counts),
+    }
+    write_json_atomic(run.data_path, info)
+    # config.json last: its presence marks a run whose set-up is complete.
+    write_json_atomic(run.config_path, config.to_dict())
+    log(
+        f"training pairs: {stats.kept} kept of {stats.pairs} ({stats.too_long} longer than "
+        f"{config.max_len} tokens dropped, {stats.empty} empty skipped); vocabularies "
+        f"{len(source_vocab)} {options.src} / {len(target_vocab)} {options.tgt}"
+    )
+    return config, info
+
+
+def _resume_config(options: TrainOptions, run: RunDir) -> tuple[Config, dict[str, Any]]:
+    if not run.is_initialised() or not run.has_checkpoint():
+        raise RunDirError(f"--resume: no checkpoint to resume from in {run.path}")
+    config = run.load_config()
+    if options.variant != config.variant:
+        raise ConfigError(
+            f"--resume: {run.path} holds a {config.variant} run, not {options.variant}"
+        )
+    changes = {k: v for k, v in options.overrides.items() if getattr(config, k) != v}
+    fixed = sorted(set(changes) - RESUMABLE_FIELDS)
+    if fixed:
+        raise ConfigError(
+            f"--resume: cannot change {', '.join(fixed)} of an existing run (they define the model)"
+        )
+    return config.replace(**changes), run.load_data_info()
+
+
+def _files(info: dict[str, Any], split: str) -> ParallelFiles | None:
+    entry = info["splits"].get(split)
+    if entry is None:
+        return None
+    return ParallelFiles(pathlib.Path(entry["source"]), pathlib.Path(entry["target"]))
+
+
+def _read_lines(path: pathlib.Path) -> list[str]:
+    with open_text(path) as f:
+        return [line.rstrip("\r\n") for line in f]
+
+
+def held_out_report(
+    translator: Translator, files: ParallelFiles, beam_size: int, alpha: float, log
+) -> dict[str, Any]:
+    """Translate a held-out split and score it with sacreBLEU, overall and by length."""
+    sources, references = _read_lines(files.source), _read_lines(files.target)
+    progress = Progress(log_seconds=30.0)
+    done = [0]
+
+    def advance(count: int) -> None:
+        done[0] += count
+        progress.update(f"translating {files.source.name}: {done[0]}/{len(sources)} sentences")
+
+    start = time.monotonic()
+    translations = translator.translate(sources, beam_size=beam_size, alpha=alpha, progress=advance)
+    progress.close()
+    seconds = time.monotonic() - start
+    hypotheses = [t.text for t in translations]
+    lengths = [len(t.source_tokens) for t in translations]
+    bleu, signature = scoring.bleu(hypotheses, references)
+    long_bleu, long_count = scoring.bleu_longer_than(hypotheses, references, lengths, 30)
+    return {
+        "split": files.source.stem,
+        "sentences": len(sources),
+        "beam_size": beam_size,
+        "bleu": bleu,
+        "bleu_signature": signature,
+        "bleu_longer_than_30": long_bleu,
+        "sentences_longer_than_30": long_count,
+        "bleu_by_length": scoring.bleu_by_length(hypotheses, references, lengths),
+        "decode_seconds": seconds,
+    }
+
+
+def train(options: TrainOptions) -> dict[str, Any]:
+    """Train (or resume) a run and return its summary, also written to summary.json."""
+    run = RunDir(options.out or default_run_dir(options.variant))
+    log = (lambda text: None) if options.quiet else (lambda text: print(text, flush=True))
+    if options.resume:
+        config, info = _resume_config(options, run)
+        log(f"resuming {run.path}")
+    else:
+        if run.is_initialised() or run.has_checkpoint():
+            raise RunDirError(
+                f"{run.path} already holds a run: pass --resume to continue it, or choose another --out"
+            )
+        config, info = _prepare(options, run, log)
+    limits = Limits(options.max_steps, options.max_minutes)
+    if info.get("builtin") and limits.max_steps is None and limits.max_minutes is None:
+        limits.max_minutes = BUILTIN_DEFAULT_MINUTES
+        log(f"no --max-steps or --max-minutes: training for {BUILTIN_DEFAULT_MINUTES:g} minutes")
+
+    keras.utils.set_random_seed(config.seed)
+    source_vocab, target_vocab = run.load_vocabularies()
+    source_encoder = TokenEncoder(source_vocab, info["src"])
+    target_encoder = TokenEncoder(target_vocab, info["tgt"])
+    model = TranslationModel(config)
+    train_files, valid_files = _files(info, "train"), _files(info, "valid")
+    train_batches = data.training_batches(
+        train_files, source_encoder, target_encoder,
+        max_len=config.max_len, batch_size=config.batch_size,
+        sort_batches=config.sort_batches, seed=config.seed,
+    )
+
+    def dev_batches():
+        return data.evaluation_batches(
+            valid_files, source_encoder, target_encoder, batch_size=config.batch_size
+        )
+
+    translator = Translator(model, source_vocab, target_vocab, info["src"], info["tgt"])
+    valid_sources = _read_lines(valid_files.source)
+    valid_references = _read_lines(valid_files.target)
+
+    def dev_bleu() -> float:
+        hypotheses = [t.text for t in translator.translate(valid_sources, beam_size=1)]
+        return scoring.bleu(hypotheses, valid_references)[0]
+
+    trainer = Trainer(
+        config, model, run, train_batches, dev_batches,
+        train_pairs=info["train"]["kept"], dev_bleu=dev_bleu,
+        progress=Progress(enabled=not options.quiet),
+    )
+    if options.resume:
+        trainer.restore()
+        log(f"resumed at step {int(trainer.step.numpy())}")
+    else:
+        trainer.save()  # step 0: from here on --resume always has a checkpoint
+    log(f"training {config.variant} ({config.architecture}); run directory: {run.path}")
+    outcome = trainer.fit(limits)
+
+    # Report with the best development weights, as the paper selects its models.
+    best = trainer.best_manager.latest_checkpoint
+    if best:
+        tf.train.Checkpoint(model=model).read(best).expect_partial()
+    dev_nll = trainer.dev_nll()
+    held_out = _files(info, "test") or valid_files
+    log(f"translating the held-out {held_out.source.name} with beam {config.beam_size}")
+    report = held_out_report(translator, held_out, config.beam_size, config.length_alpha, log)
+    summary = {
+        "variant": config.variant,
+        "architecture": config.architecture,
+        "config": config.to_dict(),
+        "data": {k: info[k] for k in ("src", "tgt", "corpus", "builtin", "train")},
+        "vocabulary": {info["src"]: len(source_vocab), info["tgt"]: len(target_vocab)},
+        "stop_reason": outcome.stop_reason,
+        "updates": outcome.steps,
+        "epochs": outcome.epochs,
+        "wall_hours": outcome.wall_seconds / 3600,
+        "target_tokens": outcome.target_tokens,
+        "target_tokens_per_second": outcome.target_tokens / max(outcome.wall_seconds, 1e-9),
+        "train_nll": outcome.train_nll,
+        "dev_nll": dev_nll,
+        "best_weights_step": _checkpoint_step(best),
+        "held_out": report,
+        "parameters": int(sum(math.prod(w.shape) for w in model.trainable_weights)),
+    }
+    write_json_atomic(run.summary_path, summary)
+    log(
+        f"done: {outcome.steps} updates, {outcome.epochs:.2f} epochs, stopped by {outcome.stop_reason}; "
+        f"train NLL {outcome.train_nll:.2f}, dev NLL {dev_nll:.2f}"
+    )
+    log(
+        f"held-out BLEU ({report['split']}, {report['sentences']} sentences, beam {config.beam_size}): "
+        f"{report['bleu']:.2f}; on the {report['sentences_longer_than_30']} sentences longer than 30 "
+        f"tokens: {report['bleu_longer_than_30']:.2f}"
+    )
+    log(f"sacreBLEU signature: {report['bleu_signature']}")
+    log(f"run directory: {run.path}  (summary.json, checkpoints/, best/, tensorboard/)")
+    return summary
+
+
+def _checkpoint_step(path: str | None) -> int | None:
+    if not path:
+        return None
+    try:
+        return int(path.rsplit("-", 1)[1])
+    except (IndexError, ValueError):
+        return None

@@ -1,0 +1,138 @@
+"""The decoder: previous word, state and context -> next-word logits (A.2.2)."""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+from keras_nmt.layers import initializers
+from keras_nmt.layers.attention import AdditiveAttention
+from keras_nmt.layers.decoder_cell import ConditionalGRUCell
+from keras_nmt.layers.readout import MaxoutReadout
+
+
+@keras.saving.register_keras_serializable(package="keras_nmt")
+class Decoder(keras.layers.Layer):
+    """RNNsearch's decoder, or RNNencdec's when ``use_attention`` is False.
+
+    With attention the context c_i is recomputed from s_(i-1) at every step; without
+    it c_i is fixed to the encoder's summary h->_Tx, as A.2.2 describes the baseline.
+    Everything about the source that a step needs is computed once by :meth:`start`
+    and handed around as a ``memory`` dict (beam search tiles it per hypothesis).
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embedding_dim: int,
+        units: int,
+        attention_units: int,
+        maxout_units: int,
+        use_attention: bool = True,
+        reset_after: bool = False,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.embedding_dim = embedding_dim
+        self.units = units
+        self.attention_units = attention_units
+        self.maxout_units = maxout_units
+        self.use_attention = use_attention
+        self.reset_after = reset_after
+        self.embedding = keras.layers.Embedding(
+            vocab_size, embedding_dim, embeddings_initializer=initializers.weight(), name="embedding"
+        )
+        self.cell = ConditionalGRUCell(units, reset_after=reset_after, name="cell")
+        self.attention = AdditiveAttention(attention_units, name="attention") if use_attention else None
+        self.readout = MaxoutReadout(maxout_units, vocab_size, name="readout")
+
+    def build(self, annotation_dim: int, summary_dim: int):
+        annotation_dim, summary_dim = int(annotation_dim), int(summary_dim)
+        context_dim = annotation_dim if self.use_attention else summary_dim
+        self.embedding.build((None, None))
+        self.cell.build(self.embedding_dim, context_dim)
+        if self.attention is not None:
+            self.attention.build((None, self.units), (None, None, annotation_dim))
+        self.readout.build(self.units, self.embedding_dim, context_dim)
+        self.init_kernel = self.add_weight(  # W_s
+            name="init_kernel", shape=(summary_dim, self.units), initializer=initializers.weight()
+        )
+        self.init_bias = self.add_weight(name="init_bias", shape=(self.units,), initializer="zeros")
+        self.built = True
+
+    def start(self, annotations, mask, summary):
+        """(s_0, memory) for a batch of encoded sentences."""
+        state = tf.tanh(tf.matmul(summary, self.init_kernel) + self.init_bias)
+        if self.use_attention:
+            memory = {
+                "annotations": annotations,
+                "keys": self.attention.precompute_keys(annotations),
+                "mask": mask,
+            }
+        else:
+            memory = {
+                "context": summary,
+                "context_projection": self.cell.project_context(summary),
+                "mask": mask,
+            }
+        return state, memory
+
+    def _context(self, state, memory):
+        if self.use_attention:
+            context, weights = self.attention(
+                state, memory["keys"], memory["annotations"], memory["mask"]
+            )
+            return context, self.cell.project_context(context), weights
+        weights = tf.zeros(tf.shape(memory["mask"]), dtype=state.dtype)
+        return memory["context"], memory["context_projection"], weights
+
+    def step(self, previous_ids, state, memory):
+        """One decoding step: y_(i-1) [B] and s_(i-1) [B, n] -> (logits_i, s_i, alpha_i)."""
+        embedded = self.embedding(previous_ids)
+        context, projected_context, weights = self._context(state, memory)
+        logits = self.readout(state, embedded, context)
+        new_state = self.cell(self.cell.project_inputs(embedded), projected_context, state)
+        return logits, new_state, weights
+
+    def call(self, target_in, state, memory):
+        """Teacher forcing over whole target sequences: [B, T] -> (logits [B, T, V],
+        attention weights [B, T, Tx]). Only the recurrence runs step by step; the word
+        projections before it and the deep output after it see the whole sequence."""
+        embedded = self.embedding(target_in)
+        projected_inputs = tf.transpose(self.cell.project_inputs(embedded), [1, 0, 2])
+
+        def recur(carry, projected_input):
+            previous_state = carry[0]
+            context, projected_context, weights = self._context(previous_state, memory)
+            new_state = self.cell(projected_input, projected_context, previous_state)
+            return new_state, context, weights
+
+        batch = tf.shape(state)[0]
+        context_dim = self.readout.context_kernel.shape[0]
+        initial = (
+            state,
+            tf.zeros([batch, context_dim], state.dtype),
+            tf.zeros(tf.shape(memory["mask"]), state.dtype),
+        )
+        states, contexts, weights = tf.scan(recur, projected_inputs, initializer=initial)
+        # The readout of step i uses s_(i-1): shift the states right by one.
+        previous_states = tf.concat([state[None], states[:-1]], axis=0)
+        logits = self.readout(
+            tf.transpose(previous_states, [1, 0, 2]),
+            embedded,
+            tf.transpose(contexts, [1, 0, 2]),
+        )
+        return logits, tf.transpose(weights, [1, 0, 2])
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "vocab_size": self.vocab_size,
+            "embedding_dim": self.embedding_dim,
+            "units": self.units,
+            "attention_units": self.attention_units,
+            "maxout_units": self.maxout_units,
+            "use_attention": self.use_attention,
+            "reset_after": self.reset_after,
+        }

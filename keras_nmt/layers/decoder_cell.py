@@ -1,0 +1,76 @@
+"""The decoder's GRU, conditioned on the previous word and a context vector (A.2.2)."""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+from keras_nmt.layers import initializers
+from keras_nmt.layers.linear import apply_kernel
+
+
+@keras.saving.register_keras_serializable(package="keras_nmt")
+class ConditionalGRUCell(keras.layers.Layer):
+    """s_i = (1 - z_i) o s_(i-1) + z_i o s~_i, where
+
+        z_i  = sigmoid(W_z E y_(i-1) + U_z s_(i-1) + C_z c_i)
+        r_i  = sigmoid(W_r E y_(i-1) + U_r s_(i-1) + C_r c_i)
+        s~_i = tanh(W E y_(i-1) + U [r_i o s_(i-1)] + C c_i)
+
+    The three gates' matrices are fused ([z | r | candidate]) so each input costs one
+    matmul. The word term W E y does not depend on the recurrence, so callers project
+    whole target sequences at once with :meth:`project_inputs` and the step only adds
+    the context and recurrent terms. ``reset_after=True`` gives the cuDNN-style gate,
+    r o (U s), offered for speed; the paper's form applies r before the product.
+    """
+
+    def __init__(self, units: int, reset_after: bool = False, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.reset_after = reset_after
+
+    def build(self, input_dim: int, context_dim: int):
+        n = self.units
+        self.input_kernel = self.add_weight(
+            name="input_kernel", shape=(int(input_dim), 3 * n), initializer=initializers.weight()
+        )
+        self.context_kernel = self.add_weight(
+            name="context_kernel", shape=(int(context_dim), 3 * n), initializer=initializers.weight()
+        )
+        self.recurrent_kernel = self.add_weight(
+            name="recurrent_kernel", shape=(n, 3 * n), initializer=initializers.recurrent()
+        )
+        self.bias = self.add_weight(name="bias", shape=(3 * n,), initializer="zeros")
+        if self.reset_after:
+            self.recurrent_bias = self.add_weight(
+                name="recurrent_bias", shape=(n,), initializer="zeros"
+            )
+        self.built = True
+
+    def project_inputs(self, embedded):
+        """W E y + b for any leading shape: [..., m] -> [..., 3n]."""
+        return apply_kernel(embedded, self.input_kernel) + self.bias
+
+    def project_context(self, context):
+        """C c: [B, context_dim] -> [B, 3n]."""
+        return tf.matmul(context, self.context_kernel)
+
+    def call(self, projected_input, projected_context, state):
+        """One step from the two projections and s_(i-1) [B, n] to s_i [B, n]."""
+        n = self.units
+        x = projected_input + projected_context
+        x_z, x_r, x_h = x[:, :n], x[:, n : 2 * n], x[:, 2 * n :]
+        if self.reset_after:
+            recurrent = tf.matmul(state, self.recurrent_kernel)
+            z = tf.sigmoid(x_z + recurrent[:, :n])
+            r = tf.sigmoid(x_r + recurrent[:, n : 2 * n])
+            candidate = tf.tanh(x_h + r * (recurrent[:, 2 * n :] + self.recurrent_bias))
+        else:
+            gates = tf.matmul(state, self.recurrent_kernel[:, : 2 * n])
+            z = tf.sigmoid(x_z + gates[:, :n])
+            r = tf.sigmoid(x_r + gates[:, n:])
+            candidate = tf.tanh(x_h + tf.matmul(r * state, self.recurrent_kernel[:, 2 * n :]))
+        return (1.0 - z) * state + z * candidate
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units, "reset_after": self.reset_after}

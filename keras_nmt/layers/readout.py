@@ -1,0 +1,59 @@
+"""The deep output with a maxout hidden layer (A.2.2)."""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+from keras_nmt.layers import initializers
+from keras_nmt.layers.linear import apply_kernel
+
+
+@keras.saving.register_keras_serializable(package="keras_nmt")
+class MaxoutReadout(keras.layers.Layer):
+    """t~_i = U_o s_(i-1) + V_o E y_(i-1) + C_o c_i; t_i = max over pairs of t~_i;
+    logits = W_o t_i. Works on any leading shape, so teacher forcing runs it once over
+    the whole target sequence instead of once per step."""
+
+    def __init__(self, units: int, vocab_size: int, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units  # l
+        self.vocab_size = vocab_size
+
+    def build(self, state_dim: int, embedding_dim: int, context_dim: int):
+        two_l = 2 * self.units
+        self.state_kernel = self.add_weight(  # U_o
+            name="state_kernel", shape=(int(state_dim), two_l), initializer=initializers.weight()
+        )
+        self.embedding_kernel = self.add_weight(  # V_o
+            name="embedding_kernel", shape=(int(embedding_dim), two_l), initializer=initializers.weight()
+        )
+        self.context_kernel = self.add_weight(  # C_o
+            name="context_kernel", shape=(int(context_dim), two_l), initializer=initializers.weight()
+        )
+        self.bias = self.add_weight(name="bias", shape=(two_l,), initializer="zeros")
+        self.output_kernel = self.add_weight(  # W_o
+            name="output_kernel", shape=(self.units, self.vocab_size), initializer=initializers.weight()
+        )
+        self.output_bias = self.add_weight(
+            name="output_bias", shape=(self.vocab_size,), initializer="zeros"
+        )
+        self.built = True
+
+    def hidden(self, state, embedded, context):
+        """The maxout layer t_i: [..., l]."""
+        pre = (
+            apply_kernel(state, self.state_kernel)
+            + apply_kernel(embedded, self.embedding_kernel)
+            + apply_kernel(context, self.context_kernel)
+            + self.bias
+        )
+        pairs = tf.reshape(pre, tf.concat([tf.shape(pre)[:-1], [self.units, 2]], axis=0))
+        return tf.reduce_max(pairs, axis=-1)
+
+    def call(self, state, embedded, context):
+        """Unnormalised log-probabilities over the target shortlist: [..., V]."""
+        return apply_kernel(self.hidden(state, embedded, context), self.output_kernel) + self.output_bias
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units, "vocab_size": self.vocab_size}

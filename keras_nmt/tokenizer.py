@@ -1,0 +1,161 @@
+"""Word tokenizer and vocabulary in pure Python: no TensorFlow import.
+
+This module holds the one definition of how text becomes tokens: an ordered table of
+regular-expression rewrites (:data:`RULES`). ``keras_nmt.text`` runs the same table
+with ``tf.strings.regex_replace`` inside tf.data and the exported graph; this module runs
+it with the ``regex`` package for the onnxruntime path, which must work without
+TensorFlow. Patterns are written in the common subset of RE2 and ``regex`` syntax so the
+two engines agree; tests check that they do, token for token.
+
+The rules follow the Moses tokenizer's spirit (no lowercasing, punctuation split off,
+French elision kept on the left, English clitics on the right).
+"""
+
+from __future__ import annotations
+
+import collections
+import pathlib
+from typing import Iterable, Sequence
+
+import regex
+
+PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
+RESERVED = (PAD, UNK, BOS, EOS)
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+
+# Every Unicode space separator (U+00A0 and U+202F included, which French text puts
+# before ? ! : ;), tabs and control characters count as a token boundary.
+_SPACE = "[\\p{Z}\\p{Cc}\ufeff]+"
+_LETTER = r"\p{L}"
+
+COMMON_RULES: tuple[tuple[str, str], ...] = (
+    (_SPACE, " "),
+    # Punctuation that is always its own token.
+    (r"([!?;:\"()\[\]{}«»“”…])", r" \1 "),
+    # Period and comma: split off unless inside a number (3.5, 1,000).
+    (r"([^0-9])([.,])", r"\1 \2 "),
+    (r"([.,])([^0-9])", r" \1 \2"),
+    (r"^([.,])", r"\1 "),
+    (r"([.,])$", r" \1"),
+)
+LANGUAGE_RULES: dict[str, tuple[tuple[str, str], ...]] = {
+    # l'homme -> l' homme, aujourd'hui -> aujourd' hui (as Moses does for French).
+    "fr": ((rf"({_LETTER})'({_LETTER})", r"\1' \2"),),
+    # don't -> don 't, John's -> John 's (as Moses does for English).
+    "en": ((rf"({_LETTER})'({_LETTER})", r"\1 '\2"),),
+}
+
+
+def rules_for(lang: str) -> tuple[tuple[str, str], ...]:
+    """The ordered rewrite table for a language (unknown languages get the common rules)."""
+    return COMMON_RULES + LANGUAGE_RULES.get(lang, ())
+
+
+_COMPILED: dict[str, list[tuple[regex.Pattern, str]]] = {}
+
+
+def _compiled(lang: str) -> list[tuple[regex.Pattern, str]]:
+    if lang not in _COMPILED:
+        _COMPILED[lang] = [(regex.compile(p, regex.V0), r) for p, r in rules_for(lang)]
+    return _COMPILED[lang]
+
+
+def tokenize(line: str, lang: str) -> list[str]:
+    """Split one raw sentence into word tokens."""
+    for pattern, replacement in _compiled(lang):
+        line = pattern.sub(replacement, line)
+    return [token for token in line.split(" ") if token]
+
+
+_NO_SPACE_BEFORE = frozenset(".,;:!?)]}»”…")
+_NO_SPACE_AFTER = frozenset("([{«“")
+
+
+def detokenize(tokens: Sequence[str], lang: str) -> str:
+    """Join tokens back into normal text: the inverse of :func:`tokenize` on clean text."""
+    out: list[str] = []
+    glue_next = False
+    for token in tokens:
+        if not token:
+            continue
+        attach = glue_next or not out or token in _NO_SPACE_BEFORE
+        if lang == "en" and token.startswith("'") and len(token) > 1:
+            attach = True
+        if out and not attach:
+            out.append(" ")
+        out.append(token)
+        glue_next = token in _NO_SPACE_AFTER or (
+            lang == "fr" and len(token) > 1 and token.endswith("'")
+        )
+    return "".join(out)
+
+
+class VocabularyError(ValueError):
+    """A vocabulary file that cannot be used."""
+
+
+class Vocabulary:
+    """A word shortlist: reserved symbols first, then words by falling frequency."""
+
+    def __init__(self, tokens: Sequence[str]):
+        if tuple(tokens[: len(RESERVED)]) != RESERVED:
+            raise VocabularyError(f"a vocabulary must start with {', '.join(RESERVED)}")
+        if len(set(tokens)) != len(tokens):
+            raise VocabularyError("a vocabulary must not repeat a token")
+        self.tokens: tuple[str, ...] = tuple(tokens)
+        self._ids = {token: i for i, token in enumerate(self.tokens)}
+
+    @classmethod
+    def build(cls, sentences: Iterable[Sequence[str]], size: int) -> "Vocabulary":
+        """The ``size`` - 4 most frequent tokens (ties broken by the token itself)."""
+        counts: collections.Counter[str] = collections.Counter()
+        for tokens in sentences:
+            counts.update(tokens)
+        return cls.from_counts(counts, size)
+
+    @classmethod
+    def from_counts(cls, counts: collections.Counter, size: int) -> "Vocabulary":
+        counts = collections.Counter(counts)
+        for reserved in RESERVED:
+            counts.pop(reserved, None)
+        ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+        words = [token for token, _ in ranked[: max(0, size - len(RESERVED))]]
+        return cls(list(RESERVED) + words)
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def __contains__(self, token: str) -> bool:
+        return token in self._ids
+
+    def encode(self, tokens: Sequence[str]) -> list[int]:
+        return [self._ids.get(token, UNK_ID) for token in tokens]
+
+    def decode(self, ids: Iterable[int]) -> list[str]:
+        """Tokens up to (not including) the first EOS; PAD and BOS are skipped."""
+        out = []
+        for i in ids:
+            i = int(i)
+            if i == EOS_ID:
+                break
+            if i in (PAD_ID, BOS_ID):
+                continue
+            out.append(self.tokens[i] if 0 <= i < len(self.tokens) else UNK)
+        return out
+
+    def save(self, path: str | pathlib.Path) -> None:
+        path = pathlib.Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text("".join(token + "\n" for token in self.tokens), encoding="utf-8")
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: str | pathlib.Path) -> "Vocabulary":
+        path = pathlib.Path(path)
+        try:
+            lines = path.read_text(encoding="utf-8").split("\n")
+        except FileNotFoundError:
+            raise VocabularyError(f"vocabulary file not found: {path}") from None
+        if lines and lines[-1] == "":
+            lines.pop()
+        return cls(lines)

@@ -1,0 +1,104 @@
+"""The ``train.py`` command line: arguments in, one clear line out on any bad input."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from keras_nmt.config import VARIANTS, ConfigError, parse_overrides
+from keras_nmt.corpus.readers import CorpusError
+from keras_nmt.rundir import RunDirError
+from keras_nmt.tokenizer import VocabularyError
+
+PROG = "train.py"
+# Errors whose message is for the user: printed as one line, no traceback.
+USER_ERRORS: tuple[type[Exception], ...] = (ConfigError, CorpusError, RunDirError, VocabularyError)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, not a usage dump
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG,
+        description="Train RNNsearch / RNNencdec (Bahdanau et al., 2015).",
+        epilog="variants: " + ", ".join(
+            f"{name} ({v['architecture']}, sentences up to {v['max_len']} tokens)"
+            for name, v in VARIANTS.items()
+        ),
+    )
+    parser.add_argument("--variant", default="search50", help="one of: " + ", ".join(VARIANTS))
+    parser.add_argument(
+        "--data", default="builtin",
+        help="'builtin' (generated corpus, the default) or a directory with "
+        "train.SRC/train.TGT and valid.SRC/valid.TGT (test.* optional)",
+    )
+    parser.add_argument("--src", default="en", help="source language suffix (default en)")
+    parser.add_argument("--tgt", default="fr", help="target language suffix (default fr)")
+    parser.add_argument("--out", help="run directory (default runs/VARIANT-TIMESTAMP)")
+    parser.add_argument("--max-steps", type=_positive_int, help="stop after this many updates")
+    parser.add_argument(
+        "--max-minutes", type=_positive_float, help="stop after this much training time in total"
+    )
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+        help="override a configuration field, e.g. --set hidden=256 (repeatable)",
+    )
+    parser.add_argument("--resume", action="store_true", help="continue the run in --out")
+    parser.add_argument("--seed", type=int, help="random seed (default: the config's)")
+    parser.add_argument(
+        "--paper-size", action="store_true",
+        help="on the built-in corpus, keep the paper's dimensions instead of the compact ones",
+    )
+    parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    user_errors = USER_ERRORS
+    try:
+        overrides = parse_overrides(args.overrides)
+        if args.resume and not args.out:
+            raise RunDirError("--resume needs --out RUN_DIR (the run to continue)")
+        from keras_nmt import experiment  # TensorFlow loads here, after the cheap checks
+        from keras_nmt.training import TrainingDiverged
+
+        user_errors = USER_ERRORS + (TrainingDiverged,)
+
+        options = experiment.TrainOptions(
+            variant=args.variant, data=args.data, src=args.src, tgt=args.tgt, out=args.out,
+            max_steps=args.max_steps, max_minutes=args.max_minutes, overrides=overrides,
+            resume=args.resume, seed=args.seed, paper_size=args.paper_size, quiet=args.quiet,
+        )
+        experiment.resolve_config(options)  # unknown variant or bad value: fail before any work
+        experiment.train(options)
+    except user_errors as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; continue with --resume --out RUN_DIR", file=sys.stderr)
+        return 130
+    return 0

@@ -1,0 +1,48 @@
+import pytest
+
+from keras_nmt.config import COMPACT, VARIANTS, Config, ConfigError, parse_overrides, variant_config
+
+
+def test_variants_are_the_papers_four():
+    assert set(VARIANTS) == {"encdec30", "encdec50", "search30", "search50"}
+    search50 = variant_config("search50")
+    assert (search50.embedding, search50.hidden, search50.attention, search50.maxout) == (620, 1000, 1000, 500)
+    assert (search50.src_vocab_size, search50.tgt_vocab_size, search50.batch_size) == (30000, 30000, 80)
+    assert (search50.optimizer, search50.rho, search50.epsilon, search50.clipnorm) == ("adadelta", 0.95, 1e-6, 1.0)
+    assert not search50.reset_after
+    assert variant_config("encdec30").architecture == "encdec"
+    assert variant_config("encdec30").max_len == 30
+    assert variant_config("search30").uses_attention
+
+
+def test_overrides_are_typed():
+    overrides = parse_overrides(["hidden=256", "learning_rate=0.5", "reset_after=true", "optimizer=adam"])
+    assert overrides == {"hidden": 256, "learning_rate": 0.5, "reset_after": True, "optimizer": "adam"}
+    config = variant_config("search30", overrides)
+    assert config.hidden == 256 and config.max_len == 30
+
+
+@pytest.mark.parametrize("item, message", [
+    ("nosuch=1", "unknown --set key 'nosuch'"),
+    ("hidden=abc", "expected a value of type int"),
+    ("reset_after=maybe", "expected a value of type bool"),
+    ("hidden", "expects key=value"),
+])
+def test_bad_overrides_have_clear_messages(item, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_overrides([item])
+
+
+def test_bad_values_are_rejected():
+    with pytest.raises(ConfigError, match="unknown variant"):
+        variant_config("search70")
+    with pytest.raises(ConfigError, match="hidden must be a positive integer"):
+        variant_config("search50", {"hidden": 0})
+    with pytest.raises(ConfigError, match="optimizer"):
+        variant_config("search50", {"optimizer": "lion"})
+
+
+def test_round_trip_and_compact_fields_exist():
+    config = variant_config("encdec50", {"hidden": 32})
+    assert Config.from_dict(config.to_dict()) == config
+    assert set(COMPACT) <= set(config.to_dict())
