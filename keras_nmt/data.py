@@ -47,7 +47,7 @@ def training_batches(
     batch_size: int,
     sort_batches: int,
     seed: int,
-    shuffle_buffer: int = 100_000,
+    shuffle_buffer: int = 10_000,
 ) -> tf.data.Dataset:
     """An endless stream of training batches, bucketed the paper's way.
 

@@ -213,7 +213,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
     train_batches = data.training_batches(
         train_files, source_encoder, target_encoder,
         max_len=config.max_len, batch_size=config.batch_size,
-        sort_batches=config.sort_batches, seed=config.seed,
+        sort_batches=config.sort_batches, seed=config.seed, shuffle_buffer=config.shuffle_buffer,
     )
 
     def dev_batches():
