@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from keras_nmt.config import VARIANTS, ConfigError, parse_overrides
+from keras_nmt.config import VARIANTS, ConfigError, parse_overrides, variant_config
 from keras_nmt.corpus.readers import CorpusError
 from keras_nmt.rundir import RunDirError
 from keras_nmt.tokenizer import VocabularyError
@@ -81,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     user_errors = USER_ERRORS
     try:
         overrides = parse_overrides(args.overrides)
+        variant_config(args.variant, overrides)  # unknown variant or bad value: fail before any work
         if args.resume and not args.out:
             raise RunDirError("--resume needs --out RUN_DIR (the run to continue)")
         from keras_nmt import experiment  # TensorFlow loads here, after the cheap checks
@@ -93,7 +94,6 @@ def main(argv: list[str] | None = None) -> int:
             max_steps=args.max_steps, max_minutes=args.max_minutes, overrides=overrides,
             resume=args.resume, seed=args.seed, paper_size=args.paper_size, quiet=args.quiet,
         )
-        experiment.resolve_config(options)  # unknown variant or bad value: fail before any work
         experiment.train(options)
     except user_errors as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)

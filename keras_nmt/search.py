@@ -1,0 +1,372 @@
+"""Batched beam search over :class:`~keras_nmt.models.TranslationModel` as one graph.
+
+The whole search is a single ``tf.while_loop`` built from plain TensorFlow ops, so it
+can be traced with autograph off (``keras.export.ExportArchive``) and converted to ONNX
+by tf2onnx: the hypothesis history (token ids, attention weights) lives in loop
+variables that grow by one column per step with ``tf.concat`` under declared
+``shape_invariants``; no TensorArray, no Python control flow on tensors. The beam size,
+length-normalisation exponent, UNK ban and maximum length may all be tensors fed at run
+time.
+
+The algorithm, per source sentence, with K = beam size:
+
+- the source is encoded once; the decoder state and every tensor of the memory dict
+  are tiled K times, giving B*K rows, one per hypothesis;
+- a hypothesis' score is the sum of the log-softmax of the step logits of its tokens.
+  The search starts with one live hypothesis (the K-1 others dead, so copies of the
+  same prefix never fill the beam). Dead and empty entries carry a large finite
+  negative score rather than -inf: tf2onnx lowers ``tf.where`` to arithmetic, where
+  ``0 * -inf`` would be NaN;
+- each step keeps the K best one-token extensions of the live hypotheses. Extensions
+  ending with EOS leave the beam (their slot is dead until the next step refills it)
+  and join a pool of finished hypotheses that keeps the K best by the ranking score
+  ``log_prob / length ** alpha`` (length counts the generated tokens, EOS included;
+  ``alpha >= 0``, and ``alpha = 0`` ranks by raw log-probability). With K = 1 this is exactly greedy
+  decoding;
+- PAD and BOS are never generated; UNK neither when ``forbid_unk``;
+- a sentence may generate at most ``limit`` tokens, EOS included: ``max_length`` when
+  given (> 0), otherwise ``ceil(max_decode_ratio * source_length) + 1`` with the source
+  length counted without padding. At step ``limit`` only EOS is allowed, so every live
+  hypothesis is forced to finish (EOS appended with its model probability).
+
+Stopping is exact: a sentence stops when its pool holds K finished hypotheses and no
+live hypothesis can still enter it. A live hypothesis with log-probability ``lp <= 0``
+ends with some length ``L <= limit`` and a log-probability of at most ``lp``
+(log-probabilities only decrease), so with ``alpha >= 0`` its final ranking score is at
+most ``lp / limit ** alpha``. Once the best live bound is no larger than the worst
+score in the full pool, running on to ``limit`` could not change the pool (up to exact
+ties). A sentence with no live hypothesis left, or at its limit, stops too. The loop
+ends when every sentence of the batch has stopped; stopped sentences are frozen (their
+live hypotheses are dead) while the others go on.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from keras_nmt.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+
+# Log-probability of a dead or empty hypothesis. Finite on purpose: tf2onnx lowers
+# tf.where to arithmetic (cond * x + (1 - cond) * y), where -inf would give NaN.
+_DEAD = -1e9
+_ALIVE = -5e8  # anything above this is a real hypothesis
+
+__all__ = [
+    "beam_search",
+    "decode_limits",
+    "greedy_search",
+    "make_translate_fn",
+    "stepwise_greedy",
+]
+
+
+def decode_limits(source_ids, max_length=None, max_decode_ratio: float = 2.0):
+    """Maximum number of generated tokens (EOS included) per sentence: int32 [B], >= 1.
+
+    ``max_length`` (a scalar, Python or tensor) overrides the ratio rule when it is
+    positive; ``None`` or a value <= 0 means ``ceil(max_decode_ratio * source_length) + 1``.
+    """
+    source_ids = tf.convert_to_tensor(source_ids)
+    source_length = tf.reduce_sum(tf.cast(tf.not_equal(source_ids, PAD_ID), tf.float32), axis=1)
+    ratio = tf.cast(max_decode_ratio, tf.float32)
+    limits = tf.cast(tf.math.ceil(ratio * source_length), tf.int32) + 1
+    if max_length is not None:
+        max_length = tf.cast(max_length, tf.int32)
+        limits = tf.where(max_length > 0, tf.fill(tf.shape(limits), max_length), limits)
+    return tf.maximum(limits, 1)
+
+
+def _tile_rows(x, beam_size):
+    """[B, ...] -> [B*K, ...], each row repeated K times in a row (hypotheses of a
+    sentence are contiguous). Static trailing dimensions are kept."""
+    x = tf.convert_to_tensor(x)
+    rank = x.shape.rank
+    tiled = tf.tile(tf.expand_dims(x, 1), [1, beam_size] + [1] * (rank - 1))
+    dynamic = tf.shape(x)
+    trailing = [x.shape[i] if x.shape[i] is not None else dynamic[i] for i in range(1, rank)]
+    return tf.reshape(tiled, [-1] + trailing)
+
+
+def _loose_shape(x, free_axes):
+    """The static shape of ``x`` with the batch and growing axes left unknown."""
+    dims = list(x.shape)
+    for axis in free_axes:
+        dims[axis] = None
+    return tf.TensorShape(dims)
+
+
+def beam_search(
+    model,
+    source_ids,
+    beam_size,
+    alpha=1.0,
+    forbid_unk=False,
+    max_length=None,
+    nbest: int = 1,
+    max_decode_ratio=2.0,
+    early_stopping: bool = True,
+) -> dict[str, tf.Tensor]:
+    """Translate a batch of source sentences with beam search.
+
+    Args:
+      model: a :class:`~keras_nmt.models.TranslationModel` (anything with ``encode``,
+        ``step`` and ``config.tgt_vocab_size``).
+      source_ids: int [B, Tx], 0 = padding.
+      beam_size: K >= 1, a Python int or a scalar int32 tensor.
+      alpha: length-normalisation exponent >= 0 (scalar, may be a tensor; a negative
+        tensor is clamped to 0); 0 = raw log-prob.
+      forbid_unk: never generate UNK (Python or scalar bool tensor).
+      max_length: generated tokens per sentence, EOS included (scalar; None or <= 0:
+        the ``max_decode_ratio`` rule, see :func:`decode_limits`).
+      nbest: hypotheses returned per sentence (a Python int), clipped to ``beam_size``.
+      max_decode_ratio: see :func:`decode_limits` (scalar, may be a tensor).
+      early_stopping: stop a sentence as soon as its result is settled (see the module
+        docstring). False runs every sentence until no live hypothesis is left, which
+        gives the same result more slowly; it exists to test that claim.
+
+    Returns a dict with N = min(nbest, beam_size), hypotheses sorted by ``scores``:
+      ``ids`` int32 [B, N, T]: tokens, EOS included, 0 after it;
+      ``lengths`` int32 [B, N]: generated tokens including EOS;
+      ``scores`` float32 [B, N]: ``log_probs / lengths ** alpha``, the ranking score;
+      ``log_probs`` float32 [B, N]: summed log-probabilities;
+      ``attention`` float32 [B, N, T, Tx]: the step's attention weights for each token
+      (zeros after EOS, and everywhere for an encdec model).
+    A slot that no hypothesis could fill (only possible when fewer than N sequences
+    exist) has score -inf, length 0 and zero ids.
+    """
+    if isinstance(nbest, bool) or not isinstance(nbest, (int, np.integer)) or nbest < 1:
+        raise ValueError(f"nbest must be a positive Python int, got {nbest!r}")
+    if isinstance(beam_size, (int, np.integer)) and beam_size < 1:
+        raise ValueError(f"beam_size must be >= 1, got {beam_size}")
+    if isinstance(alpha, (int, float, np.number)) and not alpha >= 0:
+        raise ValueError(f"alpha must be >= 0, got {alpha}")
+    source_ids = tf.convert_to_tensor(source_ids)
+    if source_ids.dtype != tf.int32:
+        source_ids = tf.cast(source_ids, tf.int32)
+    k = tf.maximum(tf.cast(beam_size, tf.int32), 1)
+    alpha = tf.maximum(tf.cast(alpha, tf.float32), 0.0)
+    forbid_unk = tf.cast(forbid_unk, tf.bool)
+    vocab_size = int(model.config.tgt_vocab_size)
+
+    batch = tf.shape(source_ids)[0]
+    source_time = tf.shape(source_ids)[1]
+    limits = decode_limits(source_ids, max_length, max_decode_ratio)  # [B]
+    max_steps = tf.reduce_max(limits)
+    limit_penalty = tf.pow(tf.cast(limits, tf.float32), alpha)  # [B]
+    dead = tf.constant(_DEAD, tf.float32)
+
+    state, memory = model.encode(source_ids)
+    state = tf.nest.map_structure(lambda x: _tile_rows(x, k), state)
+    memory = tf.nest.map_structure(lambda x: _tile_rows(x, k), memory)
+
+    vocab = tf.range(vocab_size)
+    banned = (
+        tf.equal(vocab, PAD_ID)
+        | tf.equal(vocab, BOS_ID)
+        | (forbid_unk & tf.equal(vocab, UNK_ID))
+    )[None, :]  # [1, V]
+    not_eos = tf.not_equal(vocab, EOS_ID)[None, None, :]  # [1, 1, V]
+    row_offsets = tf.range(batch)[:, None]  # [B, 1]
+
+    first_live = tf.where(tf.equal(tf.range(k), 0), 0.0, dead)
+    hypotheses = batch * k
+    loop_vars = (
+        tf.constant(0, tf.int32),  # t: tokens generated so far
+        tf.zeros([batch], tf.bool),  # done
+        tf.fill([hypotheses], BOS_ID),  # previous ids [B*K]
+        state,  # decoder state [B*K, n]
+        tf.tile(first_live[None, :], [batch, 1]),  # live log-probs [B, K]
+        tf.zeros([hypotheses, 0], tf.int32),  # live ids [B*K, t]
+        tf.zeros([hypotheses, 0, source_time], tf.float32),  # live attention [B*K, t, Tx]
+        tf.fill([batch, k], dead),  # pool scores [B, K], sorted
+        tf.fill([batch, k], dead),  # pool log-probs [B, K]
+        tf.zeros([batch, k], tf.int32),  # pool lengths [B, K]; 0 = empty slot
+        tf.zeros([batch, k, 0], tf.int32),  # pool ids [B, K, t]
+        tf.zeros([batch, k, 0, source_time], tf.float32),  # pool attention [B, K, t, Tx]
+    )
+    shape_invariants = (
+        tf.TensorShape([]),
+        tf.TensorShape([None]),
+        tf.TensorShape([None]),
+        tf.nest.map_structure(lambda x: _loose_shape(x, [0]), state),
+        tf.TensorShape([None, None]),
+        tf.TensorShape([None, None]),
+        tf.TensorShape([None, None, None]),
+        tf.TensorShape([None, None]),
+        tf.TensorShape([None, None]),
+        tf.TensorShape([None, None]),
+        tf.TensorShape([None, None, None]),
+        tf.TensorShape([None, None, None, None]),
+    )
+
+    def cond(t, done, *_):
+        return tf.logical_and(t < max_steps, tf.logical_not(tf.reduce_all(done)))
+
+    def body(t, done, previous_ids, state, live_lp, live_ids, live_attn,
+             pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn):
+        logits, new_state, weights = model.step(previous_ids, state, memory)
+        log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
+        log_probs = tf.where(banned, dead, log_probs)
+        log_probs = tf.reshape(log_probs, [batch, k, vocab_size])
+        length = t + 1  # tokens of the hypotheses made by this step
+        forced = length >= limits  # [B]: only EOS allowed at the limit
+        log_probs = tf.where(forced[:, None, None] & not_eos, dead, log_probs)
+
+        candidates = tf.reshape(live_lp[:, :, None] + log_probs, [batch, k * vocab_size])
+        top_lp, top_index = tf.math.top_k(candidates, k=k)  # [B, K]
+        top_lp = tf.maximum(top_lp, dead)  # dead stays exactly dead, never drifts lower
+        tokens = top_index % vocab_size
+        parents = tf.reshape(top_index // vocab_size + row_offsets * k, [-1])  # [B*K]
+        flat_tokens = tf.reshape(tokens, [-1])
+
+        # One gather per tensor reorders the state and the history by parent.
+        new_state = tf.nest.map_structure(lambda x: tf.gather(x, parents), new_state)
+        seq_ids = tf.concat([tf.gather(live_ids, parents), flat_tokens[:, None]], axis=1)
+        step_attn = tf.cast(weights, tf.float32)[:, None, :]
+        seq_attn = tf.gather(tf.concat([live_attn, step_attn], axis=1), parents)
+
+        ended = tf.equal(tokens, EOS_ID) & (top_lp > _ALIVE)  # [B, K]
+        ended_lp = tf.where(ended, top_lp, dead)
+        ended_scores = tf.where(
+            ended, top_lp / tf.pow(tf.cast(length, tf.float32), alpha), dead
+        )
+        ended_lengths = tf.where(ended, length, 0)
+        live_lp = tf.where(tf.equal(tokens, EOS_ID), dead, top_lp)
+
+        # Merge the new finished hypotheses into the pool (pool first: top_k keeps the
+        # lower index on ties, so a stopped sentence's pool stays as it is).
+        pool_ids = tf.pad(pool_ids, [[0, 0], [0, 0], [0, 1]])
+        pool_attn = tf.pad(pool_attn, [[0, 0], [0, 0], [0, 1], [0, 0]])
+        merged_scores = tf.concat([pool_scores, ended_scores], axis=1)  # [B, 2K]
+        pool_scores, pick = tf.math.top_k(merged_scores, k=k)
+        pick = tf.stack([tf.broadcast_to(row_offsets, tf.shape(pick)), pick], axis=-1)
+        seq_shape = tf.shape(seq_ids)
+        pool_ids = tf.gather_nd(
+            tf.concat([pool_ids, tf.reshape(seq_ids, [batch, k, seq_shape[1]])], axis=1), pick
+        )
+        pool_attn = tf.gather_nd(
+            tf.concat(
+                [pool_attn, tf.reshape(seq_attn, [batch, k, seq_shape[1], source_time])], axis=1
+            ),
+            pick,
+        )
+        pool_lp = tf.gather_nd(tf.concat([pool_lp, ended_lp], axis=1), pick)
+        pool_lengths = tf.gather_nd(tf.concat([pool_lengths, ended_lengths], axis=1), pick)
+
+        # Stop a sentence when no live hypothesis is left or, exactly, when none can
+        # still beat the worst of K finished ones: log-probs only fall and, with
+        # alpha >= 0, lp / L**alpha is largest at the longest length, the limit.
+        best_live = tf.reduce_max(live_lp, axis=1)
+        settled = best_live <= _ALIVE
+        if early_stopping:
+            full = tf.reduce_min(pool_lengths, axis=1) > 0
+            bound = best_live / limit_penalty
+            settled = settled | (full & (bound <= tf.reduce_min(pool_scores, axis=1)))
+        done = done | forced | settled
+        live_lp = tf.where(done[:, None], dead, live_lp)
+        return (length, done, flat_tokens, new_state, live_lp, seq_ids, seq_attn,
+                pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn)
+
+    final = tf.while_loop(cond, body, loop_vars, shape_invariants=shape_invariants)
+    pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn = final[7:]
+
+    n = tf.minimum(tf.constant(nbest, tf.int32), k)
+    lengths = pool_lengths[:, :n]
+    valid = lengths > 0
+    # Empty slots: -inf. Added, not selected: tf2onnx lowers a select to
+    # cond * x + (1 - cond) * y, which would turn 0 * -inf into NaN.
+    empty = tf.math.log(tf.cast(valid, tf.float32))  # 0 or -inf
+    out_time = tf.maximum(tf.reduce_max(lengths), 0)
+    ids = tf.where(valid[:, :, None], pool_ids[:, :n, :out_time], 0)
+    attention = tf.where(
+        valid[:, :, None, None], pool_attn[:, :n, :out_time, :], tf.constant(0.0, tf.float32)
+    )
+    return {
+        "ids": ids,
+        "lengths": lengths,
+        "scores": tf.where(valid, pool_scores[:, :n], 0.0) + empty,
+        "log_probs": tf.where(valid, pool_lp[:, :n], 0.0) + empty,
+        "attention": attention,
+    }
+
+
+def greedy_search(model, source_ids, **kwargs) -> dict[str, tf.Tensor]:
+    """:func:`beam_search` with a beam of one: the most probable token at every step."""
+    kwargs.pop("beam_size", None)
+    kwargs["nbest"] = 1
+    return beam_search(model, source_ids, 1, **kwargs)
+
+
+def stepwise_greedy(
+    model, source_ids, max_length=None, forbid_unk: bool = False, max_decode_ratio: float = 2.0
+) -> list[list[int]]:
+    """Reference greedy decoder: a plain eager Python loop over ``model.step``.
+
+    At each step the argmax of the logits over the allowed tokens (never PAD or BOS,
+    not UNK when ``forbid_unk``); EOS is forced at the sentence's limit, the same limit
+    :func:`beam_search` uses. Returns one list of ids per sentence, EOS included.
+    For tests and debugging, not for speed.
+    """
+    source_ids = tf.convert_to_tensor(source_ids, tf.int32)
+    limits = decode_limits(source_ids, max_length, max_decode_ratio).numpy()
+    state, memory = model.encode(source_ids)
+    batch = int(source_ids.shape[0])
+    previous = np.full([batch], BOS_ID, np.int32)
+    outputs: list[list[int]] = [[] for _ in range(batch)]
+    finished = np.zeros([batch], bool)
+    banned = [PAD_ID, BOS_ID] + ([UNK_ID] if forbid_unk else [])
+    for t in range(int(limits.max()) if batch else 0):
+        logits, state, _ = model.step(tf.constant(previous), state, memory)
+        logits = np.array(logits, np.float64)
+        logits[:, banned] = -np.inf
+        for b in range(batch):
+            if finished[b]:
+                continue
+            token = EOS_ID if t + 1 >= limits[b] else int(np.argmax(logits[b]))
+            outputs[b].append(token)
+            previous[b] = token
+            finished[b] = token == EOS_ID
+        if finished.all():
+            break
+    return outputs
+
+
+def make_translate_fn(
+    model, nbest: int = 1, max_decode_ratio: float | None = None, autograph: bool = True
+):
+    """A ``tf.function`` around :func:`beam_search` that traces once.
+
+    Signature: ``translate(source_ids int32 [None, None], beam_size int32 [],
+    alpha float32 [], forbid_unk bool [], max_length int32 [])`` -> the dict of
+    :func:`beam_search`; ``max_length <= 0`` selects the ratio rule (the model's
+    ``config.max_decode_ratio`` unless ``max_decode_ratio`` is given). ``nbest`` is
+    fixed here, as a Python constant.
+    """
+    ratio = float(model.config.max_decode_ratio if max_decode_ratio is None else max_decode_ratio)
+    if math.isnan(ratio) or ratio < 0:
+        raise ValueError(f"max_decode_ratio must be >= 0, got {ratio}")
+
+    def translate(source_ids, beam_size, alpha, forbid_unk, max_length):
+        return beam_search(
+            model,
+            source_ids,
+            beam_size,
+            alpha=alpha,
+            forbid_unk=forbid_unk,
+            max_length=max_length,
+            nbest=nbest,
+            max_decode_ratio=ratio,
+        )
+
+    signature: list[Any] = [
+        tf.TensorSpec([None, None], tf.int32, name="source_ids"),
+        tf.TensorSpec([], tf.int32, name="beam_size"),
+        tf.TensorSpec([], tf.float32, name="alpha"),
+        tf.TensorSpec([], tf.bool, name="forbid_unk"),
+        tf.TensorSpec([], tf.int32, name="max_length"),
+    ]
+    return tf.function(translate, input_signature=signature, autograph=autograph)
