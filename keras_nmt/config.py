@@ -126,7 +126,7 @@ COMPACT: dict[str, Any] = {
     "attention": 128,
     "maxout": 64,
     "optimizer": "adam",
-    "learning_rate": 2e-3,
+    "learning_rate": 5e-3,
     "batch_size": 64,
     "checkpoint_every": 100,
     "eval_every": 100,

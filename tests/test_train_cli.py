@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from keras_nmt.corpus import builtin
-
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--set", "embedding=16", "--set", "hidden=16", "--set", "attention=16", "--set", "maxout=8",
         "--set", "batch_size=16", "--set", "beam_size=2", "--set", "shuffle_buffer=200"]
@@ -24,10 +22,9 @@ def run_train(*args, timeout=300):
     )
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    spec = builtin.BuiltinCorpusSpec(seed=7, train_size=400, valid_size=30, test_size=40, max_source_tokens=40)
-    return builtin.write_corpus(tmp_path_factory.mktemp("corpus"), spec)
+@pytest.fixture
+def corpus(tiny_corpus):
+    return tiny_corpus
 
 
 def assert_one_line_error(result, expected):

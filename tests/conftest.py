@@ -1,0 +1,33 @@
+"""Shared fixtures: a tiny generated corpus and a tiny trained run directory."""
+
+import pytest
+
+from keras_nmt.corpus import builtin
+
+TINY_SETTINGS = {
+    "embedding": 16, "hidden": 16, "attention": 16, "maxout": 8,
+    "batch_size": 16, "beam_size": 2, "shuffle_buffer": 200, "eval_every": 5,
+}
+
+
+@pytest.fixture(scope="session")
+def tiny_corpus(tmp_path_factory):
+    """A built-in corpus of 400 / 30 / 40 pairs with gold alignments (*.align)."""
+    spec = builtin.BuiltinCorpusSpec(
+        seed=7, train_size=400, valid_size=30, test_size=40, max_source_tokens=40
+    )
+    return builtin.write_corpus(tmp_path_factory.mktemp("corpus"), spec)
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tiny_corpus, tmp_path_factory):
+    """A search30 run directory trained for 10 steps on ``tiny_corpus`` (poor translations,
+    real files: config, vocabularies, checkpoints, best weights, summary)."""
+    from keras_nmt import experiment
+
+    out = tmp_path_factory.mktemp("runs") / "search30"
+    experiment.train(experiment.TrainOptions(
+        variant="search30", data=str(tiny_corpus), out=str(out), max_steps=10,
+        overrides=dict(TINY_SETTINGS), quiet=True,
+    ))
+    return out
