@@ -9,6 +9,7 @@ import dataclasses
 import datetime
 import math
 import pathlib
+import shutil
 import time
 from typing import Any
 
@@ -91,6 +92,9 @@ def _prepare(options: TrainOptions, run: RunDir, log) -> tuple[Config, dict[str,
     else:
         corpus_dir = pathlib.Path(options.data).expanduser().resolve()
     splits = find_corpus(corpus_dir, options.src, options.tgt)
+    for name, files in splits.items():
+        if name != "train":  # the training split is checked by the scan below
+            files.check()
     log(f"reading {splits['train'].source} and {splits['train'].target}")
     stats = scan_training_split(splits["train"], options.src, options.tgt, config.max_len)
     if stats.kept == 0:
@@ -198,7 +202,17 @@ def train(options: TrainOptions) -> dict[str, Any]:
             raise RunDirError(
                 f"{run.path} already holds a run: pass --resume to continue it, or choose another --out"
             )
-        config, info = _prepare(options, run, log)
+        existed = run.path.exists()
+        try:
+            config, info = _prepare(options, run, log)
+        except BaseException:
+            # Leave no half-made run behind: a later start must not mistake it for one.
+            if not existed:
+                shutil.rmtree(run.path, ignore_errors=True)
+            else:
+                for path in (run.config_path, run.data_path, *run.path.glob("vocab.*.txt")):
+                    path.unlink(missing_ok=True)
+            raise
     limits = Limits(options.max_steps, options.max_minutes)
     if info.get("builtin") and limits.max_steps is None and limits.max_minutes is None:
         limits.max_minutes = BUILTIN_DEFAULT_MINUTES

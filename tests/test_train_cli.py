@@ -105,3 +105,19 @@ def test_sigkill_then_resume_finishes(tmp_path, corpus):
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"resumed at step {killed_at}" in result.stdout
     assert json.loads((out / "summary.json").read_text())["updates"] == 40
+
+
+@pytest.mark.parametrize("train_fr, expected", [
+    (b"A\nB\n", "line counts differ"),
+    (b"A\nB \xc3\x28\nC\n", "line 2 is not valid UTF-8"),
+])
+def test_bad_corpus_fails_cleanly_and_leaves_nothing(tmp_path, train_fr, expected):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.en").write_bytes(b"a\nb\nc\n")
+    (data / "train.fr").write_bytes(train_fr)
+    (data / "valid.en").write_bytes(b"a\n")
+    (data / "valid.fr").write_bytes(b"A\n")
+    out = tmp_path / "run"
+    assert_one_line_error(run_train("--data", str(data), "--out", str(out), *TINY), expected)
+    assert not out.exists()

@@ -6,6 +6,7 @@ import collections
 import dataclasses
 import gzip
 import io
+import itertools
 import pathlib
 from typing import Iterator
 
@@ -26,22 +27,43 @@ class ParallelFiles:
     target: pathlib.Path
 
     def pairs(self) -> Iterator[tuple[str, str]]:
-        with open_text(self.source) as src, open_text(self.target) as tgt:
-            line = 0
-            for line, (s, t) in enumerate(zip(src, tgt), start=1):
-                yield s.rstrip("\r\n"), t.rstrip("\r\n")
-            rest_src, rest_tgt = sum(1 for _ in src), sum(1 for _ in tgt)
-        if rest_src or rest_tgt:
-            raise CorpusError(
-                f"line counts differ: {self.source} has {line + rest_src} lines, "
-                f"{self.target} has {line + rest_tgt}"
-            )
+        """(source, target) lines without their line ends (LF or CRLF).
+
+        Raises CorpusError naming the file and line for invalid UTF-8, and naming both
+        files and both counts when the line counts differ.
+        """
+        with open_binary(self.source) as src, open_binary(self.target) as tgt:
+            for number, (s, t) in enumerate(itertools.zip_longest(src, tgt), start=1):
+                if s is None or t is None:
+                    # One file ended: count the rest of the other for the message.
+                    rest = 1 + sum(1 for _ in (src if t is None else tgt))
+                    counts = (number - 1 + rest, number - 1) if t is None else (number - 1, number - 1 + rest)
+                    raise CorpusError(
+                        f"line counts differ: {self.source} has {counts[0]} lines, "
+                        f"{self.target} has {counts[1]}"
+                    )
+                yield _decode(s, self.source, number), _decode(t, self.target, number)
+
+    def check(self) -> int:
+        """Read the whole split once (UTF-8, equal line counts); returns the pair count."""
+        return sum(1 for _ in self.pairs())
+
+
+def _decode(line: bytes, path: pathlib.Path, number: int) -> str:
+    try:
+        return line.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError as error:
+        raise CorpusError(
+            f"{path}: line {number} is not valid UTF-8 (byte {error.start + 1})"
+        ) from None
+
+
+def open_binary(path: pathlib.Path) -> io.BufferedIOBase:
+    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
 
 def open_text(path: pathlib.Path) -> io.TextIOBase:
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="\n")
-    return open(path, encoding="utf-8", newline="\n")
+    return io.TextIOWrapper(open_binary(path), encoding="utf-8", newline="\n")
 
 
 def find_split(directory: pathlib.Path, split: str, src: str, tgt: str) -> ParallelFiles | None:
