@@ -51,3 +51,19 @@ def bleu_longer_than(
         return float("nan"), 0
     score, _ = bleu([hypotheses[i] for i in chosen], [references[i] for i in chosen])
     return score, len(chosen)
+
+
+def corpus_scores(hypotheses: Sequence[str], references: Sequence[str]) -> dict:
+    """BLEU and chrF of one set of sentences with both signatures; None scores when the
+    set is empty (sacreBLEU has nothing to score)."""
+    if not hypotheses:
+        return {"sentences": 0, "bleu": None, "chrf": None, "bleu_signature": None, "chrf_signature": None}
+    bleu_score, bleu_signature = bleu(hypotheses, references)
+    chrf_score, chrf_signature = chrf(hypotheses, references)
+    return {
+        "sentences": len(hypotheses),
+        "bleu": bleu_score,
+        "chrf": chrf_score,
+        "bleu_signature": bleu_signature,
+        "chrf_signature": chrf_signature,
+    }

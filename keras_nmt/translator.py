@@ -5,21 +5,33 @@ this class, and Python users call it directly::
 
     translator = Translator.from_run_dir("runs/search50")
     translator.translate(["The man is here."], beam_size=5)
+
+    # an ensemble of runs that share their vocabularies, 3-best lists, UNK replacement
+    translator = Translator.from_run_dirs(["runs/a", "runs/b"])
+    for t in translator.translate(lines, beam_size=5, nbest=3, unk_replace=True):
+        for hypothesis in t.hypotheses:
+            print(hypothesis.text, hypothesis.score)
 """
 
 from __future__ import annotations
 
 import dataclasses
-import pathlib
-from typing import Callable, Sequence
+import os
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import tensorflow as tf
 
 from keras_nmt import search, tokenizer
+from keras_nmt.ensemble import Ensemble, RunFiles, check_compatible, inspect_run_dir
 from keras_nmt.models import TranslationModel
-from keras_nmt.rundir import RunDir, RunDirError
+from keras_nmt.rundir import RunDirError
 from keras_nmt.tokenizer import EOS_ID, Vocabulary
+from keras_nmt.unk_replace import load_dictionary, replace_unknowns
+
+# The default maximum source length is max(MIN_SOURCE_LEN, SOURCE_LEN_FACTOR * max_len).
+SOURCE_LEN_FACTOR = 2
+MIN_SOURCE_LEN = 100
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,60 +39,106 @@ class Translation:
     text: str  # detokenized
     tokens: tuple[str, ...]
     score: float  # length-normalised log-probability (0.0 for empty input)
-    source_tokens: tuple[str, ...]
+    source_tokens: tuple[str, ...]  # the tokens translated (after truncation)
     attention: np.ndarray | None = None  # [output tokens + EOS, source tokens + EOS]
+    # With translate(nbest=N > 1): the N best hypotheses, best first (the first is this
+    # translation again); each has empty ``alternatives``. Empty with nbest=1.
+    alternatives: tuple["Translation", ...] = ()
+    truncated: int = 0  # source tokens dropped beyond Translator.max_source_len
+
+    @property
+    def hypotheses(self) -> tuple["Translation", ...]:
+        """The n-best list: ``alternatives``, or just this translation when it is empty."""
+        return self.alternatives or (self,)
+
+
+def default_max_source_len(max_len: int) -> int:
+    """``max(100, 2 * max_len)``: twice the longest training sentence, never under 100."""
+    return max(MIN_SOURCE_LEN, SOURCE_LEN_FACTOR * int(max_len))
 
 
 class Translator:
+    """Translates raw sentences with a :class:`TranslationModel` or an :class:`Ensemble`.
+
+    ``max_source_len`` is the most source tokens (EOS not counted) a sentence may have;
+    longer sentences are cut to their first ``max_source_len`` tokens before decoding,
+    and their Translation says how many tokens were dropped (``truncated``). It bounds
+    the decoding time and memory (the attention history grows with source x target
+    length) of a runaway input line. Default: ``max(100, 2 * config.max_len)``, twice
+    the longest training sentence but never under 100 tokens (100 for search30/search50).
+    """
+
     def __init__(
         self,
-        model: TranslationModel,
+        model: TranslationModel | Ensemble,
         source_vocab: Vocabulary,
         target_vocab: Vocabulary,
         src_lang: str,
         tgt_lang: str,
+        max_source_len: int | None = None,
     ):
         self.model = model
         self.source_vocab = source_vocab
         self.target_vocab = target_vocab
         self.src_lang = src_lang
         self.tgt_lang = tgt_lang
-        self._search = tf.function(self._search_ids, reduce_retracing=True)
+        if max_source_len is None:
+            max_source_len = default_max_source_len(model.config.max_len)
+        if isinstance(max_source_len, bool) or int(max_source_len) != max_source_len or max_source_len < 1:
+            raise ValueError(f"max_source_len must be a positive integer, got {max_source_len!r}")
+        self.max_source_len = int(max_source_len)
+        self._search_fns: dict[int, Callable] = {}  # nbest -> tf.function, traced once
 
     @classmethod
-    def from_run_dir(cls, path: str | pathlib.Path, weights: str = "best") -> "Translator":
+    def from_run_dir(
+        cls, path: str | os.PathLike, weights: str = "best", max_source_len: int | None = None
+    ) -> "Translator":
         """Load a run directory's model; ``weights`` is "best" (falling back to the last
-        checkpoint when no best one was kept) or "last"."""
-        run = RunDir(path)
-        config = run.load_config()
-        info = run.load_data_info()
-        source_vocab, target_vocab = run.load_vocabularies()
-        model = TranslationModel(config)
-        directories = [run.best, run.checkpoints] if weights == "best" else [run.checkpoints]
-        for directory in directories:
-            latest = tf.train.latest_checkpoint(str(directory))
-            if latest:
-                tf.train.Checkpoint(model=model).read(latest).expect_partial()
-                break
-        else:
-            raise RunDirError(f"{run.path} holds no trained weights (no checkpoint)")
-        return cls(model, source_vocab, target_vocab, info["src"], info["tgt"])
+        checkpoint when no best one was kept) or "last".
 
-    def _search_ids(self, source_ids, beam_size, alpha, forbid_unk):
-        return search.beam_search(
-            self.model,
-            source_ids,
-            beam_size,
-            alpha=alpha,
-            forbid_unk=forbid_unk,
-            max_decode_ratio=self.model.config.max_decode_ratio,
+        Raises :class:`~keras_nmt.rundir.RunDirError` for a missing or unusable directory
+        (no config, no checkpoint, unreadable weights)."""
+        return cls.from_run_dirs([path], weights=weights, max_source_len=max_source_len)
+
+    @classmethod
+    def from_run_dirs(
+        cls,
+        paths: Sequence[str | os.PathLike],
+        weights: str = "best",
+        max_source_len: int | None = None,
+    ) -> "Translator":
+        """One run directory: its model; several: an :class:`Ensemble` of their models.
+
+        The runs must translate the same language pair with identical vocabularies
+        (:class:`~keras_nmt.ensemble.EnsembleError` otherwise, naming the two runs).
+        Every directory is checked before any weights are loaded."""
+        if isinstance(paths, (str, os.PathLike)):
+            paths = [paths]
+        runs = [inspect_run_dir(path, weights) for path in paths]
+        check_compatible(runs)
+        models = [_load_model(run) for run in runs]
+        model = models[0] if len(models) == 1 else Ensemble(models)
+        first = runs[0]
+        return cls(
+            model, first.source_vocab, first.target_vocab, first.src, first.tgt,
+            max_source_len=max_source_len,
         )
 
+    def _search_fn(self, nbest: int) -> Callable:
+        if nbest not in self._search_fns:
+            self._search_fns[nbest] = search.make_translate_fn(self.model, nbest=nbest)
+        return self._search_fns[nbest]
+
     def encode(self, lines: Sequence[str]) -> list[list[int]]:
+        """Source ids of each line, EOS appended (truncated to ``max_source_len`` tokens)."""
         return [
-            self.source_vocab.encode(tokenizer.tokenize(line, self.src_lang)) + [EOS_ID]
-            for line in lines
+            self.source_vocab.encode(self._source_tokens(line)[0]) + [EOS_ID] for line in lines
         ]
+
+    def _source_tokens(self, line: str) -> tuple[tuple[str, ...], int]:
+        tokens = tokenizer.tokenize(line, self.src_lang)
+        dropped = max(0, len(tokens) - self.max_source_len)
+        return tuple(tokens[: self.max_source_len]), dropped
 
     def translate(
         self,
@@ -91,48 +149,114 @@ class Translator:
         batch_size: int = 32,
         with_attention: bool = False,
         progress: Callable[[int], None] | None = None,
+        nbest: int = 1,
+        unk_replace: bool = False,
+        dictionary: Mapping[str, str] | str | os.PathLike | None = None,
     ) -> list[Translation]:
         """Translate ``lines``; the output has one Translation per line, in order.
 
         Sentences are decoded in batches of similar length (less padding); an empty
-        or whitespace-only line translates to an empty string.
+        or whitespace-only line translates to an empty string (score 0.0). A sentence
+        longer than ``max_source_len`` tokens is truncated (see the class docstring).
+
+        ``nbest`` > 1 (at most ``beam_size``) fills each Translation's ``alternatives``
+        with up to ``nbest`` hypotheses sorted by score, best first; fewer when fewer
+        distinct outputs exist. The Translation itself is always the best one.
+
+        ``unk_replace`` replaces every generated ``<unk>`` by the source word with the
+        highest attention weight at that step, mapped through ``dictionary`` (a mapping
+        or a ``source<TAB>target`` file) when it has the word; see
+        :mod:`keras_nmt.unk_replace`. ``tokens`` and ``text`` hold the replaced words.
+        Attention is computed for it in any case; ``attention`` is only kept with
+        ``with_attention``.
+
+        ``progress`` is called with the number of sentences finished after each batch.
         """
-        source_tokens = [tuple(tokenizer.tokenize(line, self.src_lang)) for line in lines]
+        _check_positive("beam_size", beam_size)
+        _check_positive("nbest", nbest)
+        _check_positive("batch_size", batch_size)
+        if nbest > beam_size:
+            raise ValueError(f"nbest ({nbest}) cannot exceed beam_size ({beam_size})")
+        if not alpha >= 0:
+            raise ValueError(f"alpha must be >= 0, got {alpha}")
+        if isinstance(dictionary, (str, os.PathLike)):
+            dictionary = load_dictionary(dictionary)
+        need_attention = with_attention or unk_replace
+
+        prepared = [self._source_tokens(line) for line in lines]
+        source_tokens = [tokens for tokens, _ in prepared]
         ids = [self.source_vocab.encode(tokens) + [EOS_ID] for tokens in source_tokens]
         results: list[Translation | None] = [None] * len(lines)
-        todo = [i for i, tokens in enumerate(source_tokens) if tokens]
-        for i, tokens in enumerate(source_tokens):
-            if not tokens:
-                results[i] = Translation("", (), 0.0, ())
+        todo = []
+        for i, (tokens, dropped) in enumerate(prepared):
+            if tokens:
+                todo.append(i)
+            else:
+                empty = Translation("", (), 0.0, ())
+                results[i] = dataclasses.replace(empty, alternatives=(empty,)) if nbest > 1 else empty
         todo.sort(key=lambda i: len(ids[i]))
+        translate_fn = self._search_fn(int(nbest))
         for start in range(0, len(todo), batch_size):
             chosen = todo[start : start + batch_size]
             width = max(len(ids[i]) for i in chosen)
             batch = np.zeros((len(chosen), width), np.int32)
             for row, i in enumerate(chosen):
                 batch[row, : len(ids[i])] = ids[i]
-            out = self._search(
+            out = translate_fn(
                 tf.constant(batch),
                 tf.constant(beam_size, tf.int32),
                 tf.constant(alpha, tf.float32),
-                tf.constant(forbid_unk),
+                tf.constant(bool(forbid_unk)),
+                tf.constant(0, tf.int32),
             )
             out_ids, lengths = out["ids"].numpy(), out["lengths"].numpy()
             scores = out["scores"].numpy()
-            attention = out["attention"].numpy() if with_attention else None
+            attention = out["attention"].numpy() if need_attention else None
             for row, i in enumerate(chosen):
-                length = int(lengths[row, 0])
-                tokens = tuple(self.target_vocab.decode(out_ids[row, 0, :length]))
-                weights = None
-                if attention is not None:
-                    weights = attention[row, 0, :length, : len(ids[i])]
-                results[i] = Translation(
-                    tokenizer.detokenize(tokens, self.tgt_lang),
-                    tokens,
-                    float(scores[row, 0]),
-                    source_tokens[i],
-                    weights,
-                )
+                hypotheses = []
+                for n in range(lengths.shape[1]):
+                    length = int(lengths[row, n])
+                    if length == 0:  # an n-best slot no hypothesis filled
+                        continue
+                    tokens = tuple(self.target_vocab.decode(out_ids[row, n, :length]))
+                    weights = None
+                    if attention is not None:
+                        weights = attention[row, n, :length, : len(ids[i])].copy()
+                    if unk_replace:
+                        tokens = replace_unknowns(tokens, source_tokens[i], weights, dictionary)
+                    hypotheses.append(Translation(
+                        tokenizer.detokenize(tokens, self.tgt_lang),
+                        tokens,
+                        float(scores[row, n]),
+                        source_tokens[i],
+                        weights if with_attention else None,
+                        truncated=prepared[i][1],
+                    ))
+                best = hypotheses[0]
+                if nbest > 1:
+                    best = dataclasses.replace(best, alternatives=tuple(hypotheses))
+                results[i] = best
             if progress is not None:
                 progress(len(chosen))
         return results  # type: ignore[return-value]
+
+
+def _check_positive(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _load_model(run: RunFiles) -> TranslationModel:
+    """Build the run's model and read its weights (the first checkpoint directory of
+    ``run.checkpoint_dirs`` that TensorFlow finds a checkpoint in)."""
+    model = TranslationModel(run.config)
+    for directory in run.checkpoint_dirs:
+        latest = tf.train.latest_checkpoint(str(directory))
+        if latest:
+            try:
+                tf.train.Checkpoint(model=model).read(latest).expect_partial()
+            except (tf.errors.OpError, ValueError) as error:
+                reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+                raise RunDirError(f"cannot read the weights in {latest}: {reason}") from None
+            return model
+    raise RunDirError(f"{run.run.path} holds no trained weights (no checkpoint)")
