@@ -1,0 +1,175 @@
+"""Ensembles of translation models, and the checks that say which run directories combine.
+
+:class:`Ensemble` wraps several models that share their vocabularies behind the interface
+that :func:`keras_nmt.search.beam_search` drives (``encode``, ``step``, ``config``). At
+every step it averages the members' next-word *probabilities*::
+
+    log p(y) = log( (1/M) * sum_m p_m(y) ) = logsumexp_m(log_softmax(logits_m)) - log M
+
+and hands these normalised log-probabilities to the search as its logits (a log-softmax
+of them changes nothing). The attention weights it reports are the members' mean. The
+decoder state and the memory are tuples of the members' own, so the search tiles and
+reorders them with ``tf.nest`` like a single model's.
+
+The run-directory checks (:func:`inspect_run_dir`, :func:`check_compatible`) read only
+small files and do not import TensorFlow: ``python -m keras_nmt.translate`` calls them
+first, so a wrong path fails at once instead of after TensorFlow's import. For the same
+reason TensorFlow is imported inside the methods of :class:`Ensemble`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import pathlib
+from typing import Any, Sequence
+
+from keras_nmt.config import Config
+from keras_nmt.rundir import RunDir, RunDirError
+from keras_nmt.tokenizer import Vocabulary
+
+WEIGHTS = ("best", "last")
+
+
+class EnsembleError(ValueError):
+    """Run directories (or models) that cannot be combined; the message names them."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RunFiles:
+    """What a run directory holds for translation, read without TensorFlow."""
+
+    run: RunDir
+    config: Config
+    src: str
+    tgt: str
+    source_vocab: Vocabulary
+    target_vocab: Vocabulary
+    # Directories that have a checkpoint state file, in the order to try them.
+    checkpoint_dirs: tuple[pathlib.Path, ...]
+
+
+def inspect_run_dir(path: str | pathlib.Path, weights: str = "best") -> RunFiles:
+    """Read a run directory's configuration, languages and vocabularies, and find where
+    its weights are: ``best/`` then ``checkpoints/`` for ``weights="best"`` (a run stopped
+    before its first evaluation has no best weights yet), only ``checkpoints/`` for
+    ``"last"``.
+
+    Raises :class:`~keras_nmt.rundir.RunDirError` (or ``ConfigError`` /
+    ``VocabularyError``, all ``ValueError``) with a one-line message.
+    """
+    if weights not in WEIGHTS:
+        raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")
+    run = RunDir(path)
+    if not run.path.exists():
+        raise RunDirError(f"run directory not found: {run.path}")
+    if not run.path.is_dir():
+        raise RunDirError(f"{run.path} is not a directory")
+    try:
+        config = run.load_config()
+        info = run.load_data_info()
+        src, tgt = info["src"], info["tgt"]
+        source_vocab, target_vocab = run.load_vocabularies()
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise RunDirError(f"{run.path} holds an unreadable file: {error}") from None
+    except (KeyError, TypeError, AttributeError) as error:
+        raise RunDirError(
+            f"{run.path} is not a usable run directory (malformed config.json or data.json: "
+            f"{type(error).__name__} {error})"
+        ) from None
+    except OSError as error:
+        raise RunDirError(f"cannot read {run.path}: {error.strerror or error}") from None
+    candidates = [run.best, run.checkpoints] if weights == "best" else [run.checkpoints]
+    found = tuple(d for d in candidates if (d / "checkpoint").is_file())
+    if not found:
+        raise RunDirError(f"{run.path} holds no trained weights (no checkpoint)")
+    return RunFiles(run, config, src, tgt, source_vocab, target_vocab, found)
+
+
+def _first_difference(a: Sequence[str], b: Sequence[str]) -> str:
+    for line, (x, y) in enumerate(zip(a, b), start=1):
+        if x != y:
+            return f"line {line}: {x!r} against {y!r}"
+    return f"{len(a)} against {len(b)} tokens"
+
+
+def check_compatible(runs: Sequence[RunFiles]) -> None:
+    """Raise :class:`EnsembleError` unless all runs translate the same language pair
+    with identical source and target vocabularies (token for token) and the same
+    vocabulary sizes in their configurations."""
+    if not runs:
+        raise EnsembleError("an ensemble needs at least one run directory")
+    first = runs[0]
+    for other in runs[1:]:
+        names = f"{first.run.path} and {other.run.path}"
+        if (first.src, first.tgt) != (other.src, other.tgt):
+            raise EnsembleError(
+                f"cannot ensemble {names}: they translate {first.src}->{first.tgt} "
+                f"and {other.src}->{other.tgt}"
+            )
+        for side, lang, mine, theirs in (
+            ("source", first.src, first.source_vocab, other.source_vocab),
+            ("target", first.tgt, first.target_vocab, other.target_vocab),
+        ):
+            if mine.tokens != theirs.tokens:
+                raise EnsembleError(
+                    f"cannot ensemble {names}: their {side} vocabularies (vocab.{lang}.txt) "
+                    f"differ ({_first_difference(mine.tokens, theirs.tokens)})"
+                )
+        for field in ("src_vocab_size", "tgt_vocab_size"):
+            if getattr(first.config, field) != getattr(other.config, field):
+                raise EnsembleError(
+                    f"cannot ensemble {names}: their configurations differ in {field} "
+                    f"({getattr(first.config, field)} against {getattr(other.config, field)})"
+                )
+
+
+class Ensemble:
+    """Several models decoded as one: the mean of their next-word distributions.
+
+    ``config`` is the first member's, with ``max_len`` the largest of the members' (it
+    only sets the default maximum source length of a Translator). ``encode`` returns a
+    tuple of the members' states and a tuple of their memory dicts; ``step`` returns
+    (log of the mean probability [B, V], tuple of new states, mean attention [B, Tx]).
+    An RNNencdec member has no attention (zeros), which the mean then dilutes.
+    """
+
+    def __init__(self, models: Sequence[Any]):
+        models = tuple(models)
+        if not models:
+            raise EnsembleError("an ensemble needs at least one model")
+        sizes = {int(m.config.tgt_vocab_size) for m in models}
+        if len(sizes) > 1:
+            raise EnsembleError(
+                f"cannot ensemble models with different target vocabulary sizes {sorted(sizes)}"
+            )
+        self.models = models
+        self.config: Config = models[0].config.replace(
+            max_len=max(int(m.config.max_len) for m in models)
+        )
+
+    def __len__(self) -> int:
+        return len(self.models)
+
+    def encode(self, source_ids, training=False):
+        states, memories = [], []
+        for model in self.models:
+            state, memory = model.encode(source_ids, training=training)
+            states.append(state)
+            memories.append(memory)
+        return tuple(states), tuple(memories)
+
+    def step(self, previous_ids, state, memory):
+        import tensorflow as tf  # see the module docstring
+
+        log_probs, new_states, weights = [], [], []
+        for model, member_state, member_memory in zip(self.models, state, memory):
+            logits, new_state, attention = model.step(previous_ids, member_state, member_memory)
+            log_probs.append(tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1))
+            new_states.append(new_state)
+            weights.append(tf.cast(attention, tf.float32))
+        count = len(self.models)
+        mixed = tf.reduce_logsumexp(tf.stack(log_probs), axis=0) - math.log(count)
+        attention = tf.add_n(weights) / float(count)
+        return mixed, tuple(new_states), attention

@@ -1,0 +1,106 @@
+"""Replace generated UNK tokens with source words chosen by the attention weights.
+
+A shortlist model writes ``<unk>`` for every word outside its target vocabulary. After
+decoding, each such token is replaced by the source word that received the largest
+attention weight at that output step (the source EOS column is never chosen), and that
+word is looked up in an optional bilingual dictionary; a word the dictionary lacks is
+copied as it is (names, numbers and rare words often are the same in both languages).
+
+Dictionary files are UTF-8 text, one ``source<TAB>target`` entry per line. Blank lines
+are skipped, spaces around each field are stripped, the target may hold spaces (a
+multi-word translation), and when a source word has several entries the first one wins
+(so a file sorted by falling probability gives the most probable translation).
+
+Pure Python and NumPy: no TensorFlow import.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from keras_nmt.tokenizer import UNK
+
+__all__ = ["DictionaryError", "load_dictionary", "replace_unknowns"]
+
+
+class DictionaryError(ValueError):
+    """A dictionary file that cannot be used; the message says where and why."""
+
+
+def load_dictionary(path: str | pathlib.Path) -> dict[str, str]:
+    """Read a ``source<TAB>target`` dictionary file into a dict (first entry wins)."""
+    path = pathlib.Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DictionaryError(f"dictionary file not found: {path}") from None
+    except IsADirectoryError:
+        raise DictionaryError(f"dictionary {path} is a directory, not a file") from None
+    except UnicodeDecodeError as error:
+        raise DictionaryError(
+            f"dictionary {path} is not UTF-8 text (bad byte at offset {error.start})"
+        ) from None
+    except OSError as error:
+        raise DictionaryError(f"cannot read dictionary {path}: {error.strerror or error}") from None
+    entries: dict[str, str] = {}
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.rstrip("\r")
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != 2 or not fields[0].strip() or not fields[1].strip():
+            shown = line if len(line) <= 60 else line[:57] + "..."
+            raise DictionaryError(
+                f"{path}, line {number}: expected 'source<TAB>target', got {shown!r}"
+            )
+        source, target = fields[0].strip(), fields[1].strip()
+        entries.setdefault(source, target)
+    return entries
+
+
+def replace_unknowns(
+    tokens: Sequence[str],
+    source_tokens: Sequence[str],
+    attention: np.ndarray,
+    dictionary: Mapping[str, str] | None = None,
+    unk: str = UNK,
+) -> tuple[str, ...]:
+    """``tokens`` with every ``unk`` replaced by its most attended source word.
+
+    Args:
+      tokens: the output tokens (EOS not included); token ``j`` was generated at step ``j``.
+      source_tokens: the source tokens the model read (EOS not included).
+      attention: weights [steps, source positions]: at least ``len(tokens)`` rows and
+        ``len(source_tokens)`` columns; the usual shape, with the EOS row and column,
+        is [len(tokens) + 1, len(source_tokens) + 1]. Columns past the source words
+        (EOS, padding) are ignored.
+      dictionary: source word -> replacement; words not in it are copied unchanged.
+
+    An UNK stays as it is when there is no source word or its row has no positive weight
+    (an RNNencdec model has no attention). Ties go to the leftmost source word.
+    """
+    tokens = tuple(tokens)
+    if unk not in tokens:
+        return tokens
+    weights = np.asarray(attention)
+    if weights.ndim != 2 or weights.shape[0] < len(tokens) or weights.shape[1] < len(source_tokens):
+        raise ValueError(
+            f"attention of shape {weights.shape} does not cover {len(tokens)} output and "
+            f"{len(source_tokens)} source tokens"
+        )
+    if not source_tokens:
+        return tokens
+    dictionary = dictionary or {}
+    out = list(tokens)
+    for step, token in enumerate(tokens):
+        if token != unk:
+            continue
+        row = weights[step, : len(source_tokens)]
+        if not np.max(row) > 0:
+            continue
+        word = source_tokens[int(np.argmax(row))]
+        out[step] = dictionary.get(word, word)
+    return tuple(out)

@@ -1,0 +1,161 @@
+"""keras_nmt.translator: the Translator API on the tiny trained run (``tiny_run``).
+
+The tiny run's model is barely trained, so its next-word distributions are almost flat
+and many hypotheses tie; tests that compare rankings redraw its weights with a fan-in
+scaled normal so the distributions become peaked (``peaked_model``).
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_nmt.models import TranslationModel
+from keras_nmt.tokenizer import UNK, UNK_ID
+from keras_nmt.translator import Translation, Translator, default_max_source_len
+
+LINES = [
+    "The man is here.",
+    "",
+    "The round red Italian knives of the woman are on the table.",
+    "   ",
+    "\t\u00a0",
+    "A dog.",
+    "The man is here.",
+]
+
+
+def peaked_model(config, seed=0, gain=2.0, unk_bias=0.0):
+    model = TranslationModel(config)
+    rng = np.random.default_rng(seed)
+    for weight in model.weights:
+        shape = tuple(weight.shape)
+        std = gain / np.sqrt(shape[0]) if len(shape) == 2 else 0.5
+        values = rng.normal(0.0, std, shape).astype("float32")
+        if weight.path.endswith("readout/output_bias"):
+            values[UNK_ID] += unk_bias
+        weight.assign(values)
+    return model
+
+
+class UnkLovingModel:
+    """Any object with encode / step / config can be translated: this one prefers UNK."""
+
+    def __init__(self, model, bias=50.0):
+        self.model, self.config, self.bias = model, model.config, bias
+
+    def encode(self, source_ids):
+        return self.model.encode(source_ids)
+
+    def step(self, previous_ids, state, memory):
+        logits, state, attention = self.model.step(previous_ids, state, memory)
+        return logits + self.bias * tf.one_hot(UNK_ID, tf.shape(logits)[-1]), state, attention
+
+
+@pytest.fixture(scope="module")
+def translator(tiny_run):
+    return Translator.from_run_dir(tiny_run)
+
+
+@pytest.fixture(scope="module")
+def peaked(translator):
+    t = translator
+    return Translator(peaked_model(t.model.config), t.source_vocab, t.target_vocab,
+                      t.src_lang, t.tgt_lang)
+
+
+def test_one_translation_per_line_in_order_empty_lines_stay_empty(translator):
+    out = translator.translate(LINES, beam_size=2, batch_size=2)
+    assert len(out) == len(LINES)
+    for line, t in zip(LINES, out):
+        assert isinstance(t, Translation)
+        if not line.strip():
+            assert t == Translation("", (), 0.0, ())
+        else:
+            assert t.tokens and t.source_tokens and t.score < 0 and t.truncated == 0
+    assert out[0].text == out[6].text and out[0].score == pytest.approx(out[6].score)
+    assert translator.translate([]) == []
+    assert translator.translate(["", " "]) == [Translation("", (), 0.0, ())] * 2
+
+
+def test_batching_does_not_change_translations(peaked):
+    one = peaked.translate(LINES, beam_size=3, batch_size=1)
+    many = peaked.translate(LINES, beam_size=3, batch_size=32)
+    assert [t.text for t in one] == [t.text for t in many]
+    np.testing.assert_allclose([t.score for t in one], [t.score for t in many], atol=1e-4)
+
+
+def test_attention_matrix_covers_output_and_source_with_eos(peaked):
+    out = peaked.translate(LINES, beam_size=2, with_attention=True)
+    for t in out:
+        if not t.source_tokens:
+            assert t.attention is None
+            continue
+        assert t.attention.shape == (len(t.tokens) + 1, len(t.source_tokens) + 1)
+        np.testing.assert_allclose(t.attention.sum(axis=1), 1.0, atol=1e-4)
+    assert all(t.attention is None for t in peaked.translate(LINES[:1], beam_size=2))
+
+
+def test_nbest_gives_sorted_alternatives_led_by_the_best(peaked):
+    best = peaked.translate(LINES, beam_size=4)
+    out = peaked.translate(LINES, beam_size=4, nbest=3)
+    for single, t in zip(best, out):
+        assert single.alternatives == () and single.hypotheses == (single,)
+        if not t.source_tokens:
+            assert t.hypotheses == (Translation("", (), 0.0, ()),)
+            continue
+        assert 1 <= len(t.alternatives) <= 3 and t.hypotheses == t.alternatives
+        scores = [h.score for h in t.alternatives]
+        assert scores == sorted(scores, reverse=True)
+        assert t.alternatives[0].text == t.text == single.text
+        assert t.alternatives[0].score == pytest.approx(single.score, abs=1e-5)
+        assert len({h.tokens for h in t.alternatives}) == len(t.alternatives)
+        assert all(h.alternatives == () for h in t.alternatives)
+    assert sum(len(t.alternatives) == 3 for t in out) >= 3
+    with pytest.raises(ValueError, match="nbest"):
+        peaked.translate(LINES, beam_size=2, nbest=3)
+    with pytest.raises(ValueError, match="beam_size"):
+        peaked.translate(LINES, beam_size=0)
+
+
+def test_long_sentences_are_truncated_to_max_source_len(translator):
+    assert translator.max_source_len == default_max_source_len(30) == 100
+    assert default_max_source_len(80) == 160
+    words = [f"w{i}" for i in range(12)]
+    saved = translator.max_source_len
+    translator.max_source_len = 5
+    try:
+        out = translator.translate([" ".join(words), "The man .", ""], beam_size=1, with_attention=True)
+        assert translator.encode([" ".join(words)]) == [[1, 1, 1, 1, 1, 3]]  # 5 UNK + EOS
+    finally:
+        translator.max_source_len = saved
+    assert out[0].source_tokens == tuple(words[:5]) and out[0].truncated == 7
+    assert out[0].attention.shape[1] == 6
+    assert out[1].truncated == 0 and out[2].truncated == 0
+    long_line = " ".join(["the"] * 101)
+    assert translator.translate([long_line], beam_size=1)[0].truncated == 1
+    with pytest.raises(ValueError, match="max_source_len"):
+        Translator(translator.model, translator.source_vocab, translator.target_vocab, "en", "fr",
+                   max_source_len=0)
+
+
+def test_forbid_unk_and_unk_replacement(peaked):
+    t = peaked
+    loving = Translator(UnkLovingModel(t.model), t.source_vocab, t.target_vocab, "en", "fr")
+    lines = ["Mr Smith sees Jones .", "", "The man is here ."]
+    plain = loving.translate(lines, beam_size=2, with_attention=True)
+    assert set(plain[0].tokens) == {UNK} and set(plain[2].tokens) == {UNK}
+    assert all(UNK not in tok.tokens for tok in loving.translate(lines, beam_size=2, forbid_unk=True))
+
+    dictionary = {"Smith": "Schmidt", "man": "homme"}
+    out = loving.translate(lines, beam_size=2, unk_replace=True, dictionary=dictionary, nbest=2)
+    assert out[1].text == ""
+    for before, after in zip(plain, out):
+        assert after.attention is None  # kept only when asked for
+        assert after.tokens and UNK not in after.tokens or not before.tokens
+        for step, token in enumerate(after.tokens):
+            row = before.attention[step, :-1]
+            chosen = before.source_tokens[int(np.argmax(row))]
+            assert token == dictionary.get(chosen, chosen)
+        for alternative in after.alternatives:
+            assert UNK not in alternative.tokens
+    assert any(token in ("Schmidt", "homme") for t in out for token in t.tokens)
