@@ -36,6 +36,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from keras_nmt.arguments import OneLineParser, positive_int, non_negative_int
 from keras_nmt import alignment, scoring, tokenizer
 from keras_nmt.alignment import AlignmentError, GoldAlignment
 from keras_nmt.config import ConfigError
@@ -403,13 +404,10 @@ def public(result: dict[str, Any]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------- command line
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, not a usage dump
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = OneLineParser(
         prog=PROG,
         description="Evaluate trained runs as in Bahdanau et al. (2015): BLEU and chrF on all "
         "sentences and on the No-UNK subset, BLEU by sentence length (Fig. 2), attention heat "
@@ -418,9 +416,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories to evaluate and compare")
     parser.add_argument("--src", required=True, help="source sentences, one per line")
     parser.add_argument("--ref", required=True, help="reference translations, line-aligned with --src")
-    parser.add_argument("--beam", type=_positive_int, help="beam size (default: each run's config)")
+    parser.add_argument("--beam", type=positive_int, help="beam size (default: each run's config)")
     parser.add_argument("--alpha", type=float, help="length normalisation exponent (default: each run's config)")
-    parser.add_argument("--batch-size", type=_positive_int, default=32, help="sentences per decoding batch (default 32)")
+    parser.add_argument("--batch-size", type=positive_int, default=32, help="sentences per decoding batch (default 32)")
     parser.add_argument(
         "--plots", metavar="DIR",
         help="write figures (PNG + CSV/JSON), table2.md, evaluation.json, translations and predicted alignments here",
@@ -430,7 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--align", metavar="FILE",
         help="gold alignments, Pharaoh i-j per line (default: SRC_STEM.align next to --src, when it exists)",
     )
-    parser.add_argument("--heatmaps", type=_non_negative_int, default=4, metavar="N",
+    parser.add_argument("--heatmaps", type=non_negative_int, default=4, metavar="N",
                         help=f"attention heat maps per run with --plots (default 4: the first sentences "
                         f"with {HEATMAP_MIN_TOKENS}-{HEATMAP_MAX_TOKENS} source tokens)")
     parser.add_argument("--sentences", metavar="I,J,K", help="heat maps for these line numbers of --src (1-based) instead")
@@ -441,24 +439,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return value
 
 
 def read_parallel(src: str | os.PathLike, ref: str | os.PathLike) -> tuple[list[str], list[str]]:

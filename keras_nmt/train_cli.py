@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from keras_nmt.arguments import OneLineParser, positive_int, positive_float
 from keras_nmt.config import VARIANTS, ConfigError, parse_overrides, variant_config
 from keras_nmt.corpus.readers import CorpusError
 from keras_nmt.rundir import RunDirError
@@ -15,13 +16,10 @@ PROG = "train.py"
 USER_ERRORS: tuple[type[Exception], ...] = (ConfigError, CorpusError, RunDirError, VocabularyError)
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, not a usage dump
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = OneLineParser(
         prog=PROG,
         description="Train RNNsearch / RNNencdec (Bahdanau et al., 2015).",
         epilog="variants: " + ", ".join(
@@ -38,9 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--src", default="en", help="source language suffix (default en)")
     parser.add_argument("--tgt", default="fr", help="target language suffix (default fr)")
     parser.add_argument("--out", help="run directory (default runs/VARIANT-TIMESTAMP)")
-    parser.add_argument("--max-steps", type=_positive_int, help="stop after this many updates")
+    parser.add_argument("--max-steps", type=positive_int, help="stop after this many updates")
     parser.add_argument(
-        "--max-minutes", type=_positive_float, help="stop after this much training time in total"
+        "--max-minutes", type=positive_float, help="stop after this much training time in total"
     )
     parser.add_argument(
         "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -56,24 +54,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
 
 
 def main(argv: list[str] | None = None) -> int:

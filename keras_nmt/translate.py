@@ -17,6 +17,7 @@ import sys
 import time
 from typing import BinaryIO, Sequence, TextIO
 
+from keras_nmt.arguments import OneLineParser, positive_int, non_negative_float
 from keras_nmt.config import ConfigError
 from keras_nmt.ensemble import EnsembleError, check_compatible, inspect_run_dir
 from keras_nmt.progress import Progress, format_duration
@@ -55,48 +56,27 @@ attention (--attention FILE.jsonl): one JSON object per input line, in order:
 replacement. An empty input line has empty lists."""
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, not a usage dump
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = OneLineParser(
         prog=PROG, description=DESCRIPTION, epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="a training run directory")
     parser.add_argument(
-        "--beam", type=_positive_int, metavar="K",
+        "--beam", type=positive_int, metavar="K",
         help="beam size (default: the run's beam_size, raised to N with --nbest N)",
     )
     parser.add_argument(
-        "--nbest", type=_positive_int, metavar="N",
+        "--nbest", type=positive_int, metavar="N",
         help="write the N best translations of each line in Moses n-best format "
         "'INDEX ||| translation ||| score' (see below)",
     )
     parser.add_argument(
-        "--alpha", type=_non_negative_float, metavar="A",
+        "--alpha", type=non_negative_float, metavar="A",
         help="length normalisation: hypotheses rank by log-prob / length**A "
         "(default: the run's length_alpha; 0 = raw log-probability)",
     )
@@ -115,11 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="write each line's tokens and attention matrix to FILE.jsonl (see below)",
     )
     parser.add_argument(
-        "--batch-size", type=_positive_int, default=32, metavar="B",
+        "--batch-size", type=positive_int, default=32, metavar="B",
         help="sentences decoded together (default 32)",
     )
     parser.add_argument(
-        "--max-source-len", type=_positive_int, metavar="N",
+        "--max-source-len", type=positive_int, metavar="N",
         help="truncate sentences to N source tokens (default: max(100, 2 * the run's max_len))",
     )
     parser.add_argument(

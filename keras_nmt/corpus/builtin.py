@@ -699,7 +699,6 @@ class _Generator:
 
     def prepositional_phrase(self, budget: int, depth: int,
                              preps: Sequence[tuple[tuple[str, ...], tuple[str, ...], str]]) -> None:
-        en = self.en
         prep = preps[int(self.rand() * len(preps))]
         en_words = prep[0]
         if len(en_words) + 2 > budget:
