@@ -82,7 +82,7 @@ def _prepare(options: TrainOptions, run: RunDir, log) -> tuple[Config, dict[str,
     if options.data == BUILTIN:
         spec = builtin.BuiltinCorpusSpec()
         log(f"generating the built-in corpus into {run.corpus} (seed {spec.seed})")
-        corpus_dir = builtin.write_corpus(run.corpus, spec)
+        corpus_dir = builtin.write_corpus(run.corpus.resolve(), spec)
         if not options.paper_size:
             log(
                 "built-in corpus: using compact dimensions for CPU training "
