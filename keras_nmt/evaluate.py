@@ -587,9 +587,12 @@ def _main(args: argparse.Namespace) -> int:
         translator = loaded[key]
         beam = args.beam or job.config.beam_size
         alpha = job.config.length_alpha if args.alpha is None else args.alpha
+        # RNNencdec has no attention: no alignments to score, no heat maps to draw.
+        attends = job.config.uses_attention
         result = evaluate_run(
             translator, sources, references, beam, alpha, batch_size=args.batch_size,
-            gold=gold, keep_attention=keep, progress=Progress(), label=job.label,
+            gold=gold if attends else None, keep_attention=keep if attends else [],
+            progress=Progress(), label=job.label,
         )
         ensemble = len(job.paths) > 1
         result = {
