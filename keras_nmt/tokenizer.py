@@ -27,28 +27,101 @@ PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 # before ? ! : ;), tabs and control characters count as a token boundary.
 _SPACE = "[\\p{Z}\\p{Cc}\ufeff]+"
 _LETTER = r"\p{L}"
+_NOT_LETTER = r"[^\p{L}]"
+# A word-final period that must stay on its word is parked on this character while the
+# other word-final periods are split off. Control characters never survive the first
+# rule (they become spaces), so the marker cannot clash with the input.
+_KEEP = "\x01"
+
+# Abbreviations whose period stays on the word, whatever follows ("Mr. Smith"). Short
+# lists of our own; a period after any other word is split off unless the next word
+# starts with a lower-case letter or the word already holds a period and a letter
+# ("U.S.", "p.m.", "IHNED.cz").
+ABBREVIATIONS: dict[str, tuple[str, ...]] = {
+    "en": (
+        "Mr", "Mrs", "Ms", "Messrs", "Dr", "Prof", "Hon", "Rev", "St", "Sr", "Gen", "Gov",
+        "Sen", "Sens", "Rep", "Lt", "Col", "Capt", "Sgt", "Maj", "Brig", "Pfc", "Adm", "Cmdr", "Supt", "Corp",
+        "Bros", "Ph", "vs", "v", "Jan", "Feb", "Mar", "Apr", "Jun", "Jul", "Aug", "Sep",
+        "Oct", "Nov", "Dec",
+    ),
+    "fr": (
+        "M", "MM", "etc", "vs", "cf", "ex", "fig", "art", "chap", "p", "pp", "vol", "sec",
+        "av", "apr", "env", "éd", "tél", "hab", "boul",
+    ),
+}
+# Single letters ("J. Smith") keep their period too: capitals in English; in French
+# lower-case ones as well, except the verb "a" ("qu'on a.").
+_INITIALS = {"en": "[A-Z]", "fr": "[A-Zb-z]"}
+# Abbreviations that keep their period only before a number ("No. 5").
+NUMERIC_ABBREVIATIONS: dict[str, tuple[str, ...]] = {"en": ("No", "Art", "pp"), "fr": ()}
 
 COMMON_RULES: tuple[tuple[str, str], ...] = (
     (_SPACE, " "),
-    # Punctuation that is always its own token.
-    (r"([!?;:\"()\[\]{}«»“”…])", r" \1 "),
-    # Period and comma: split off unless inside a number (3.5, 1,000).
-    (r"([^0-9])([.,])", r"\1 \2 "),
-    (r"([.,])([^0-9])", r" \1 \2"),
-    (r"^([.,])", r"\1 "),
-    (r"([.,])$", r" \1"),
+    # Everything but letters, digits, marks and . ' ` , - is a token of its own:
+    # ! ? ; : " ( ) « » “ ” ’ … % $ & / @ + = *, emoji, CJK punctuation...
+    (r"([^\p{L}\p{N}\p{M} .'`,-])", r" \1 "),
+    # A run of two or more periods ("...") is one token.
+    (r"(\.\.+)", r" \1 "),
+    # Comma: split off unless between digits (1,000); a final comma always.
+    (r"([^\p{N}]),", r"\1 , "),
+    (r",([^\p{N}])", r" , \1"),
+    (r"(\p{N}),$", r"\1 ,"),
 )
-LANGUAGE_RULES: dict[str, tuple[tuple[str, str], ...]] = {
-    # l'homme -> l' homme, aujourd'hui -> aujourd' hui (as Moses does for French).
-    "fr": ((rf"({_LETTER})'({_LETTER})", r"\1' \2"),),
-    # don't -> don 't, John's -> John 's (as Moses does for English).
-    "en": ((rf"({_LETTER})'({_LETTER})", r"\1 '\2"),),
+LANGUAGE_APOSTROPHE_RULES: dict[str, tuple[tuple[str, str], ...]] = {
+    # l'homme -> l' homme, aujourd'hui -> aujourd' hui (as Moses does for French);
+    # a quote not between two letters is a token of its own.
+    "fr": (
+        (rf"({_NOT_LETTER})'({_NOT_LETTER})", r"\1 ' \2"),
+        (rf"({_NOT_LETTER})'({_LETTER})", r"\1 ' \2"),
+        (rf"({_LETTER})'({_NOT_LETTER})", r"\1 ' \2"),
+        (rf"({_LETTER})'({_LETTER})", r"\1' \2"),
+    ),
+    # don't -> don 't, John's -> John 's, 1990's -> 1990 's (as Moses does for English);
+    # students' -> students ' and other quotes not between two letters stand alone.
+    "en": (
+        (rf"({_NOT_LETTER})'({_NOT_LETTER})", r"\1 ' \2"),
+        (r"([^\p{L}\p{N}])'(\p{L})", r"\1 ' \2"),
+        (rf"({_LETTER})'({_NOT_LETTER})", r"\1 ' \2"),
+        (rf"({_LETTER})'({_LETTER})", r"\1 '\2"),
+        (r"(\p{N})'s", r"\1 's"),
+    ),
 }
+# Any other language: every quote is a token of its own.
+_OTHER_APOSTROPHE_RULES: tuple[tuple[str, str], ...] = ((r"'", r" ' "),)
+
+
+def _period_rules(lang: str) -> tuple[tuple[str, str], ...]:
+    """Word-final periods: kept on abbreviations, split off everywhere else."""
+    words = "|".join(ABBREVIATIONS.get(lang, ()))
+    initials = _INITIALS.get(lang)
+    listed = "|".join(x for x in (initials, words) if x)
+    rules = [
+        # Doubled spaces let neighbouring words match one after the other below.
+        (" ", "  "),
+        # The word already holds a period and a letter: U.S. p.m. i.e.
+        (r"(^| )([^ ]*(\p{L}[^ ]*\.|\.[^ ]*\p{L})[^ ]*)\.( |$)", rf"\1\2{_KEEP}\4"),
+    ]
+    if listed:
+        rules.append((rf"(^| )({listed})\.( |$)", rf"\1\2{_KEEP}\3"))
+    numeric = "|".join(NUMERIC_ABBREVIATIONS.get(lang, ()))
+    if numeric:
+        rules.append((rf"(^| )({numeric})\.( +\p{{N}})", rf"\1\2{_KEEP}\3"))
+    # The next word starts with a lower-case letter. Twice, since a one-letter word
+    # ("a. b. c") is used up by the first match on its left.
+    rules += [(r"([^ .])\.( +\p{Ll})", rf"\1{_KEEP}\2")] * 2
+    rules += [
+        (r"([^ .])\.( |$)", r"\1 .\2"),
+        (_KEEP, "."),
+        # A sentence that ends in .' splits both.
+        (r"\.' *$", r" . ' "),
+    ]
+    return tuple(rules)
 
 
 def rules_for(lang: str) -> tuple[tuple[str, str], ...]:
     """The ordered rewrite table for a language (unknown languages get the common rules)."""
-    return COMMON_RULES + LANGUAGE_RULES.get(lang, ())
+    apostrophes = LANGUAGE_APOSTROPHE_RULES.get(lang, _OTHER_APOSTROPHE_RULES)
+    return COMMON_RULES + apostrophes + _period_rules(lang)
 
 
 _COMPILED: dict[str, list[tuple[regex.Pattern, str]]] = {}
@@ -67,25 +140,44 @@ def tokenize(line: str, lang: str) -> list[str]:
     return [token for token in line.split(" ") if token]
 
 
-_NO_SPACE_BEFORE = frozenset(".,;:!?)]}»”…")
+_NO_SPACE_BEFORE = frozenset(".,;:!?)]}»”…%")
 _NO_SPACE_AFTER = frozenset("([{«“")
+# Glued to both neighbours: km/h, C’est (the typographic apostrophe is split by the rules).
+_GLUE_BOTH = frozenset("/’")
 
 
 def detokenize(tokens: Sequence[str], lang: str) -> str:
     """Join tokens back into normal text: the inverse of :func:`tokenize` on clean text."""
     out: list[str] = []
     glue_next = False
+    open_quote = False
     for token in tokens:
         if not token:
             continue
-        attach = glue_next or not out or token in _NO_SPACE_BEFORE
+        attach = (
+            glue_next
+            or not out
+            or token in _NO_SPACE_BEFORE
+            or token in _GLUE_BOTH
+            or (len(token) > 1 and set(token) == {"."})  # "..."
+        )
         if lang == "en" and token.startswith("'") and len(token) > 1:
             attach = True
+        if token == '"':  # straight double quotes alternate: opening, closing
+            attach = attach or open_quote
+            open_quote = not open_quote
+            opening = open_quote
+        else:
+            opening = False
         if out and not attach:
             out.append(" ")
         out.append(token)
-        glue_next = token in _NO_SPACE_AFTER or (
-            lang == "fr" and len(token) > 1 and token.endswith("'")
+        glue_next = (
+            token in _NO_SPACE_AFTER
+            or token in _GLUE_BOTH
+            or opening
+            or (lang == "fr" and len(token) > 1 and token.endswith("'"))
+            or (lang == "en" and token == "$")  # $100
         )
     return "".join(out)
 
