@@ -9,7 +9,6 @@ in two fields, so they are rows of a table, not code paths.
 from __future__ import annotations
 
 import dataclasses
-import json
 import typing
 from typing import Any, Mapping
 
@@ -103,9 +102,6 @@ class Config:
         if unknown:
             raise ConfigError(f"unknown configuration field(s): {', '.join(unknown)}")
         return cls(**values)
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
 
 # The paper's four models: RNNencdec-30/50 and RNNsearch-30/50, named by the maximum

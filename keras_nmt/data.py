@@ -101,9 +101,3 @@ def evaluation_batches(
         .map(_pad)
         .prefetch(2)
     )
-
-
-def source_batches(lines, source_encoder: TokenEncoder, *, batch_size: int) -> tf.data.Dataset:
-    """Raw source sentences (a list or a file's lines) -> padded id batches, in order."""
-    dataset = tf.data.Dataset.from_tensor_slices(tf.constant(list(lines), tf.string))
-    return dataset.batch(batch_size).map(lambda s: source_encoder(s).to_tensor()).prefetch(2)

@@ -130,8 +130,3 @@ def scan_training_split(files: ParallelFiles, src: str, tgt: str, max_len: int) 
         stats.source_counts.update(s)
         stats.target_counts.update(t)
     return stats
-
-
-def count_lines(path: pathlib.Path) -> int:
-    with open_text(path) as f:
-        return sum(1 for _ in f)
