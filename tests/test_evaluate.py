@@ -282,3 +282,30 @@ def test_cli_alignment_and_option_errors(tiny_run, files, tmp_path):
     )
     assert_one_line_error(run_cli(tiny_run, "--src", src, "--ref", ref, "--ensemble"), "--ensemble")
     assert_one_line_error(run_cli(tiny_run, "--src", src, "--ref", ref, "--beam", "0"), "--beam")
+
+
+def test_cli_encdec_has_no_alignments_or_heat_maps(tiny_corpus, tmp_path):
+    """RNNencdec has no attention: evaluate scores it but reports no AER and draws no Fig. 3."""
+    from keras_nmt import experiment
+    from tests.conftest import TINY_SETTINGS
+
+    run_dir = tmp_path / "encdec30"
+    experiment.train(experiment.TrainOptions(
+        variant="encdec30", data=str(tiny_corpus), out=str(run_dir), max_steps=2,
+        overrides=dict(TINY_SETTINGS), quiet=True,
+    ))
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("test.en", "test.fr", "test.align"):
+        lines = (tiny_corpus / name).read_text(encoding="utf-8").splitlines(keepends=True)
+        (data / name).write_text("".join(lines[:6]), encoding="utf-8")
+    plots_dir = tmp_path / "plots"
+    result = run_cli(run_dir, "--src", data / "test.en", "--ref", data / "test.fr",
+                     "--plots", plots_dir, "--json", "--heatmaps", "2", "--beam", "1")
+    assert result.returncode == 0, result.stderr
+    run = json.loads(result.stdout)["runs"][0]
+    assert run["architecture"] == "encdec"
+    assert run["aer"] is None and "AER" not in result.stderr
+    assert 0 <= run["bleu"] <= 100
+    assert not list(plots_dir.glob("fig3_*"))
+    assert (plots_dir / "fig2_bleu_by_length.png").is_file()
