@@ -309,3 +309,22 @@ def test_cli_encdec_has_no_alignments_or_heat_maps(tiny_corpus, tmp_path):
     assert 0 <= run["bleu"] <= 100
     assert not list(plots_dir.glob("fig3_*"))
     assert (plots_dir / "fig2_bleu_by_length.png").is_file()
+
+
+def test_cli_ensemble_of_two_copies_scores_like_one(tiny_run, tiny_corpus, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(tiny_run, copy)
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("test.en", "test.fr"):
+        lines = (tiny_corpus / name).read_text(encoding="utf-8").splitlines(keepends=True)
+        (data / name).write_text("".join(lines[:6]), encoding="utf-8")
+    result = run_cli(tiny_run, copy, "--src", data / "test.en", "--ref", data / "test.fr",
+                     "--json", "--beam", "2", "--ensemble")
+    assert result.returncode == 0, result.stderr
+    runs = json.loads(result.stdout)["runs"]
+    assert len(runs) == 3 and runs[2]["variant"] == "ensemble"
+    assert runs[2]["run_dirs"] == [str(tiny_run), str(copy)]
+    # Averaging two identical distributions changes nothing.
+    assert runs[2]["bleu"] == pytest.approx(runs[0]["bleu"]) == pytest.approx(runs[1]["bleu"])
+    assert runs[2]["chrf"] == pytest.approx(runs[0]["chrf"])
