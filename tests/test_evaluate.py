@@ -39,6 +39,16 @@ def assert_one_line_error(result, *fragments):
     assert result.stdout == ""
 
 
+def first_test_pairs(corpus, data, count, align=True):
+    """The first ``count`` test pairs of ``corpus`` (and their gold alignments) in ``data``:
+    a few seconds of decoding for the CLI tests."""
+    data.mkdir()
+    for name in ("test.en", "test.fr", "test.align") if align else ("test.en", "test.fr"):
+        lines = (corpus / name).read_text(encoding="utf-8").splitlines(keepends=True)
+        (data / name).write_text("".join(lines[:count]), encoding="utf-8")
+    return data
+
+
 # ---------------------------------------------------------------------------- pieces
 
 SOURCE_VOCAB = Vocabulary(list(RESERVED) + ["the", "cat", "sleeps", "."])
@@ -165,11 +175,7 @@ def test_forced_attention_single_model_and_ensemble(tiny_run, tiny_corpus, tmp_p
 
 def test_cli_end_to_end_two_runs_plots_and_json(tiny_run, tiny_corpus, tmp_path):
     # The first 12 test pairs (a few seconds of decoding), gold alignments beside them.
-    data = tmp_path / "data"
-    data.mkdir()
-    for name in ("test.en", "test.fr", "test.align"):
-        lines = (tiny_corpus / name).read_text(encoding="utf-8").splitlines(keepends=True)
-        (data / name).write_text("".join(lines[:12]), encoding="utf-8")
+    data = first_test_pairs(tiny_corpus, tmp_path / "data", 12)
     plots_dir = tmp_path / "plots"
     result = run_cli(
         tiny_run, tiny_run, "--src", data / "test.en", "--ref", data / "test.fr",
@@ -294,11 +300,7 @@ def test_cli_encdec_has_no_alignments_or_heat_maps(tiny_corpus, tmp_path):
         variant="encdec30", data=str(tiny_corpus), out=str(run_dir), max_steps=2,
         overrides=dict(TINY_SETTINGS), quiet=True,
     ))
-    data = tmp_path / "data"
-    data.mkdir()
-    for name in ("test.en", "test.fr", "test.align"):
-        lines = (tiny_corpus / name).read_text(encoding="utf-8").splitlines(keepends=True)
-        (data / name).write_text("".join(lines[:6]), encoding="utf-8")
+    data = first_test_pairs(tiny_corpus, tmp_path / "data", 6)
     plots_dir = tmp_path / "plots"
     result = run_cli(run_dir, "--src", data / "test.en", "--ref", data / "test.fr",
                      "--plots", plots_dir, "--json", "--heatmaps", "2", "--beam", "1")
@@ -314,11 +316,7 @@ def test_cli_encdec_has_no_alignments_or_heat_maps(tiny_corpus, tmp_path):
 def test_cli_ensemble_of_two_copies_scores_like_one(tiny_run, tiny_corpus, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(tiny_run, copy)
-    data = tmp_path / "data"
-    data.mkdir()
-    for name in ("test.en", "test.fr"):
-        lines = (tiny_corpus / name).read_text(encoding="utf-8").splitlines(keepends=True)
-        (data / name).write_text("".join(lines[:6]), encoding="utf-8")
+    data = first_test_pairs(tiny_corpus, tmp_path / "data", 6, align=False)
     result = run_cli(tiny_run, copy, "--src", data / "test.en", "--ref", data / "test.fr",
                      "--json", "--beam", "2", "--ensemble")
     assert result.returncode == 0, result.stderr
