@@ -19,7 +19,7 @@ import tensorflow as tf
 from keras_nmt import config as config_lib
 from keras_nmt import data, scoring
 from keras_nmt.config import Config, ConfigError
-from keras_nmt.corpus import builtin
+from keras_nmt.corpus import builtin, wmt14
 from keras_nmt.corpus.readers import (
     CorpusError, ParallelFiles, find_corpus, open_text, scan_training_split,
 )
@@ -56,6 +56,10 @@ class TrainOptions:
     seed: int | None = None
     paper_size: bool = False
     quiet: bool = False
+    # --data wmt14-en-fr: where its files are kept and fetched from, and a subsample size.
+    cache_dir: str | None = None
+    mirror: str | None = None
+    max_train_pairs: int | None = None
 
 
 def default_run_dir(variant: str) -> pathlib.Path:
@@ -89,8 +93,16 @@ def _prepare(options: TrainOptions, run: RunDir, log) -> tuple[Config, dict[str,
                 f"(embedding={config.embedding}, hidden={config.hidden}, attention={config.attention}, "
                 f"maxout={config.maxout}, optimizer={config.optimizer}); pass --paper-size for the paper's"
             )
+    elif options.data == wmt14.NAME:
+        if {options.src, options.tgt} != set(wmt14.LANGS):
+            raise CorpusError(f"--data {wmt14.NAME} needs --src/--tgt en and fr, got {options.src}/{options.tgt}")
+        corpus_dir = wmt14.prepare(
+            options.cache_dir, options.mirror, options.max_train_pairs, log=log, quiet=options.quiet
+        )
     else:
         corpus_dir = pathlib.Path(options.data).expanduser().resolve()
+    if options.max_train_pairs is not None and options.data != wmt14.NAME:
+        raise CorpusError(f"--max-train-pairs applies to --data {wmt14.NAME} only")
     splits = find_corpus(corpus_dir, options.src, options.tgt)
     for name, files in splits.items():
         if name != "train":  # the training split is checked by the scan below

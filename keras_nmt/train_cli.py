@@ -8,12 +8,15 @@ import sys
 from keras_nmt.arguments import OneLineParser, positive_int, positive_float
 from keras_nmt.config import VARIANTS, ConfigError, parse_overrides, variant_config
 from keras_nmt.corpus.readers import CorpusError
+from keras_nmt.corpus.wmt14 import DownloadError
 from keras_nmt.rundir import RunDirError
 from keras_nmt.tokenizer import VocabularyError
 
 PROG = "train.py"
 # Errors whose message is for the user: printed as one line, no traceback.
-USER_ERRORS: tuple[type[Exception], ...] = (ConfigError, CorpusError, RunDirError, VocabularyError)
+USER_ERRORS: tuple[type[Exception], ...] = (
+    ConfigError, CorpusError, DownloadError, RunDirError, VocabularyError,
+)
 
 
 
@@ -30,8 +33,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--variant", default="search50", help="one of: " + ", ".join(VARIANTS))
     parser.add_argument(
         "--data", default="builtin",
-        help="'builtin' (generated corpus, the default) or a directory with "
-        "train.SRC/train.TGT and valid.SRC/valid.TGT (test.* optional)",
+        help="'builtin' (generated corpus, the default), 'wmt14-en-fr' (the paper's corpus, "
+        "downloaded into the cache) or a directory with train.SRC/train.TGT and "
+        "valid.SRC/valid.TGT (test.* optional)",
+    )
+    parser.add_argument(
+        "--cache-dir", help="with --data wmt14-en-fr: where downloads and the prepared corpus are "
+        "kept (default $KERAS_NMT_CACHE or ~/.cache/keras-nmt)",
+    )
+    parser.add_argument(
+        "--mirror", help="with --data wmt14-en-fr: base URL to fetch every file from "
+        "(default $KERAS_NMT_WMT14_MIRROR or the statmt.org addresses)",
+    )
+    parser.add_argument(
+        "--max-train-pairs", type=positive_int,
+        help="with --data wmt14-en-fr: a deterministic random sample of this many training pairs",
     )
     parser.add_argument("--src", default="en", help="source language suffix (default en)")
     parser.add_argument("--tgt", default="fr", help="target language suffix (default fr)")
@@ -73,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             variant=args.variant, data=args.data, src=args.src, tgt=args.tgt, out=args.out,
             max_steps=args.max_steps, max_minutes=args.max_minutes, overrides=overrides,
             resume=args.resume, seed=args.seed, paper_size=args.paper_size, quiet=args.quiet,
+            cache_dir=args.cache_dir, mirror=args.mirror, max_train_pairs=args.max_train_pairs,
         )
         experiment.train(options)
     except user_errors as error:
