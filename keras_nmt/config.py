@@ -47,6 +47,9 @@ class Config:
     epsilon: float = 1e-6
     clipnorm: float = 1.0
     sort_batches: int = 20  # minibatches sorted together for length bucketing
+    # Beyond the paper: > 0 fills each minibatch up to this many padded token slots
+    # (sentences x longest side) instead of batch_size sentences; 0 keeps batch_size.
+    batch_tokens: int = 0
     # Pairs shuffled together while streaming; it is saved in every checkpoint (about
     # 0.6 KB a pair), so resuming continues with exactly the next batch.
     shuffle_buffer: int = 10000
@@ -80,6 +83,13 @@ class Config:
         for name in ("src_vocab_size", "tgt_vocab_size"):
             if getattr(self, name) < 8:
                 raise ConfigError(f"{name} must be at least 8, got {getattr(self, name)}")
+        if self.batch_tokens < 0:
+            raise ConfigError(f"batch_tokens must be >= 0 (0 = batches of batch_size sentences), got {self.batch_tokens}")
+        if 0 < self.batch_tokens <= self.max_len:
+            raise ConfigError(
+                f"batch_tokens={self.batch_tokens} cannot hold one sentence of max_len={self.max_len} "
+                f"tokens plus EOS; use at least {self.max_len + 1}"
+            )
         if self.patience < 0:
             raise ConfigError(f"patience must be >= 0, got {self.patience}")
         if self.learning_rate <= 0 or self.clipnorm <= 0 or self.epsilon <= 0:

@@ -17,7 +17,7 @@ import keras
 import tensorflow as tf
 
 from keras_nmt import config as config_lib
-from keras_nmt import data, scoring
+from keras_nmt import codec, data, scoring
 from keras_nmt.config import Config, ConfigError
 from keras_nmt.corpus import builtin, wmt14
 from keras_nmt.corpus.readers import (
@@ -26,7 +26,7 @@ from keras_nmt.corpus.readers import (
 from keras_nmt.models import TranslationModel
 from keras_nmt.progress import Progress
 from keras_nmt.rundir import RunDir, RunDirError, write_json_atomic
-from keras_nmt.text import TokenEncoder
+from keras_nmt.graph_codec import graph_encoder
 from keras_nmt.tokenizer import Vocabulary
 from keras_nmt.training import Limits, Trainer
 from keras_nmt.translator import Translator
@@ -60,6 +60,7 @@ class TrainOptions:
     cache_dir: str | None = None
     mirror: str | None = None
     max_train_pairs: int | None = None
+    tokenizer: str | None = None  # "word" (the paper's, default) or "sentencepiece"
 
 
 def default_run_dir(variant: str) -> pathlib.Path:
@@ -107,15 +108,28 @@ def _prepare(options: TrainOptions, run: RunDir, log) -> tuple[Config, dict[str,
     for name, files in splits.items():
         if name != "train":  # the training split is checked by the scan below
             files.check()
+    kind = options.tokenizer or codec.WORD
+    tokenizers = None
+    if kind == codec.SENTENCEPIECE:
+        codecs = []
+        for side, lang, size in ((0, options.src, config.src_vocab_size), (1, options.tgt, config.tgt_vocab_size)):
+            log(f"training a SentencePiece model of up to {size} pieces on the training side ({lang})")
+            model = codec.train_sentencepiece(codec.side_lines(splits["train"].pairs(), side), size)
+            codec.sentencepiece_path(run.path, lang).write_bytes(model)
+            codecs.append(codec.SentencePieceCodec(model, lang))
+        tokenizers = (codecs[0].tokenize, codecs[1].tokenize)
     log(f"reading {splits['train'].source} and {splits['train'].target}")
-    stats = scan_training_split(splits["train"], options.src, options.tgt, config.max_len)
+    stats = scan_training_split(splits["train"], options.src, options.tgt, config.max_len, tokenizers)
     if stats.kept == 0:
         raise CorpusError(
             f"no usable training pair in {splits['train'].source}: every pair is empty or "
             f"longer than max_len={config.max_len}"
         )
-    source_vocab = Vocabulary.from_counts(stats.source_counts, config.src_vocab_size)
-    target_vocab = Vocabulary.from_counts(stats.target_counts, config.tgt_vocab_size)
+    if kind == codec.SENTENCEPIECE:
+        source_vocab, target_vocab = codecs[0].vocabulary, codecs[1].vocabulary
+    else:
+        source_vocab = Vocabulary.from_counts(stats.source_counts, config.src_vocab_size)
+        target_vocab = Vocabulary.from_counts(stats.target_counts, config.tgt_vocab_size)
     config = config.replace(src_vocab_size=len(source_vocab), tgt_vocab_size=len(target_vocab))
     source_vocab.save(run.vocab_path(options.src))
     target_vocab.save(run.vocab_path(options.tgt))
@@ -124,6 +138,7 @@ def _prepare(options: TrainOptions, run: RunDir, log) -> tuple[Config, dict[str,
         "tgt": options.tgt,
         "corpus": str(corpus_dir),
         "builtin": options.data == BUILTIN,
+        "tokenizer": kind,
         "splits": {name: {"source": str(f.source), "target": str(f.target)} for name, f in splits.items()},
         "train": stats.summary(),
         "source_types": len(stats.source_counts),
@@ -148,6 +163,9 @@ def _resume_config(options: TrainOptions, run: RunDir) -> tuple[Config, dict[str
         raise ConfigError(
             f"--resume: {run.path} holds a {config.variant} run, not {options.variant}"
         )
+    kind = codec.tokenizer_of(run.load_data_info())
+    if options.tokenizer is not None and options.tokenizer != kind:
+        raise ConfigError(f"--resume: {run.path} uses the {kind} tokenizer, not {options.tokenizer}")
     changes = {k: v for k, v in options.overrides.items() if getattr(config, k) != v}
     fixed = sorted(set(changes) - RESUMABLE_FIELDS)
     if fixed:
@@ -222,7 +240,8 @@ def train(options: TrainOptions) -> dict[str, Any]:
             if not existed:
                 shutil.rmtree(run.path, ignore_errors=True)
             else:
-                for path in (run.config_path, run.data_path, *run.path.glob("vocab.*.txt")):
+                for path in (run.config_path, run.data_path, *run.path.glob("vocab.*.txt"),
+                             *run.path.glob("spm.*.model")):
                     path.unlink(missing_ok=True)
             raise
     limits = Limits(options.max_steps, options.max_minutes)
@@ -232,14 +251,15 @@ def train(options: TrainOptions) -> dict[str, Any]:
 
     keras.utils.set_random_seed(config.seed)
     source_vocab, target_vocab = run.load_vocabularies()
-    source_encoder = TokenEncoder(source_vocab, info["src"])
-    target_encoder = TokenEncoder(target_vocab, info["tgt"])
+    source_encoder = graph_encoder(run.path, info, info["src"], source_vocab)
+    target_encoder = graph_encoder(run.path, info, info["tgt"], target_vocab)
     model = TranslationModel(config)
     train_files, valid_files = _files(info, "train"), _files(info, "valid")
     train_batches = data.training_batches(
         train_files, source_encoder, target_encoder,
         max_len=config.max_len, batch_size=config.batch_size,
         sort_batches=config.sort_batches, seed=config.seed, shuffle_buffer=config.shuffle_buffer,
+        batch_tokens=config.batch_tokens, mean_length=mean_pair_length(info["train"]),
     )
 
     def dev_batches():
@@ -247,7 +267,11 @@ def train(options: TrainOptions) -> dict[str, Any]:
             valid_files, source_encoder, target_encoder, batch_size=config.batch_size
         )
 
-    translator = Translator(model, source_vocab, target_vocab, info["src"], info["tgt"])
+    source_codec, target_codec = codec.run_codecs(run.path)
+    translator = Translator(
+        model, source_vocab, target_vocab, info["src"], info["tgt"],
+        source_codec=source_codec, target_codec=target_codec,
+    )
     valid_sources = _read_lines(valid_files.source)
     valid_references = _read_lines(valid_files.target)
 
@@ -307,6 +331,14 @@ def train(options: TrainOptions) -> dict[str, Any]:
     log(f"sacreBLEU signature: {report['bleu_signature']}")
     log(f"run directory: {run.path}  (summary.json, checkpoints/, best/, tensorboard/)")
     return summary
+
+
+def mean_pair_length(train: dict[str, int]) -> float | None:
+    """Mean tokens of the longer side of a kept training pair, EOS included (the token
+    batching's window size); None for runs made before the scan counted tokens."""
+    if "source_tokens" not in train or not train.get("kept"):
+        return None
+    return max(train["source_tokens"], train["target_tokens"]) / train["kept"] + 1
 
 
 def _checkpoint_step(path: str | None) -> int | None:

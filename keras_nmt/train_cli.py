@@ -8,6 +8,7 @@ import sys
 from keras_nmt.arguments import OneLineParser, positive_int, positive_float
 from keras_nmt.config import VARIANTS, ConfigError, parse_overrides, variant_config
 from keras_nmt.corpus.readers import CorpusError
+from keras_nmt.codec import CodecError
 from keras_nmt.corpus.wmt14 import DownloadError
 from keras_nmt.rundir import RunDirError
 from keras_nmt.tokenizer import VocabularyError
@@ -15,7 +16,7 @@ from keras_nmt.tokenizer import VocabularyError
 PROG = "train.py"
 # Errors whose message is for the user: printed as one line, no traceback.
 USER_ERRORS: tuple[type[Exception], ...] = (
-    ConfigError, CorpusError, DownloadError, RunDirError, VocabularyError,
+    CodecError, ConfigError, CorpusError, DownloadError, RunDirError, VocabularyError,
 )
 
 
@@ -51,6 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--src", default="en", help="source language suffix (default en)")
     parser.add_argument("--tgt", default="fr", help="target language suffix (default fr)")
+    parser.add_argument(
+        "--tokenizer", choices=("word", "sentencepiece"),
+        help="'word' (the paper's Moses-compatible words and shortlists, the default) or "
+        "'sentencepiece' (a SentencePiece model per language trained on the training side, "
+        "src/tgt_vocab_size pieces, kept in the run directory)",
+    )
     parser.add_argument("--out", help="run directory (default runs/VARIANT-TIMESTAMP)")
     parser.add_argument("--max-steps", type=positive_int, help="stop after this many updates")
     parser.add_argument(
@@ -90,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             max_steps=args.max_steps, max_minutes=args.max_minutes, overrides=overrides,
             resume=args.resume, seed=args.seed, paper_size=args.paper_size, quiet=args.quiet,
             cache_dir=args.cache_dir, mirror=args.mirror, max_train_pairs=args.max_train_pairs,
+            tokenizer=args.tokenizer,
         )
         experiment.train(options)
     except user_errors as error:

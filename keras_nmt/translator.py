@@ -22,7 +22,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
-from keras_nmt import search, tokenizer
+from keras_nmt import codec, search
 from keras_nmt.ensemble import Ensemble, RunFiles, check_compatible, inspect_run_dir
 from keras_nmt.models import TranslationModel
 from keras_nmt.rundir import RunDirError
@@ -81,12 +81,18 @@ class Translator:
         src_lang: str,
         tgt_lang: str,
         max_source_len: int | None = None,
+        source_codec=None,
+        target_codec=None,
     ):
         self.model = model
         self.source_vocab = source_vocab
         self.target_vocab = target_vocab
         self.src_lang = src_lang
         self.tgt_lang = tgt_lang
+        # How text becomes tokens and back (keras_nmt.codec); the paper's word tokenizer
+        # unless the run says otherwise.
+        self.source_codec = source_codec or codec.WordCodec(source_vocab, src_lang)
+        self.target_codec = target_codec or codec.WordCodec(target_vocab, tgt_lang)
         if max_source_len is None:
             max_source_len = default_max_source_len(model.config.max_len)
         if (
@@ -128,9 +134,13 @@ class Translator:
         models = [_load_model(run) for run in runs]
         model = models[0] if len(models) == 1 else Ensemble(models)
         first = runs[0]
+        try:
+            source_codec, target_codec = codec.run_codecs(first.run.path)
+        except codec.CodecError as error:
+            raise RunDirError(str(error)) from None
         return cls(
             model, first.source_vocab, first.target_vocab, first.src, first.tgt,
-            max_source_len=max_source_len,
+            max_source_len=max_source_len, source_codec=source_codec, target_codec=target_codec,
         )
 
     def _search_fn(self, nbest: int) -> Callable:
@@ -149,7 +159,7 @@ class Translator:
         ]
 
     def _source_tokens(self, line: str) -> tuple[tuple[str, ...], int]:
-        tokens = tokenizer.tokenize(line, self.src_lang)
+        tokens = self.source_codec.tokenize(line)
         dropped = max(0, len(tokens) - self.max_source_len)
         return tuple(tokens[: self.max_source_len]), dropped
 
@@ -240,7 +250,7 @@ class Translator:
                     if unk_replace:
                         tokens = replace_unknowns(tokens, source_tokens[i], weights, dictionary)
                     hypotheses.append(Translation(
-                        tokenizer.detokenize(tokens, self.tgt_lang),
+                        self.target_codec.detokenize(tokens),
                         tokens,
                         float(scores[row, n]),
                         source_tokens[i],

@@ -66,5 +66,6 @@ def test_scan_counts_kept_dropped_and_empty(tmp_path):
     write_split(tmp_path, "train", ["a b c", "", "a b c d e f", "x", "  "],
                 ["A B C", "Z", "A", "", "Y"])
     stats = scan_training_split(ParallelFiles(tmp_path / "train.en", tmp_path / "train.fr"), "en", "fr", 5)
-    assert stats.summary() == {"pairs": 5, "kept": 1, "dropped_too_long": 1, "skipped_empty": 3}
+    assert stats.summary() == {"pairs": 5, "kept": 1, "dropped_too_long": 1, "skipped_empty": 3,
+                               "source_tokens": 3, "target_tokens": 3}
     assert stats.source_counts == {"a": 1, "b": 1, "c": 1}

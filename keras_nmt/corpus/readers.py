@@ -8,7 +8,7 @@ import gzip
 import io
 import itertools
 import pathlib
-from typing import Iterator
+from typing import Callable, Iterator
 
 from keras_nmt import tokenizer
 
@@ -105,21 +105,35 @@ class SplitStats:
     kept: int = 0
     too_long: int = 0
     empty: int = 0
+    source_tokens: int = 0  # in the kept pairs, EOS not counted
+    target_tokens: int = 0
     source_counts: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     target_counts: collections.Counter = dataclasses.field(default_factory=collections.Counter)
 
     def summary(self) -> dict[str, int]:
         return {"pairs": self.pairs, "kept": self.kept, "dropped_too_long": self.too_long,
-                "skipped_empty": self.empty}
+                "skipped_empty": self.empty, "source_tokens": self.source_tokens,
+                "target_tokens": self.target_tokens}
 
 
-def scan_training_split(files: ParallelFiles, src: str, tgt: str, max_len: int) -> SplitStats:
+def scan_training_split(
+    files: ParallelFiles, src: str, tgt: str, max_len: int,
+    tokenizers: tuple[Callable[[str], list[str]], Callable[[str], list[str]]] | None = None,
+) -> SplitStats:
     """Tokenize the training split once: word counts for the shortlists, and how many
-    pairs the length limit drops (the pipeline drops the same ones)."""
+    pairs the length limit drops (the pipeline drops the same ones).
+
+    Streams the files: memory holds one pair and the two token-count tables (which grow
+    with the number of distinct tokens, not with the corpus). ``tokenizers`` (source,
+    target) replace the word tokenizer, e.g. by a subword model's."""
+    if tokenizers is None:
+        tokenizers = (lambda line: tokenizer.tokenize(line, src),
+                      lambda line: tokenizer.tokenize(line, tgt))
+    tokenize_source, tokenize_target = tokenizers
     stats = SplitStats()
     for source, target in files.pairs():
         stats.pairs += 1
-        s, t = tokenizer.tokenize(source, src), tokenizer.tokenize(target, tgt)
+        s, t = tokenize_source(source), tokenize_target(target)
         if not s or not t:
             stats.empty += 1
             continue
@@ -127,6 +141,8 @@ def scan_training_split(files: ParallelFiles, src: str, tgt: str, max_len: int) 
             stats.too_long += 1
             continue
         stats.kept += 1
+        stats.source_tokens += len(s)
+        stats.target_tokens += len(t)
         stats.source_counts.update(s)
         stats.target_counts.update(t)
     return stats

@@ -1,0 +1,60 @@
+"""Text codecs inside TensorFlow graphs (tf.data, and later the exported SavedModel).
+
+The graph twin of :mod:`keras_nmt.codec`. For a run's tokenizer, :func:`graph_encoder`
+gives a ``tf.Module`` called as ``encoder(lines) -> ragged int32 ids + EOS``:
+
+- ``word``: :class:`keras_nmt.text.TokenEncoder` (the rewrite table as tf.strings ops and
+  the shortlist as a lookup table);
+- ``sentencepiece``: :class:`SentencePieceEncoder`, tensorflow_text's
+  SentencepieceTokenizer on the run's model. It also decodes: ``decode(ids) -> text``.
+
+Each module owns its resources (lookup table, SentencePiece model), so an export that
+tracks the module carries them into the SavedModel.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the SentencePiece ops)
+
+from keras_nmt import codec as codec_lib
+from keras_nmt.text import TokenEncoder
+from keras_nmt.tokenizer import BOS_ID, EOS_ID, PAD_ID, Vocabulary
+
+
+class SentencePieceEncoder(tf.Module):
+    """A SentencePiece model in the graph: a batch of sentences [N] -> ragged ids ending
+    with EOS, and a batch of id rows back to sentences."""
+
+    def __init__(self, model: bytes, lang: str, name: str | None = None):
+        super().__init__(name=name)
+        self.lang = lang
+        self.tokenizer = tensorflow_text.SentencepieceTokenizer(model=model, out_type=tf.int32)
+        self.vocab_size = int(self.tokenizer.vocab_size())
+
+    def __call__(self, lines, add_eos: bool = True) -> tf.RaggedTensor:
+        ids = self.tokenizer.tokenize(tf.convert_to_tensor(lines, tf.string))
+        if add_eos:
+            eos = tf.fill([ids.nrows(), 1], tf.constant(EOS_ID, tf.int32))
+            ids = tf.concat([ids, eos], axis=1)
+        return ids
+
+    def decode(self, ids) -> tf.Tensor:
+        """Id rows [N, T] (dense, or ragged) -> sentences [N]: each row up to its first
+        EOS, PAD and BOS skipped, as :meth:`keras_nmt.codec.SentencePieceCodec.decode`."""
+        if not isinstance(ids, tf.RaggedTensor):
+            ids = tf.RaggedTensor.from_tensor(tf.convert_to_tensor(ids))
+        ids = tf.cast(ids, tf.int32)
+        before_eos = tf.math.cumsum(tf.cast(tf.equal(ids, EOS_ID), tf.int32), axis=1) == 0
+        kept = before_eos & tf.not_equal(ids, PAD_ID) & tf.not_equal(ids, BOS_ID)
+        return self.tokenizer.detokenize(tf.ragged.boolean_mask(ids, kept))
+
+
+def graph_encoder(run_path: str | pathlib.Path, info: dict, lang: str, vocabulary: Vocabulary):
+    """The graph encoder of one language of a run (see the module docstring)."""
+    if codec_lib.tokenizer_of(info) == codec_lib.SENTENCEPIECE:
+        model = codec_lib.load_codec(run_path, info, lang, vocabulary).model
+        return SentencePieceEncoder(model, lang, name=f"sentencepiece_{lang}")
+    return TokenEncoder(vocabulary, lang)

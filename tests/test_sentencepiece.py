@@ -1,0 +1,137 @@
+"""--tokenizer sentencepiece: the model's reserved ids, graph/Python parity token for
+token, and a run directory that trains, translates and is enough on its own."""
+
+import json
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tensorflow as tf
+
+from keras_nmt import codec
+from keras_nmt.graph_codec import SentencePieceEncoder
+from keras_nmt.tokenizer import EOS_ID, PAD_ID, RESERVED, UNK_ID
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SAMPLES = [
+    "L'homme n'est pas là ; aujourd'hui, c'est « fini » !",
+    "Don't go: John's 1990's cars cost $1,000.50 (or 3.5%).",
+    "Prix\u00a0: 12\u202f€ — «\u00a0oui\u00a0» ?",
+    "Το σπίτι είναι μεγάλο. Дом большой. 東京は大きい。",
+    "ÉCOLE École école… ça, ÇA ?! 2024-11-22 10:30",
+    "   leading and trailing spaces   ",
+    "tab\tseparated\u2028line",
+    "",
+    "emoji 🙂 and a rare letter ʬ",
+]
+ALPHABET = "abcdefghéèàçôABCÉ0123456789 '’.,;:!?-«»\u00a0\u202f()€$%ΑβДж東京\t"
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_corpus):
+    """A 300-piece model trained on the tiny corpus's French side plus mixed text."""
+    lines = (tiny_corpus / "train.fr").read_text(encoding="utf-8").splitlines()
+    return codec.train_sentencepiece(lines + SAMPLES[:5] * 3, 300)
+
+
+def random_lines(count, seed=5):
+    rng = random.Random(seed)
+    return ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 40))) for _ in range(count)]
+
+
+def test_model_reserves_the_project_ids(trained):
+    model = codec.SentencePieceCodec(trained, "fr")
+    assert model.vocabulary.tokens[:4] == RESERVED
+    assert 200 <= len(model.vocabulary) <= 300
+    assert UNK_ID in model.encode("ʬ") and UNK_ID not in model.encode("東京")  # unseen, seen
+    assert all(i > EOS_ID or i == UNK_ID for i in model.encode(SAMPLES[0]))
+
+
+def test_graph_and_python_agree_token_for_token(trained):
+    python = codec.SentencePieceCodec(trained, "fr")
+    graph = SentencePieceEncoder(trained, "fr")
+    lines = SAMPLES + random_lines(200)
+    graph_ids = graph(tf.constant(lines)).to_list()
+    for line, ids in zip(lines, graph_ids):
+        assert ids[:-1] == python.encode(line), line
+        assert ids[-1] == EOS_ID
+        assert python.vocabulary.encode(python.tokenize(line)) == python.encode(line)
+    # Decoding: rows padded with PAD after EOS, with BOS in front, decode alike.
+    rows = [[2] + ids + [PAD_ID] * (3 + i % 4) for i, ids in enumerate(graph_ids)]
+    width = max(len(r) for r in rows)
+    dense = tf.constant([r + [PAD_ID] * (width - len(r)) for r in rows], tf.int32)
+    decoded = [t.decode("utf-8") for t in graph.decode(dense).numpy()]
+    assert decoded == [python.decode(r) for r in rows]
+    assert python.decode(python.encode(SAMPLES[0])) == SAMPLES[0]
+    assert python.detokenize(python.tokenize(SAMPLES[1])) == SAMPLES[1]
+
+
+def test_python_codec_does_not_import_tensorflow():
+    code = ("import sys, keras_nmt.codec as c; import sentencepiece; "
+            "assert 'tensorflow' not in sys.modules; print('ok')")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert result.stdout.strip() == "ok", result.stderr
+
+
+def test_bad_models_and_settings_are_refused(tmp_path):
+    with pytest.raises(codec.CodecError, match="SentencePiece model not found"):
+        codec.SentencePieceCodec.load(tmp_path / "missing.model", "en")
+    with pytest.raises(codec.CodecError, match="unknown tokenizer 'bpe'"):
+        codec.tokenizer_of({"tokenizer": "bpe"})
+    assert codec.tokenizer_of({}) == codec.WORD  # runs made before the field existed
+
+
+@pytest.fixture(scope="module")
+def spm_run(tiny_corpus, tmp_path_factory):
+    from keras_nmt import experiment
+
+    from conftest import TINY_SETTINGS
+
+    out = tmp_path_factory.mktemp("runs") / "spm"
+    summary = experiment.train(experiment.TrainOptions(
+        variant="search30", data=str(tiny_corpus), out=str(out), max_steps=3, quiet=True,
+        tokenizer="sentencepiece",
+        overrides={**TINY_SETTINGS, "src_vocab_size": 120, "tgt_vocab_size": 150},
+    ))
+    return out, summary
+
+
+def test_sentencepiece_run_directory(spm_run):
+    from keras_nmt.translator import Translator
+
+    out, summary = spm_run
+    info = json.loads((out / "data.json").read_text())
+    config = json.loads((out / "config.json").read_text())
+    assert info["tokenizer"] == "sentencepiece"
+    source, target = codec.run_codecs(out)
+    assert isinstance(source, codec.SentencePieceCodec) and source.lang == "en"
+    assert len(source.vocabulary) == config["src_vocab_size"] <= 120
+    assert len(target.vocabulary) == config["tgt_vocab_size"] <= 150
+    assert (out / "vocab.fr.txt").read_text(encoding="utf-8").splitlines() == list(target.vocabulary.tokens)
+    # The training scan counted pieces: more of them than words.
+    assert summary["data"]["train"]["source_tokens"] > summary["data"]["train"]["pairs"] * 3
+
+    translator = Translator.from_run_dir(out)
+    line = "The man is here."
+    (result,) = translator.translate([line], beam_size=2)
+    assert list(result.source_tokens) == source.tokenize(line)
+    assert result.text == target.detokenize(result.tokens)
+    assert "▁" not in result.text
+
+
+def test_translate_cli_needs_only_the_run_directory(spm_run, tmp_path):
+    out, _ = spm_run
+    alone = tmp_path / "copied-run"
+    shutil.copytree(out, alone)
+    result = subprocess.run(
+        [sys.executable, "-m", "keras_nmt.translate", str(alone), "--beam", "2"],
+        input="The man is here.\n\nThe dog.\n", capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.split("\n")
+    assert len(lines) == 4 and lines[1] == "" and lines[3] == ""
+    assert "▁" not in result.stdout
