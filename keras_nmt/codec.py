@@ -162,10 +162,14 @@ def load_codec(run_path: str | os.PathLike, info: dict, lang: str, vocabulary: V
     return WordCodec(vocabulary, lang)
 
 
+def read_data_info(run_path: str | os.PathLike) -> dict:
+    return json.loads((pathlib.Path(run_path) / "data.json").read_text(encoding="utf-8"))
+
+
 def run_codecs(run_path: str | os.PathLike):
     """(source codec, target codec) of a run directory."""
     run_path = pathlib.Path(run_path)
-    info = json.loads((run_path / "data.json").read_text(encoding="utf-8"))
+    info = read_data_info(run_path)
     vocabularies = [Vocabulary.load(run_path / f"vocab.{info[side]}.txt") for side in ("src", "tgt")]
     return tuple(load_codec(run_path, info, info[side], vocabulary)
                  for side, vocabulary in zip(("src", "tgt"), vocabularies))

@@ -83,6 +83,8 @@ def resolve_config(options: TrainOptions) -> Config:
 def _prepare(options: TrainOptions, run: RunDir, log) -> tuple[Config, dict[str, Any]]:
     """First start of a run: corpus, vocabularies and config written into ``run``."""
     config = resolve_config(options)
+    if options.max_train_pairs is not None and options.data != wmt14.NAME:
+        raise CorpusError(f"--max-train-pairs applies to --data {wmt14.NAME} only")
     run.create()
     if options.data == BUILTIN:
         spec = builtin.BuiltinCorpusSpec()
@@ -102,8 +104,6 @@ def _prepare(options: TrainOptions, run: RunDir, log) -> tuple[Config, dict[str,
         )
     else:
         corpus_dir = pathlib.Path(options.data).expanduser().resolve()
-    if options.max_train_pairs is not None and options.data != wmt14.NAME:
-        raise CorpusError(f"--max-train-pairs applies to --data {wmt14.NAME} only")
     splits = find_corpus(corpus_dir, options.src, options.tgt)
     for name, files in splits.items():
         if name != "train":  # the training split is checked by the scan below

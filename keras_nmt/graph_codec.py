@@ -52,6 +52,15 @@ class SentencePieceEncoder(tf.Module):
         return self.tokenizer.detokenize(tf.ragged.boolean_mask(ids, kept))
 
 
+def run_graph_encoders(run_path: str | pathlib.Path):
+    """(source encoder, target encoder) of a run directory: what an export tracks."""
+    run_path = pathlib.Path(run_path)
+    source, target = codec_lib.run_codecs(run_path)
+    info = codec_lib.read_data_info(run_path)
+    return (graph_encoder(run_path, info, source.lang, source.vocabulary),
+            graph_encoder(run_path, info, target.lang, target.vocabulary))
+
+
 def graph_encoder(run_path: str | pathlib.Path, info: dict, lang: str, vocabulary: Vocabulary):
     """The graph encoder of one language of a run (see the module docstring)."""
     if codec_lib.tokenizer_of(info) == codec_lib.SENTENCEPIECE:

@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from keras_nmt import codec
-from keras_nmt.graph_codec import SentencePieceEncoder
+from keras_nmt.graph_codec import SentencePieceEncoder, run_graph_encoders
 from keras_nmt.tokenizer import EOS_ID, PAD_ID, RESERVED, UNK_ID
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -114,6 +114,10 @@ def test_sentencepiece_run_directory(spm_run):
     assert (out / "vocab.fr.txt").read_text(encoding="utf-8").splitlines() == list(target.vocabulary.tokens)
     # The training scan counted pieces: more of them than words.
     assert summary["data"]["train"]["source_tokens"] > summary["data"]["train"]["pairs"] * 3
+
+    graph_source, graph_target = run_graph_encoders(out)
+    assert graph_source(tf.constant(["The man is here."])).to_list()[0][:-1] == source.encode("The man is here.")
+    assert graph_target.vocab_size == len(target.vocabulary)
 
     translator = Translator.from_run_dir(out)
     line = "The man is here."
