@@ -32,7 +32,7 @@ def sgm(lang, kind):
 
 def member_bytes(corpus, lang, member):
     if member.endswith(".sgm"):
-        return sgm(lang, "src" if lang == "en" else "ref")
+        return sgm(lang, "src" if "-src." in member else "ref")
     data = "".join(line + "\n" for line in corpus_lines(corpus, lang)).encode()
     return gzip.compress(data, mtime=0) if member.endswith(".gz") else data
 

@@ -108,8 +108,10 @@ MANIFEST: tuple[Archive, ...] = (
         {
             "newstest2012": ("dev/newstest2012.en", "dev/newstest2012.fr"),
             "newstest2013": ("dev/newstest2013.en", "dev/newstest2013.fr"),
+            # The fr->en files (the pairs are the same both ways); the archive's paths as
+            # TensorFlow Datasets' wmt builder reads them.
             "newstest2014": (
-                "dev/newstest2014-fren-src.en.sgm", "dev/newstest2014-fren-ref.fr.sgm"),
+                "dev/newstest2014-fren-ref.en.sgm", "dev/newstest2014-fren-src.fr.sgm"),
         },
     ),
 )
