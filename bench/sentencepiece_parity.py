@@ -1,0 +1,56 @@
+"""Graph (tensorflow_text) against Python (sentencepiece) SentencePiece on real text.
+
+Trains a model per language on a corpus's training side, as ``--tokenizer
+sentencepiece`` does, then encodes every line of the valid files both ways and counts
+the lines whose ids are identical, and the lines that decode back identically.
+
+Usage::
+
+    PYTHONPATH=. python bench/sentencepiece_parity.py --data ../shared/data/anki-fra-eng --vocab-size 8000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+
+import tensorflow as tf
+
+from keras_nmt import codec
+from keras_nmt.corpus.readers import find_corpus
+from keras_nmt.graph_codec import SentencePieceEncoder
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=pathlib.Path, required=True)
+    parser.add_argument("--src", default="en")
+    parser.add_argument("--tgt", default="fr")
+    parser.add_argument("--vocab-size", type=int, default=8000)
+    args = parser.parse_args(argv)
+    splits = find_corpus(args.data, args.src, args.tgt)
+    results = []
+    for side, lang in enumerate((args.src, args.tgt)):
+        model = codec.train_sentencepiece(codec.side_lines(splits["train"].pairs(), side), args.vocab_size)
+        python, graph = codec.SentencePieceCodec(model, lang), SentencePieceEncoder(model, lang)
+        lines = [pair[side] for pair in splits["valid"].pairs()]
+        same_ids = same_text = 0
+        for start in range(0, len(lines), 512):
+            chunk = lines[start:start + 512]
+            graph_ids = graph(tf.constant(chunk), add_eos=False)
+            graph_text = graph.decode(graph_ids).numpy()
+            for line, ids, text in zip(chunk, graph_ids.to_list(), graph_text):
+                same_ids += ids == python.encode(line)
+                same_text += text.decode("utf-8") == python.decode(python.encode(line))
+        results.append({"lang": lang, "pieces": len(python.vocabulary), "lines": len(lines),
+                        "identical_ids": same_ids, "identical_decoding": same_text})
+        print(f"{args.data.name} valid.{lang}: {same_ids}/{len(lines)} lines with identical ids, "
+              f"{same_text}/{len(lines)} decoded identically ({len(python.vocabulary)} pieces)")
+    print(json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
