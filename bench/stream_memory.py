@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import pathlib
-import platform
 import resource
 import shutil
 import subprocess
@@ -86,10 +84,9 @@ def main(argv=None) -> int:
     parser.add_argument("--json", type=pathlib.Path)
     args = parser.parse_args(argv)
 
-    import tensorflow as tf
+    from pipeline import machine  # bench/pipeline.py, beside this file
 
-    results = {"machine": {"cpu": platform.processor(), "cores": os.cpu_count(),
-                           "python": platform.python_version(), "tensorflow": tf.__version__},
+    results = {"machine": machine(),
                "corpus": str(args.corpus), "steps": args.steps, "train_args": TRAIN_ARGS, "runs": []}
     print(f"{'repeat':>6} {'train pairs':>12} {'train MB':>9} {'peak RSS MiB':>13} {'seconds':>8}")
     try:

@@ -95,7 +95,8 @@ def spm_run(tiny_corpus, tmp_path_factory):
     summary = experiment.train(experiment.TrainOptions(
         variant="search30", data=str(tiny_corpus), out=str(out), max_steps=3, quiet=True,
         tokenizer="sentencepiece",
-        overrides={**TINY_SETTINGS, "src_vocab_size": 120, "tgt_vocab_size": 150},
+        # Token batching rides along: this run also trains on batches of <= 200 slots.
+        overrides={**TINY_SETTINGS, "src_vocab_size": 120, "tgt_vocab_size": 150, "batch_tokens": 200},
     ))
     return out, summary
 
@@ -112,6 +113,7 @@ def test_sentencepiece_run_directory(spm_run):
     assert len(source.vocabulary) == config["src_vocab_size"] <= 120
     assert len(target.vocabulary) == config["tgt_vocab_size"] <= 150
     assert (out / "vocab.fr.txt").read_text(encoding="utf-8").splitlines() == list(target.vocabulary.tokens)
+    assert summary["config"]["batch_tokens"] == 200 and summary["updates"] == 3
     # The training scan counted pieces: more of them than words.
     assert summary["data"]["train"]["source_tokens"] > summary["data"]["train"]["pairs"] * 3
 

@@ -25,7 +25,6 @@ is not reproduced: ``max_train_pairs`` draws a uniform, seeded sample instead.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
 import http.client
