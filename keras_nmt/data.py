@@ -61,8 +61,9 @@ def training_batches(
     minibatches of ``batch_size`` sentences. With ``batch_tokens`` > 0, a minibatch
     holds as many sentences as fit in ``batch_tokens`` padded slots (rows x longest
     side, EOS included), and the window holds about ``sort_batches`` such minibatches:
-    ``sort_batches * batch_tokens / mean_length`` pairs, where ``mean_length`` is the
-    mean token count of the longer side (the training scan's figure).
+    ``sort_batches * batch_tokens / mean_length`` pairs, where ``mean_length`` is a
+    pair's mean token count, EOS included, on its longer side on average
+    (:func:`keras_nmt.experiment.mean_pair_length` of the training scan).
     """
     limit = max_len + 1  # + EOS
 

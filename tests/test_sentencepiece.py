@@ -70,6 +70,30 @@ def test_graph_and_python_agree_token_for_token(trained):
     assert python.detokenize(python.tokenize(SAMPLES[1])) == SAMPLES[1]
 
 
+def test_graph_codec_carries_its_model_into_a_savedmodel(trained, tmp_path):
+    """The module owns the SentencePiece resource: a SavedModel that tracks it encodes and
+    decodes after loading, with nothing else at hand."""
+
+    class Endpoints(tf.Module):
+        def __init__(self, encoder):
+            super().__init__()
+            self.encoder = encoder
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
+        def encode(self, lines):
+            return self.encoder(lines).to_tensor()
+
+        @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)], autograph=False)
+        def decode(self, ids):
+            return self.encoder.decode(ids)
+
+    tf.saved_model.save(Endpoints(SentencePieceEncoder(trained, "fr")), str(tmp_path))
+    loaded = tf.saved_model.load(str(tmp_path))
+    ids = loaded.encode(tf.constant([SAMPLES[0]]))
+    assert ids.numpy()[0].tolist() == codec.SentencePieceCodec(trained, "fr").encode(SAMPLES[0]) + [EOS_ID]
+    assert loaded.decode(ids).numpy()[0].decode("utf-8") == SAMPLES[0]
+
+
 def test_python_codec_does_not_import_tensorflow():
     code = ("import sys, keras_nmt.codec as c; import sentencepiece; "
             "assert 'tensorflow' not in sys.modules; print('ok')")
