@@ -4,8 +4,10 @@ Writes EXPORT_DIR/NAME/VERSION/ (a SavedModel in TF Serving's layout), EXPORT_DI
 models.config and EXPORT_DIR/SERVING.md. The SavedModel is written into a temporary
 directory next to its final place, loaded back with the TF1 session loader (the code
 path TF Serving uses) and checked against the Keras model's own beam search on a few
-sentences, and only then renamed to VERSION: an export that fails leaves nothing
-behind. Errors a user can fix give one line ``export: error: ...`` and exit status 2.
+sentences, and only then renamed to VERSION. With --onnx, EXPORT_DIR/NAME.onnx (the
+translate_ids signature converted by tf2onnx), NAME.onnx.json and the vocabularies are
+written too, after onnx.checker and an onnxruntime check. An export that fails leaves
+nothing behind. Errors a user can fix give one line ``export: error: ...`` and exit status 2.
 """
 
 from __future__ import annotations
@@ -56,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="N > 1: serving_default also returns the N best translations")
     parser.add_argument("--attention", action="store_true",
                         help="serving_default also returns the best translation's attention")
+    parser.add_argument("--onnx", action="store_true",
+                        help="also write EXPORT_DIR/NAME.onnx (translate_ids, for onnxruntime) "
+                             "with its vocabularies and NAME.onnx.json")
     return parser
 
 
@@ -101,10 +106,56 @@ def self_check(savedmodel_dir: pathlib.Path, translator, beam_size: int, alpha: 
     result = parity.compare(parity.from_translations(reference),
                             parity.from_string_outputs(outputs))
     truncated = [t.truncated for t in reference]
-    if not parity.agrees(result) or list(outputs["truncated"]) != truncated:
+    if not parity.agrees(result, allow_ties=True) or list(outputs["truncated"]) != truncated:
         raise ExportError(
             f"self-check failed: the SavedModel differs from the Keras model ({result})"
         )
+
+
+def onnx_check(onnx_path: pathlib.Path, translator, beam_size: int, alpha: float) -> None:
+    """The ONNX model in onnxruntime decodes like the Keras model."""
+    from export import parity
+    from export.onnx_export import OnnxModel
+
+    # Empty sentences never reach the model: the onnxruntime path answers "" itself.
+    lines = [line for line in _check_sentences(translator.source_vocab) if line.strip()]
+    reference = translator.translate(lines, beam_size=beam_size, alpha=alpha)
+    decoded = parity.run_ids(OnnxModel(onnx_path).run, translator.encode(lines),
+                             translator.target_vocab, beam_size, alpha)
+    result = parity.compare(parity.from_translations(reference), decoded)
+    if not parity.agrees(result, allow_ties=True):
+        raise ExportError(f"self-check failed: the ONNX model differs from the Keras model ({result})")
+
+
+def write_onnx(directory: pathlib.Path, name: str, run, model, settings, log) -> list[pathlib.Path]:
+    """NAME.onnx, NAME.onnx.json and the vocabularies, written into ``directory``."""
+    from export import onnx_export
+    from keras_nmt.rundir import write_json_atomic
+
+    log(f"converting translate_ids to ONNX (opset {onnx_export.OPSET}; takes a while)")
+    path = directory / f"{name}.onnx"
+    proto = onnx_export.convert(model, settings.nbest, path)
+    vocabularies = {}
+    for role, lang, vocabulary in (("source_vocab", run.src, run.source_vocab),
+                                   ("target_vocab", run.tgt, run.target_vocab)):
+        vocabularies[role] = f"{name}.vocab.{lang}.txt"
+        vocabulary.save(directory / vocabularies[role])
+    write_json_atomic(directory / f"{name}.onnx.json", {
+        "model": f"{name}.onnx",
+        "src": run.src,
+        "tgt": run.tgt,
+        "tokenizer": "word",
+        **vocabularies,
+        "max_source_len": settings.max_source_len,
+        "beam_size": settings.beam_size,
+        "alpha": settings.alpha,
+        "nbest": settings.nbest,
+        "max_decode_ratio": float(run.config.max_decode_ratio),
+        "opset": onnx_export.OPSET,
+        "inputs": onnx_export.input_names(proto),
+        "outputs": onnx_export.output_names(proto),
+    })
+    return sorted(directory.iterdir())
 
 
 def export(args: argparse.Namespace, log) -> pathlib.Path:
@@ -130,8 +181,10 @@ def export(args: argparse.Namespace, log) -> pathlib.Path:
         attention=args.attention,
         max_source_len=default_max_source_len(run.config.max_len),
     )
-    # Not an integer name: TF Serving ignores it while it is being written.
+    # Everything is written into temporary directories (names TF Serving ignores, not
+    # integers) and moved into place only once all of it is written and checked.
     staging = pathlib.Path(tempfile.mkdtemp(dir=model_dir, prefix=f".{version}.tmp-"))
+    onnx_staging = pathlib.Path(tempfile.mkdtemp(dir=out, prefix=f".{args.name}.onnx.tmp-"))
     try:
         log(f"exporting SavedModel (beam {beam_size}, alpha {settings.alpha:g})")
         archive = savedmodel.build_archive(
@@ -140,15 +193,23 @@ def export(args: argparse.Namespace, log) -> pathlib.Path:
         savedmodel.write_savedmodel(archive, staging)
         log("checking the SavedModel with the TF1 session loader")
         self_check(staging, translator, beam_size, settings.alpha)
+        onnx_files = []
+        if args.onnx:
+            onnx_files = write_onnx(onnx_staging, args.name, run, model, settings, log)
+            log("checking the ONNX model with onnx.checker and onnxruntime")
+            onnx_check(onnx_staging / f"{args.name}.onnx", translator, beam_size, settings.alpha)
         if final.exists():
             raise ExportError(f"{final} already exists (pick another --version)")
         staging.rename(final)
+        for path in onnx_files:
+            path.replace(out / path.name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(onnx_staging, ignore_errors=True)
 
     write_text_atomic(out / serving_files.CONFIG_NAME, serving_files.models_config(out, args.name))
     write_text_atomic(out / serving_files.SERVING_NAME, serving_files.serving_md(
-        args.name, version, savedmodel.signature_summary(settings), onnx=False
+        args.name, version, savedmodel.signature_summary(settings), onnx=args.onnx
     ))
     return final
 

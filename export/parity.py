@@ -70,12 +70,20 @@ def run_ids(
     return decoded
 
 
-def compare(reference: Sequence[Decoded], candidate: Sequence[Decoded]) -> dict:
-    """Identical fraction (tokens when both sides have them, else text) and the largest
-    score difference over the sentences where both are identical."""
+def compare(
+    reference: Sequence[Decoded], candidate: Sequence[Decoded], tie_tolerance: float = 1e-5
+) -> dict:
+    """How often a path gives the reference's output.
+
+    ``identical``: fraction of sentences with the same tokens (text when a side has no
+    tokens); ``max_score_diff``: largest score difference over those. ``ties``: fraction
+    of the others whose score is the reference's within ``tie_tolerance`` -- another
+    hypothesis exactly as good, picked because two runtimes round a float differently
+    (a barely trained model that repeats one token has many: with alpha = 1, "." "." EOS
+    and "." "." "." EOS score the same)."""
     if len(reference) != len(candidate):
         raise ValueError(f"{len(candidate)} outputs for {len(reference)} sentences")
-    same, differences, first_mismatch = 0, [0.0], None
+    same, ties, differences, first_mismatch = 0, 0, [0.0], None
     for i, (ref, cand) in enumerate(zip(reference, candidate)):
         if ref.tokens is not None and cand.tokens is not None:
             equal = ref.tokens == cand.tokens
@@ -84,15 +92,22 @@ def compare(reference: Sequence[Decoded], candidate: Sequence[Decoded]) -> dict:
         if equal:
             same += 1
             differences.append(abs(ref.score - cand.score))
-        elif first_mismatch is None:
-            first_mismatch = i
+        else:
+            ties += abs(ref.score - cand.score) <= tie_tolerance
+            if first_mismatch is None:
+                first_mismatch = i
+    count = max(len(reference), 1)
     return {
         "sentences": len(reference),
-        "identical": same / len(reference) if reference else 1.0,
+        "identical": same / count if reference else 1.0,
+        "ties": ties / count,
         "max_score_diff": max(differences),
         "first_mismatch": first_mismatch,
     }
 
 
-def agrees(result: dict, tolerance: float = 1e-4) -> bool:
-    return result["identical"] == 1.0 and result["max_score_diff"] <= tolerance
+def agrees(result: dict, tolerance: float = 1e-4, allow_ties: bool = False) -> bool:
+    """Every sentence identical (or, with ``allow_ties``, an equally scored alternative)
+    and scores within ``tolerance``."""
+    matched = result["identical"] + (result["ties"] if allow_ties else 0.0)
+    return abs(matched - 1.0) < 1e-9 and result["max_score_diff"] <= tolerance

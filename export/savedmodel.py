@@ -41,6 +41,20 @@ class ExportSettings:
     max_source_len: int = 100  # source tokens kept (EOS not counted)
 
 
+def translate_ids_function(model: TranslationModel, nbest: int) -> tuple[Callable, list]:
+    """The ``translate_ids`` function (plain Python, to be traced) and its input signature:
+    :func:`keras_nmt.search.make_translate_fn`'s, without the attention output."""
+    translate_fn = search.make_translate_fn(model, nbest=max(1, nbest), autograph=False)
+    # The plain Python function: callers trace it themselves, no nested tf.function.
+    search_fn = translate_fn.python_function
+
+    def translate_ids(source_ids, beam_size, alpha, forbid_unk, max_length):
+        out = search_fn(source_ids, beam_size, alpha, forbid_unk, max_length)
+        return {key: out[key] for key in ID_OUTPUTS}
+
+    return translate_ids, list(translate_fn.input_signature)
+
+
 def ids_to_text(ids, lengths, target_vocab: Vocabulary, lang: str):
     """Search output ids [B, N, T] -> detokenized text [B, N], as Vocabulary.decode then
     tokenizer.detokenize do it in Python: tokens before the first EOS, PAD and BOS
@@ -108,9 +122,10 @@ def build_archive(
 ) -> keras.export.ExportArchive:
     """The ExportArchive with the three signatures (not yet written)."""
     encoder = text.TokenEncoder(source_vocab, src_lang, name="source_encoder")
-    translate_fn = search.make_translate_fn(model, nbest=max(1, settings.nbest), autograph=False)
-    # The plain Python function: the endpoints trace it themselves, no nested tf.function.
-    search_fn = translate_fn.python_function
+    # The string signatures need the attention output, translate_ids does not.
+    search_fn = search.make_translate_fn(
+        model, nbest=max(1, settings.nbest), autograph=False
+    ).python_function
     string_translate = make_string_translate(
         model, encoder, target_vocab, tgt_lang, settings, search_fn
     )
@@ -138,11 +153,8 @@ def build_archive(
             tf.TensorSpec([], tf.float32, name="alpha"),
         ],
     )
-    archive.add_endpoint(
-        "translate_ids",
-        lambda *args: {key: search_fn(*args)[key] for key in ID_OUTPUTS},
-        input_signature=list(translate_fn.input_signature),
-    )
+    translate_ids, ids_signature = translate_ids_function(model, settings.nbest)
+    archive.add_endpoint("translate_ids", translate_ids, input_signature=ids_signature)
     return archive
 
 

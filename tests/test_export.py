@@ -14,13 +14,9 @@ EXPORT_BEAM = 5
 
 
 @pytest.fixture(scope="session")
-def exported(tiny_run, tmp_path_factory):
-    """tiny_run exported once: beam 5, 2-best lists, attention."""
-    out = tmp_path_factory.mktemp("export")
-    argv = [str(tiny_run), "--out", str(out), "--beam", str(EXPORT_BEAM), "--nbest", "2",
-            "--attention"]
-    assert cli.main(argv) == 0
-    return out
+def exported(tiny_export):
+    """tiny_run exported once (conftest): beam 5, 2-best lists, attention, ONNX."""
+    return tiny_export
 
 
 @pytest.fixture(scope="session")
@@ -34,13 +30,36 @@ def translator(tiny_run):
 def loaded(exported):
     from export.loaders import SessionModel, TF2Model
 
+    from export.onnx_export import OnnxModel
+
     path = exported / "nmt" / "1"
-    return {"tf2": TF2Model(path), "tf1": SessionModel(path)}
+    return {"tf2": TF2Model(path), "tf1": SessionModel(path), "onnx": OnnxModel(exported / "nmt.onnx")}
 
 
 @pytest.fixture(scope="session")
 def sentences(tiny_corpus):
     return (tiny_corpus / "train.en").read_text(encoding="utf-8").splitlines()[:200]
+
+
+def test_onnx_files(exported):
+    import json
+
+    import onnx
+
+    from keras_nmt.tokenizer import Vocabulary
+
+    proto = onnx.load(str(exported / "nmt.onnx"))
+    onnx.checker.check_model(proto)
+    assert max(o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")) >= 17
+    meta = json.loads((exported / "nmt.onnx.json").read_text(encoding="utf-8"))
+    assert {k: meta[k] for k in ("src", "tgt", "tokenizer", "source_vocab", "target_vocab",
+                                 "max_source_len", "beam_size", "alpha")} == {
+        "src": "en", "tgt": "fr", "tokenizer": "word", "source_vocab": "nmt.vocab.en.txt",
+        "target_vocab": "nmt.vocab.fr.txt", "max_source_len": 100, "beam_size": 5, "alpha": 1.0}
+    assert meta["inputs"] == ["source_ids", "beam_size", "alpha", "forbid_unk", "max_length"]
+    assert sorted(meta["outputs"]) == ["ids", "lengths", "log_probs", "scores"]
+    assert len(Vocabulary.load(exported / meta["target_vocab"])) > 4
+    assert not [p for p in exported.iterdir() if p.name.startswith(".")]  # no leftovers
 
 
 def test_layout_and_serving_files(exported):
@@ -74,7 +93,15 @@ def test_savedmodel_matches_keras_beam_search(loaded, translator, sentences, bea
     reference = translator.translate(sentences, beam_size=beam, alpha=1.0)
     expected = parity.from_translations(reference)
     source_ids = translator.encode(sentences)
-    for name, model in loaded.items():
+    decoded = parity.run_ids(loaded["onnx"].run, source_ids, translator.target_vocab, beam, 1.0)
+    result = parity.compare(expected, decoded)
+    # onnxruntime and TensorFlow round some scores differently: the barely trained tiny
+    # model repeats one token, so with alpha = 1 hypotheses of several lengths score the
+    # same and either may win. Those ties are allowed here, nothing else.
+    assert parity.agrees(result, allow_ties=True), ("onnx", result)
+    assert result["identical"] >= 0.9, ("onnx", result)
+    for name in ("tf2", "tf1"):
+        model = loaded[name]
         strings = model.run("translate", sentences=sentences, beam_size=beam, alpha=1.0)
         result = parity.compare(expected, parity.from_string_outputs(strings))
         assert parity.agrees(result), (name, "translate", result)
@@ -88,8 +115,8 @@ def test_savedmodel_matches_keras_beam_search(loaded, translator, sentences, bea
 def test_serving_default_uses_the_export_beam_and_nbest(loaded, translator, sentences):
     lines = sentences[:20]
     reference = translator.translate(lines, beam_size=EXPORT_BEAM, nbest=2, with_attention=True)
-    for name, model in loaded.items():
-        out = model.run("serving_default", sentences=lines)
+    for name in ("tf2", "tf1"):
+        out = loaded[name].run("serving_default", sentences=lines)
         assert out["nbest_translations"].shape == (20, 2), name
         for row, t in enumerate(reference):
             texts = [h.text for h in t.hypotheses]
@@ -119,7 +146,8 @@ BAD_INPUTS = [
 def test_bad_input_one_output_per_input_in_order(loaded, translator):
     reference = translator.translate(BAD_INPUTS, beam_size=EXPORT_BEAM)
     outputs = {}
-    for name, model in loaded.items():
+    for name in ("tf2", "tf1"):
+        model = loaded[name]
         out = model.run("serving_default", sentences=BAD_INPUTS)
         assert out["translations"].shape == (len(BAD_INPUTS),), name
         assert list(out["truncated"]) == [0, 0, 0, 0, 0, 0, 1900, 0], name
