@@ -200,6 +200,7 @@ def export(args: argparse.Namespace, log) -> pathlib.Path:
             onnx_check(onnx_staging / f"{args.name}.onnx", translator, beam_size, settings.alpha)
         if final.exists():
             raise ExportError(f"{final} already exists (pick another --version)")
+        staging.chmod(0o755)  # mkdtemp makes it private; a server may run as another user
         staging.rename(final)
         for path in onnx_files:
             path.replace(out / path.name)

@@ -69,6 +69,9 @@ def test_layout_and_serving_files(exported):
     assert (exported / "nmt" / "1" / "saved_model.pb").is_file()
     assert (exported / "nmt" / "1" / "variables").is_dir()
     assert not [p for p in (exported / "nmt").iterdir() if p.name != "1"]  # no leftovers
+    # Readable by a server running as another user (temporary files start private).
+    assert (exported / "nmt" / "1").stat().st_mode & 0o777 == 0o755
+    assert (exported / "models.config").stat().st_mode & 0o044 == 0o044
     config = text_format.Parse(
         (exported / "models.config").read_text(encoding="utf-8"),
         model_server_config_pb2.ModelServerConfig(),
