@@ -83,6 +83,15 @@ def test_layout_and_serving_files(exported):
     assert "8501:8501" in serving and "8500:8500" in serving and ":predict" in serving
 
 
+def test_savedmodel_stores_each_weight_once(exported, translator):
+    import tensorflow as tf
+
+    reader = tf.train.load_checkpoint(str(exported / "nmt" / "1" / "variables" / "variables"))
+    shapes = reader.get_variable_to_shape_map()
+    stored = sum(int(np.prod(shape)) for key, shape in shapes.items() if key.endswith("VALUE"))
+    assert stored == translator.model.count_params()
+
+
 def test_models_config_keeps_other_models(tmp_path):
     from export.serving_files import models_config
 
