@@ -51,6 +51,7 @@ DEFAULT_SIGNATURE = "serving_default"
 # Batches handed out at a time: sorted by length within such a chunk, written in order.
 CHUNK_BATCHES = 64
 MAX_BACKOFF = 30.0
+LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
 
 class ServingError(Exception):
@@ -103,6 +104,11 @@ class RestTransport:
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"--url must look like http://HOST:PORT, got {url!r}")
         self.base = url.rstrip("/")
+        # A proxy from the environment cannot reach this machine's own ports.
+        loopback = parts.hostname in LOOPBACK
+        self._opener = urllib.request.build_opener(
+            *([urllib.request.ProxyHandler({})] if loopback else [])
+        )
         path = f"/v1/models/{urllib.parse.quote(model, safe='')}"
         if version is not None:
             path += f"/versions/{version}"
@@ -126,7 +132,7 @@ class RestTransport:
             headers={"Content-Type": "application/json"},
         )
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with self._opener.open(request, timeout=self.timeout) as response:
                 raw = response.read()
         except urllib.error.HTTPError as error:
             raise self._http_error(error) from None
@@ -201,11 +207,14 @@ class GrpcTransport:
         self.timeout = timeout
         # Reconnect soon after a refused connection, so that a retry after our own
         # backoff finds a server that has come up meanwhile.
-        self._channel = grpc.insecure_channel(target, options=[
+        options = [
             ("grpc.initial_reconnect_backoff_ms", 100),
             ("grpc.min_reconnect_backoff_ms", 100),
             ("grpc.max_reconnect_backoff_ms", 1000),
-        ])
+        ]
+        if target.rpartition(":")[0].strip("[]") in LOOPBACK:
+            options.append(("grpc.enable_http_proxy", 0))  # as for REST: no proxy to self
+        self._channel = grpc.insecure_channel(target, options=options)
         self._stub = prediction_service_pb2_grpc.PredictionServiceStub(self._channel)
 
     def predict(self, sentences: Sequence[str]) -> list[Prediction]:
