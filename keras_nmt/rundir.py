@@ -26,14 +26,13 @@ class RunDirError(ValueError):
     """A run directory that cannot be used; the message says why."""
 
 
-def write_json_atomic(path: pathlib.Path, value: Any) -> None:
-    """Write JSON so that a crash leaves either the old file or the new one, never half."""
+def write_text_atomic(path: pathlib.Path, content: str) -> None:
+    """Write a text file so that a crash leaves either the old file or the new one, never half."""
     path = pathlib.Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(value, f, indent=2, sort_keys=True)
-            f.write("\n")
+            f.write(content)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -41,6 +40,11 @@ def write_json_atomic(path: pathlib.Path, value: Any) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def write_json_atomic(path: pathlib.Path, value: Any) -> None:
+    """Write JSON so that a crash leaves either the old file or the new one, never half."""
+    write_text_atomic(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
 
 
 class RunDir:

@@ -20,6 +20,16 @@ def tokenize(lines, lang: str) -> tf.RaggedTensor:
     return tf.strings.split(lines)  # whitespace runs; no empty tokens
 
 
+def detokenize(tokens: tf.RaggedTensor, lang: str) -> tf.Tensor:
+    """Tokens, ragged [N, None] (tf.string) -> text [N]: :func:`keras_nmt.tokenizer.detokenize`
+    as graph ops (the same rewrite table, run with ``tf.strings.regex_replace``)."""
+    joined = tf.strings.reduce_join(tokens, axis=-1, separator=tokenizer.TOKEN_SEPARATOR)
+    lines = tokenizer.mark_tokens(joined)  # str + tf.string tensor: tf.strings concatenation
+    for pattern, rewrite in tokenizer.detokenize_rules(lang):
+        lines = tf.strings.regex_replace(lines, pattern, rewrite)
+    return lines
+
+
 class TokenEncoder(tf.Module):
     """Raw sentences of one language -> ragged ids ending with EOS.
 

@@ -140,46 +140,74 @@ def tokenize(line: str, lang: str) -> list[str]:
     return [token for token in line.split(" ") if token]
 
 
-_NO_SPACE_BEFORE = frozenset(".,;:!?)]}»”…%")
-_NO_SPACE_AFTER = frozenset("([{«“")
-# Glued to both neighbours: km/h, C’est (the typographic apostrophe is split by the rules).
-_GLUE_BOTH = frozenset("/’")
+# Detokenization is an ordered rewrite table too (:func:`detokenize_rules`), run on the
+# tokens joined into one line, each token wrapped in markers so a rule can tell a whole
+# token ("." alone) from a part of one ("3.5"). Control characters never survive
+# tokenization, so the markers cannot clash with a token. ``keras_nmt.text`` runs the
+# same table in the graph; patterns use the common subset of RE2 and ``regex``.
+_START, _END = "\x02", "\x03"  # around every token: START token END
+_QUOTE, _OPEN, _CLOSE = "\x04", "\x05", "\x06"  # a straight double quote token
+TOKEN_SEPARATOR = _END + " " + _START
+
+# Tokens that attach to the word on their left: . , ; : ! ? ) ] } » ” … % and runs of
+# periods; / and the typographic apostrophe glue to both sides (km/h, C’est).
+_ATTACH_LEFT = r"[,;:!?)\]}»”…%/’]|\.+"
+# Tokens that glue to the word on their right.
+_ATTACH_RIGHT = r"[(\[{«“/’]"
+
+_COMMON_DETOKENIZE_RULES: tuple[tuple[str, str], ...] = (
+    # Straight double quotes alternate, opening then closing, left to right: pair them
+    # first (an opening quote glues to its right, a closing one to its left) ...
+    (_START + '"' + _END, _QUOTE),
+    (rf"{_QUOTE} (?:([^{_QUOTE}]*) )?{_QUOTE}", rf"{_OPEN}\1{_CLOSE}"),
+    # ... a last unpaired one opens.
+    (f"{_QUOTE} ?", _OPEN),
+    (rf" {_START}({_ATTACH_LEFT}){_END}", rf"{_START}\1{_END}"),
+    (rf"{_START}({_ATTACH_RIGHT}){_END} ", rf"{_START}\1{_END}"),
+)
+LANGUAGE_DETOKENIZE_RULES: dict[str, tuple[tuple[str, str], ...]] = {
+    # English clitics attach left: don 't -> don't; $ glues right: $100.
+    "en": (
+        (rf" {_START}('[^{_END}])", rf"{_START}\1"),
+        (rf"{_START}\${_END} ", rf"{_START}${_END}"),
+    ),
+    # French elisions glue right: l' homme -> l'homme (a lone quote does not).
+    "fr": ((rf"{_START}([^{_END}]+'){_END} ", rf"{_START}\1{_END}"),),
+}
+_UNMARK_RULES: tuple[tuple[str, str], ...] = (
+    (f"[{_START}{_END}]", ""),
+    (f"[{_OPEN}{_CLOSE}]", '"'),
+)
+
+
+def detokenize_rules(lang: str) -> tuple[tuple[str, str], ...]:
+    """The ordered rewrite table that turns marked, joined tokens into text."""
+    return (
+        _COMMON_DETOKENIZE_RULES + LANGUAGE_DETOKENIZE_RULES.get(lang, ()) + _UNMARK_RULES
+    )
+
+
+def mark_tokens(joined: str) -> str:
+    """Tokens joined by :data:`TOKEN_SEPARATOR` -> the input of :func:`detokenize_rules`."""
+    return _START + joined + _END
+
+
+_COMPILED_DETOKENIZE: dict[str, list[tuple[regex.Pattern, str]]] = {}
 
 
 def detokenize(tokens: Sequence[str], lang: str) -> str:
-    """Join tokens back into normal text: the inverse of :func:`tokenize` on clean text."""
-    out: list[str] = []
-    glue_next = False
-    open_quote = False
-    for token in tokens:
-        if not token:
-            continue
-        attach = (
-            glue_next
-            or not out
-            or token in _NO_SPACE_BEFORE
-            or token in _GLUE_BOTH
-            or (len(token) > 1 and set(token) == {"."})  # "..."
-        )
-        if lang == "en" and token.startswith("'") and len(token) > 1:
-            attach = True
-        if token == '"':  # straight double quotes alternate: opening, closing
-            attach = attach or open_quote
-            open_quote = not open_quote
-            opening = open_quote
-        else:
-            opening = False
-        if out and not attach:
-            out.append(" ")
-        out.append(token)
-        glue_next = (
-            token in _NO_SPACE_AFTER
-            or token in _GLUE_BOTH
-            or opening
-            or (lang == "fr" and len(token) > 1 and token.endswith("'"))
-            or (lang == "en" and token == "$")  # $100
-        )
-    return "".join(out)
+    """Join tokens back into normal text: the inverse of :func:`tokenize` on clean text.
+
+    Tokens must be what :func:`tokenize` makes (no spaces, no control characters);
+    empty tokens are skipped."""
+    if lang not in _COMPILED_DETOKENIZE:
+        _COMPILED_DETOKENIZE[lang] = [
+            (regex.compile(p, regex.V0), r) for p, r in detokenize_rules(lang)
+        ]
+    line = mark_tokens(TOKEN_SEPARATOR.join(token for token in tokens if token))
+    for pattern, replacement in _COMPILED_DETOKENIZE[lang]:
+        line = pattern.sub(replacement, line)
+    return line
 
 
 class VocabularyError(ValueError):

@@ -31,3 +31,17 @@ def tiny_run(tiny_corpus, tmp_path_factory):
         overrides=dict(TINY_SETTINGS), quiet=True,
     ))
     return out
+
+
+@pytest.fixture(scope="session")
+def tiny_export(tiny_run, tmp_path_factory):
+    """``python -m export`` of ``tiny_run``, done once: EXPORT_DIR with nmt/1/ (beam 5,
+    2-best lists, attention), models.config, SERVING.md and nmt.onnx (+ .onnx.json and
+    the vocabularies)."""
+    from export import cli
+
+    out = tmp_path_factory.mktemp("export")
+    argv = [str(tiny_run), "--out", str(out), "--beam", "5", "--nbest", "2", "--attention",
+            "--onnx"]
+    assert cli.main(argv) == 0
+    return out

@@ -149,3 +149,45 @@ def test_vocabulary(tmp_path):
     (tmp_path / "bad.txt").write_text("x\ny\n")
     with pytest.raises(VocabularyError, match="must start with"):
         Vocabulary.load(tmp_path / "bad.txt")
+
+
+# Tokens that exercise every detokenization rule: straight quotes (paired, unpaired,
+# adjacent), French elision, English clitics, punctuation that attaches left or right.
+DETOKENIZE_POOL = [
+    ".", ",", "...", "..", '"', "'", "'s", "'t", "''", "l'", "qu'", "aujourd'", "(", ")",
+    "[", "]", "{", "}", "«", "»", "“", "”", "’", "/", "$", "%", "!", "?", ":", ";", "…",
+    "a", "Bob", "3.5", "1,000", "U.S.", "é", "😀", "e-mail", "<unk>",
+]
+
+
+def _generated_token_lists(seed: int, count: int) -> list[list[str]]:
+    import random
+
+    rng = random.Random(seed)
+    lists = [tokenizer.tokenize(line, lang) for line in SAMPLES for lang in ("en", "fr")]
+    lists += [[rng.choice(DETOKENIZE_POOL) for _ in range(rng.randint(0, 12))]
+              for _ in range(count)]
+    return lists
+
+
+def test_detokenize_examples():
+    assert tokenizer.detokenize(["«", "Oui", "»", ",", "dit", "l'", "homme", "."], "fr") == \
+        "«Oui», dit l'homme."
+    assert tokenizer.detokenize(["I", "don", "'t", "pay", "$", "5", "."], "en") == "I don't pay $5."
+    # Straight quotes alternate: open (glued right), close (glued left), open again.
+    assert tokenizer.detokenize(['"', "a", '"', "b", '"', "c"], "en") == '"a" b "c'
+    assert tokenizer.detokenize(['"', '"', "x", "(", '"', ")"], "en") == '"" x (")'
+    assert tokenizer.detokenize(["", "a", "", "."], "de") == "a."
+    assert tokenizer.detokenize([], "en") == ""
+
+
+@pytest.mark.parametrize("lang", ["en", "fr", "de"])
+def test_graph_detokenizer_agrees_with_python(lang):
+    import tensorflow as tf
+
+    from keras_nmt import text
+
+    lists = _generated_token_lists(seed=len(lang), count=1500)
+    tokens = tf.ragged.constant(lists, dtype=tf.string, ragged_rank=1, inner_shape=())
+    graph = [line.decode("utf-8") for line in text.detokenize(tokens, lang).numpy()]
+    assert graph == [tokenizer.detokenize(tokens, lang) for tokens in lists]

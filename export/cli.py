@@ -1,0 +1,237 @@
+"""``python -m export RUN_DIR --out EXPORT_DIR``: a run's model for TF Serving (and ONNX).
+
+Writes EXPORT_DIR/NAME/VERSION/ (a SavedModel in TF Serving's layout), EXPORT_DIR/
+models.config and EXPORT_DIR/SERVING.md. The SavedModel is written into a temporary
+directory next to its final place, loaded back with the TF1 session loader (the code
+path TF Serving uses) and checked against the Keras model's own beam search on a few
+sentences, and only then renamed to VERSION. With --onnx, EXPORT_DIR/NAME.onnx (the
+translate_ids signature converted by tf2onnx), NAME.onnx.json and the vocabularies are
+written too, after onnx.checker and an onnxruntime check. An export that fails leaves
+nothing behind. Errors a user can fix give one line ``export: error: ...`` and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import re
+import shutil
+import sys
+import tempfile
+import time
+from typing import Sequence
+
+from keras_nmt.arguments import OneLineParser, non_negative_int, positive_int
+from keras_nmt.config import ConfigError
+from keras_nmt.ensemble import inspect_run_dir
+from keras_nmt.progress import format_duration
+from keras_nmt.rundir import RunDirError, write_text_atomic
+from keras_nmt.tokenizer import VocabularyError
+
+PROG = "export"
+USER_ERRORS: tuple[type[Exception], ...] = (ConfigError, RunDirError, VocabularyError)
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+# Checked at every export: a sentence of every kind of bad input the serving signature
+# must take (empty, blank, emoji and control characters, a runaway line), plus
+# sentences made of source-vocabulary words (see _check_sentences).
+BAD_INPUTS = ("", " \t ", "😀 \x07\x1b «ok» !", "word " * 2000)
+
+
+class ExportError(Exception):
+    """An export that cannot be made; the message is one line."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog=PROG,
+        description=__doc__.split("\n\n")[1].replace("\n", " "),
+    )
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="a training run directory")
+    parser.add_argument("--out", required=True, metavar="EXPORT_DIR",
+                        help="directory that receives NAME/VERSION/, models.config, SERVING.md")
+    parser.add_argument("--name", default="nmt", help="model name for TF Serving (default nmt)")
+    parser.add_argument("--version", type=non_negative_int, default=None,
+                        help="version number (default: 1 + the highest existing, 1 if none)")
+    parser.add_argument("--beam", type=positive_int, default=None, metavar="K",
+                        help="beam size of serving_default (default: the run's beam_size)")
+    parser.add_argument("--nbest", type=positive_int, default=1, metavar="N",
+                        help="N > 1: serving_default also returns the N best translations")
+    parser.add_argument("--attention", action="store_true",
+                        help="serving_default also returns the best translation's attention")
+    parser.add_argument("--onnx", action="store_true",
+                        help="also write EXPORT_DIR/NAME.onnx (translate_ids, for onnxruntime) "
+                             "with its vocabularies and NAME.onnx.json")
+    return parser
+
+
+def next_version(model_dir: pathlib.Path) -> int:
+    versions = [int(p.name) for p in model_dir.iterdir() if p.name.isdigit()] if model_dir.is_dir() else []
+    return max(versions, default=0) + 1
+
+
+def _prepare_out(out: pathlib.Path, name: str, version: int | None) -> tuple[pathlib.Path, int]:
+    """Create EXPORT_DIR/NAME, prove it writable, and pick the version directory."""
+    model_dir = out / name
+    try:
+        model_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=model_dir):
+            pass
+    except OSError as error:
+        raise ExportError(f"cannot write to {model_dir}: {error.strerror or error}") from None
+    if version is None:
+        version = next_version(model_dir)
+    if (model_dir / str(version)).exists():
+        raise ExportError(f"{model_dir / str(version)} already exists (pick another --version)")
+    return model_dir, version
+
+
+def _check_sentences(source_vocab) -> list[str]:
+    words = [t for t in source_vocab.tokens[4:] if t.isalpha()] or ["hello"]
+    made = [" ".join(words[i : i + 3 + i]) + " ." for i in range(0, min(len(words), 12), 3)]
+    return made + list(BAD_INPUTS)
+
+
+def self_check(savedmodel_dir: pathlib.Path, translator, beam_size: int, alpha: float) -> None:
+    """The SavedModel in the TF1 session loader translates like the Keras model."""
+    from export import parity
+    from export.loaders import SessionModel
+
+    lines = _check_sentences(translator.source_vocab)
+    reference = translator.translate(lines, beam_size=beam_size, alpha=alpha)
+    session = SessionModel(savedmodel_dir)
+    try:
+        outputs = session.run("serving_default", sentences=lines)
+    finally:
+        session.close()
+    result = parity.compare(parity.from_translations(reference),
+                            parity.from_string_outputs(outputs))
+    truncated = [t.truncated for t in reference]
+    if not parity.agrees(result, allow_ties=True) or list(outputs["truncated"]) != truncated:
+        raise ExportError(
+            f"self-check failed: the SavedModel differs from the Keras model ({result})"
+        )
+
+
+def onnx_check(onnx_path: pathlib.Path, translator, beam_size: int, alpha: float) -> None:
+    """The ONNX model in onnxruntime decodes like the Keras model."""
+    from export import parity
+    from export.onnx_export import OnnxModel
+
+    # Empty sentences never reach the model: the onnxruntime path answers "" itself.
+    lines = [line for line in _check_sentences(translator.source_vocab) if line.strip()]
+    reference = translator.translate(lines, beam_size=beam_size, alpha=alpha)
+    decoded = parity.run_ids(OnnxModel(onnx_path).run, translator.encode(lines),
+                             translator.target_vocab, beam_size, alpha)
+    result = parity.compare(parity.from_translations(reference), decoded)
+    if not parity.agrees(result, allow_ties=True):
+        raise ExportError(f"self-check failed: the ONNX model differs from the Keras model ({result})")
+
+
+def write_onnx(directory: pathlib.Path, name: str, run, model, settings, log) -> list[pathlib.Path]:
+    """NAME.onnx, NAME.onnx.json and the vocabularies, written into ``directory``."""
+    from export import onnx_export
+    from keras_nmt.rundir import write_json_atomic
+
+    log(f"converting translate_ids to ONNX (opset {onnx_export.OPSET}; takes a while)")
+    path = directory / f"{name}.onnx"
+    proto = onnx_export.convert(model, settings.nbest, path)
+    vocabularies = {}
+    for role, lang, vocabulary in (("source_vocab", run.src, run.source_vocab),
+                                   ("target_vocab", run.tgt, run.target_vocab)):
+        vocabularies[role] = f"{name}.vocab.{lang}.txt"
+        vocabulary.save(directory / vocabularies[role])
+    write_json_atomic(directory / f"{name}.onnx.json", {
+        "model": f"{name}.onnx",
+        "src": run.src,
+        "tgt": run.tgt,
+        "tokenizer": "word",
+        **vocabularies,
+        "max_source_len": settings.max_source_len,
+        "beam_size": settings.beam_size,
+        "alpha": settings.alpha,
+        "nbest": settings.nbest,
+        "max_decode_ratio": float(run.config.max_decode_ratio),
+        "opset": onnx_export.OPSET,
+        "inputs": onnx_export.input_names(proto),
+        "outputs": onnx_export.output_names(proto),
+    })
+    return sorted(directory.iterdir())
+
+
+def export(args: argparse.Namespace, log) -> pathlib.Path:
+    """Do the export; returns the version directory."""
+    run = inspect_run_dir(args.run_dir)
+    beam_size = args.beam or run.config.beam_size
+    if args.nbest > beam_size:
+        raise ExportError(f"--nbest ({args.nbest}) cannot exceed the beam size ({beam_size})")
+    out = pathlib.Path(args.out)
+    model_dir, version = _prepare_out(out, args.name, args.version)
+    final = model_dir / str(version)
+
+    log(f"loading {run.run.path}")
+    from export import savedmodel, serving_files
+    from keras_nmt.translator import Translator, _load_model, default_max_source_len
+
+    model = _load_model(run)
+    translator = Translator(model, run.source_vocab, run.target_vocab, run.src, run.tgt)
+    settings = savedmodel.ExportSettings(
+        beam_size=beam_size,
+        alpha=float(run.config.length_alpha),
+        nbest=args.nbest,
+        attention=args.attention,
+        max_source_len=default_max_source_len(run.config.max_len),
+    )
+    # Everything is written into temporary directories (names TF Serving ignores, not
+    # integers) and moved into place only once all of it is written and checked.
+    staging = pathlib.Path(tempfile.mkdtemp(dir=model_dir, prefix=f".{version}.tmp-"))
+    onnx_staging = pathlib.Path(tempfile.mkdtemp(dir=out, prefix=f".{args.name}.onnx.tmp-"))
+    try:
+        log(f"exporting SavedModel (beam {beam_size}, alpha {settings.alpha:g})")
+        archive = savedmodel.build_archive(
+            model, run.source_vocab, run.target_vocab, run.src, run.tgt, settings
+        )
+        savedmodel.write_savedmodel(archive, staging)
+        log("checking the SavedModel with the TF1 session loader")
+        self_check(staging, translator, beam_size, settings.alpha)
+        onnx_files = []
+        if args.onnx:
+            onnx_files = write_onnx(onnx_staging, args.name, run, model, settings, log)
+            log("checking the ONNX model with onnx.checker and onnxruntime")
+            onnx_check(onnx_staging / f"{args.name}.onnx", translator, beam_size, settings.alpha)
+        if final.exists():
+            raise ExportError(f"{final} already exists (pick another --version)")
+        staging.rename(final)
+        for path in onnx_files:
+            path.replace(out / path.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(onnx_staging, ignore_errors=True)
+
+    write_text_atomic(out / serving_files.CONFIG_NAME, serving_files.models_config(out, args.name))
+    write_text_atomic(out / serving_files.SERVING_NAME, serving_files.serving_md(
+        args.name, version, savedmodel.signature_summary(settings), onnx=args.onnx
+    ))
+    return final
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if not _NAME.fullmatch(args.name):
+        build_parser().error(f"--name must be letters, digits, '_', '.', '-', got {args.name!r}")
+    started = time.monotonic()
+
+    def log(message: str) -> None:
+        print(f"{PROG}: {message} [{format_duration(time.monotonic() - started)}]",
+              file=sys.stderr, flush=True)
+
+    try:
+        final = export(args, log)
+    except (ExportError, *USER_ERRORS) as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"{PROG}: error: {error.strerror or error}: {error.filename or ''}".rstrip(": "),
+              file=sys.stderr)
+        return 2
+    log(f"wrote {final}")
+    return 0
