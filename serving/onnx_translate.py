@@ -149,7 +149,7 @@ class OnnxTranslator:
             alpha = float(metadata["alpha"])
         except (TypeError, ValueError) as error:
             raise ExportError(f"{name}.onnx.json: {error}") from None
-        session = _session(export_dir / f"{name}.onnx", threads)
+        session = _session(export_dir / str(metadata.get("model", f"{name}.onnx")), threads)
         # The graph's n-best width is fixed when it is traced: read it off the output
         # shape when the converter kept it static, else from the metadata.
         width = next(o.shape for o in session.get_outputs() if o.name == "lengths")

@@ -484,3 +484,87 @@ def test_standin_serves_a_models_config_with_tf_servings_proto(echo_savedmodel, 
         assert out["truncated"].tolist() == [1]
     finally:
         registry.close()
+
+
+# ---- end to end on a real export of tiny_run -------------------------------------------
+
+@pytest.fixture(scope="module")
+def tiny_expected(tiny_export, tiny_run, tiny_corpus):
+    """Sentences (test set + hard lines) and Translator's translations of them at the
+    export's beam and alpha: what every serving path must give."""
+    from keras_nmt.translator import Translator
+
+    metadata = json.loads((tiny_export / "nmt.onnx.json").read_text("utf-8"))
+    sentences = (tiny_corpus / "test.en").read_text("utf-8").splitlines()[:30] + HARD_LINES
+    translations = Translator.from_run_dir(tiny_run).translate(
+        sentences, beam_size=metadata["beam_size"], alpha=metadata["alpha"]
+    )
+    return sentences, translations
+
+
+@pytest.fixture(scope="module")
+def tiny_standin(tiny_export):
+    """The export served as TF Serving would: the model named in its models.config, from
+    that config's base path (/models/nmt, mapped to EXPORT_DIR/nmt)."""
+    from google.protobuf import text_format
+    from tensorflow_serving.config import model_server_config_pb2
+    from tfserving_standin import ModelRegistry, StandInServer
+
+    config = model_server_config_pb2.ModelServerConfig()
+    text_format.Parse((tiny_export / "models.config").read_text("utf-8"), config)
+    [entry] = config.model_config_list.config
+    registry = ModelRegistry.from_models_config(
+        tiny_export / "models.config", {entry.base_path: tiny_export / entry.name}
+    )
+    assert list(registry.models) == [entry.name] == ["nmt"]
+    with StandInServer(registry) as server:
+        yield server
+    registry.close()
+
+
+def _assert_same(got, expected):
+    assert [g.text for g in got] == [t.text for t in expected]
+    assert [g.truncated for g in got] == [t.truncated for t in expected]
+    np.testing.assert_allclose([g.score for g in got], [t.score for t in expected], atol=1e-4)
+
+
+@pytest.mark.parametrize("path", ["rest-instances", "rest-inputs", "grpc"])
+def test_served_export_equals_translator(tiny_standin, tiny_expected, path):
+    sentences, expected = tiny_expected
+    if path == "grpc":
+        transport = GrpcTransport(tiny_standin.grpc_target, "nmt")
+    else:
+        transport = RestTransport(tiny_standin.rest_url, "nmt", form=path.split("-")[1])
+    _assert_same(TFServingClient(transport, batch_size=8).translate(sentences), expected)
+    assert any(t.truncated for t in expected)  # the 2,500-word line
+
+
+def test_onnx_translate_equals_translator_without_tensorflow(tiny_export, tiny_expected):
+    sentences, expected = tiny_expected
+    probe = (
+        "import json, runpy, sys\n"
+        f"sys.argv = ['onnx_translate.py', {str(tiny_export)!r}, '--batch-size', '8', '--quiet']\n"
+        "try:\n"
+        f"    runpy.run_path({str(ONNX_TRANSLATE)!r}, run_name='__main__')\n"
+        "except SystemExit as stop:\n"
+        "    assert not stop.code, stop.code\n"
+        "from serving.onnx_translate import OnnxTranslator\n"
+        f"lines = json.loads({json.dumps(json.dumps(sentences))})\n"
+        f"results = OnnxTranslator.from_export_dir({str(tiny_export)!r}).translate(lines)\n"
+        "print(json.dumps([[r.tokens, r.score, r.truncated] for r in results]), file=sys.stderr)\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras'))\n"
+        "print('HEAVY', heavy, file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], input="\n".join(sentences).encode("utf-8") + b"\n",
+        capture_output=True, env=ENV, cwd=ROOT, timeout=120,
+    )
+    stderr = result.stderr.decode("utf-8").splitlines()
+    assert result.returncode == 0, "\n".join(stderr)
+    assert stderr[-1] == "HEAVY []"
+    assert result.stdout.decode("utf-8").split("\n")[:-1] == [t.text for t in expected]
+    api = json.loads(stderr[-2])
+    assert [tuple(tokens) for tokens, _, _ in api] == [t.tokens for t in expected]
+    assert [truncated for _, _, truncated in api] == [t.truncated for t in expected]
+    np.testing.assert_allclose([s for _, s, _ in api], [t.score for t in expected], atol=1e-4)
+    assert "1 sentence(s) longer than 100 tokens" in stderr[0]
