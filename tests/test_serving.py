@@ -129,29 +129,39 @@ def _echo_expected(line: str) -> str:
     return tokenizer.detokenize(known, "fr")
 
 
-def test_onnx_translate_hard_lines_in_a_subprocess_without_tensorflow(echo_onnx_dir):
-    lines = HARD_LINES * 3  # 27 lines, batches of 4: order kept across sorted batches
+def _onnx_translate_probe(args: list[str], lines: list[str], then: str = ""):
+    """Run onnx_translate.py's command line in a fresh interpreter (then the code
+    ``then``); return its stdout lines, its stderr lines, and the loaded modules of
+    TensorFlow or Keras (none expected)."""
     probe = (
-        "import runpy, sys\n"
-        f"sys.argv = ['onnx_translate.py', {str(echo_onnx_dir)!r}, '--name', 'echo', "
-        "'--batch-size', '4', '--quiet']\n"
+        "import json, runpy, sys\n"
+        f"sys.argv = ['onnx_translate.py', *{args!r}]\n"
         "try:\n"
         f"    runpy.run_path({str(ONNX_TRANSLATE)!r}, run_name='__main__')\n"
         "except SystemExit as stop:\n"
         "    assert not stop.code, stop.code\n"
+        f"{then}"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras'))\n"
-        "print('HEAVY', heavy, file=sys.stderr)\n"
+        "print(json.dumps(heavy), file=sys.stderr)\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", probe], input="\n".join(lines).encode("utf-8") + b"\n",
-        capture_output=True, env=ENV, cwd=ROOT, timeout=60,
+        capture_output=True, env=ENV, cwd=ROOT, timeout=120,
     )
-    stderr = result.stderr.decode("utf-8")
-    assert result.returncode == 0, stderr
-    assert "HEAVY []" in stderr
-    out = result.stdout.decode("utf-8").split("\n")
-    assert out[-1] == "" and len(out) == len(lines) + 1
-    assert out[:-1] == [_echo_expected(line) for line in lines]
+    stderr = result.stderr.decode("utf-8").splitlines()
+    assert result.returncode == 0, "\n".join(stderr)
+    stdout = result.stdout.decode("utf-8").split("\n")
+    assert stdout[-1] == "" and len(stdout) == len(lines) + 1
+    return stdout[:-1], stderr[:-1], json.loads(stderr[-1])
+
+
+def test_onnx_translate_hard_lines_in_a_subprocess_without_tensorflow(echo_onnx_dir):
+    lines = HARD_LINES * 3  # 27 lines, batches of 4: order kept across sorted batches
+    out, stderr, heavy = _onnx_translate_probe(
+        [str(echo_onnx_dir), "--name", "echo", "--batch-size", "4", "--quiet"], lines
+    )
+    assert heavy == []
+    assert out == [_echo_expected(line) for line in lines]
     # Spot checks that do not go through the tokenizer: known words, <unk>, emoji, blanks.
     assert out[0] == "the cat sat on the"
     assert out[1] == out[2] == ""
@@ -159,7 +169,8 @@ def test_onnx_translate_hard_lines_in_a_subprocess_without_tensorflow(echo_onnx_
     assert out[4] == "the 🐈 sat <unk> <unk>"
     assert out[6] == "cat cat cat cat cat"
     # Truncated: the first line (7 tokens), the emoji line (12), the 2,500-token line.
-    assert f"9 sentence(s) longer than {ECHO_MAX_SOURCE_LEN} tokens" in stderr
+    assert stderr == [f"onnx_translate: warning: 9 sentence(s) longer than {ECHO_MAX_SOURCE_LEN} "
+                      f"tokens were truncated to their first {ECHO_MAX_SOURCE_LEN} tokens"]
 
 
 def test_onnx_translator_api_options_and_nbest_format(echo_onnx_dir, capsys):
@@ -541,30 +552,19 @@ def test_served_export_equals_translator(tiny_standin, tiny_expected, path):
 
 def test_onnx_translate_equals_translator_without_tensorflow(tiny_export, tiny_expected):
     sentences, expected = tiny_expected
-    probe = (
-        "import json, runpy, sys\n"
-        f"sys.argv = ['onnx_translate.py', {str(tiny_export)!r}, '--batch-size', '8', '--quiet']\n"
-        "try:\n"
-        f"    runpy.run_path({str(ONNX_TRANSLATE)!r}, run_name='__main__')\n"
-        "except SystemExit as stop:\n"
-        "    assert not stop.code, stop.code\n"
+    api_call = (  # the Python API too: tokens and unrounded scores
         "from serving.onnx_translate import OnnxTranslator\n"
         f"lines = json.loads({json.dumps(json.dumps(sentences))})\n"
         f"results = OnnxTranslator.from_export_dir({str(tiny_export)!r}).translate(lines)\n"
         "print(json.dumps([[r.tokens, r.score, r.truncated] for r in results]), file=sys.stderr)\n"
-        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras'))\n"
-        "print('HEAVY', heavy, file=sys.stderr)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], input="\n".join(sentences).encode("utf-8") + b"\n",
-        capture_output=True, env=ENV, cwd=ROOT, timeout=120,
+    out, stderr, heavy = _onnx_translate_probe(
+        [str(tiny_export), "--batch-size", "8", "--quiet"], sentences, then=api_call
     )
-    stderr = result.stderr.decode("utf-8").splitlines()
-    assert result.returncode == 0, "\n".join(stderr)
-    assert stderr[-1] == "HEAVY []"
-    assert result.stdout.decode("utf-8").split("\n")[:-1] == [t.text for t in expected]
-    api = json.loads(stderr[-2])
+    assert heavy == []
+    assert out == [t.text for t in expected]
+    assert stderr[0].startswith("onnx_translate: warning: 1 sentence(s) longer than 100 tokens")
+    api = json.loads(stderr[1])
     assert [tuple(tokens) for tokens, _, _ in api] == [t.tokens for t in expected]
     assert [truncated for _, _, truncated in api] == [t.truncated for t in expected]
     np.testing.assert_allclose([s for _, s, _ in api], [t.score for t in expected], atol=1e-4)
-    assert "1 sentence(s) longer than 100 tokens" in stderr[0]
