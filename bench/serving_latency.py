@@ -83,8 +83,9 @@ def measure_protocol(protocol: str, export_dir: pathlib.Path, name: str, sentenc
         if protocol == "rest":
             seconds, _ = _timed(lambda: client.translate(sentences))
             result[f"sentences_per_s_batch{batch_size}"] = len(sentences) / seconds
-        cold = _cold_client(protocol, server, name, sentences[0])
-        result["cold_command_s"] = cold
+        if protocol == "grpc":
+            transport.close()
+        result["cold_command_s"] = _cold_client(protocol, server, name, sentences[0])
         return result
     finally:
         server.stop()
