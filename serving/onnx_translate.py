@@ -46,7 +46,9 @@ from keras_nmt.tokenizer import EOS_ID, Vocabulary, VocabularyError
 PROG = "onnx_translate"
 INPUTS = ("source_ids", "beam_size", "alpha", "forbid_unk", "max_length")
 OUTPUTS = ("ids", "lengths", "scores")
-METADATA_KEYS = ("src", "tgt", "source_vocab", "target_vocab", "max_source_len", "beam_size", "alpha")
+METADATA_KEYS = (
+    "src", "tgt", "source_vocab", "target_vocab", "max_source_len", "beam_size", "alpha",
+)
 TOKENIZERS = ("word",)
 # Sentences translated at a time: sorted by length within a chunk, written in order.
 CHUNK_BATCHES = 64

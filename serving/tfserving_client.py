@@ -82,7 +82,11 @@ def _predictions(columns: dict, count: int) -> list[Prediction]:
     for name, values in (("translations", texts), ("scores", scores), ("truncated", truncated)):
         if not isinstance(values, list) or len(values) != count:
             got = len(values) if isinstance(values, list) else type(values).__name__
-            raise ServingError(f"bad answer from server: {name} holds {got} values for {count} sentences")
+            raise ServingError(
+                f"bad answer from server: {name} holds {got} values for {count} sentences"
+            )
+    if not all(isinstance(t, str) for t in texts):
+        raise ServingError("bad answer from server: a translation that is not a string")
     try:
         return [
             Prediction(str(t), None if s is None else float(s), int(n))
@@ -116,10 +120,6 @@ class RestTransport:
         self.signature = signature
         self.form = form
         self.timeout = timeout
-
-    @property
-    def target(self) -> str:
-        return self.base
 
     def predict(self, sentences: Sequence[str]) -> list[Prediction]:
         if self.form == "instances":
@@ -311,7 +311,9 @@ class TFServingClient:
             except Unreachable as error:
                 if attempt == self.retries:
                     tries = "1 try" if attempt == 0 else f"{attempt + 1} tries"
-                    raise Unreachable(f"{error} (gave up after {tries}; is the server up?)") from None
+                    raise Unreachable(
+                        f"{error} (gave up after {tries}; is the server up?)"
+                    ) from None
                 delay = min(MAX_BACKOFF, self.backoff * 2 ** attempt)
                 if self.on_retry is not None:
                     self.on_retry(error, delay)

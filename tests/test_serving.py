@@ -395,6 +395,7 @@ def test_bad_server_answers_are_clear_errors():
         (200, b"<html>proxy</html>"),
         (200, b'{"predictions": [{"translations": "x", "scores": 0, "truncated": 0}]}'),
         (200, b'{"outputs": {"scores": [1.0, 2.0]}}'),
+        (200, b'{"predictions": [{"translations": "x"}, {"scores": 1.0}]}'),
         (500, b'{"error": "Internal: the sky fell"}'),
         (502, b"Bad Gateway"),
     ]
@@ -407,11 +408,13 @@ def test_bad_server_answers_are_clear_errors():
         r"bad answer from server: not JSON \('<html>proxy</html>'\)",
         r"bad answer from server: translations holds 1 values for 2 sentences",
         r"bad answer from server: no 'translations' output",
+        r"bad answer from server: a translation that is not a string",
         r"server answered HTTP 500: Internal: the sky fell",
         r"server answered HTTP 502: Bad Gateway",
     ]
     try:
-        for form, pattern in zip(["instances", "instances", "inputs", "inputs", "inputs"],
+        for form, pattern in zip(["instances", "instances", "inputs", "instances", "inputs",
+                                  "inputs"],
                                  expected):
             client = TFServingClient(RestTransport(url, "nmt", form=form), retries=3)
             with pytest.raises(ServingError, match=pattern) as error:
