@@ -6,7 +6,9 @@
 The model is an export of ``python -m export`` (signature ``serving_default``: raw
 ``sentences`` in; ``translations``, ``scores``, ``truncated`` out). One output line per
 input line, in order; empty lines give empty lines. Lines are sent in batches
-(--batch-size) of similar length. A connection that fails (refused, dropped, HTTP 503 /
+(--batch-size) of similar length. With --beam K (and --alpha A) the request goes to
+the export's ``translate`` signature, which takes the beam size and alpha as inputs
+(REST: columnar form only). A connection that fails (refused, dropped, HTTP 503 /
 UNAVAILABLE) is retried --retries times with exponential backoff; a server that does not
 answer within --timeout seconds, a server that stays down, or an answer that is not
 what TF Serving sends give one line ``tfserving_client: error: ...`` and exit status 2.
@@ -43,11 +45,15 @@ try:
 except ImportError:  # a checkout that is not installed: its root is the script's parent
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from keras_nmt.arguments import OneLineParser, positive_float, positive_int, non_negative_int
+from keras_nmt.arguments import (
+    OneLineParser, non_negative_float, non_negative_int, positive_float, positive_int,
+)
 from keras_nmt.lineio import InputError, binary, read_lines, std_streams
 
 PROG = "tfserving_client"
 DEFAULT_SIGNATURE = "serving_default"
+SEARCH_SIGNATURE = "translate"  # sentences, beam_size, alpha
+DEFAULT_ALPHA = 1.0  # the project's default length_alpha
 # Batches handed out at a time: sorted by length within such a chunk, written in order.
 CHUNK_BATCHES = 64
 MAX_BACKOFF = 30.0
@@ -96,14 +102,29 @@ def _predictions(columns: dict, count: int) -> list[Prediction]:
         raise ServingError(f"bad answer from server: {error}") from None
 
 
+def _search_inputs(beam: int | None, alpha: float | None) -> dict:
+    """The scalar inputs of the ``translate`` signature (none without a beam)."""
+    if beam is None:
+        if alpha is not None:
+            raise ValueError("--alpha needs --beam (the serving_default signature fixes both)")
+        return {}
+    return {"beam_size": int(beam), "alpha": float(DEFAULT_ALPHA if alpha is None else alpha)}
+
+
 class RestTransport:
     """``POST URL/v1/models/MODEL[/versions/N]:predict`` with JSON, in the row
-    (``instances``) or columnar (``inputs``) form."""
+    (``instances``) or columnar (``inputs``) form. With ``beam`` (and ``alpha``) they are
+    sent as the scalar inputs ``beam_size`` and ``alpha`` (columnar form only)."""
 
     def __init__(self, url: str, model: str, signature: str = DEFAULT_SIGNATURE,
-                 version: int | None = None, form: str = "instances", timeout: float = 30.0):
+                 version: int | None = None, form: str = "instances", timeout: float = 30.0,
+                 beam: int | None = None, alpha: float | None = None):
         if form not in ("instances", "inputs"):
             raise ValueError(f"form must be 'instances' or 'inputs', got {form!r}")
+        self.search = _search_inputs(beam, alpha)
+        if self.search and form == "instances":
+            raise ValueError("--beam needs the columnar form (--form inputs): rows cannot "
+                             "carry the scalar beam_size and alpha")
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"--url must look like http://HOST:PORT, got {url!r}")
@@ -125,7 +146,8 @@ class RestTransport:
         if self.form == "instances":
             body = {"signature_name": self.signature, "instances": list(sentences)}
         else:
-            body = {"signature_name": self.signature, "inputs": {"sentences": list(sentences)}}
+            inputs = {"sentences": list(sentences), **self.search}
+            body = {"signature_name": self.signature, "inputs": inputs}
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         request = urllib.request.Request(
             self.endpoint, data=data, method="POST",
@@ -187,8 +209,11 @@ class GrpcTransport:
     """``tensorflow.serving.PredictionService/Predict`` over an insecure channel."""
 
     def __init__(self, target: str, model: str, signature: str = DEFAULT_SIGNATURE,
-                 version: int | None = None, timeout: float = 30.0):
+                 version: int | None = None, timeout: float = 30.0, beam: int | None = None,
+                 alpha: float | None = None):
         import grpc
+
+        self.search = _search_inputs(beam, alpha)
 
         # The PredictRequest protos are built on TensorFlow's TensorProto, so TensorFlow
         # loads here; its native libraries log a few start-up lines on stderr that no
@@ -228,6 +253,9 @@ class GrpcTransport:
             tf.make_tensor_proto([s.encode("utf-8") for s in sentences], dtype=tf.string,
                                  shape=[len(sentences)])
         )
+        for name, value in self.search.items():
+            dtype = tf.int32 if name == "beam_size" else tf.float32
+            request.inputs[name].CopyFrom(tf.make_tensor_proto(value, dtype=dtype))
         try:
             response = self._stub.Predict(request, timeout=self.timeout)
         except grpc.RpcError as error:
@@ -345,10 +373,18 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--grpc", metavar="HOST:PORT", help="gRPC endpoint, e.g. localhost:8500")
     parser.add_argument("--model", default="nmt", help="model name (default nmt)")
     parser.add_argument("--version", type=positive_int, help="model version (default: latest)")
-    parser.add_argument("--signature", default=DEFAULT_SIGNATURE,
-                        help=f"signature taking 'sentences' (default {DEFAULT_SIGNATURE})")
-    parser.add_argument("--form", choices=("instances", "inputs"), default="instances",
-                        help="REST request form: row 'instances' (default) or columnar 'inputs'")
+    parser.add_argument("--signature",
+                        help=f"signature taking 'sentences' (default {DEFAULT_SIGNATURE}; "
+                        f"{SEARCH_SIGNATURE} with --beam)")
+    parser.add_argument("--form", choices=("instances", "inputs"),
+                        help="REST request form: row 'instances' (the default) or columnar "
+                        "'inputs' (the default with --beam)")
+    parser.add_argument("--beam", type=positive_int, metavar="K",
+                        help=f"beam size, sent to the export's '{SEARCH_SIGNATURE}' signature "
+                        "(default: the beam fixed in serving_default)")
+    parser.add_argument("--alpha", type=non_negative_float, metavar="A",
+                        help="with --beam: length normalisation exponent "
+                        f"(default {DEFAULT_ALPHA})")
     parser.add_argument("--batch-size", type=positive_int, default=32, metavar="B",
                         help="sentences per request (default 32)")
     parser.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
@@ -365,17 +401,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def make_client(args, stderr: TextIO) -> TFServingClient:
+    signature = args.signature or (DEFAULT_SIGNATURE if args.beam is None else SEARCH_SIGNATURE)
     if args.grpc:
-        if args.form != "instances":
+        if args.form is not None:
             raise ValueError("--form applies to REST (--url) only")
         host, _, port = args.grpc.rpartition(":")
         if not host or not port.isdigit():
             raise ValueError(f"--grpc must be HOST:PORT, got {args.grpc!r}")
-        transport = GrpcTransport(args.grpc, args.model, args.signature, args.version,
-                                  args.timeout)
+        transport = GrpcTransport(args.grpc, args.model, signature, args.version,
+                                  args.timeout, args.beam, args.alpha)
     else:
-        transport = RestTransport(args.url, args.model, args.signature, args.version,
-                                  args.form, args.timeout)
+        form = args.form or ("instances" if args.beam is None else "inputs")
+        transport = RestTransport(args.url, args.model, signature, args.version,
+                                  form, args.timeout, args.beam, args.alpha)
 
     def notice(error: ServingError, delay: float) -> None:
         if not args.quiet:

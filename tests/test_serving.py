@@ -10,6 +10,7 @@ hypothesis). The end-to-end tests at the bottom use a real export of ``tiny_run`
 from __future__ import annotations
 
 import http.server
+import io
 import json
 import os
 import pathlib
@@ -174,8 +175,6 @@ def test_onnx_translate_hard_lines_in_a_subprocess_without_tensorflow(echo_onnx_
 
 
 def test_onnx_translator_api_options_and_nbest_format(echo_onnx_dir, capsys):
-    import io
-
     translator = onnx_translate.OnnxTranslator.from_export_dir(echo_onnx_dir, "echo")
     assert (translator.max_source_len, translator.beam_size, translator.max_nbest) == (5, 2, 1)
     assert translator.translate([]) == []
@@ -216,23 +215,29 @@ def test_onnx_translate_bad_export_dir_is_one_line(tmp_path, echo_onnx_dir):
 
 @pytest.fixture(scope="module")
 def echo_savedmodel(tmp_path_factory):
-    """EXPORT_DIR/echo/1: an ExportArchive with the contract's serving_default signature."""
+    """EXPORT_DIR/echo/1: an ExportArchive with the contract's serving_default signature
+    and a ``translate`` signature that also takes beam_size (words kept) and alpha."""
     import keras
     import tensorflow as tf
 
-    def echo(sentences):
+    def translate(sentences, beam_size, alpha):
         words = tf.strings.split(sentences)
         count = tf.cast(words.row_lengths(), tf.int32)
         return {
-            "translations": tf.strings.reduce_join(words[:, :ECHO_WORDS], axis=1, separator=" "),
-            "scores": -tf.cast(count, tf.float32),
-            "truncated": tf.maximum(count - ECHO_WORDS, 0),
+            "translations": tf.strings.reduce_join(words[:, :beam_size], axis=1, separator=" "),
+            "scores": -tf.cast(count, tf.float32) * alpha,
+            "truncated": tf.maximum(count - beam_size, 0),
         }
 
+    sentences = tf.TensorSpec([None], tf.string, name="sentences")
     archive = keras.export.ExportArchive()
     archive.track(tf.Module())
-    archive.add_endpoint("serving_default", echo,
-                         input_signature=[tf.TensorSpec([None], tf.string, name="sentences")])
+    archive.add_endpoint("serving_default", lambda s: translate(s, ECHO_WORDS, 1.0),
+                         input_signature=[sentences])
+    archive.add_endpoint("translate", translate, input_signature=[
+        sentences, tf.TensorSpec([], tf.int32, name="beam_size"),
+        tf.TensorSpec([], tf.float32, name="alpha"),
+    ])
     export_dir = tmp_path_factory.mktemp("echo_savedmodel")
     archive.write_out(str(export_dir / "echo" / "1"), verbose=False)
     return export_dir
@@ -256,16 +261,18 @@ def faults(standin):
     standin.faults.drop, standin.faults.delay = 0, 0.0
 
 
-def _echo(line: str):
+def _echo(line: str, beam: int = ECHO_WORDS, alpha: float = 1.0):
     words = line.split()
-    return " ".join(words[:ECHO_WORDS]), -float(len(words)), max(0, len(words) - ECHO_WORDS)
+    return " ".join(words[:beam]), -float(len(words)) * alpha, max(0, len(words) - beam)
 
 
 LINES = ["a b c d e", "", "  ", "héllo wörld 🐈", "x\ty", "one two three four", "z"]
 
 
-def _check_echo(predictions, lines=LINES):
-    assert [(p.text, p.score, p.truncated) for p in predictions] == [_echo(x) for x in lines]
+def _check_echo(predictions, lines=LINES, **search):
+    assert [(p.text, p.score, p.truncated) for p in predictions] == [
+        _echo(x, **search) for x in lines
+    ]
 
 
 @pytest.mark.parametrize("form", ["instances", "inputs"])
@@ -285,6 +292,26 @@ def test_grpc_client_batches_in_order(standin, faults):
         assert faults.requests == 4  # nothing to send, nothing sent
     finally:
         transport.close()
+
+
+def test_beam_and_alpha_go_to_the_translate_signature(standin, capsys):
+    search = dict(signature="translate", beam=2, alpha=0.5)
+    rest = RestTransport(standin.rest_url, "echo", form="inputs", **search)
+    _check_echo(TFServingClient(rest).translate(LINES), beam=2, alpha=0.5)
+    grpc_transport = GrpcTransport(standin.grpc_target, "echo", **search)
+    try:
+        _check_echo(TFServingClient(grpc_transport).translate(LINES), beam=2, alpha=0.5)
+    finally:
+        grpc_transport.close()
+    with pytest.raises(ValueError, match="--beam needs the columnar form"):
+        RestTransport(standin.rest_url, "echo", form="instances", **search)
+    with pytest.raises(SystemExit):
+        tfserving_client.main(["--url", standin.rest_url, "--alpha", "0.5"])
+    assert "--alpha needs --beam" in capsys.readouterr().err
+    stdout = io.StringIO()
+    code = tfserving_client.main(["--url", standin.rest_url, "--model", "echo", "--beam", "1"],
+                                 stdin=io.BytesIO(b"a b c\n\n"), stdout=stdout)
+    assert code == 0 and stdout.getvalue() == "a\n\n"
 
 
 def test_rest_client_script_in_a_subprocess_with_a_version(standin):
@@ -361,8 +388,6 @@ def test_server_down_is_one_line():
 
 
 def test_grpc_server_down_is_one_line_with_retry_notices():
-    import io
-
     stdout, stderr = io.StringIO(), io.StringIO()
     target = f"127.0.0.1:{_free_port()}"
     code = tfserving_client.main(["--grpc", target, "--retries", "2", "--backoff", "0.05"],
@@ -551,6 +576,23 @@ def test_served_export_equals_translator(tiny_standin, tiny_expected, path):
         transport = RestTransport(tiny_standin.rest_url, "nmt", form=path.split("-")[1])
     _assert_same(TFServingClient(transport, batch_size=8).translate(sentences), expected)
     assert any(t.truncated for t in expected)  # the 2,500-word line
+
+
+def test_served_export_at_another_beam_equals_translator(tiny_standin, tiny_expected, tiny_run):
+    from keras_nmt.translator import Translator
+
+    sentences, _ = tiny_expected
+    expected = Translator.from_run_dir(tiny_run).translate(sentences, beam_size=2, alpha=0.5)
+    rest = RestTransport(tiny_standin.rest_url, "nmt", signature="translate", form="inputs",
+                         beam=2, alpha=0.5)
+    _assert_same(TFServingClient(rest, batch_size=16).translate(sentences), expected)
+    grpc_transport = GrpcTransport(tiny_standin.grpc_target, "nmt", signature="translate",
+                                   beam=2, alpha=0.5)
+    try:
+        _assert_same(TFServingClient(grpc_transport, batch_size=16).translate(sentences),
+                     expected)
+    finally:
+        grpc_transport.close()
 
 
 def test_onnx_translate_equals_translator_without_tensorflow(tiny_export, tiny_expected):
