@@ -86,8 +86,9 @@ def _prepare_out(out: pathlib.Path, name: str, version: int | None) -> tuple[pat
 
 
 def _check_sentences(source_vocab) -> list[str]:
+    """Four sentences of 3, 6, 9 and 12 frequent source words, then BAD_INPUTS."""
     words = [t for t in source_vocab.tokens[4:] if t.isalpha()] or ["hello"]
-    made = [" ".join(words[i : i + 3 + i]) + " ." for i in range(0, min(len(words), 12), 3)]
+    made = [" ".join(words[3 * n : 6 * n + 3]) + " ." for n in range(4)]
     return made + list(BAD_INPUTS)
 
 
@@ -200,6 +201,7 @@ def export(args: argparse.Namespace, log) -> pathlib.Path:
             onnx_check(onnx_staging / f"{args.name}.onnx", translator, beam_size, settings.alpha)
         if final.exists():
             raise ExportError(f"{final} already exists (pick another --version)")
+        staging.chmod(0o755)  # mkdtemp makes it private; a server may run as another user
         staging.rename(final)
         for path in onnx_files:
             path.replace(out / path.name)

@@ -131,11 +131,12 @@ def build_archive(
     )
 
     archive = keras.export.ExportArchive()
-    # The whole TranslationModel cannot be tracked (Keras's automatic signature fails on
-    # it); its two layers hold every variable the endpoints use.
-    archive.track(model.encoder)
-    archive.track(model.decoder)
-    archive.track(encoder)  # the vocabulary lookup table
+    # The model's layers are not tracked: the archive saves every variable the endpoints
+    # use anyway (as the tf.Variables they capture), and tracking the layers would save
+    # each weight a second time, as its keras.Variable wrapper (keras-team/keras#23553:
+    # twice the size on disk and in a server's memory). The lookup table is not a
+    # variable, so it must be tracked.
+    archive.track(encoder)
 
     beam_size = tf.constant(int(settings.beam_size), tf.int32)
     alpha = tf.constant(float(settings.alpha), tf.float32)

@@ -35,6 +35,7 @@ def write_text_atomic(path: pathlib.Path, content: str) -> None:
             f.write(content)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a normal file is world-readable
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -69,6 +69,9 @@ def test_layout_and_serving_files(exported):
     assert (exported / "nmt" / "1" / "saved_model.pb").is_file()
     assert (exported / "nmt" / "1" / "variables").is_dir()
     assert not [p for p in (exported / "nmt").iterdir() if p.name != "1"]  # no leftovers
+    # Readable by a server running as another user (temporary files start private).
+    assert (exported / "nmt" / "1").stat().st_mode & 0o777 == 0o755
+    assert (exported / "models.config").stat().st_mode & 0o044 == 0o044
     config = text_format.Parse(
         (exported / "models.config").read_text(encoding="utf-8"),
         model_server_config_pb2.ModelServerConfig(),
@@ -78,6 +81,15 @@ def test_layout_and_serving_files(exported):
     serving = (exported / "SERVING.md").read_text(encoding="utf-8")
     assert "tensorflow/serving --model_config_file=/models/models.config" in serving
     assert "8501:8501" in serving and "8500:8500" in serving and ":predict" in serving
+
+
+def test_savedmodel_stores_each_weight_once(exported, translator):
+    import tensorflow as tf
+
+    reader = tf.train.load_checkpoint(str(exported / "nmt" / "1" / "variables" / "variables"))
+    shapes = reader.get_variable_to_shape_map()
+    stored = sum(int(np.prod(shape)) for key, shape in shapes.items() if key.endswith("VALUE"))
+    assert stored == translator.model.count_params()
 
 
 def test_models_config_keeps_other_models(tmp_path):
