@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Sequence, TextIO
 
-from keras_nmt.arguments import OneLineParser, positive_int, non_negative_float
+from keras_nmt.arguments import OneLineParser, non_negative_float, positive_int, run_command
 from keras_nmt.config import ConfigError
 from keras_nmt.ensemble import EnsembleError, check_compatible, inspect_run_dir
 from keras_nmt.lineio import (
@@ -168,21 +168,9 @@ def main(argv: Sequence[str] | None = None, stdin=None, stdout: TextIO | None = 
         parser.error(
             f"--nbest {args.nbest} needs a beam of at least {args.nbest} (got --beam {args.beam})"
         )
-    try:
-        return _run(args, stdin, stdout, stderr)
-    except (*USER_ERRORS, InputError) as error:
-        print(f"{PROG}: error: {error}", file=stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=stderr)
-        return 130
-    except BrokenPipeError:  # e.g. piped into `head`: stop quietly
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, stdout.fileno())
-        except (OSError, AttributeError, ValueError):
-            pass
-        return 1
+    return run_command(
+        PROG, lambda: _run(args, stdin, stdout, stderr), stdout, stderr, (*USER_ERRORS, InputError)
+    )
 
 
 def _open_attention(path: str | None) -> TextIO | None:

@@ -38,7 +38,7 @@ except ImportError:  # a checkout that is not installed: its root is the script'
 import numpy as np
 
 from keras_nmt import tokenizer
-from keras_nmt.arguments import OneLineParser, non_negative_float, positive_int
+from keras_nmt.arguments import OneLineParser, non_negative_float, positive_int, run_command
 from keras_nmt.lineio import InputError, binary, read_lines, std_streams
 from keras_nmt.progress import Progress, format_duration
 from keras_nmt.tokenizer import EOS_ID, Vocabulary, VocabularyError
@@ -56,6 +56,10 @@ CHUNK_BATCHES = 64
 
 class ExportError(ValueError):
     """An export directory that cannot be used."""
+
+
+class UsageError(ValueError):
+    """Options that do not fit together or do not fit the export."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -247,19 +251,22 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, stdin=None, stdout: TextIO | None = None,
          stderr: TextIO | None = None) -> int:
     stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
+    return run_command(PROG, lambda: _run(args, stdin, stdout, stderr), stdout, stderr,
+                       (ExportError, VocabularyError, InputError, UsageError))
+
+
+def _run(args, stdin, stdout: TextIO, stderr: TextIO) -> int:
+    translator = OnnxTranslator.from_export_dir(args.export_dir, args.name, args.threads)
+    nbest = args.nbest or 1
+    beam = args.beam if args.beam is not None else max(translator.beam_size, nbest)
+    options = dict(beam_size=beam, alpha=args.alpha, nbest=nbest, forbid_unk=args.no_unk,
+                   batch_size=args.batch_size)
     try:
-        translator = OnnxTranslator.from_export_dir(args.export_dir, args.name, args.threads)
-        nbest = args.nbest or 1
-        beam = args.beam if args.beam is not None else max(translator.beam_size, nbest)
-        options = dict(beam_size=beam, alpha=args.alpha, nbest=nbest, forbid_unk=args.no_unk,
-                       batch_size=args.batch_size)
         translator.translate([], **options)  # checks the options before reading stdin
-        lines = read_lines(binary(stdin).read())
-    except (ExportError, VocabularyError, InputError, ValueError) as error:
-        print(f"{PROG}: error: {error}", file=stderr)
-        return 2
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    lines = read_lines(binary(stdin).read())
     if hasattr(stdout, "reconfigure"):
         stdout.reconfigure(encoding="utf-8", newline="\n")
     progress = Progress(stream=stderr, enabled=not args.quiet and bool(lines))
@@ -291,7 +298,6 @@ def main(argv: Sequence[str] | None = None, stdin=None, stdout: TextIO | None = 
         print(f"{PROG}: warning: {truncated} sentence(s) longer than {limit} tokens were "
               f"truncated to their first {limit} tokens", file=stderr)
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

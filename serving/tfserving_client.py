@@ -47,6 +47,7 @@ except ImportError:  # a checkout that is not installed: its root is the script'
 
 from keras_nmt.arguments import (
     OneLineParser, non_negative_float, non_negative_int, positive_float, positive_int,
+    run_command,
 )
 from keras_nmt.lineio import InputError, binary, read_lines, std_streams
 
@@ -431,30 +432,27 @@ def main(argv: Sequence[str] | None = None, stdin=None, stdout: TextIO | None = 
         client = make_client(args, stderr)
     except ValueError as error:
         parser.error(str(error))
+    return run_command(PROG, lambda: _run(client, args, stdin, stdout, stderr), stdout, stderr,
+                       (ServingError, InputError))
+
+
+def _run(client: TFServingClient, args, stdin, stdout: TextIO, stderr: TextIO) -> int:
+    lines = read_lines(binary(stdin).read())
     if hasattr(stdout, "reconfigure"):
         stdout.reconfigure(encoding="utf-8", newline="\n")
     truncated = 0
-    try:
-        lines = read_lines(binary(stdin).read())
-        chunk = args.batch_size * CHUNK_BATCHES
-        for begin in range(0, len(lines), chunk):
-            for p in client.translate(lines[begin : begin + chunk]):
-                truncated += p.truncated > 0
-                if args.scores:
-                    stdout.write(f"{p.score if p.score is not None else float('nan'):.4f}\t")
-                stdout.write(p.text + "\n")
-        stdout.flush()
-    except (ServingError, InputError) as error:
-        print(f"{PROG}: error: {error}", file=stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=stderr)
-        return 130
+    chunk = args.batch_size * CHUNK_BATCHES
+    for begin in range(0, len(lines), chunk):
+        for p in client.translate(lines[begin : begin + chunk]):
+            truncated += p.truncated > 0
+            if args.scores:
+                stdout.write(f"{p.score if p.score is not None else float('nan'):.4f}\t")
+            stdout.write(p.text + "\n")
+    stdout.flush()
     if truncated:
         print(f"{PROG}: warning: the model truncated {truncated} over-long sentence(s) "
               "to its maximum source length", file=stderr)
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())
