@@ -55,6 +55,7 @@ PROG = "tfserving_client"
 DEFAULT_SIGNATURE = "serving_default"
 SEARCH_SIGNATURE = "translate"  # sentences, beam_size, alpha
 DEFAULT_ALPHA = 1.0  # the project's default length_alpha
+OUTPUTS = ("translations", "scores", "truncated")  # the outputs read, of an export's signature
 # Batches handed out at a time: sorted by length within such a chunk, written in order.
 CHUNK_BATCHES = 64
 MAX_BACKOFF = 30.0
@@ -243,13 +244,17 @@ class GrpcTransport:
         self._channel = grpc.insecure_channel(target, options=options)
         self._stub = prediction_service_pb2_grpc.PredictionServiceStub(self._channel)
 
-    def predict(self, sentences: Sequence[str]) -> list[Prediction]:
-        grpc, tf = self._grpc, self._tf
+    def request(self, sentences: Sequence[str]):
+        """The PredictRequest for ``sentences``. It asks for the three outputs read here
+        only: an export's n-best lists and attention matrices would make the answer
+        bigger than gRPC's default 4 MB limit on long sentences."""
+        tf = self._tf
         request = self._predict_pb2.PredictRequest()
         request.model_spec.name = self.model
         request.model_spec.signature_name = self.signature
         if self.version is not None:
             request.model_spec.version.value = self.version
+        request.output_filter.extend(OUTPUTS)
         request.inputs["sentences"].CopyFrom(
             tf.make_tensor_proto([s.encode("utf-8") for s in sentences], dtype=tf.string,
                                  shape=[len(sentences)])
@@ -257,8 +262,12 @@ class GrpcTransport:
         for name, value in self.search.items():
             dtype = tf.int32 if name == "beam_size" else tf.float32
             request.inputs[name].CopyFrom(tf.make_tensor_proto(value, dtype=dtype))
+        return request
+
+    def predict(self, sentences: Sequence[str]) -> list[Prediction]:
+        grpc, tf = self._grpc, self._tf
         try:
-            response = self._stub.Predict(request, timeout=self.timeout)
+            response = self._stub.Predict(self.request(sentences), timeout=self.timeout)
         except grpc.RpcError as error:
             code, details = error.code(), error.details()
             if code == grpc.StatusCode.DEADLINE_EXCEEDED:

@@ -588,6 +588,9 @@ def test_served_export_at_another_beam_equals_translator(tiny_standin, tiny_expe
     _assert_same(TFServingClient(rest, batch_size=16).translate(sentences), expected)
     grpc_transport = GrpcTransport(tiny_standin.grpc_target, "nmt", signature="translate",
                                    beam=2, alpha=0.5)
+    # Only what is read comes back, not the export's n-best lists and attention.
+    assert list(grpc_transport.request(["a"]).output_filter) == [
+        "translations", "scores", "truncated"]
     try:
         _assert_same(TFServingClient(grpc_transport, batch_size=16).translate(sentences),
                      expected)
