@@ -36,7 +36,7 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))  # the stand-in lives with the tests
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # serving/, and the stand-in in tests/
 
 from serving.onnx_translate import OnnxTranslator  # noqa: E402
 from serving.tfserving_client import GrpcTransport, RestTransport, TFServingClient  # noqa: E402
