@@ -193,6 +193,10 @@ def test_onnx_translator_api_options_and_nbest_format(echo_onnx_dir, capsys):
     )
     assert code == 0, stderr.getvalue()
     assert stdout.getvalue() == "0 ||| the mat ||| -3.0000\n1 |||  ||| 0.0000\n"
+    stdout = io.StringIO()
+    assert onnx_translate.main([str(echo_onnx_dir), "--name", "echo"], stdin=io.BytesIO(b""),
+                               stdout=stdout, stderr=stderr) == 0
+    assert stdout.getvalue() == ""  # no input, no output, no error
 
 
 def test_onnx_translate_bad_export_dir_is_one_line(tmp_path, echo_onnx_dir):
