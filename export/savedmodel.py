@@ -98,7 +98,11 @@ def make_string_translate(
         empty = tf.equal(counts, 0)
         texts = tf.where(empty[:, None], tf.constant("", tf.string),
                          ids_to_text(out["ids"], out["lengths"], target_vocab, tgt_lang))
-        scores = tf.where(empty[:, None], tf.constant(0.0, tf.float32), out["scores"])
+        # n-best lists of an empty sentence hold that one "" (the other slots are
+        # unfilled: score -inf, as the search reports them).
+        first_slot = tf.equal(tf.range(tf.shape(out["scores"])[1]), 0)[None, :]
+        empty_scores = tf.where(first_slot, 0.0, float("-inf"))
+        scores = tf.where(empty[:, None], empty_scores, out["scores"])
         result = {"translations": texts[:, 0], "scores": scores[:, 0], "truncated": truncated}
         if settings.nbest > 1:
             result["nbest_translations"] = texts

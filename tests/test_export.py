@@ -166,6 +166,7 @@ def test_bad_input_one_output_per_input_in_order(loaded, translator):
         assert [x.decode("utf-8") for x in out["translations"]] == [t.text for t in reference]
         np.testing.assert_allclose(out["scores"], [t.score for t in reference], atol=1e-4)
         assert list(out["scores"][:3]) == [0.0, 0.0, 0.0]  # empty and blank: "" scored 0
+        assert out["nbest_scores"][:3].tolist() == [[0.0, -np.inf]] * 3  # one hypothesis
         outputs[name] = out
         # One sentence at a time gives the same as the batch (in order, no cross-talk).
         single = model.run("serving_default", sentences=BAD_INPUTS[3:4])
