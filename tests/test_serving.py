@@ -242,6 +242,10 @@ def echo_savedmodel(tmp_path_factory):
         sentences, tf.TensorSpec([], tf.int32, name="beam_size"),
         tf.TensorSpec([], tf.float32, name="alpha"),
     ])
+    archive.add_endpoint(  # one output: TF Serving answers plain values, not objects
+        "text_only", lambda s: {"translations": translate(s, ECHO_WORDS, 1.0)["translations"]},
+        input_signature=[sentences],
+    )
     export_dir = tmp_path_factory.mktemp("echo_savedmodel")
     archive.write_out(str(export_dir / "echo" / "1"), verbose=False)
     return export_dir
@@ -505,6 +509,15 @@ def test_standin_speaks_tf_serving_rest_json(standin):
     columns = json.dumps({"inputs": ["p q", ""]}).encode()
     assert _http("POST", base + ":predict", columns) == (200, {"outputs": {
         "translations": ["p q", ""], "scores": [-2.0, -0.0], "truncated": [0, 0]}})
+    one_output = {"signature_name": "text_only", "instances": ["a b c d", "e"]}
+    assert _http("POST", base + ":predict", json.dumps(one_output).encode()) == (
+        200, {"predictions": ["a b c", "e"]})
+    one_output = {"signature_name": "text_only", "inputs": {"sentences": ["a b c d"]}}
+    assert _http("POST", base + ":predict", json.dumps(one_output).encode()) == (
+        200, {"outputs": ["a b c"]})
+    for form in ("instances", "inputs"):
+        client = TFServingClient(RestTransport(standin.rest_url, "echo", "text_only", form=form))
+        assert client.predict(["a b c d"]) == [tfserving_client.Prediction("a b c", None, 0)]
     for bad in (b"{not json", b'{"instances": ["a"], "inputs": ["a"]}', b'{"instances": "a"}',
                 b'{"instances": [{"text": "a"}]}'):
         status, answer = _http("POST", base + ":predict", bad)
