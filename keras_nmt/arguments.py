@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Callable
+import os
+from typing import Callable, TextIO
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -35,3 +36,26 @@ positive_int = _number(int, lambda v: v >= 1, "a positive integer")
 non_negative_int = _number(int, lambda v: v >= 0, "a non-negative integer")
 positive_float = _number(float, lambda v: v > 0, "a positive number")
 non_negative_float = _number(float, lambda v: v >= 0, "a number >= 0")
+
+
+def run_command(prog: str, body: Callable[[], int], stdout: TextIO, stderr: TextIO,
+                user_errors: tuple[type[Exception], ...]) -> int:
+    """Run a command's work and return its exit status: ``user_errors`` as one line
+    ``PROG: error: ...`` (2), Ctrl-C (130), and output piped into a reader that stopped,
+    such as ``head`` (1, quietly)."""
+    try:
+        return body()
+    except user_errors as error:
+        print(f"{prog}: error: {error}", file=stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=stderr)
+        return 130
+    except BrokenPipeError:
+        # Point stdout at /dev/null so that Python's final flush does not fail again.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stdout.fileno())
+        except (OSError, AttributeError, ValueError):
+            pass
+        return 1

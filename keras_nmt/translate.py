@@ -15,11 +15,14 @@ import json
 import os
 import sys
 import time
-from typing import BinaryIO, Sequence, TextIO
+from typing import Sequence, TextIO
 
-from keras_nmt.arguments import OneLineParser, positive_int, non_negative_float
+from keras_nmt.arguments import OneLineParser, non_negative_float, positive_int, run_command
 from keras_nmt.config import ConfigError
 from keras_nmt.ensemble import EnsembleError, check_compatible, inspect_run_dir
+from keras_nmt.lineio import (
+    InputError, binary as _binary, decode_line as _decode, read_lines, std_streams,
+)
 from keras_nmt.progress import Progress, format_duration
 from keras_nmt.rundir import RunDirError
 from keras_nmt.tokenizer import EOS, VocabularyError
@@ -111,35 +114,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class InputError(ValueError):
-    """Input text that cannot be read."""
-
-
-def _decode(raw: bytes, number: int) -> str:
-    try:
-        return raw.decode("utf-8").rstrip("\r")
-    except UnicodeDecodeError as error:
-        raise InputError(
-            f"input line {number} is not UTF-8 text (bad byte at column {error.start + 1})"
-        ) from None
-
-
-def read_lines(data: bytes) -> list[str]:
-    """Split stdin's bytes into lines on "\\n" only (not on the other Unicode line
-    breaks, which the tokenizer treats as spaces): a final newline ends the last line,
-    it does not start an empty one."""
-    if not data:
-        return []
-    chunks = data.split(b"\n")
-    if chunks[-1] == b"":
-        chunks.pop()
-    return [_decode(raw, number) for number, raw in enumerate(chunks, start=1)]
-
-
-def _binary(stream) -> BinaryIO:
-    return getattr(stream, "buffer", stream)
-
-
 class _Writer:
     """Writes translations (and attention records) in input order."""
 
@@ -187,30 +161,16 @@ def _attention_record(index: int, t) -> dict:
 
 def main(argv: Sequence[str] | None = None, stdin=None, stdout: TextIO | None = None,
          stderr: TextIO | None = None) -> int:
-    stdin = sys.stdin if stdin is None else stdin
-    stdout = sys.stdout if stdout is None else stdout
-    stderr = sys.stderr if stderr is None else stderr
+    stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.nbest and args.beam and args.nbest > args.beam:
         parser.error(
             f"--nbest {args.nbest} needs a beam of at least {args.nbest} (got --beam {args.beam})"
         )
-    try:
-        return _run(args, stdin, stdout, stderr)
-    except (*USER_ERRORS, InputError) as error:
-        print(f"{PROG}: error: {error}", file=stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=stderr)
-        return 130
-    except BrokenPipeError:  # e.g. piped into `head`: stop quietly
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, stdout.fileno())
-        except (OSError, AttributeError, ValueError):
-            pass
-        return 1
+    return run_command(
+        PROG, lambda: _run(args, stdin, stdout, stderr), stdout, stderr, (*USER_ERRORS, InputError)
+    )
 
 
 def _open_attention(path: str | None) -> TextIO | None:

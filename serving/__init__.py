@@ -1,0 +1,1 @@
+"""Serving an exported model: a TF Serving client and an onnxruntime translator."""
