@@ -18,8 +18,9 @@ Paths (``--paths``):
   search in onnxruntime, Python tokenization.
 
 Without ``--export-dir`` the run is exported first (``python -m export RUN_DIR --onnx``)
-into a temporary directory, removed at the end. Sentences: the first ``--count``
-non-empty lines of ``--sentences`` (default: the run's valid source file). Every path
+into a temporary directory, removed at the end. Sentences: ``--count`` non-empty lines
+of ``--sentences`` (default: the run's valid source file), evenly spaced through the
+file (corpora sorted by length, as Anki's valid split is, still give every length). Every path
 gets the same sentences in batches of similar length (Translator and OnnxTranslator sort
 by length; the SavedModel's batches are sorted the same way here); alpha is the run's.
 Before each (path, beam, batch) cell the first batch is decoded once, untimed (tracing,
@@ -235,6 +236,14 @@ def build_parser():
     return parser
 
 
+def spread(lines: Sequence[str], count: int) -> list[str]:
+    """``count`` lines evenly spaced through ``lines``, in file order (all of them when
+    there are no more): a file sorted by length still gives every length."""
+    if len(lines) <= count:
+        return list(lines)
+    return [lines[(i * len(lines)) // count] for i in range(count)]
+
+
 def _export(run_dir: str, out: pathlib.Path, name: str) -> None:
     from export import cli
 
@@ -276,7 +285,7 @@ def main(argv=None) -> int:
         text = pathlib.Path(source_file).read_text(encoding="utf-8")
     except OSError as error:
         parser.error(f"cannot read {source_file}: {error.strerror}")
-    lines = [line for line in text.splitlines() if line.strip()][: args.count]
+    lines = spread([line for line in text.splitlines() if line.strip()], args.count)
     if not lines:
         parser.error(f"{source_file} has no non-empty line")
     lengths = [len(tokenizer.tokenize(line, info["src"])) for line in lines]

@@ -14,7 +14,8 @@ from conftest import TINY_SETTINGS
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SLOW = pytest.mark.skipif(
     not os.environ.get("KERAS_NMT_SLOW_TESTS"),
-    reason="trains two models and evaluates them (~30 s); set KERAS_NMT_SLOW_TESTS=1 to run",
+    reason="trains in fresh interpreters or trains and scores two models (~15-30 s each); "
+           "set KERAS_NMT_SLOW_TESTS=1 to run",
 )
 
 
@@ -68,6 +69,19 @@ def test_train_throughput_reports_rates_and_flop_fraction(tiny_corpus, tmp_path)
     assert search["flops_per_target_token"] > encdec["flops_per_target_token"]
 
 
+@SLOW
+def test_train_throughput_in_a_child_process(tiny_corpus, tmp_path):
+    """The default: each measurement in a fresh interpreter (its own peak RSS)."""
+    train = load("train_throughput")
+    out = tmp_path / "train.json"
+    assert train.main(["--data", str(tiny_corpus), "--models", "encdec", "--sizes", "8/8/8/4@8",
+                       "--warmup", "1", "--steps", "1", "--matmul-repeats", "1",
+                       "--json", str(out)]) == 0
+    [result] = json.loads(out.read_text())["results"]
+    assert result["model"] == "encdec" and result["config"]["hidden"] == 8
+    assert result["peak_rss_mib"] > 0 and 0 < result["fraction_of_matmul"] <= 1
+
+
 def test_train_throughput_rejects_a_bad_size(tiny_corpus, capsys):
     train = load("train_throughput")
     with pytest.raises(SystemExit) as stop:
@@ -83,6 +97,13 @@ def test_linear_fit_recovers_a_line():
     assert fit["intercept_ms"] == pytest.approx(1.0)
     assert fit["r2"] == pytest.approx(1.0)
     assert [(b["min_len"], b["sentences"]) for b in fit["buckets"]] == [(1, 3), (6, 1)]
+
+
+def test_sentences_are_spread_through_the_file():
+    decode = load("decode_throughput")
+    lines = [str(i) for i in range(10)]
+    assert decode.spread(lines, 3) == ["0", "3", "6"]
+    assert decode.spread(lines, 10) == lines and decode.spread(lines[:2], 5) == ["0", "1"]
 
 
 def test_decode_throughput_on_every_path(tiny_run, tiny_export, tmp_path, capsys):
