@@ -1,0 +1,163 @@
+"""Smoke tests of the benchmarks of bench/: each runs once on the tiny fixtures with the
+smallest sizes, and its JSON report must hold sane figures."""
+
+import importlib.util
+import json
+import math
+import os
+import pathlib
+
+import pytest
+
+from conftest import TINY_SETTINGS
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SLOW = pytest.mark.skipif(
+    not os.environ.get("KERAS_NMT_SLOW_TESTS"),
+    reason="trains in fresh interpreters or trains and scores two models (~15-30 s each); "
+           "set KERAS_NMT_SLOW_TESTS=1 to run",
+)
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_flop_count_matches_the_formula_by_hand():
+    from keras_nmt.config import variant_config
+
+    train = load("train_throughput")
+    cfg = variant_config("search50", {"embedding": 2, "hidden": 3, "attention": 4, "maxout": 5,
+                                      "tgt_vocab_size": 10})
+    # m=2, n=3, n'=4, l=5, V=10, C=6, Tx=7, Ty=1
+    encoder = 7 * (2 * 2 * 9 * 5 + 2 * 6 * 4)
+    once = 2 * 9
+    step = (2 * 9 * 5 + 2 * 6 * 9 + 2 * 3 * 4 + 7 * (12 + 12 + 5)
+            + 2 * 10 * (3 + 2 + 6) + 5 + 2 * 5 * 10 + 30)
+    assert train.forward_flops(cfg, 7, 1) == encoder + once + step
+    encdec = variant_config("encdec50", {"embedding": 2, "hidden": 3, "attention": 4, "maxout": 5,
+                                         "tgt_vocab_size": 10})
+    assert train.forward_flops(encdec, 7, 1) == (
+        7 * 2 * 9 * 5 + 2 * 9 + 2 * 3 * 9 + 2 * 9 * 5 + 2 * 10 * (3 + 2 + 3) + 5 + 100 + 30)
+    assert train.training_flops(cfg, 7, 2) == 3 * train.forward_flops(cfg, 7, 2)
+
+
+def test_train_throughput_reports_rates_and_flop_fraction(tiny_corpus, tmp_path):
+    train = load("train_throughput")
+    out = tmp_path / "train.json"
+    size = "{embedding}/{hidden}/{attention}/{maxout}@{batch_size}".format(**TINY_SETTINGS)
+    assert train.main(["--data", str(tiny_corpus), "--sizes", size, "--warmup", "1", "--steps", "2",
+                       "--matmul-repeats", "1", "--in-process", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["machine"]["cores"] >= 1 and report["machine"]["tensorflow"]
+    assert report["matmul"]["flops_per_second"] > 0
+    assert [r["model"] for r in report["results"]] == ["search", "encdec"]
+    for result in report["results"]:
+        assert result["timed_steps"] == 2 and result["config"]["batch_size"] == 16
+        for key in ("target_tokens_per_second", "sentences_per_second", "ms_per_step",
+                    "peak_rss_mib", "flops_per_target_token", "mean_source_tokens"):
+            assert result[key] > 0, key
+        assert 0 < result["fraction_of_matmul"] <= 1
+        assert result["padded_flops_per_second"] >= result["flops_per_second"]
+        # tokens/s and sentences/s describe the same steps
+        ratio = result["target_tokens_per_second"] / result["sentences_per_second"]
+        assert math.isclose(ratio, result["mean_target_tokens"], rel_tol=1e-9)
+    search, encdec = report["results"]
+    assert search["flops_per_target_token"] > encdec["flops_per_target_token"]
+
+
+@SLOW
+def test_train_throughput_in_a_child_process(tiny_corpus, tmp_path):
+    """The default: each measurement in a fresh interpreter (its own peak RSS)."""
+    train = load("train_throughput")
+    out = tmp_path / "train.json"
+    assert train.main(["--data", str(tiny_corpus), "--models", "encdec", "--sizes", "8/8/8/4@8",
+                       "--warmup", "1", "--steps", "1", "--matmul-repeats", "1",
+                       "--json", str(out)]) == 0
+    [result] = json.loads(out.read_text())["results"]
+    assert result["model"] == "encdec" and result["config"]["hidden"] == 8
+    assert result["peak_rss_mib"] > 0 and 0 < result["fraction_of_matmul"] <= 1
+
+
+def test_train_throughput_rejects_a_bad_size(tiny_corpus, capsys):
+    train = load("train_throughput")
+    with pytest.raises(SystemExit) as stop:
+        train.main(["--data", str(tiny_corpus), "--sizes", "256x256"])
+    assert stop.value.code == 2
+    assert "train_throughput: error: --sizes" in capsys.readouterr().err
+
+
+def test_linear_fit_recovers_a_line():
+    decode = load("decode_throughput")
+    fit = decode.linear_fit([1, 2, 3, 8], [0.003, 0.005, 0.007, 0.017])
+    assert fit["slope_ms_per_token"] == pytest.approx(2.0)
+    assert fit["intercept_ms"] == pytest.approx(1.0)
+    assert fit["r2"] == pytest.approx(1.0)
+    assert [(b["min_len"], b["sentences"]) for b in fit["buckets"]] == [(1, 3), (6, 1)]
+
+
+def test_sentences_are_spread_through_the_file():
+    decode = load("decode_throughput")
+    lines = [str(i) for i in range(10)]
+    assert decode.spread(lines, 3) == ["0", "3", "6"]
+    assert decode.spread(lines, 10) == lines and decode.spread(lines[:2], 5) == ["0", "1"]
+
+
+def test_decode_throughput_on_every_path(tiny_run, tiny_export, tmp_path, capsys):
+    decode = load("decode_throughput")
+    out, plot = tmp_path / "decode.json", tmp_path / "length.png"
+    assert decode.main([str(tiny_run), "--export-dir", str(tiny_export), "--count", "6",
+                        "--beams", "1,5", "--batches", "1,64", "--json", str(out),
+                        "--plot", str(plot)]) == 0
+    report = json.loads(out.read_text())
+    cells = {(c["path"], c["beam"], c["batch"]): c for c in report["results"]}
+    assert len(cells) == 3 * 2 * 2
+    for cell in cells.values():
+        assert cell["sentences"] == 6
+        assert cell["sentences_per_second"] > 0 and cell["output_tokens_per_second"] > 0
+    # Same outputs whatever the batch: the Keras and ONNX paths report the same tokens.
+    assert cells[("keras", 5, 1)]["output_tokens"] == cells[("keras", 5, 64)]["output_tokens"]
+    assert cells[("onnx", 1, 64)]["output_tokens"] == cells[("keras", 1, 64)]["output_tokens"]
+    fits = report["time_against_length"]["fits"]
+    assert set(fits) == {"keras", "savedmodel", "onnx"}
+    for fit in fits.values():
+        assert fit["sentences"] == 6 and fit["buckets"]
+        assert math.isfinite(fit["slope_ms_per_token"]) and math.isfinite(fit["intercept_ms"])
+        assert fit["r2"] is None or fit["r2"] <= 1
+    assert plot.stat().st_size > 0 and plot.read_bytes()[:4] == b"\x89PNG"
+    results = {t["target"]: t for t in report["targets"]}
+    assert all(t["result"] in ("PASS", "FAIL") for t in results.values())
+    ratio = cells[("onnx", 5, 64)]["sentences_per_second"] / cells[("savedmodel", 5, 64)]["sentences_per_second"]
+    assert [t["measured"] for t in report["targets"]][0] == pytest.approx(ratio)
+    printed = capsys.readouterr().out
+    assert "sent/s" in printed and ("PASS" in printed or "FAIL" in printed)
+
+
+@SLOW
+def test_quality_trains_scores_and_resumes(tiny_corpus, tmp_path, capsys):
+    quality = load("quality")
+    argv = ["--data", str(tiny_corpus), "--minutes", "0.02", "--dims", "16/16/16/8",
+            "--batch-size", "16", "--count", "8", "--out", str(tmp_path)]
+    assert quality.main(argv) == 0
+    report = json.loads((tmp_path / "quality.json").read_text())
+    assert [m["model"] for m in report["models"]] == ["RNNsearch-50", "RNNencdec-50"]
+    for model, evaluation in zip(report["models"], report["evaluations"]):
+        assert model["updates"] >= 1
+        assert 0 <= evaluation["bleu"] <= 100 and 0 <= evaluation["chrf"] <= 100
+        assert evaluation["sentences"] == 8 and evaluation["beam_size"] == 5
+        assert evaluation["signatures"]["bleu"].startswith("nrefs:1")
+        assert 0 <= evaluation["no_unk"]["sentences"] <= 8
+    table = (tmp_path / "quality.md").read_text()
+    assert "| RNNsearch-50 |" in table and "| RNNencdec-50 |" in table and "chrF No-UNK" in table
+    assert (tmp_path / "fig2_bleu_by_length.png").stat().st_size > 0
+    first = report["models"]
+    capsys.readouterr()
+    # Run again: nothing is trained or decoded again, the figures are the same.
+    assert quality.main(argv) == 0
+    err = capsys.readouterr().err
+    assert err.count("already trained") == 2 and err.count("evaluation reused") == 2
+    again = json.loads((tmp_path / "quality.json").read_text())
+    assert again["models"] == first
