@@ -117,7 +117,9 @@ def _load_codecs(export_dir: pathlib.Path, metadata: dict):
     for key, vocabulary, lang in zip(("source_spm", "target_spm"), vocabularies, langs):
         try:
             loaded = codec.SentencePieceCodec.load(export_dir / metadata[key], lang)
-        except (codec.CodecError, RuntimeError, OSError) as error:
+        except codec.CodecError as error:  # says which file and why
+            raise ExportError(str(error)) from None
+        except (RuntimeError, OSError) as error:  # sentencepiece's own errors for a bad file
             raise ExportError(f"cannot load {export_dir / metadata[key]}: {error}") from None
         if loaded.vocabulary.tokens != vocabulary.tokens:
             raise ExportError(f"{metadata[key]} does not match {metadata[key.replace('spm', 'vocab')]}")
