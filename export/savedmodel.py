@@ -19,7 +19,7 @@ the maximum source length (counted in the run's tokens), beam search (one
   detokenization by the same module's rewrite table; core TensorFlow ops only;
 - ``sentencepiece``: tensorflow_text's SentencepieceTokenizer on the run's models, for
   encoding the source and decoding the target. The archive tracks both modules, so the
-  SavedModel stores the model files; serving it needs TF Text's op library (linked into
+  SavedModel carries the models (serialized into its graph); serving it needs TF Text's op library (linked into
   the stock ``tensorflow_model_server``; ``import tensorflow_text`` in Python).
 """
 

@@ -49,9 +49,10 @@ TensorFlow Text's ops `SentencepieceOp`, `SentencepieceTokenizeOp` and
 `SentencepieceDetokenizeOp`. The stock `tensorflow_model_server` (the
 `tensorflow/serving` docker image included) links TF Text's op library
 (`tensorflow_text:ops_lib`, listed in `SUPPORTED_TENSORFLOW_OPS` of
-`tensorflow_serving/model_servers/BUILD`), so it serves this model as it is; use a
-TF Serving release of the same minor version as the TensorFlow Text the model was
-exported with ({tf_text}) or newer, since op definitions must match. A server built
+`tensorflow_serving/model_servers/BUILD`; read from TF Serving's sources, not run
+here), so it serves this model as it is. Use a TF Serving release no older than the
+TensorFlow Text the model was exported with ({tf_text}): an older server may lack
+what the graph's ops use. A server built
 without TF Text (a custom build) fails to load it with "Op type not registered
 'SentencepieceOp'". In Python, `import tensorflow_text` before loading the SavedModel
 (`tf.saved_model.load` and the TF1 loader cannot find the ops otherwise); the
