@@ -130,9 +130,11 @@ def measure(run_dir: str, sentences: list[str], work: pathlib.Path) -> dict:
         max_source_len=default_max_source_len(config.max_len),
     )
     started = time.perf_counter()
+    from keras_nmt.graph_codec import run_graph_encoders
+
     archive = savedmodel.build_archive(
-        translator.model, translator.source_vocab, translator.target_vocab,
-        translator.src_lang, translator.tgt_lang, settings,
+        translator.model, run_graph_encoders(run_dir), translator.target_vocab,
+        translator.tgt_lang, settings,
     )
     savedmodel.write_savedmodel(archive, work / "step_savedmodel")
     report["savedmodel_export_s"] = time.perf_counter() - started

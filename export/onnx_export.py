@@ -1,9 +1,10 @@
 """The ``translate_ids`` function as an ONNX model (tf2onnx), for onnxruntime.
 
-String ops and lookup tables do not convert to ONNX, so the ONNX model is the id-in /
-id-out beam search; the onnxruntime path tokenizes, looks words up and detokenizes in
-Python (:mod:`keras_nmt.tokenizer`) with the vocabularies written next to it and the
-settings of ``NAME.onnx.json``.
+String ops, lookup tables and tensorflow_text's SentencePiece ops do not convert to ONNX,
+so the ONNX model is the id-in / id-out beam search; the onnxruntime path encodes and
+decodes in Python (:mod:`keras_nmt.codec`: the word tokenizer, or the run's SentencePiece
+models) with the vocabularies (and models) written next to it and the settings of
+``NAME.onnx.json``.
 """
 
 from __future__ import annotations

@@ -9,10 +9,18 @@ Signatures (see the export contract in the README):
 - ``translate_ids``: token ids -> token ids and scores, the signature of
   :func:`keras_nmt.search.make_translate_fn` (the function ONNX is made from).
 
-Everything the string signatures do happens in the graph: tokenization with the rewrite
-table of :mod:`keras_nmt.tokenizer` (run by :mod:`keras_nmt.text`), the vocabulary lookup
-(the :class:`~keras_nmt.text.TokenEncoder` table, tracked by the archive), truncation to
-the maximum source length, beam search (one ``tf.while_loop``) and detokenization.
+Everything the string signatures do happens in the graph: source encoding, truncation to
+the maximum source length (counted in the run's tokens), beam search (one
+``tf.while_loop``) and target decoding. The text codec is the run's, taken from
+:func:`keras_nmt.graph_codec.run_graph_encoders` (the one tf.data trained with):
+
+- ``word``: the rewrite table of :mod:`keras_nmt.tokenizer` run by :mod:`keras_nmt.text`,
+  the :class:`~keras_nmt.text.TokenEncoder` lookup table (tracked by the archive), and
+  detokenization by the same module's rewrite table; core TensorFlow ops only;
+- ``sentencepiece``: tensorflow_text's SentencepieceTokenizer on the run's models, for
+  encoding the source and decoding the target. The archive tracks both modules, so the
+  SavedModel carries the models (serialized into its graph); serving it needs TF Text's op library (linked into
+  the stock ``tensorflow_model_server``; ``import tensorflow_text`` in Python).
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from typing import Callable
 import keras
 import tensorflow as tf
 
-from keras_nmt import search, text
+from keras_nmt import graph_codec, search, text
 from keras_nmt.models import TranslationModel
 from keras_nmt.tokenizer import BOS_ID, EOS_ID, PAD_ID, Vocabulary
 
@@ -70,15 +78,30 @@ def ids_to_text(ids, lengths, target_vocab: Vocabulary, lang: str):
     return tf.reshape(text.detokenize(tokens, lang), shape[:2])
 
 
+def sentencepiece_ids_to_text(ids, target_encoder: graph_codec.SentencePieceEncoder):
+    """Search output ids [B, N, T] -> text [B, N] with the run's SentencePiece model
+    (each row up to its first EOS, PAD and BOS skipped, as ``codec.decode``)."""
+    shape = tf.shape(ids)
+    flat = tf.reshape(ids, [shape[0] * shape[1], shape[2]])  # not -1: B * N may be 0
+    return tf.reshape(target_encoder.decode(flat), shape[:2])
+
+
+def target_decoder(target_encoder, target_vocab: Vocabulary, tgt_lang: str) -> Callable:
+    """``ids [B, N, T] -> text [B, N]`` for the run's target codec."""
+    if isinstance(target_encoder, graph_codec.SentencePieceEncoder):
+        return lambda ids: sentencepiece_ids_to_text(ids, target_encoder)
+    return lambda ids: ids_to_text(ids, None, target_vocab, tgt_lang)
+
+
 def make_string_translate(
-    model: TranslationModel,
-    encoder: text.TokenEncoder,
-    target_vocab: Vocabulary,
-    tgt_lang: str,
+    encoder,
+    decode_text: Callable,
     settings: ExportSettings,
     search_fn: Callable,
 ) -> Callable:
-    """``(sentences, beam_size, alpha) -> dict`` of the string signatures."""
+    """``(sentences, beam_size, alpha) -> dict`` of the string signatures. ``encoder``:
+    sentences -> ragged source ids (a graph codec of :mod:`keras_nmt.graph_codec`);
+    ``decode_text``: search output ids [B, N, T] -> text [B, N]."""
     max_len = int(settings.max_source_len)
 
     def translate(sentences, beam_size, alpha):
@@ -97,7 +120,7 @@ def make_string_translate(
         # Translator does (the search still ran on their lone EOS; its result is dropped).
         empty = tf.equal(counts, 0)
         texts = tf.where(empty[:, None], tf.constant("", tf.string),
-                         ids_to_text(out["ids"], out["lengths"], target_vocab, tgt_lang))
+                         decode_text(out["ids"]))
         # n-best lists of an empty sentence hold that one "" (the other slots are
         # unfilled: score -inf, as the search reports them).
         first_slot = tf.equal(tf.range(tf.shape(out["scores"])[1]), 0)[None, :]
@@ -118,20 +141,20 @@ def make_string_translate(
 
 def build_archive(
     model: TranslationModel,
-    source_vocab: Vocabulary,
+    encoders: tuple,
     target_vocab: Vocabulary,
-    src_lang: str,
     tgt_lang: str,
     settings: ExportSettings,
 ) -> keras.export.ExportArchive:
-    """The ExportArchive with the three signatures (not yet written)."""
-    encoder = text.TokenEncoder(source_vocab, src_lang, name="source_encoder")
+    """The ExportArchive with the three signatures (not yet written). ``encoders``: the
+    run's (source, target) graph codecs, :func:`keras_nmt.graph_codec.run_graph_encoders`."""
+    encoder, target_encoder = encoders
     # The string signatures need the attention output, translate_ids does not.
     search_fn = search.make_translate_fn(
         model, nbest=max(1, settings.nbest), autograph=False
     ).python_function
     string_translate = make_string_translate(
-        model, encoder, target_vocab, tgt_lang, settings, search_fn
+        encoder, target_decoder(target_encoder, target_vocab, tgt_lang), settings, search_fn
     )
 
     archive = keras.export.ExportArchive()
@@ -139,8 +162,10 @@ def build_archive(
     # use anyway (as the tf.Variables they capture), and tracking the layers would save
     # each weight a second time, as its keras.Variable wrapper (keras-team/keras#23553:
     # twice the size on disk and in a server's memory). The lookup table is not a
-    # variable, so it must be tracked.
+    # variable, so it must be tracked; so must the SentencePiece models (resources).
     archive.track(encoder)
+    if isinstance(target_encoder, graph_codec.SentencePieceEncoder):
+        archive.track(target_encoder)  # the word target side is a constant token list
 
     beam_size = tf.constant(int(settings.beam_size), tf.int32)
     alpha = tf.constant(float(settings.alpha), tf.float32)

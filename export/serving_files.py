@@ -36,17 +36,51 @@ def models_config(export_dir: pathlib.Path, name: str) -> str:
     return text_format.MessageToString(config)
 
 
-def serving_md(name: str, version: int, signatures: dict[str, str], onnx: bool) -> str:
+# What a SentencePiece export needs from the server, for SERVING.md. Checked against
+# TF Serving's sources: tensorflow_serving/model_servers/BUILD links
+# "@org_tensorflow_text//tensorflow_text:ops_lib" (SUPPORTED_TENSORFLOW_OPS) into
+# tensorflow_model_server, and TF Text's ops_lib includes its SentencePiece kernels.
+SENTENCEPIECE_OPS_NOTE = """
+## TF Text ops (SentencePiece)
+
+This model was trained with SentencePiece, and its SavedModel runs the run's
+SentencePiece models (serialized into its graph: nothing else to copy) with
+TensorFlow Text's ops `SentencepieceOp`, `SentencepieceTokenizeOp` and
+`SentencepieceDetokenizeOp`. The stock `tensorflow_model_server` (the
+`tensorflow/serving` docker image included) links TF Text's op library
+(`tensorflow_text:ops_lib`, listed in `SUPPORTED_TENSORFLOW_OPS` of
+`tensorflow_serving/model_servers/BUILD`; read from TF Serving's sources, not run
+here), so it serves this model as it is. Use a TF Serving release no older than the
+TensorFlow Text the model was exported with ({tf_text}): an older server may lack
+what the graph's ops use. A server built
+without TF Text (a custom build) fails to load it with "Op type not registered
+'SentencepieceOp'". In Python, `import tensorflow_text` before loading the SavedModel
+(`tf.saved_model.load` and the TF1 loader cannot find the ops otherwise); the
+`saved_model_cli` commands below need the same (run them as
+`python -c "import tensorflow_text, sys; from tensorflow.python.tools import saved_model_cli; sys.argv[0] = 'saved_model_cli'; saved_model_cli.main()" ...`).
+"""
+
+
+def serving_md(name: str, version: int, signatures: dict[str, str], onnx: bool,
+               tokenizer: str = "word") -> str:
     """SERVING.md: how to serve EXPORT_DIR with TF Serving (REST and gRPC)."""
     outputs = "\n".join(f"  - `{key}`: {value}" for key, value in signatures.items())
+    sentencepiece = tokenizer == "sentencepiece"
+    codec_files = (f"SentencePiece models (`{name}.spm.*.model`, run by the `sentencepiece` "
+                   "package through `keras_nmt.codec`)" if sentencepiece
+                   else "tokenizer (`keras_nmt.tokenizer`)")
     onnx_part = (
         f"\n## ONNX\n\n`{name}.onnx` is the `translate_ids` signature converted by tf2onnx "
         f"(token ids in, token ids out). `{name}.onnx.json` names its vocabularies "
         f"(`{name}.vocab.*.txt`), tokenizer, maximum source length, beam size and alpha: "
-        "tokenization and detokenization run in Python (`keras_nmt.tokenizer`) around "
-        "onnxruntime.\n"
+        f"encoding and decoding run in Python with the run's {codec_files} around "
+        "onnxruntime (`serving/onnx_translate.py`).\n"
         if onnx else ""
     )
+    if sentencepiece:
+        import tensorflow_text
+
+        onnx_part = SENTENCEPIECE_OPS_NOTE.format(tf_text=tensorflow_text.__version__) + onnx_part
     return f"""# Serving this export
 
 This directory holds the SavedModel `{name}/{version}/` in TensorFlow Serving's layout

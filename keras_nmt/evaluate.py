@@ -20,31 +20,40 @@ Definitions:
   linked to the source token with the highest attention weight (EOS row and column left
   out), and the links are scored against the gold alignment:
   AER = 1 - (|A & S| + |A & P|) / (|A| + |S|), summed over sentences.
+
+Text is tokenized with the run's own codecs (:func:`keras_nmt.codec.run_codecs`, as
+``translator.source_codec`` / ``target_codec``): words for ``word`` runs, pieces for
+SentencePiece runs, in the No-UNK test, the force-decoding and the source lengths of
+BLEU by length (pieces for SentencePiece runs). Gold alignments link words of
+:func:`keras_nmt.tokenizer.tokenize`: for a SentencePiece run, each piece link is mapped
+to the words holding the two pieces (:func:`token_words`) before scoring.
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
 import dataclasses
 import json
 import os
 import pathlib
 import sys
 import time
+import unicodedata
 import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from keras_nmt.arguments import OneLineParser, positive_int, non_negative_int
-from keras_nmt import alignment, scoring, tokenizer
+from keras_nmt import alignment, codec, scoring, tokenizer
 from keras_nmt.alignment import AlignmentError, GoldAlignment
 from keras_nmt.config import ConfigError
 from keras_nmt.corpus.readers import CorpusError, ParallelFiles
 from keras_nmt.ensemble import EnsembleError, check_compatible, inspect_run_dir
 from keras_nmt.progress import Progress
 from keras_nmt.rundir import RunDir, RunDirError
-from keras_nmt.tokenizer import BOS_ID, EOS_ID, UNK_ID, Vocabulary, VocabularyError
+from keras_nmt.tokenizer import BOS_ID, EOS_ID, UNK_ID, VocabularyError
 
 PROG = "python -m keras_nmt.evaluate"
 # Fig. 3 sentences chosen by default: the first ones with this many source tokens.
@@ -65,20 +74,47 @@ USER_ERRORS: tuple[type[Exception], ...] = (
 # ---------------------------------------------------------------------------- subsets
 
 def no_unk_indices(
-    sources: Sequence[str], references: Sequence[str],
-    source_vocab: Vocabulary, target_vocab: Vocabulary, src_lang: str, tgt_lang: str,
+    sources: Sequence[str], references: Sequence[str], source_codec, target_codec,
 ) -> list[int]:
-    """Indices of the sentences with no unknown word: every source token is in
-    ``source_vocab`` and every reference token (tokenized as ``tgt_lang``) is in
-    ``target_vocab``. A literal "<unk>" in the text counts as unknown."""
+    """Indices of the sentences with no unknown token: ``source_codec`` encodes the source
+    and ``target_codec`` the reference without UNK (:mod:`keras_nmt.codec` objects: every
+    word in the shortlist, or every character known to the SentencePiece model). A
+    literal "<unk>" in word-tokenized text counts as unknown."""
     chosen = []
     for i, (source, reference) in enumerate(zip(sources, references)):
-        if UNK_ID in source_vocab.encode(tokenizer.tokenize(source, src_lang)):
-            continue
-        if UNK_ID in target_vocab.encode(tokenizer.tokenize(reference, tgt_lang)):
+        if UNK_ID in source_codec.encode(source) or UNK_ID in target_codec.encode(reference):
             continue
         chosen.append(i)
     return chosen
+
+
+def token_words(tokens: Sequence[str], words: Sequence[str]) -> list[int]:
+    """For each of a run's tokens of a sentence, the index of the word (of
+    :func:`keras_nmt.tokenizer.tokenize`, the gold alignments' tokens) it lies in.
+
+    Tokens and words are placed by their first character in the sentence with spaces
+    and SentencePiece's word-start mark removed, words NFKC-normalised as SentencePiece's
+    default normaliser does ("…" is "..." to it). Should the two texts still differ in
+    length, positions are scaled from one to the other."""
+    if list(tokens) == list(words):
+        return list(range(len(words)))
+    pieces = [t.replace("\u2581", "") for t in tokens]
+    starts, position = [], 0
+    for word in words:
+        starts.append(position)
+        position += len(unicodedata.normalize("NFKC", word))
+    scale = position / max(1, sum(len(p) for p in pieces))
+    index, position = [], 0
+    for piece in pieces:
+        where = position * scale
+        index.append(max(0, bisect.bisect_right(starts, where) - 1))
+        position += len(piece)
+    return index
+
+
+def word_links(links, source_words: Sequence[int], target_words: Sequence[int]) -> set[alignment.Link]:
+    """Token links -> the links of the words holding the two tokens (see token_words)."""
+    return {(source_words[i], target_words[j]) for i, j in links}
 
 
 def choose_heatmap_sentences(
@@ -137,10 +173,10 @@ def forced_attention(
     forced = _forced_attention_fn(translator.model)
     source_ids, target_ids = [], []
     for source, reference in zip(sources, references):
-        source_tokens = tokenizer.tokenize(source, translator.src_lang)
-        target_tokens = tokenizer.tokenize(reference, translator.tgt_lang)
-        source_ids.append(translator.source_vocab.encode(source_tokens) + [EOS_ID] if source_tokens else None)
-        target_ids.append(translator.target_vocab.encode(target_tokens) + [EOS_ID] if target_tokens else None)
+        source_tokens = translator.source_codec.encode(source)
+        target_tokens = translator.target_codec.encode(reference)
+        source_ids.append(source_tokens + [EOS_ID] if source_tokens else None)
+        target_ids.append(target_tokens + [EOS_ID] if target_tokens else None)
     out: list[np.ndarray | None] = [None] * len(sources)
     todo = [i for i in range(len(sources)) if source_ids[i] and target_ids[i]]
     todo.sort(key=lambda i: (len(source_ids[i]), len(target_ids[i])))
@@ -178,6 +214,13 @@ def alignment_report(
             continue
         # Rows and columns beyond the tokens are the EOS ones.
         links = alignment.argmax_alignment(weights, weights.shape[1] - 1, weights.shape[0] - 1)
+        if translator.source_codec.kind != codec.WORD or translator.target_codec.kind != codec.WORD:
+            # Gold links join words: a piece link stands for the link of its two words.
+            links = word_links(links, *(
+                token_words(c.tokenize(line), tokenizer.tokenize(line, c.lang))
+                for c, line in ((translator.source_codec, sources[i]),
+                                (translator.target_codec, references[i]))
+            ))
         predicted.append(links)
         scored.append(i)
     counts = alignment.corpus_aer([predicted[i] for i in scored], [gold[i] for i in scored])
@@ -188,7 +231,9 @@ def alignment_report(
         "sure_links": counts.sure,
         "correct_sure_links": counts.predicted_sure,
         "correct_possible_links": counts.predicted_possible,
-        "method": "argmax attention over source tokens, reference force-decoded, EOS excluded",
+        "method": "argmax attention over source tokens, reference force-decoded, EOS excluded"
+                  + ("" if translator.source_codec.kind == codec.WORD
+                     else "; piece links mapped to the words holding them"),
     }
     return report, predicted
 
@@ -230,10 +275,7 @@ def evaluate_run(
         with_attention=bool(keep), progress=_counter(progress, f"{prefix}translating", len(sources)),
     )
     hypotheses = [t.text for t in translations]
-    subset = no_unk_indices(
-        sources, references, translator.source_vocab, translator.target_vocab,
-        translator.src_lang, translator.tgt_lang,
-    )
+    subset = no_unk_indices(sources, references, translator.source_codec, translator.target_codec)
     subset_translations = translator.translate(
         [sources[i] for i in subset], beam_size=beam_size, alpha=alpha, forbid_unk=True,
         batch_size=batch_size,
@@ -244,8 +286,8 @@ def evaluate_run(
     subset_scores = scoring.corpus_scores(
         [t.text for t in subset_translations], [references[i] for i in subset]
     )
-    # Lengths before any truncation by the translator (Translator.max_source_len).
-    lengths = [len(tokenizer.tokenize(line, translator.src_lang)) for line in sources]
+    # Lengths in the run's tokens, before any truncation (Translator.max_source_len).
+    lengths = [len(translator.source_codec.tokenize(line)) for line in sources]
     result: dict[str, Any] = {
         "sentences": len(sources),
         "beam_size": int(beam_size),
@@ -487,7 +529,7 @@ def read_gold(
     return gold
 
 
-def _heatmap_lines(text: str, sources: Sequence[str], src_lang: str) -> list[int]:
+def _heatmap_lines(text: str, sources: Sequence[str], source_codec) -> list[int]:
     indices = []
     for item in text.split(","):
         item = item.strip()
@@ -495,7 +537,7 @@ def _heatmap_lines(text: str, sources: Sequence[str], src_lang: str) -> list[int
             raise EvaluationError(
                 f"--sentences: {item!r} is not a line number of --src (1 to {len(sources)})"
             )
-        if not tokenizer.tokenize(sources[int(item) - 1], src_lang):
+        if not source_codec.tokenize(sources[int(item) - 1]):
             raise EvaluationError(f"--sentences: line {item} of --src is empty")
         indices.append(int(item) - 1)
     return sorted(set(indices))
@@ -559,10 +601,15 @@ def _main(args: argparse.Namespace) -> int:
     plots_dir = _prepare_output_dir(args.plots) if args.plots else None
     keep: list[int] = []
     if plots_dir is not None:
+        # Heat maps are drawn over the run's tokens: choose by their count.
+        try:
+            source_codec = codec.run_codecs(runs[0].run.path)[0]
+        except codec.CodecError as error:
+            raise RunDirError(str(error)) from None
         if args.sentences:
-            keep = _heatmap_lines(args.sentences, sources, src_lang)
+            keep = _heatmap_lines(args.sentences, sources, source_codec)
         else:
-            lengths = [len(tokenizer.tokenize(line, src_lang)) for line in sources]
+            lengths = [len(source_codec.tokenize(line)) for line in sources]
             keep = choose_heatmap_sentences(lengths, args.heatmaps)
     labels = run_labels(args.run_dirs, [run.config.variant for run in runs])
     jobs = [

@@ -5,8 +5,11 @@
 Reads what ``python -m export RUN_DIR --out EXPORT_DIR --onnx`` writes: ``NAME.onnx`` (the
 beam search over token ids, signature ``translate_ids``), ``NAME.onnx.json`` (languages,
 vocabulary files, maximum source length, beam size, alpha) and the two vocabularies.
-Sentences are tokenized and detokenized by :mod:`keras_nmt.tokenizer`, the pure-Python
-twin of the graph's tokenizer, and truncated to the export's ``max_source_len`` tokens as
+Sentences are encoded and decoded by :mod:`keras_nmt.codec` with the export's tokenizer,
+the pure-Python twin of the SavedModel graph's: the word tokenizer
+(:mod:`keras_nmt.tokenizer`), or for a SentencePiece run its two models
+(``NAME.spm.SRC.model`` / ``NAME.spm.TGT.model``, run by the ``sentencepiece`` package).
+They are truncated to the export's ``max_source_len`` tokens (pieces) as
 the SavedModel and :class:`keras_nmt.translator.Translator` do (a warning at the end counts
 the truncated lines). One output line per input line, in order; empty and
 whitespace-only lines give empty lines. With ``--nbest N``: the Moses n-best format of
@@ -37,7 +40,7 @@ except ImportError:  # a checkout that is not installed: its root is the script'
 
 import numpy as np
 
-from keras_nmt import tokenizer
+from keras_nmt import codec
 from keras_nmt.arguments import OneLineParser, non_negative_float, positive_int, run_command
 from keras_nmt.lineio import InputError, binary, read_lines, std_streams
 from keras_nmt.progress import Progress, format_duration
@@ -49,7 +52,8 @@ OUTPUTS = ("ids", "lengths", "scores")
 METADATA_KEYS = (
     "src", "tgt", "source_vocab", "target_vocab", "max_source_len", "beam_size", "alpha",
 )
-TOKENIZERS = ("word",)
+# Files a tokenizer needs besides the vocabularies (NAME.onnx.json keys).
+TOKENIZER_FILES = {codec.WORD: (), codec.SENTENCEPIECE: ("source_spm", "target_spm")}
 # Sentences translated at a time: sorted by length within a chunk, written in order.
 CHUNK_BATCHES = 64
 
@@ -92,10 +96,35 @@ def _load_metadata(path: pathlib.Path) -> dict:
     missing = [key for key in METADATA_KEYS if key not in metadata]
     if missing:
         raise ExportError(f"{path} lacks {', '.join(missing)}")
-    tokenizer_name = metadata.get("tokenizer", "word")
-    if tokenizer_name not in TOKENIZERS:
+    tokenizer_name = metadata.get("tokenizer", codec.WORD)
+    if tokenizer_name not in TOKENIZER_FILES:
         raise ExportError(f"{path}: tokenizer {tokenizer_name!r} is not supported here")
+    missing = [key for key in TOKENIZER_FILES[tokenizer_name] if key not in metadata]
+    if missing:
+        raise ExportError(f"{path} lacks {', '.join(missing)} (tokenizer {tokenizer_name})")
     return metadata
+
+
+def _load_codecs(export_dir: pathlib.Path, metadata: dict):
+    """(source codec, target codec) of an export (:mod:`keras_nmt.codec`), checked
+    against the vocabularies the ONNX model's ids index."""
+    vocabularies = [Vocabulary.load(export_dir / metadata[key])
+                    for key in ("source_vocab", "target_vocab")]
+    langs = metadata["src"], metadata["tgt"]
+    if metadata.get("tokenizer", codec.WORD) == codec.WORD:
+        return tuple(codec.WordCodec(v, lang) for v, lang in zip(vocabularies, langs))
+    codecs = []
+    for key, vocabulary, lang in zip(("source_spm", "target_spm"), vocabularies, langs):
+        try:
+            loaded = codec.SentencePieceCodec.load(export_dir / metadata[key], lang)
+        except codec.CodecError as error:  # says which file and why
+            raise ExportError(str(error)) from None
+        except (RuntimeError, OSError) as error:  # sentencepiece's own errors for a bad file
+            raise ExportError(f"cannot load {export_dir / metadata[key]}: {error}") from None
+        if loaded.vocabulary.tokens != vocabulary.tokens:
+            raise ExportError(f"{metadata[key]} does not match {metadata[key.replace('spm', 'vocab')]}")
+        codecs.append(loaded)
+    return tuple(codecs)
 
 
 def _session(path: pathlib.Path, threads: int | None):
@@ -125,14 +154,16 @@ class OnnxTranslator:
     """Raw sentences in, detokenized translations out, through an onnxruntime session
     running the export's ``translate_ids`` beam search."""
 
-    def __init__(self, session, source_vocab: Vocabulary, target_vocab: Vocabulary,
-                 src_lang: str, tgt_lang: str, max_source_len: int, beam_size: int = 5,
-                 alpha: float = 1.0, max_nbest: int = 1):
+    def __init__(self, session, source_codec, target_codec, max_source_len: int,
+                 beam_size: int = 5, alpha: float = 1.0, max_nbest: int = 1):
         self.session = session
-        self.source_vocab = source_vocab
-        self.target_vocab = target_vocab
-        self.src_lang = src_lang
-        self.tgt_lang = tgt_lang
+        # keras_nmt.codec objects: the word tokenizer or SentencePiece, as exported.
+        self.source_codec = source_codec
+        self.target_codec = target_codec
+        self.source_vocab = source_codec.vocabulary
+        self.target_vocab = target_codec.vocabulary
+        self.src_lang = source_codec.lang
+        self.tgt_lang = target_codec.lang
         self.max_source_len = int(max_source_len)
         self.beam_size = int(beam_size)
         self.alpha = float(alpha)
@@ -141,14 +172,14 @@ class OnnxTranslator:
     @classmethod
     def from_export_dir(cls, export_dir: str | os.PathLike, name: str = "nmt",
                         threads: int | None = None) -> "OnnxTranslator":
-        """Load EXPORT_DIR/NAME.onnx.json, its vocabularies, then NAME.onnx (raises
+        """Load EXPORT_DIR/NAME.onnx.json, its vocabularies (and SentencePiece models),
+        then NAME.onnx (raises
         :class:`ExportError` or VocabularyError naming what is missing or broken)."""
         export_dir = pathlib.Path(export_dir)
         if not export_dir.is_dir():
             raise ExportError(f"{export_dir} is not a directory")
         metadata = _load_metadata(export_dir / f"{name}.onnx.json")
-        source_vocab = Vocabulary.load(export_dir / metadata["source_vocab"])
-        target_vocab = Vocabulary.load(export_dir / metadata["target_vocab"])
+        source_codec, target_codec = _load_codecs(export_dir, metadata)
         try:
             max_source_len = int(metadata["max_source_len"])
             beam_size = int(metadata["beam_size"])
@@ -162,13 +193,13 @@ class OnnxTranslator:
         max_nbest = width[1] if len(width) == 2 and isinstance(width[1], int) else int(
             metadata.get("nbest", 1)
         )
-        return cls(session, source_vocab, target_vocab, metadata["src"], metadata["tgt"],
-                   max_source_len, beam_size, alpha, max_nbest)
+        return cls(session, source_codec, target_codec, max_source_len, beam_size, alpha,
+                   max_nbest)
 
     def source_ids(self, line: str) -> tuple[list[int], int]:
         """A line's source ids with EOS, cut to ``max_source_len`` tokens, and the number
         of tokens cut (Translator's rule). No tokens: an empty list."""
-        tokens = tokenizer.tokenize(line, self.src_lang)
+        tokens = self.source_codec.tokenize(line)
         dropped = max(0, len(tokens) - self.max_source_len)
         tokens = tokens[: self.max_source_len]
         return (self.source_vocab.encode(tokens) + [EOS_ID] if tokens else []), dropped
@@ -212,7 +243,7 @@ class OnnxTranslator:
                     if length == 0:  # an n-best slot no hypothesis filled
                         continue
                     tokens = tuple(self.target_vocab.decode(ids[row, n, :length]))
-                    text = tokenizer.detokenize(tokens, self.tgt_lang)
+                    text = self.target_codec.detokenize(tokens)
                     hypotheses.append(Hypothesis(text, tokens, float(scores[row, n])))
                 best = hypotheses[0]
                 results[i] = OnnxTranslation(best.text, best.tokens, best.score,

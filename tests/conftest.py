@@ -45,3 +45,33 @@ def tiny_export(tiny_run, tmp_path_factory):
             "--onnx"]
     assert cli.main(argv) == 0
     return out
+
+
+@pytest.fixture(scope="session")
+def tiny_spm_run(tiny_corpus, tmp_path_factory):
+    """A search30 run with ``--tokenizer sentencepiece`` (120 / 150 pieces) trained for 3
+    steps on ``tiny_corpus``, on token batches of <= 200 slots; its summary is
+    summary.json."""
+    from keras_nmt import experiment
+
+    out = tmp_path_factory.mktemp("runs") / "spm"
+    experiment.train(experiment.TrainOptions(
+        variant="search30", data=str(tiny_corpus), out=str(out), max_steps=3, quiet=True,
+        tokenizer="sentencepiece",
+        overrides={**TINY_SETTINGS, "src_vocab_size": 120, "tgt_vocab_size": 150,
+                   "batch_tokens": 200},
+    ))
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_spm_export(tiny_spm_run, tmp_path_factory):
+    """``python -m export`` of ``tiny_spm_run`` with --onnx, done once (beam 5, 2-best
+    lists): EXPORT_DIR with nmt/1/, nmt.onnx, nmt.onnx.json, the vocabularies and
+    nmt.spm.en.model / nmt.spm.fr.model."""
+    from export import cli
+
+    out = tmp_path_factory.mktemp("spm-export")
+    argv = [str(tiny_spm_run), "--out", str(out), "--beam", "5", "--nbest", "2", "--onnx"]
+    assert cli.main(argv) == 0
+    return out

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from keras_nmt import evaluate
+from keras_nmt.codec import WordCodec
 from keras_nmt.tokenizer import RESERVED, Vocabulary, tokenize
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -65,7 +66,8 @@ def test_no_unk_subset_on_a_hand_made_vocabulary():
         "",  # empty on both sides: nothing unknown -> kept
     ]
     references = ["le chat dort.", "le chat dort.", "le chien dort.", "le chat dort.", "le chat", ""]
-    assert evaluate.no_unk_indices(sources, references, SOURCE_VOCAB, TARGET_VOCAB, "en", "fr") == [1, 5]
+    source, target = WordCodec(SOURCE_VOCAB, "en"), WordCodec(TARGET_VOCAB, "fr")
+    assert evaluate.no_unk_indices(sources, references, source, target) == [1, 5]
 
 
 def test_choose_heatmap_sentences():
@@ -99,6 +101,7 @@ class FakeTranslator:
 
     src_lang, tgt_lang = "en", "fr"
     source_vocab, target_vocab = SOURCE_VOCAB, TARGET_VOCAB
+    source_codec, target_codec = WordCodec(SOURCE_VOCAB, "en"), WordCodec(TARGET_VOCAB, "fr")
 
     def __init__(self, table):
         self.table = table

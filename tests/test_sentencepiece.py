@@ -110,19 +110,10 @@ def test_bad_models_and_settings_are_refused(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def spm_run(tiny_corpus, tmp_path_factory):
-    from keras_nmt import experiment
-
-    from conftest import TINY_SETTINGS
-
-    out = tmp_path_factory.mktemp("runs") / "spm"
-    summary = experiment.train(experiment.TrainOptions(
-        variant="search30", data=str(tiny_corpus), out=str(out), max_steps=3, quiet=True,
-        tokenizer="sentencepiece",
-        # Token batching rides along: this run also trains on batches of <= 200 slots.
-        overrides={**TINY_SETTINGS, "src_vocab_size": 120, "tgt_vocab_size": 150, "batch_tokens": 200},
-    ))
-    return out, summary
+def spm_run(tiny_spm_run):
+    """The conftest run (token batching rides along: it trains on batches of <= 200
+    slots) and its summary."""
+    return tiny_spm_run, json.loads((tiny_spm_run / "summary.json").read_text(encoding="utf-8"))
 
 
 def test_sentencepiece_run_directory(spm_run):

@@ -6,9 +6,14 @@ to be a deployment option; it exists to check two things end to end:
 
 - that an exported SavedModel runs through the TF1 session loader
   (``tf.compat.v1.saved_model.loader.load`` into a Graph, then ``Session.run`` on the
-  signature's tensors), which is the code path TF Serving itself uses. No
-  tensorflow_text import happens here: like a stock TF Serving build, the stand-in only
-  knows TensorFlow's core ops;
+  signature's tensors), which is the code path TF Serving itself uses. The stand-in
+  starts with TensorFlow's core ops only, so a word export is proven to need nothing
+  else. The stock ``tensorflow_model_server`` also links TensorFlow Text's op library
+  (``@org_tensorflow_text//tensorflow_text:ops_lib`` in SUPPORTED_TENSORFLOW_OPS of
+  tensorflow_serving/model_servers/BUILD), SentencePiece ops included: the stand-in does
+  the same for a SavedModel that needs ops core TensorFlow lacks (a SentencePiece
+  export), by importing tensorflow_text before loading it (:func:`load_op_libraries`),
+  and only then. Ops that neither provides fail the load, as in TF Serving;
 - that ``serving/tfserving_client.py`` speaks TF Serving's protocols. The REST side
   follows the documented JSON formats (https://www.tensorflow.org/tfx/serving/api_rest):
   ``POST /v1/models/NAME[/versions/N]:predict`` with ``{"instances": [...]}`` (row form,
@@ -76,12 +81,35 @@ def _invalid(message: str) -> ServingStatus:
     return ServingStatus(grpc.StatusCode.INVALID_ARGUMENT, message)
 
 
+def missing_ops(path: str | os.PathLike) -> list[str]:
+    """The ops a SavedModel's serving graph uses that this process has not registered."""
+    from tensorflow.core.protobuf import saved_model_pb2
+    from tensorflow.python.framework import op_def_registry
+
+    saved_model = saved_model_pb2.SavedModel()
+    saved_model.ParseFromString((pathlib.Path(path) / "saved_model.pb").read_bytes())
+    used = {op.name for meta in saved_model.meta_graphs
+            if SERVE_TAG in meta.meta_info_def.tags
+            for op in meta.meta_info_def.stripped_op_list.op}
+    return sorted(name for name in used if op_def_registry.get(name) is None)
+
+
+def load_op_libraries(path: str | os.PathLike) -> list[str]:
+    """Register what a stock TF Serving build links besides core TensorFlow (TF Text's
+    ops) when the SavedModel needs it; returns the ops that were missing before."""
+    missing = missing_ops(path)
+    if missing:
+        import tensorflow_text  # noqa: F401  (TF Serving links tensorflow_text:ops_lib)
+    return missing
+
+
 class Servable:
     """One version of one model: a SavedModel loaded with the TF1 session loader."""
 
     def __init__(self, name: str, version: int, path: str | os.PathLike):
         self.name = name
         self.version = version
+        self.needed_op_libraries = bool(load_op_libraries(path))
         self.graph = tf.Graph()
         self.session = tf.compat.v1.Session(graph=self.graph)
         meta_graph = tf.compat.v1.saved_model.loader.load(self.session, [SERVE_TAG], str(path))
