@@ -10,6 +10,7 @@ import datetime
 import math
 import pathlib
 import shutil
+import sys
 import time
 from typing import Any
 
@@ -28,7 +29,9 @@ from keras_nmt.progress import Progress
 from keras_nmt.rundir import RunDir, RunDirError, write_json_atomic
 from keras_nmt.text import TokenEncoder
 from keras_nmt.tokenizer import Vocabulary
-from keras_nmt.training import Limits, Trainer
+from keras_nmt.training import (
+    Limits, RunWriteError, Trainer, checkpoint_problem, checkpoint_step,
+)
 from keras_nmt.translator import Translator
 
 BUILTIN = "builtin"
@@ -194,8 +197,14 @@ def train(options: TrainOptions) -> dict[str, Any]:
     """Train (or resume) a run and return its summary, also written to summary.json."""
     run = RunDir(options.out or default_run_dir(options.variant))
     log = (lambda text: None) if options.quiet else (lambda text: print(text, flush=True))
+
+    def warn(text: str) -> None:  # shown even with --quiet
+        print(f"warning: {text}", file=sys.stderr, flush=True)
+
     if options.resume:
         config, info = _resume_config(options, run)
+        for stale in run.path.glob(".*.tmp"):  # write_json_atomic's, from a killed process
+            stale.unlink(missing_ok=True)
         log(f"resuming {run.path}")
     else:
         if run.is_initialised() or run.has_checkpoint():
@@ -249,7 +258,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
         progress=Progress(enabled=not options.quiet),
     )
     if options.resume:
-        trainer.restore()
+        trainer.restore(log=warn)
         log(f"resumed at step {int(trainer.step.numpy())}")
     else:
         trainer.save()  # step 0: from here on --resume always has a checkpoint
@@ -258,6 +267,10 @@ def train(options: TrainOptions) -> dict[str, Any]:
 
     # Report with the best development weights, as the paper selects its models.
     best = trainer.best_manager.latest_checkpoint
+    problem = checkpoint_problem(best) if best else None
+    if problem:
+        warn(f"the best weights {best} are unreadable ({problem}); reporting with the last ones")
+        best = None
     if best:
         tf.train.Checkpoint(model=model).read(best).expect_partial()
     dev_nll = trainer.dev_nll()
@@ -278,11 +291,17 @@ def train(options: TrainOptions) -> dict[str, Any]:
         "target_tokens_per_second": outcome.target_tokens / max(outcome.wall_seconds, 1e-9),
         "train_nll": outcome.train_nll,
         "dev_nll": dev_nll,
-        "best_weights_step": _checkpoint_step(best),
+        "best_weights_step": checkpoint_step(best),
         "held_out": report,
         "parameters": int(sum(math.prod(w.shape) for w in model.trainable_weights)),
     }
-    write_json_atomic(run.summary_path, summary)
+    try:
+        write_json_atomic(run.summary_path, summary)
+    except OSError as error:
+        raise RunWriteError(
+            f"cannot write {run.summary_path}: {error.strerror}; training is complete and "
+            f"checkpointed: free space and run again with --resume to write the report"
+        ) from None
     log(
         f"done: {outcome.steps} updates, {outcome.epochs:.2f} epochs, stopped by {outcome.stop_reason}; "
         f"train NLL {outcome.train_nll:.2f}, dev NLL {dev_nll:.2f}"
@@ -295,12 +314,3 @@ def train(options: TrainOptions) -> dict[str, Any]:
     log(f"sacreBLEU signature: {report['bleu_signature']}")
     log(f"run directory: {run.path}  (summary.json, checkpoints/, best/, tensorboard/)")
     return summary
-
-
-def _checkpoint_step(path: str | None) -> int | None:
-    if not path:
-        return None
-    try:
-        return int(path.rsplit("-", 1)[1])
-    except (IndexError, ValueError):
-        return None

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import pathlib
+import re
+import shutil
 import time
 from typing import Callable
 
@@ -11,10 +14,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_nmt import faults
 from keras_nmt.config import Config
 from keras_nmt.models import TranslationModel, sentence_nll
 from keras_nmt.progress import Progress, format_duration
-from keras_nmt.rundir import RunDir
+from keras_nmt.rundir import RunDir, RunDirError
 
 _BATCH_SIGNATURE = (
     tf.TensorSpec([None, None], tf.int32, name="source_ids"),
@@ -25,6 +29,54 @@ _BATCH_SIGNATURE = (
 
 class TrainingDiverged(RuntimeError):
     """The loss became NaN or infinite; the message says where to resume from."""
+
+
+class RunWriteError(RunDirError):
+    """The run directory could not be written (disk full, permissions); the message
+    names the last complete checkpoint to resume from."""
+
+
+# What a failed write raises: Python's own file I/O, or TensorFlow's file layer.
+WRITE_ERRORS = (OSError, tf.errors.OpError)
+
+
+def checkpoint_step(path: str | None) -> int | None:
+    """The step number at the end of a checkpoint prefix (``.../ckpt-120`` -> 120)."""
+    if not path:
+        return None
+    try:
+        return int(path.rsplit("-", 1)[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def checkpoint_problem(path: str) -> str | None:
+    """Why the checkpoint at prefix ``path`` cannot be restored, or None when every
+    tensor its index lists reads back intact (RestoreV2 checks each one's CRC32C; it
+    also reads the variant tensors, such as the input pipeline's state, that
+    CheckpointReader cannot turn into numpy)."""
+    try:
+        dtypes = tf.train.load_checkpoint(path).get_variable_to_dtype_map()
+        names = sorted(dtypes)
+        with tf.device("CPU"):
+            tf.raw_ops.RestoreV2(
+                prefix=path, tensor_names=names, shape_and_slices=[""] * len(names),
+                dtypes=[dtypes[name] for name in names],
+            )
+    except (tf.errors.OpError, ValueError) as error:
+        return getattr(error, "message", None) or str(error).splitlines()[0]
+    return None
+
+
+def _os_reason(error: Exception) -> str:
+    """The operating system's words for a failed write: "No space left on device"
+    from an OSError, or from the end of a TF file error ("{{function_node ...}}
+    PATH; File too large [Op:SaveV2]")."""
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    text = getattr(error, "message", None) or str(error)
+    text = re.sub(r"\s*\[Op:\w+\].*$", "", text.splitlines()[0] if text else "")
+    return text.rsplit("; ", 1)[-1].strip() or type(error).__name__
 
 
 def make_optimizer(config: Config) -> keras.optimizers.Optimizer:
@@ -106,9 +158,7 @@ class Trainer:
             best_dev_bleu=self.best_dev_bleu,
             bad_evals=self.bad_evals,
         )
-        self.manager = tf.train.CheckpointManager(
-            self.checkpoint, str(run.checkpoints), max_to_keep=2, step_counter=self.step
-        )
+        self.manager = self._checkpoint_manager()
         self.best_manager = tf.train.CheckpointManager(
             tf.train.Checkpoint(model=model), str(run.best), max_to_keep=1, step_counter=self.step
         )
@@ -136,16 +186,104 @@ class Trainer:
         return tf.reduce_sum(nll), tf.cast(tf.shape(nll)[0], tf.int64), tokens
 
     # -- state --------------------------------------------------------------------------
-    def restore(self) -> bool:
-        """Load the latest checkpoint, if any. Returns whether one was found."""
-        latest = self.manager.latest_checkpoint
-        if latest is None:
+    def restore(self, log: Callable[[str], None] = print) -> bool:
+        """Load the newest complete checkpoint. Returns whether there was one.
+
+        The ``checkpoint`` state file is the commit point: files it does not name (a
+        save killed before TF updated it) are left-overs and are removed. A named
+        checkpoint that does not read back intact is skipped, with a message, for the
+        one before it; nothing is restored from it. Raises RunDirError when the state
+        file names checkpoints but none is complete.
+        """
+        candidates = list(reversed(self.manager.checkpoints))  # newest first
+        if not candidates:
             return False
-        self.checkpoint.read(latest).assert_existing_objects_matched()
+        for path in candidates:
+            problem = checkpoint_problem(path)
+            if problem is None:
+                try:
+                    self.checkpoint.read(path).assert_existing_objects_matched()
+                except (tf.errors.OpError, AssertionError, ValueError) as error:
+                    problem = str(error).splitlines()[0]
+            if problem is None:
+                break
+            log(f"checkpoint {path} is incomplete or unreadable ({problem}); using the one before it")
+        else:
+            raise RunDirError(
+                f"no complete checkpoint in {self.run.checkpoints}: every checkpoint the "
+                f"'checkpoint' file names is unreadable"
+            )
+        if path != candidates[0]:
+            self._forget_checkpoints_after(path)
+        self._remove_leftovers()
         return True
 
+    def _forget_checkpoints_after(self, path: str) -> None:
+        """Make ``path`` the latest checkpoint again: the state file is rewritten
+        (atomically, by TF) without the later, broken ones, whose files then count as
+        left-overs."""
+        state = tf.train.get_checkpoint_state(str(self.run.checkpoints))
+        keep = list(state.all_model_checkpoint_paths).index(path) + 1
+        tf.compat.v1.train.update_checkpoint_state(
+            str(self.run.checkpoints), path,
+            all_model_checkpoint_paths=state.all_model_checkpoint_paths[:keep],
+            all_model_checkpoint_timestamps=state.all_model_checkpoint_timestamps[:keep],
+            last_preserved_timestamp=state.last_preserved_timestamp,
+        )
+        self.manager = self._checkpoint_manager()
+
+    def _remove_leftovers(self) -> None:
+        """Delete what a killed save leaves: TF's ``*_temp`` shard directories, its
+        state file's temporary copies and checkpoint files the state file does not name."""
+        named = {pathlib.Path(p).name for p in self.manager.checkpoints}
+        for entry in self.run.checkpoints.iterdir():
+            prefix = entry.name.split(".", 1)[0]
+            if entry.name.endswith("_temp") and entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+            elif entry.name.startswith("checkpoint.tmp") or (
+                prefix.startswith("ckpt-") and prefix not in named
+            ):
+                entry.unlink(missing_ok=True)
+
+    def _checkpoint_manager(self) -> tf.train.CheckpointManager:
+        return tf.train.CheckpointManager(
+            self.checkpoint, str(self.run.checkpoints), max_to_keep=2, step_counter=self.step
+        )
+
     def save(self) -> str:
-        return self.manager.save(checkpoint_number=self.step)
+        """Checkpoint the training state; a failed write raises RunWriteError."""
+        step = int(self.step.numpy())
+        faults.point("checkpoint-start", step)
+        options = tf.train.CheckpointOptions(
+            experimental_write_callbacks=[lambda: faults.writing_point(step)]
+        )
+        try:
+            with faults.watch_writing(self.run.checkpoints, step):
+                path = self.manager.save(checkpoint_number=step, options=options)
+        except WRITE_ERRORS as error:
+            raise self._write_error(f"checkpoint of step {step}", error) from None
+        faults.point("checkpoint-state-written", step)
+        return path
+
+    def save_best(self, step: int) -> None:
+        options = tf.train.CheckpointOptions(
+            experimental_write_callbacks=[lambda: faults.point("best-data-written", step)]
+        )
+        try:
+            self.best_manager.save(checkpoint_number=step, options=options)
+        except WRITE_ERRORS as error:
+            raise self._write_error(f"best weights of step {step}", error) from None
+
+    def _write_error(self, what: str, error: Exception) -> RunWriteError:
+        reason = _os_reason(error)
+        last = checkpoint_step(self.manager.latest_checkpoint)
+        where = (
+            f"the last complete checkpoint is step {last}; free space (or fix the permissions) "
+            f"and continue with --resume" if last is not None else "no checkpoint was written"
+        )
+        return RunWriteError(
+            f"cannot write the {what} in {self.run.path}: {reason.splitlines()[0]}; {where}"
+        )
 
     def dev_nll(self) -> float:
         """Mean per-sentence NLL on the development set (every pair, none dropped)."""
@@ -191,6 +329,7 @@ class Trainer:
                     f"it with --resume, after lowering the learning rate (--set learning_rate=...)"
                 )
             step += 1
+            faults.point("step", step)
             self.step.assign(step)
             self.sentences.assign_add(int(tf.shape(source_ids)[0]))
             self.target_tokens.assign_add(int(tokens))
@@ -236,6 +375,7 @@ class Trainer:
     def _evaluate(self, step: int, train_nll: float) -> bool:
         """Development evaluation; keeps the best weights. Returns True to stop early."""
         dev_nll = self.dev_nll()
+        faults.point("evaluation", step)
         dev_bleu = self.dev_bleu() if self.dev_bleu and self.config.early_stop_metric == "bleu" else None
         with self.writer.as_default(step=step):
             tf.summary.scalar("dev/nll", dev_nll)
@@ -251,7 +391,7 @@ class Trainer:
         if improved:
             self.best_score.assign(score)
             self.bad_evals.assign(0)
-            self.best_manager.save(checkpoint_number=step)
+            self.save_best(step)
         else:
             self.bad_evals.assign_add(1)
         bleu_text = f"  dev BLEU {dev_bleu:.2f}" if dev_bleu is not None else ""
