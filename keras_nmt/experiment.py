@@ -18,7 +18,7 @@ import keras
 import tensorflow as tf
 
 from keras_nmt import config as config_lib
-from keras_nmt import data, scoring
+from keras_nmt import data, distribute, scoring
 from keras_nmt.config import Config, ConfigError
 from keras_nmt.corpus import builtin
 from keras_nmt.corpus.readers import (
@@ -38,6 +38,8 @@ BUILTIN = "builtin"
 # Without limits, a run on the built-in corpus stops after this much training so that
 # the main command finishes in minutes on a laptop.
 BUILTIN_DEFAULT_MINUTES = 6.0
+# How long a multi-worker non-chief process waits for the chief to set the run up.
+CHIEF_SETUP_SECONDS = 600.0
 # Fields that may change when a run is resumed: they do not change the model's shape.
 RESUMABLE_FIELDS = frozenset(
     {"learning_rate", "rho", "epsilon", "clipnorm", "checkpoint_every", "eval_every",
@@ -59,6 +61,8 @@ class TrainOptions:
     seed: int | None = None
     paper_size: bool = False
     quiet: bool = False
+    strategy: str = "default"  # see keras_nmt.distribute
+    jit: bool = False  # XLA-compile the training step and the beam search
 
 
 def default_run_dir(variant: str) -> pathlib.Path:
@@ -193,15 +197,37 @@ def held_out_report(
     }
 
 
+def _wait_for_chief(options: TrainOptions, run: RunDir, log) -> tuple[Config, dict[str, Any]]:
+    """A multi-worker non-chief process: the chief sets the run up (corpus,
+    vocabularies, config) in the shared run directory; wait for it."""
+    deadline = time.monotonic() + CHIEF_SETUP_SECONDS
+    while not run.is_initialised():
+        if time.monotonic() > deadline:
+            raise RunDirError(
+                f"the chief has not set up {run.path} within {CHIEF_SETUP_SECONDS:.0f} s: "
+                "the run directory must be shared by every worker"
+            )
+        time.sleep(1.0)
+    config = run.load_config()
+    return config.replace(**{k: v for k, v in options.overrides.items() if k in RESUMABLE_FIELDS}), run.load_data_info()
+
+
 def train(options: TrainOptions) -> dict[str, Any]:
-    """Train (or resume) a run and return its summary, also written to summary.json."""
+    """Train (or resume) a run and return its summary, also written to summary.json
+    (on a multi-worker cluster, by the chief; the other workers return {})."""
+    # First of all: a multi-worker strategy sets up TF's collectives at start.
+    strategy = distribute.make_strategy(options.strategy)
+    chief = distribute.is_chief(strategy)
     run = RunDir(options.out or default_run_dir(options.variant))
-    log = (lambda text: None) if options.quiet else (lambda text: print(text, flush=True))
+    quiet = options.quiet or not chief
+    log = (lambda text: None) if quiet else (lambda text: print(text, flush=True))
 
     def warn(text: str) -> None:  # shown even with --quiet
         print(f"warning: {text}", file=sys.stderr, flush=True)
 
-    if options.resume:
+    if not chief and not options.resume:
+        config, info = _wait_for_chief(options, run, log)
+    elif options.resume:
         config, info = _resume_config(options, run)
         for stale in run.path.glob(".*.tmp"):  # write_json_atomic's, from a killed process
             stale.unlink(missing_ok=True)
@@ -228,10 +254,12 @@ def train(options: TrainOptions) -> dict[str, Any]:
         log(f"no --max-steps or --max-minutes: training for {BUILTIN_DEFAULT_MINUTES:g} minutes")
 
     keras.utils.set_random_seed(config.seed)
+    keras.mixed_precision.set_global_policy(config.precision)
     source_vocab, target_vocab = run.load_vocabularies()
     source_encoder = TokenEncoder(source_vocab, info["src"])
     target_encoder = TokenEncoder(target_vocab, info["tgt"])
-    model = TranslationModel(config)
+    with distribute.scope(strategy):
+        model = TranslationModel(config)
     train_files, valid_files = _files(info, "train"), _files(info, "valid")
     train_batches = data.training_batches(
         train_files, source_encoder, target_encoder,
@@ -244,7 +272,9 @@ def train(options: TrainOptions) -> dict[str, Any]:
             valid_files, source_encoder, target_encoder, batch_size=config.batch_size
         )
 
-    translator = Translator(model, source_vocab, target_vocab, info["src"], info["tgt"])
+    translator = Translator(
+        model, source_vocab, target_vocab, info["src"], info["tgt"], jit_compile=options.jit
+    )
     valid_sources = _read_lines(valid_files.source)
     valid_references = _read_lines(valid_files.target)
 
@@ -255,15 +285,19 @@ def train(options: TrainOptions) -> dict[str, Any]:
     trainer = Trainer(
         config, model, run, train_batches, dev_batches,
         train_pairs=info["train"]["kept"], dev_bleu=dev_bleu,
-        progress=Progress(enabled=not options.quiet),
+        progress=Progress(enabled=not quiet), strategy=strategy, jit_compile=options.jit,
     )
     if options.resume:
-        trainer.restore(log=warn)
+        trainer.restore(log=warn if chief else log)
         log(f"resumed at step {int(trainer.step.numpy())}")
     else:
         trainer.save()  # step 0: from here on --resume always has a checkpoint
-    log(f"training {config.variant} ({config.architecture}); run directory: {run.path}")
+    replicas = f" on {strategy.num_replicas_in_sync} replicas" if strategy else ""
+    log(f"training {config.variant} ({config.architecture}){replicas}; run directory: {run.path}")
     outcome = trainer.fit(limits)
+    if not chief:
+        distribute.barrier(strategy)  # until the chief has written the report
+        return {}
 
     # Report with the best development weights, as the paper selects its models.
     best = trainer.best_manager.latest_checkpoint
@@ -313,4 +347,5 @@ def train(options: TrainOptions) -> dict[str, Any]:
     )
     log(f"sacreBLEU signature: {report['bleu_signature']}")
     log(f"run directory: {run.path}  (summary.json, checkpoints/, best/, tensorboard/)")
+    distribute.barrier(strategy)
     return summary

@@ -6,14 +6,17 @@ import argparse
 import sys
 
 from keras_nmt.arguments import OneLineParser, positive_int, positive_float
-from keras_nmt.config import VARIANTS, ConfigError, parse_overrides, variant_config
+from keras_nmt import distribute
+from keras_nmt.config import PRECISIONS, VARIANTS, ConfigError, parse_overrides, variant_config
 from keras_nmt.corpus.readers import CorpusError
 from keras_nmt.rundir import RunDirError
 from keras_nmt.tokenizer import VocabularyError
 
 PROG = "train.py"
 # Errors whose message is for the user: printed as one line, no traceback.
-USER_ERRORS: tuple[type[Exception], ...] = (ConfigError, CorpusError, RunDirError, VocabularyError)
+USER_ERRORS: tuple[type[Exception], ...] = (
+    ConfigError, CorpusError, RunDirError, VocabularyError, distribute.StrategyError,
+)
 
 
 
@@ -51,6 +54,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="on the built-in corpus, keep the paper's dimensions instead of the compact ones",
     )
     parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    parser.add_argument(
+        "--strategy", choices=distribute.STRATEGIES, default="default",
+        help="'default': one device; 'mirrored': every local GPU (or logical CPU); "
+        "'multiworker': the machines listed in TF_CONFIG (run the same command on each)",
+    )
+    parser.add_argument(
+        "--precision", choices=PRECISIONS,
+        help="computation dtype (default float32; fixed for a run, kept by --resume)",
+    )
+    parser.add_argument(
+        "--jit", action="store_true",
+        help="compile the training step and the beam search with XLA (--strategy default only)",
+    )
     return parser
 
 
@@ -61,6 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     user_errors = USER_ERRORS
     try:
         overrides = parse_overrides(args.overrides)
+        if args.precision:
+            overrides["precision"] = args.precision
+        distribute.check(args.strategy)
+        if args.jit and args.strategy != "default":
+            raise distribute.StrategyError("--jit works with --strategy default only")
         variant_config(args.variant, overrides)  # unknown variant or bad value: fail before any work
         if args.resume and not args.out:
             raise RunDirError("--resume needs --out RUN_DIR (the run to continue)")
@@ -73,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             variant=args.variant, data=args.data, src=args.src, tgt=args.tgt, out=args.out,
             max_steps=args.max_steps, max_minutes=args.max_minutes, overrides=overrides,
             resume=args.resume, seed=args.seed, paper_size=args.paper_size, quiet=args.quiet,
+            strategy=args.strategy, jit=args.jit,
         )
         experiment.train(options)
     except user_errors as error:

@@ -7,6 +7,7 @@ import math
 import pathlib
 import re
 import shutil
+import tempfile
 import time
 from typing import Callable
 
@@ -14,7 +15,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_nmt import faults
+from keras_nmt import distribute, faults
 from keras_nmt.config import Config
 from keras_nmt.models import TranslationModel, sentence_nll
 from keras_nmt.progress import Progress, format_duration
@@ -126,16 +127,34 @@ class Trainer:
         train_pairs: int,
         dev_bleu: Callable[[], float] | None = None,
         progress: Progress | None = None,
+        strategy: tf.distribute.Strategy | None = None,
+        jit_compile: bool = False,
     ):
+        """``strategy``: None trains on one device; otherwise ``model`` must have been
+        built in ``strategy.scope()``. Only the chief writes into ``run``: the other
+        workers write their checkpoints (TF wants every worker to save) into a
+        throw-away directory, removed by :meth:`close`."""
         self.config = config
         self.model = model
         self.run = run
         self.dev_batches = dev_batches
         self.dev_bleu = dev_bleu
         self.train_pairs = max(1, train_pairs)
-        self.progress = progress or Progress(enabled=False)
-        self.optimizer = make_optimizer(config)
-        self.optimizer.build(model.trainable_variables)
+        self.strategy = strategy
+        self.is_chief = distribute.is_chief(strategy)
+        self.progress = progress if progress and self.is_chief else Progress(enabled=False)
+        with distribute.scope(strategy):
+            self.optimizer = make_optimizer(config)
+            if keras.mixed_precision.global_policy().name == "mixed_float16":
+                # float16 gradients underflow: scale the loss up, the gradients down.
+                self.optimizer = keras.optimizers.LossScaleOptimizer(self.optimizer)
+            self.optimizer.build(model.trainable_variables)
+        if strategy is not None:
+            # The distributed step all-reduces the gradients before clipping them, as
+            # the paper's global-norm clipping needs the full batch's gradient. Keras's
+            # TF optimizer would all-reduce (sum) them again in apply_gradients, through
+            # this hook of its TF backend: the gradients it gets are already reduced.
+            self.optimizer._all_reduce_sum_gradients = lambda grads_and_vars: list(grads_and_vars)
         self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
         self.sentences = tf.Variable(0, dtype=tf.int64, trainable=False, name="sentences")
         self.target_tokens = tf.Variable(0, dtype=tf.int64, trainable=False, name="target_tokens")
@@ -158,13 +177,23 @@ class Trainer:
             best_dev_bleu=self.best_dev_bleu,
             bad_evals=self.bad_evals,
         )
+        self.scratch = None if self.is_chief else tempfile.mkdtemp(prefix="keras-nmt-worker-")
+        self.checkpoint_dir = run.checkpoints if self.is_chief else pathlib.Path(self.scratch, "checkpoints")
         self.manager = self._checkpoint_manager()
         self.best_manager = tf.train.CheckpointManager(
-            tf.train.Checkpoint(model=model), str(run.best), max_to_keep=1, step_counter=self.step
+            tf.train.Checkpoint(model=model),
+            str(run.best if self.is_chief else pathlib.Path(self.scratch, "best")),
+            max_to_keep=1, step_counter=self.step,
         )
-        self.train_step = tf.function(self._train_step, input_signature=_BATCH_SIGNATURE)
+        step_fn = self._train_step if strategy is None else self._distributed_train_step
+        self.train_step = tf.function(
+            step_fn, input_signature=_BATCH_SIGNATURE, jit_compile=jit_compile or None
+        )
         self.eval_step = tf.function(self._eval_step, input_signature=_BATCH_SIGNATURE)
-        self.writer = tf.summary.create_file_writer(str(run.tensorboard))
+        self.writer = (
+            tf.summary.create_file_writer(str(run.tensorboard)) if self.is_chief
+            else tf.summary.create_noop_writer()
+        )
 
     # -- compiled steps ---------------------------------------------------------------
     def _train_step(self, source_ids, target_in, target_out):
@@ -172,12 +201,71 @@ class Trainer:
             logits = self.model((source_ids, target_in), training=True)
             nll = sentence_nll(logits, target_out)
             loss = tf.reduce_mean(nll)
+            scaled = self._scale_loss(loss)
         variables = self.model.trainable_variables
-        gradients = tape.gradient(loss, variables)
+        gradients = self._unscale(tape.gradient(scaled, variables))
         clipped, norm = tf.clip_by_global_norm(gradients, self.config.clipnorm)
-        self.optimizer.apply_gradients(zip(clipped, variables))
+        self._apply(clipped, variables)
         tokens = tf.reduce_sum(tf.cast(tf.not_equal(target_out, 0), tf.int64))
         return loss, tokens, norm
+
+    # Loss scaling (mixed_float16): the paper's clipping is on the true gradient's
+    # norm, so gradients are unscaled before clipping, then handed to the
+    # LossScaleOptimizer scaled again (the scale is a power of two: exact), which
+    # skips the update and lowers the scale when they overflowed (inf or NaN).
+    def _scale_loss(self, loss):
+        if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
+            return self.optimizer.scale_loss(loss)
+        return loss
+
+    def _unscale(self, gradients):
+        if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
+            scale = self.optimizer.dynamic_scale
+            return [g / tf.cast(scale, g.dtype) for g in gradients]
+        return gradients
+
+    def _apply(self, gradients, variables):
+        if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
+            scale = self.optimizer.dynamic_scale
+            gradients = [g * tf.cast(scale, g.dtype) for g in gradients]
+        self.optimizer.apply_gradients(zip(gradients, variables))
+
+    def _distributed_train_step(self, source_ids, target_in, target_out):
+        """The same update as :meth:`_train_step`, data-parallel: each replica takes its
+        rows of the global batch; gradients of the summed NLL are all-reduced, divided by
+        the global sentence count (= the gradient of the global batch's mean NLL), and
+        only then clipped to the global norm, so the update is the single-device one."""
+        strategy = self.strategy
+        batch = (source_ids, target_in, target_out)
+        sentences = tf.cast(tf.shape(source_ids)[0], tf.float32)
+        rows = strategy.experimental_distribute_values_from_function(
+            lambda context: distribute.replica_rows(
+                batch, context.replica_id_in_sync_group, context.num_replicas_in_sync
+            )
+        )
+
+        def replica_step(rows):
+            source_ids, target_in, target_out = rows
+            replica = tf.distribute.get_replica_context()
+            with tf.GradientTape() as tape:
+                logits = self.model((source_ids, target_in), training=True)
+                nll_sum = tf.reduce_sum(sentence_nll(logits, target_out))
+                loss = nll_sum / sentences
+                scaled = self._scale_loss(loss)
+            variables = self.model.trainable_variables
+            gradients = replica.all_reduce(
+                tf.distribute.ReduceOp.SUM, self._unscale(tape.gradient(scaled, variables))
+            )
+            clipped, norm = tf.clip_by_global_norm(gradients, self.config.clipnorm)
+            self._apply(clipped, variables)
+            tokens = tf.reduce_sum(tf.cast(tf.not_equal(target_out, 0), tf.int64))
+            loss = replica.all_reduce(tf.distribute.ReduceOp.SUM, loss)
+            tokens = replica.all_reduce(tf.distribute.ReduceOp.SUM, tokens)
+            return loss, tokens, norm
+
+        loss, tokens, norm = strategy.run(replica_step, args=(rows,))
+        first = strategy.experimental_local_results
+        return first(loss)[0], first(tokens)[0], first(norm)[0]
 
     def _eval_step(self, source_ids, target_in, target_out):
         logits = self.model((source_ids, target_in), training=False)
@@ -195,7 +283,9 @@ class Trainer:
         one before it; nothing is restored from it. Raises RunDirError when the state
         file names checkpoints but none is complete.
         """
-        candidates = list(reversed(self.manager.checkpoints))  # newest first
+        # Every worker restores from the chief's checkpoints (a shared run directory).
+        state = tf.train.get_checkpoint_state(str(self.run.checkpoints))
+        candidates = list(reversed(state.all_model_checkpoint_paths)) if state else []  # newest first
         if not candidates:
             return False
         for path in candidates:
@@ -213,9 +303,10 @@ class Trainer:
                 f"no complete checkpoint in {self.run.checkpoints}: every checkpoint the "
                 f"'checkpoint' file names is unreadable"
             )
-        if path != candidates[0]:
-            self._forget_checkpoints_after(path)
-        self._remove_leftovers()
+        if self.is_chief:
+            if path != candidates[0]:
+                self._forget_checkpoints_after(path)
+            self._remove_leftovers()
         return True
 
     def _forget_checkpoints_after(self, path: str) -> None:
@@ -247,7 +338,7 @@ class Trainer:
 
     def _checkpoint_manager(self) -> tf.train.CheckpointManager:
         return tf.train.CheckpointManager(
-            self.checkpoint, str(self.run.checkpoints), max_to_keep=2, step_counter=self.step
+            self.checkpoint, str(self.checkpoint_dir), max_to_keep=2, step_counter=self.step
         )
 
     def save(self) -> str:
@@ -258,7 +349,7 @@ class Trainer:
             experimental_write_callbacks=[lambda: faults.writing_point(step)]
         )
         try:
-            with faults.watch_writing(self.run.checkpoints, step):
+            with faults.watch_writing(self.checkpoint_dir, step):
                 path = self.manager.save(checkpoint_number=step, options=options)
         except WRITE_ERRORS as error:
             raise self._write_error(f"checkpoint of step {step}", error) from None
@@ -316,7 +407,8 @@ class Trainer:
             if limits.max_steps is not None and step >= limits.max_steps:
                 stop_reason = "max_steps"
                 break
-            if limits.max_minutes is not None and elapsed() >= limits.max_minutes * 60:
+            out_of_time = limits.max_minutes is not None and elapsed() >= limits.max_minutes * 60
+            if limits.max_minutes is not None and self._chief_decides(out_of_time):
                 stop_reason = "max_minutes"
                 break
             (source_ids, target_in), target_out = next(self.iterator)
@@ -346,7 +438,9 @@ class Trainer:
 
             stop = False
             if step % config.eval_every == 0:
-                stop = self._evaluate(step, float(np.mean(recent_nll[-config.eval_every :])))
+                if self.is_chief:
+                    stop = self._evaluate(step, float(np.mean(recent_nll[-config.eval_every :])))
+                stop = self._chief_decides(stop)
             if step % config.checkpoint_every == 0 or stop:
                 self.save()
                 last_saved = step
@@ -360,6 +454,8 @@ class Trainer:
             self.save()
         self.progress.close()
         self.writer.flush()
+        if self.scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
         train_nll = float(np.mean(recent_nll[-config.eval_every :])) if recent_nll else math.nan
         return Outcome(
             stop_reason=stop_reason,
@@ -371,6 +467,16 @@ class Trainer:
             best_dev_bleu=float(self.best_dev_bleu.numpy()) if self.dev_bleu else None,
             target_tokens=int(self.target_tokens.numpy()),
         )
+
+    def _chief_decides(self, flag: bool) -> bool:
+        """The chief's ``flag`` on every worker: workers must stop at the same step, or
+        the ones left would wait forever in their next all-reduce. Single-process
+        training needs no agreement."""
+        if not distribute.is_multiworker(self.strategy):
+            return flag
+        value = tf.constant(int(flag and self.is_chief), tf.int32)
+        votes = self.strategy.experimental_distribute_values_from_function(lambda _: value)
+        return int(self.strategy.reduce(tf.distribute.ReduceOp.SUM, votes, axis=None)) > 0
 
     def _evaluate(self, step: int, train_nll: float) -> bool:
         """Development evaluation; keeps the best weights. Returns True to stop early."""
