@@ -32,10 +32,10 @@ def policy():
 def test_precision_trains_and_resumes(tmp_path, policy, precision, jit):
     policy(precision)
     trainer = _trainer(tmp_path, optimizer="adam", learning_rate=0.01, precision=precision,
-                       checkpoint_every=3)
+                       checkpoint_every=2)
     trainer.train_step = tf.function(trainer._train_step, jit_compile=jit)
     assert trainer.model.decoder.compute_dtype == precision.replace("mixed_", "")
-    outcome = trainer.fit(Limits(max_steps=3))
+    outcome = trainer.fit(Limits(max_steps=2))
     assert math.isfinite(outcome.train_nll) and outcome.train_nll > 0
     # Variables stay float32 whatever the computation dtype.
     assert {w.dtype for w in trainer.model.weights} == {"float32"}
@@ -43,13 +43,13 @@ def test_precision_trains_and_resumes(tmp_path, policy, precision, jit):
         assert isinstance(trainer.optimizer, keras.optimizers.LossScaleOptimizer)
     weights = [w.numpy() for w in trainer.model.weights]
     again = _trainer(tmp_path, optimizer="adam", learning_rate=0.01, precision=precision,
-                     checkpoint_every=3)
+                     checkpoint_every=2)
     assert again.restore(log=lambda text: None)
-    assert int(again.step.numpy()) == 3
+    assert int(again.step.numpy()) == 2
     for restored, saved in zip(again.model.weights, weights):
         np.testing.assert_array_equal(restored.numpy(), saved)
-    outcome = again.fit(Limits(max_steps=5))
-    assert outcome.steps == 5 and math.isfinite(outcome.train_nll)
+    outcome = again.fit(Limits(max_steps=3))
+    assert outcome.steps == 3 and math.isfinite(outcome.train_nll)
 
 
 def test_beam_search_under_jit_finds_the_same_tokens():
