@@ -14,6 +14,8 @@ from typing import Any, Mapping
 
 ARCHITECTURES = ("search", "encdec")
 OPTIMIZERS = ("adadelta", "adam", "sgd")
+# keras.mixed_precision policies: variables stay float32 in all three.
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
 class ConfigError(ValueError):
@@ -53,6 +55,9 @@ class Config:
     # Pairs shuffled together while streaming; it is saved in every checkpoint (about
     # 0.6 KB a pair), so resuming continues with exactly the next batch.
     shuffle_buffer: int = 10000
+    # Computation dtype (train.py --precision). Fixed for a run: float16 adds loss
+    # scaling state to the checkpoint.
+    precision: str = "float32"
     checkpoint_every: int = 500  # steps between checkpoints
     eval_every: int = 500  # steps between development-set evaluations
     patience: int = 10  # evaluations without improvement before early stopping
@@ -71,6 +76,10 @@ class Config:
         if self.optimizer not in OPTIMIZERS:
             raise ConfigError(
                 f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}"
+            )
+        if self.precision not in PRECISIONS:
+            raise ConfigError(
+                f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}"
             )
         if self.early_stop_metric not in ("nll", "bleu"):
             raise ConfigError(f"early_stop_metric must be 'nll' or 'bleu', got {self.early_stop_metric!r}")

@@ -10,6 +10,7 @@ import datetime
 import math
 import pathlib
 import shutil
+import sys
 import time
 from typing import Any
 
@@ -17,7 +18,7 @@ import keras
 import tensorflow as tf
 
 from keras_nmt import config as config_lib
-from keras_nmt import codec, data, scoring
+from keras_nmt import codec, data, distribute, scoring
 from keras_nmt.config import Config, ConfigError
 from keras_nmt.corpus import builtin, wmt14
 from keras_nmt.corpus.readers import (
@@ -28,13 +29,17 @@ from keras_nmt.progress import Progress
 from keras_nmt.rundir import RunDir, RunDirError, write_json_atomic
 from keras_nmt.graph_codec import graph_encoder
 from keras_nmt.tokenizer import Vocabulary
-from keras_nmt.training import Limits, Trainer
+from keras_nmt.training import (
+    Limits, RunWriteError, Trainer, checkpoint_problem, checkpoint_step,
+)
 from keras_nmt.translator import Translator
 
 BUILTIN = "builtin"
 # Without limits, a run on the built-in corpus stops after this much training so that
 # the main command finishes in minutes on a laptop.
 BUILTIN_DEFAULT_MINUTES = 6.0
+# How long a multi-worker non-chief process waits for the chief to set the run up.
+CHIEF_SETUP_SECONDS = 600.0
 # Fields that may change when a run is resumed: they do not change the model's shape.
 RESUMABLE_FIELDS = frozenset(
     {"learning_rate", "rho", "epsilon", "clipnorm", "checkpoint_every", "eval_every",
@@ -61,6 +66,8 @@ class TrainOptions:
     mirror: str | None = None
     max_train_pairs: int | None = None
     tokenizer: str | None = None  # "word" (the paper's, default) or "sentencepiece"
+    strategy: str = "default"  # see keras_nmt.distribute
+    jit: bool = False  # XLA-compile the training step and the beam search
 
 
 def default_run_dir(variant: str) -> pathlib.Path:
@@ -220,12 +227,40 @@ def held_out_report(
     }
 
 
+def _wait_for_chief(options: TrainOptions, run: RunDir, log) -> tuple[Config, dict[str, Any]]:
+    """A multi-worker non-chief process: the chief sets the run up (corpus,
+    vocabularies, config) in the shared run directory; wait for it."""
+    deadline = time.monotonic() + CHIEF_SETUP_SECONDS
+    while not run.is_initialised():
+        if time.monotonic() > deadline:
+            raise RunDirError(
+                f"the chief has not set up {run.path} within {CHIEF_SETUP_SECONDS:.0f} s: "
+                "the run directory must be shared by every worker"
+            )
+        time.sleep(1.0)
+    config = run.load_config()
+    return config.replace(**{k: v for k, v in options.overrides.items() if k in RESUMABLE_FIELDS}), run.load_data_info()
+
+
 def train(options: TrainOptions) -> dict[str, Any]:
-    """Train (or resume) a run and return its summary, also written to summary.json."""
+    """Train (or resume) a run and return its summary, also written to summary.json
+    (on a multi-worker cluster, by the chief; the other workers return {})."""
+    # First of all: a multi-worker strategy sets up TF's collectives at start.
+    strategy = distribute.make_strategy(options.strategy)
+    chief = distribute.is_chief(strategy)
     run = RunDir(options.out or default_run_dir(options.variant))
-    log = (lambda text: None) if options.quiet else (lambda text: print(text, flush=True))
-    if options.resume:
+    quiet = options.quiet or not chief
+    log = (lambda text: None) if quiet else (lambda text: print(text, flush=True))
+
+    def warn(text: str) -> None:  # shown even with --quiet
+        print(f"warning: {text}", file=sys.stderr, flush=True)
+
+    if not chief and not options.resume:
+        config, info = _wait_for_chief(options, run, log)
+    elif options.resume:
         config, info = _resume_config(options, run)
+        for stale in run.path.glob(".*.tmp"):  # write_json_atomic's, from a killed process
+            stale.unlink(missing_ok=True)
         log(f"resuming {run.path}")
     else:
         if run.is_initialised() or run.has_checkpoint():
@@ -250,10 +285,12 @@ def train(options: TrainOptions) -> dict[str, Any]:
         log(f"no --max-steps or --max-minutes: training for {BUILTIN_DEFAULT_MINUTES:g} minutes")
 
     keras.utils.set_random_seed(config.seed)
+    keras.mixed_precision.set_global_policy(config.precision)
     source_vocab, target_vocab = run.load_vocabularies()
     source_encoder = graph_encoder(run.path, info, info["src"], source_vocab)
     target_encoder = graph_encoder(run.path, info, info["tgt"], target_vocab)
-    model = TranslationModel(config)
+    with distribute.scope(strategy):
+        model = TranslationModel(config)
     train_files, valid_files = _files(info, "train"), _files(info, "valid")
     train_batches = data.training_batches(
         train_files, source_encoder, target_encoder,
@@ -270,7 +307,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
     source_codec, target_codec = codec.run_codecs(run.path)
     translator = Translator(
         model, source_vocab, target_vocab, info["src"], info["tgt"],
-        source_codec=source_codec, target_codec=target_codec,
+        source_codec=source_codec, target_codec=target_codec, jit_compile=options.jit,
     )
     valid_sources = _read_lines(valid_files.source)
     valid_references = _read_lines(valid_files.target)
@@ -282,18 +319,26 @@ def train(options: TrainOptions) -> dict[str, Any]:
     trainer = Trainer(
         config, model, run, train_batches, dev_batches,
         train_pairs=info["train"]["kept"], dev_bleu=dev_bleu,
-        progress=Progress(enabled=not options.quiet),
+        progress=Progress(enabled=not quiet), strategy=strategy, jit_compile=options.jit,
     )
     if options.resume:
-        trainer.restore()
+        trainer.restore(log=warn if chief else log)
         log(f"resumed at step {int(trainer.step.numpy())}")
     else:
         trainer.save()  # step 0: from here on --resume always has a checkpoint
-    log(f"training {config.variant} ({config.architecture}); run directory: {run.path}")
+    replicas = f" on {strategy.num_replicas_in_sync} replicas" if strategy else ""
+    log(f"training {config.variant} ({config.architecture}){replicas}; run directory: {run.path}")
     outcome = trainer.fit(limits)
+    if not chief:
+        distribute.barrier(strategy)  # until the chief has written the report
+        return {}
 
     # Report with the best development weights, as the paper selects its models.
     best = trainer.best_manager.latest_checkpoint
+    problem = checkpoint_problem(best) if best else None
+    if problem:
+        warn(f"the best weights {best} are unreadable ({problem}); reporting with the last ones")
+        best = None
     if best:
         tf.train.Checkpoint(model=model).read(best).expect_partial()
     dev_nll = trainer.dev_nll()
@@ -314,11 +359,17 @@ def train(options: TrainOptions) -> dict[str, Any]:
         "target_tokens_per_second": outcome.target_tokens / max(outcome.wall_seconds, 1e-9),
         "train_nll": outcome.train_nll,
         "dev_nll": dev_nll,
-        "best_weights_step": _checkpoint_step(best),
+        "best_weights_step": checkpoint_step(best),
         "held_out": report,
         "parameters": int(sum(math.prod(w.shape) for w in model.trainable_weights)),
     }
-    write_json_atomic(run.summary_path, summary)
+    try:
+        write_json_atomic(run.summary_path, summary)
+    except OSError as error:
+        raise RunWriteError(
+            f"cannot write {run.summary_path}: {error.strerror}; training is complete and "
+            f"checkpointed: free space and run again with --resume to write the report"
+        ) from None
     log(
         f"done: {outcome.steps} updates, {outcome.epochs:.2f} epochs, stopped by {outcome.stop_reason}; "
         f"train NLL {outcome.train_nll:.2f}, dev NLL {dev_nll:.2f}"
@@ -330,6 +381,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
     )
     log(f"sacreBLEU signature: {report['bleu_signature']}")
     log(f"run directory: {run.path}  (summary.json, checkpoints/, best/, tensorboard/)")
+    distribute.barrier(strategy)
     return summary
 
 
@@ -340,11 +392,3 @@ def mean_pair_length(train: dict[str, int]) -> float | None:
         return None
     return max(train["source_tokens"], train["target_tokens"]) / train["kept"] + 1
 
-
-def _checkpoint_step(path: str | None) -> int | None:
-    if not path:
-        return None
-    try:
-        return int(path.rsplit("-", 1)[1])
-    except (IndexError, ValueError):
-        return None

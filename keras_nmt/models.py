@@ -79,7 +79,10 @@ class TranslationModel(keras.Model):
 
 def sentence_nll(logits, targets):
     """Per-sentence negative log-likelihood [B]: summed over target tokens, padding
-    (id 0) masked. The paper's training cost and its Table 2 figure."""
-    mask = tf.cast(tf.not_equal(targets, 0), logits.dtype)
+    (id 0) masked. The paper's training cost and its Table 2 figure. Computed in
+    float32 whatever the logits' dtype (mixed precision): a float16 softmax over 30,000
+    words loses the small probabilities."""
+    logits = tf.cast(logits, tf.float32)
+    mask = tf.cast(tf.not_equal(targets, 0), tf.float32)
     token_nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=targets, logits=logits)
     return tf.reduce_sum(token_nll * mask, axis=1)

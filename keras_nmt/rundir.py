@@ -18,6 +18,7 @@ import pathlib
 import tempfile
 from typing import Any
 
+from keras_nmt import faults
 from keras_nmt.config import Config
 from keras_nmt.tokenizer import Vocabulary
 
@@ -36,6 +37,7 @@ def write_text_atomic(path: pathlib.Path, content: str) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)  # mkstemp makes it private; a normal file is world-readable
+        faults.point(f"write:{path.name}")
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

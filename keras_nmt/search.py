@@ -336,7 +336,8 @@ def stepwise_greedy(
 
 
 def make_translate_fn(
-    model, nbest: int = 1, max_decode_ratio: float | None = None, autograph: bool = True
+    model, nbest: int = 1, max_decode_ratio: float | None = None, autograph: bool = True,
+    jit_compile: bool = False,
 ):
     """A ``tf.function`` around :func:`beam_search` that traces once.
 
@@ -345,7 +346,15 @@ def make_translate_fn(
     :func:`beam_search`; ``max_length <= 0`` selects the ratio rule (the model's
     ``config.max_decode_ratio`` unless ``max_decode_ratio`` is given). ``nbest`` is
     fixed here, as a Python constant.
+
+    ``jit_compile`` compiles the model's ``encode`` and ``step`` with XLA: the decoder
+    step (GRU, attention, deep output over the vocabulary) is where decoding spends its
+    time. The loop itself stays a TF while loop, since its history grows by one column
+    a step and XLA needs loop variables of fixed shape. XLA compiles once per distinct
+    input shape.
     """
+    if jit_compile:
+        model = _XlaSteps(model)
     ratio = float(model.config.max_decode_ratio if max_decode_ratio is None else max_decode_ratio)
     if math.isnan(ratio) or ratio < 0:
         raise ValueError(f"max_decode_ratio must be >= 0, got {ratio}")
@@ -370,3 +379,12 @@ def make_translate_fn(
         tf.TensorSpec([], tf.int32, name="max_length"),
     ]
     return tf.function(translate, input_signature=signature, autograph=autograph)
+
+
+class _XlaSteps:
+    """A model whose ``encode`` and ``step`` run XLA-compiled (see make_translate_fn)."""
+
+    def __init__(self, model):
+        self.config = model.config
+        self.encode = tf.function(model.encode, jit_compile=True, autograph=False)
+        self.step = tf.function(model.step, jit_compile=True, autograph=False)

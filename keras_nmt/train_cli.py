@@ -6,7 +6,8 @@ import argparse
 import sys
 
 from keras_nmt.arguments import OneLineParser, positive_int, positive_float
-from keras_nmt.config import VARIANTS, ConfigError, parse_overrides, variant_config
+from keras_nmt import distribute
+from keras_nmt.config import PRECISIONS, VARIANTS, ConfigError, parse_overrides, variant_config
 from keras_nmt.corpus.readers import CorpusError
 from keras_nmt.codec import CodecError
 from keras_nmt.corpus.wmt14 import DownloadError
@@ -17,6 +18,7 @@ PROG = "train.py"
 # Errors whose message is for the user: printed as one line, no traceback.
 USER_ERRORS: tuple[type[Exception], ...] = (
     CodecError, ConfigError, CorpusError, DownloadError, RunDirError, VocabularyError,
+    distribute.StrategyError,
 )
 
 
@@ -74,6 +76,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="on the built-in corpus, keep the paper's dimensions instead of the compact ones",
     )
     parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    parser.add_argument(
+        "--strategy", choices=distribute.STRATEGIES, default="default",
+        help="'default': one device; 'mirrored': every local GPU (or logical CPU); "
+        "'multiworker': the machines listed in TF_CONFIG (run the same command on each)",
+    )
+    parser.add_argument(
+        "--precision", choices=PRECISIONS,
+        help="computation dtype (default float32; fixed for a run, kept by --resume)",
+    )
+    parser.add_argument(
+        "--jit", action="store_true",
+        help="compile the training step and the beam search with XLA (--strategy default only)",
+    )
     return parser
 
 
@@ -84,6 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     user_errors = USER_ERRORS
     try:
         overrides = parse_overrides(args.overrides)
+        if args.precision:
+            overrides["precision"] = args.precision
+        distribute.check(args.strategy)
+        if args.jit and args.strategy != "default":
+            raise distribute.StrategyError("--jit works with --strategy default only")
         variant_config(args.variant, overrides)  # unknown variant or bad value: fail before any work
         if args.resume and not args.out:
             raise RunDirError("--resume needs --out RUN_DIR (the run to continue)")
@@ -98,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             resume=args.resume, seed=args.seed, paper_size=args.paper_size, quiet=args.quiet,
             cache_dir=args.cache_dir, mirror=args.mirror, max_train_pairs=args.max_train_pairs,
             tokenizer=args.tokenizer,
+            strategy=args.strategy, jit=args.jit,
         )
         experiment.train(options)
     except user_errors as error:

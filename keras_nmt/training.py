@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import pathlib
+import re
+import shutil
+import tempfile
 import time
 from typing import Callable
 
@@ -11,10 +15,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_nmt import distribute, faults
 from keras_nmt.config import Config
 from keras_nmt.models import TranslationModel, sentence_nll
 from keras_nmt.progress import Progress, format_duration
-from keras_nmt.rundir import RunDir
+from keras_nmt.rundir import RunDir, RunDirError
 
 _BATCH_SIGNATURE = (
     tf.TensorSpec([None, None], tf.int32, name="source_ids"),
@@ -25,6 +30,54 @@ _BATCH_SIGNATURE = (
 
 class TrainingDiverged(RuntimeError):
     """The loss became NaN or infinite; the message says where to resume from."""
+
+
+class RunWriteError(RunDirError):
+    """The run directory could not be written (disk full, permissions); the message
+    names the last complete checkpoint to resume from."""
+
+
+# What a failed write raises: Python's own file I/O, or TensorFlow's file layer.
+WRITE_ERRORS = (OSError, tf.errors.OpError)
+
+
+def checkpoint_step(path: str | None) -> int | None:
+    """The step number at the end of a checkpoint prefix (``.../ckpt-120`` -> 120)."""
+    if not path:
+        return None
+    try:
+        return int(path.rsplit("-", 1)[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def checkpoint_problem(path: str) -> str | None:
+    """Why the checkpoint at prefix ``path`` cannot be restored, or None when every
+    tensor its index lists reads back intact (RestoreV2 checks each one's CRC32C; it
+    also reads the variant tensors, such as the input pipeline's state, that
+    CheckpointReader cannot turn into numpy)."""
+    try:
+        dtypes = tf.train.load_checkpoint(path).get_variable_to_dtype_map()
+        names = sorted(dtypes)
+        with tf.device("CPU"):
+            tf.raw_ops.RestoreV2(
+                prefix=path, tensor_names=names, shape_and_slices=[""] * len(names),
+                dtypes=[dtypes[name] for name in names],
+            )
+    except (tf.errors.OpError, ValueError) as error:
+        return getattr(error, "message", None) or str(error).splitlines()[0]
+    return None
+
+
+def _os_reason(error: Exception) -> str:
+    """The operating system's words for a failed write: "No space left on device"
+    from an OSError, or from the end of a TF file error ("{{function_node ...}}
+    PATH; File too large [Op:SaveV2]")."""
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    text = getattr(error, "message", None) or str(error)
+    text = re.sub(r"\s*\[Op:\w+\].*$", "", text.splitlines()[0] if text else "")
+    return text.rsplit("; ", 1)[-1].strip() or type(error).__name__
 
 
 def make_optimizer(config: Config) -> keras.optimizers.Optimizer:
@@ -74,16 +127,34 @@ class Trainer:
         train_pairs: int,
         dev_bleu: Callable[[], float] | None = None,
         progress: Progress | None = None,
+        strategy: tf.distribute.Strategy | None = None,
+        jit_compile: bool = False,
     ):
+        """``strategy``: None trains on one device; otherwise ``model`` must have been
+        built in ``strategy.scope()``. Only the chief writes into ``run``: the other
+        workers write their checkpoints (TF wants every worker to save) into a
+        throw-away directory, removed by :meth:`close`."""
         self.config = config
         self.model = model
         self.run = run
         self.dev_batches = dev_batches
         self.dev_bleu = dev_bleu
         self.train_pairs = max(1, train_pairs)
-        self.progress = progress or Progress(enabled=False)
-        self.optimizer = make_optimizer(config)
-        self.optimizer.build(model.trainable_variables)
+        self.strategy = strategy
+        self.is_chief = distribute.is_chief(strategy)
+        self.progress = progress if progress and self.is_chief else Progress(enabled=False)
+        with distribute.scope(strategy):
+            self.optimizer = make_optimizer(config)
+            if keras.mixed_precision.global_policy().name == "mixed_float16":
+                # float16 gradients underflow: scale the loss up, the gradients down.
+                self.optimizer = keras.optimizers.LossScaleOptimizer(self.optimizer)
+            self.optimizer.build(model.trainable_variables)
+        if strategy is not None:
+            # The distributed step all-reduces the gradients before clipping them, as
+            # the paper's global-norm clipping needs the full batch's gradient. Keras's
+            # TF optimizer would all-reduce (sum) them again in apply_gradients, through
+            # this hook of its TF backend: the gradients it gets are already reduced.
+            self.optimizer._all_reduce_sum_gradients = lambda grads_and_vars: list(grads_and_vars)
         self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
         self.sentences = tf.Variable(0, dtype=tf.int64, trainable=False, name="sentences")
         self.target_tokens = tf.Variable(0, dtype=tf.int64, trainable=False, name="target_tokens")
@@ -106,15 +177,23 @@ class Trainer:
             best_dev_bleu=self.best_dev_bleu,
             bad_evals=self.bad_evals,
         )
-        self.manager = tf.train.CheckpointManager(
-            self.checkpoint, str(run.checkpoints), max_to_keep=2, step_counter=self.step
-        )
+        self.scratch = None if self.is_chief else tempfile.mkdtemp(prefix="keras-nmt-worker-")
+        self.checkpoint_dir = run.checkpoints if self.is_chief else pathlib.Path(self.scratch, "checkpoints")
+        self.manager = self._checkpoint_manager()
         self.best_manager = tf.train.CheckpointManager(
-            tf.train.Checkpoint(model=model), str(run.best), max_to_keep=1, step_counter=self.step
+            tf.train.Checkpoint(model=model),
+            str(run.best if self.is_chief else pathlib.Path(self.scratch, "best")),
+            max_to_keep=1, step_counter=self.step,
         )
-        self.train_step = tf.function(self._train_step, input_signature=_BATCH_SIGNATURE)
+        step_fn = self._train_step if strategy is None else self._distributed_train_step
+        self.train_step = tf.function(
+            step_fn, input_signature=_BATCH_SIGNATURE, jit_compile=jit_compile or None
+        )
         self.eval_step = tf.function(self._eval_step, input_signature=_BATCH_SIGNATURE)
-        self.writer = tf.summary.create_file_writer(str(run.tensorboard))
+        self.writer = (
+            tf.summary.create_file_writer(str(run.tensorboard)) if self.is_chief
+            else tf.summary.create_noop_writer()
+        )
 
     # -- compiled steps ---------------------------------------------------------------
     def _train_step(self, source_ids, target_in, target_out):
@@ -122,12 +201,71 @@ class Trainer:
             logits = self.model((source_ids, target_in), training=True)
             nll = sentence_nll(logits, target_out)
             loss = tf.reduce_mean(nll)
+            scaled = self._scale_loss(loss)
         variables = self.model.trainable_variables
-        gradients = tape.gradient(loss, variables)
+        gradients = self._unscale(tape.gradient(scaled, variables))
         clipped, norm = tf.clip_by_global_norm(gradients, self.config.clipnorm)
-        self.optimizer.apply_gradients(zip(clipped, variables))
+        self._apply(clipped, variables)
         tokens = tf.reduce_sum(tf.cast(tf.not_equal(target_out, 0), tf.int64))
         return loss, tokens, norm
+
+    # Loss scaling (mixed_float16): the paper's clipping is on the true gradient's
+    # norm, so gradients are unscaled before clipping, then handed to the
+    # LossScaleOptimizer scaled again (the scale is a power of two: exact), which
+    # skips the update and lowers the scale when they overflowed (inf or NaN).
+    def _scale_loss(self, loss):
+        if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
+            return self.optimizer.scale_loss(loss)
+        return loss
+
+    def _unscale(self, gradients):
+        if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
+            scale = self.optimizer.dynamic_scale
+            return [g / tf.cast(scale, g.dtype) for g in gradients]
+        return gradients
+
+    def _apply(self, gradients, variables):
+        if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
+            scale = self.optimizer.dynamic_scale
+            gradients = [g * tf.cast(scale, g.dtype) for g in gradients]
+        self.optimizer.apply_gradients(zip(gradients, variables))
+
+    def _distributed_train_step(self, source_ids, target_in, target_out):
+        """The same update as :meth:`_train_step`, data-parallel: each replica takes its
+        rows of the global batch; gradients of the summed NLL are all-reduced, divided by
+        the global sentence count (= the gradient of the global batch's mean NLL), and
+        only then clipped to the global norm, so the update is the single-device one."""
+        strategy = self.strategy
+        batch = (source_ids, target_in, target_out)
+        sentences = tf.cast(tf.shape(source_ids)[0], tf.float32)
+        rows = strategy.experimental_distribute_values_from_function(
+            lambda context: distribute.replica_rows(
+                batch, context.replica_id_in_sync_group, context.num_replicas_in_sync
+            )
+        )
+
+        def replica_step(rows):
+            source_ids, target_in, target_out = rows
+            replica = tf.distribute.get_replica_context()
+            with tf.GradientTape() as tape:
+                logits = self.model((source_ids, target_in), training=True)
+                nll_sum = tf.reduce_sum(sentence_nll(logits, target_out))
+                loss = nll_sum / sentences
+                scaled = self._scale_loss(loss)
+            variables = self.model.trainable_variables
+            gradients = replica.all_reduce(
+                tf.distribute.ReduceOp.SUM, self._unscale(tape.gradient(scaled, variables))
+            )
+            clipped, norm = tf.clip_by_global_norm(gradients, self.config.clipnorm)
+            self._apply(clipped, variables)
+            tokens = tf.reduce_sum(tf.cast(tf.not_equal(target_out, 0), tf.int64))
+            loss = replica.all_reduce(tf.distribute.ReduceOp.SUM, loss)
+            tokens = replica.all_reduce(tf.distribute.ReduceOp.SUM, tokens)
+            return loss, tokens, norm
+
+        loss, tokens, norm = strategy.run(replica_step, args=(rows,))
+        first = strategy.experimental_local_results
+        return first(loss)[0], first(tokens)[0], first(norm)[0]
 
     def _eval_step(self, source_ids, target_in, target_out):
         logits = self.model((source_ids, target_in), training=False)
@@ -136,16 +274,107 @@ class Trainer:
         return tf.reduce_sum(nll), tf.cast(tf.shape(nll)[0], tf.int64), tokens
 
     # -- state --------------------------------------------------------------------------
-    def restore(self) -> bool:
-        """Load the latest checkpoint, if any. Returns whether one was found."""
-        latest = self.manager.latest_checkpoint
-        if latest is None:
+    def restore(self, log: Callable[[str], None] = print) -> bool:
+        """Load the newest complete checkpoint. Returns whether there was one.
+
+        The ``checkpoint`` state file is the commit point: files it does not name (a
+        save killed before TF updated it) are left-overs and are removed. A named
+        checkpoint that does not read back intact is skipped, with a message, for the
+        one before it; nothing is restored from it. Raises RunDirError when the state
+        file names checkpoints but none is complete.
+        """
+        # Every worker restores from the chief's checkpoints (a shared run directory).
+        state = tf.train.get_checkpoint_state(str(self.run.checkpoints))
+        candidates = list(reversed(state.all_model_checkpoint_paths)) if state else []  # newest first
+        if not candidates:
             return False
-        self.checkpoint.read(latest).assert_existing_objects_matched()
+        for path in candidates:
+            problem = checkpoint_problem(path)
+            if problem is None:
+                try:
+                    self.checkpoint.read(path).assert_existing_objects_matched()
+                except (tf.errors.OpError, AssertionError, ValueError) as error:
+                    problem = str(error).splitlines()[0]
+            if problem is None:
+                break
+            log(f"checkpoint {path} is incomplete or unreadable ({problem}); using the one before it")
+        else:
+            raise RunDirError(
+                f"no complete checkpoint in {self.run.checkpoints}: every checkpoint the "
+                f"'checkpoint' file names is unreadable"
+            )
+        if self.is_chief:
+            if path != candidates[0]:
+                self._forget_checkpoints_after(path)
+            self._remove_leftovers()
         return True
 
+    def _forget_checkpoints_after(self, path: str) -> None:
+        """Make ``path`` the latest checkpoint again: the state file is rewritten
+        (atomically, by TF) without the later, broken ones, whose files then count as
+        left-overs."""
+        state = tf.train.get_checkpoint_state(str(self.run.checkpoints))
+        keep = list(state.all_model_checkpoint_paths).index(path) + 1
+        tf.compat.v1.train.update_checkpoint_state(
+            str(self.run.checkpoints), path,
+            all_model_checkpoint_paths=state.all_model_checkpoint_paths[:keep],
+            all_model_checkpoint_timestamps=state.all_model_checkpoint_timestamps[:keep],
+            last_preserved_timestamp=state.last_preserved_timestamp,
+        )
+        self.manager = self._checkpoint_manager()
+
+    def _remove_leftovers(self) -> None:
+        """Delete what a killed save leaves: TF's ``*_temp`` shard directories, its
+        state file's temporary copies and checkpoint files the state file does not name."""
+        named = {pathlib.Path(p).name for p in self.manager.checkpoints}
+        for entry in self.run.checkpoints.iterdir():
+            prefix = entry.name.split(".", 1)[0]
+            if entry.name.endswith("_temp") and entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+            elif entry.name.startswith("checkpoint.tmp") or (
+                prefix.startswith("ckpt-") and prefix not in named
+            ):
+                entry.unlink(missing_ok=True)
+
+    def _checkpoint_manager(self) -> tf.train.CheckpointManager:
+        return tf.train.CheckpointManager(
+            self.checkpoint, str(self.checkpoint_dir), max_to_keep=2, step_counter=self.step
+        )
+
     def save(self) -> str:
-        return self.manager.save(checkpoint_number=self.step)
+        """Checkpoint the training state; a failed write raises RunWriteError."""
+        step = int(self.step.numpy())
+        faults.point("checkpoint-start", step)
+        options = tf.train.CheckpointOptions(
+            experimental_write_callbacks=[lambda: faults.writing_point(step)]
+        )
+        try:
+            with faults.watch_writing(self.checkpoint_dir, step):
+                path = self.manager.save(checkpoint_number=step, options=options)
+        except WRITE_ERRORS as error:
+            raise self._write_error(f"checkpoint of step {step}", error) from None
+        faults.point("checkpoint-state-written", step)
+        return path
+
+    def save_best(self, step: int) -> None:
+        options = tf.train.CheckpointOptions(
+            experimental_write_callbacks=[lambda: faults.point("best-data-written", step)]
+        )
+        try:
+            self.best_manager.save(checkpoint_number=step, options=options)
+        except WRITE_ERRORS as error:
+            raise self._write_error(f"best weights of step {step}", error) from None
+
+    def _write_error(self, what: str, error: Exception) -> RunWriteError:
+        reason = _os_reason(error)
+        last = checkpoint_step(self.manager.latest_checkpoint)
+        where = (
+            f"the last complete checkpoint is step {last}; free space (or fix the permissions) "
+            f"and continue with --resume" if last is not None else "no checkpoint was written"
+        )
+        return RunWriteError(
+            f"cannot write the {what} in {self.run.path}: {reason.splitlines()[0]}; {where}"
+        )
 
     def dev_nll(self) -> float:
         """Mean per-sentence NLL on the development set (every pair, none dropped)."""
@@ -178,7 +407,8 @@ class Trainer:
             if limits.max_steps is not None and step >= limits.max_steps:
                 stop_reason = "max_steps"
                 break
-            if limits.max_minutes is not None and elapsed() >= limits.max_minutes * 60:
+            out_of_time = limits.max_minutes is not None and elapsed() >= limits.max_minutes * 60
+            if limits.max_minutes is not None and self._chief_decides(out_of_time):
                 stop_reason = "max_minutes"
                 break
             (source_ids, target_in), target_out = next(self.iterator)
@@ -191,6 +421,7 @@ class Trainer:
                     f"it with --resume, after lowering the learning rate (--set learning_rate=...)"
                 )
             step += 1
+            faults.point("step", step)
             self.step.assign(step)
             self.sentences.assign_add(int(tf.shape(source_ids)[0]))
             self.target_tokens.assign_add(int(tokens))
@@ -207,7 +438,9 @@ class Trainer:
 
             stop = False
             if step % config.eval_every == 0:
-                stop = self._evaluate(step, float(np.mean(recent_nll[-config.eval_every :])))
+                if self.is_chief:
+                    stop = self._evaluate(step, float(np.mean(recent_nll[-config.eval_every :])))
+                stop = self._chief_decides(stop)
             if step % config.checkpoint_every == 0 or stop:
                 self.save()
                 last_saved = step
@@ -221,6 +454,8 @@ class Trainer:
             self.save()
         self.progress.close()
         self.writer.flush()
+        if self.scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
         train_nll = float(np.mean(recent_nll[-config.eval_every :])) if recent_nll else math.nan
         return Outcome(
             stop_reason=stop_reason,
@@ -233,9 +468,20 @@ class Trainer:
             target_tokens=int(self.target_tokens.numpy()),
         )
 
+    def _chief_decides(self, flag: bool) -> bool:
+        """The chief's ``flag`` on every worker: workers must stop at the same step, or
+        the ones left would wait forever in their next all-reduce. Single-process
+        training needs no agreement."""
+        if not distribute.is_multiworker(self.strategy):
+            return flag
+        value = tf.constant(int(flag and self.is_chief), tf.int32)
+        votes = self.strategy.experimental_distribute_values_from_function(lambda _: value)
+        return int(self.strategy.reduce(tf.distribute.ReduceOp.SUM, votes, axis=None)) > 0
+
     def _evaluate(self, step: int, train_nll: float) -> bool:
         """Development evaluation; keeps the best weights. Returns True to stop early."""
         dev_nll = self.dev_nll()
+        faults.point("evaluation", step)
         dev_bleu = self.dev_bleu() if self.dev_bleu and self.config.early_stop_metric == "bleu" else None
         with self.writer.as_default(step=step):
             tf.summary.scalar("dev/nll", dev_nll)
@@ -251,7 +497,7 @@ class Trainer:
         if improved:
             self.best_score.assign(score)
             self.bad_evals.assign(0)
-            self.best_manager.save(checkpoint_number=step)
+            self.save_best(step)
         else:
             self.bad_evals.assign_add(1)
         bleu_text = f"  dev BLEU {dev_bleu:.2f}" if dev_bleu is not None else ""

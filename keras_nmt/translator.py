@@ -83,8 +83,10 @@ class Translator:
         max_source_len: int | None = None,
         source_codec=None,
         target_codec=None,
+        jit_compile: bool = False,
     ):
         self.model = model
+        self.jit_compile = jit_compile  # XLA-compile the beam search
         self.source_vocab = source_vocab
         self.target_vocab = target_vocab
         self.src_lang = src_lang
@@ -148,7 +150,7 @@ class Translator:
             # search.beam_search is plain TensorFlow ops (no Python control flow on
             # tensors), so autograph is not needed: tracing without it is ~3x faster.
             self._search_fns[nbest] = search.make_translate_fn(
-                self.model, nbest=nbest, autograph=False
+                self.model, nbest=nbest, autograph=False, jit_compile=self.jit_compile
             )
         return self._search_fns[nbest]
 
