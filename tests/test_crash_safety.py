@@ -67,10 +67,11 @@ ALL_FAILURES = [
     ("checkpoint-start@10:nospace", 2, 8),      # the disk is full from step 10 on
     ("write:summary.json", KILLED, STEPS),      # training done, report being written
 ]
-# Each point costs a process start (~10 s): CI tries four of them (a kill mid-write, a
-# torn checkpoint, a full disk, a kill in the report's write), KERAS_NMT_SLOW_TESTS=1 all.
-QUICK = {"checkpoint-writing@4", "checkpoint-state-written@8", "checkpoint-start@10:nospace",
-         "write:summary.json"}
+# Each point costs a process start (~10 s): CI tries six of them (a kill between
+# checkpoints, a kill mid-write, a kill between the data and the state file, a torn
+# checkpoint, a full disk, a kill in the report's write), KERAS_NMT_SLOW_TESTS=1 all ten.
+QUICK = {"step@3", "checkpoint-writing@4", "checkpoint-data-written@4",
+         "checkpoint-state-written@8", "checkpoint-start@10:nospace", "write:summary.json"}
 FAILURES = [f for f in ALL_FAILURES if os.environ.get("KERAS_NMT_SLOW_TESTS") or f[0] in QUICK]
 
 
