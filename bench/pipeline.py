@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import pathlib
-import platform
 import sys
 import tempfile
 import time
@@ -36,41 +34,26 @@ import tensorflow as tf
 
 from keras_nmt import config as config_lib
 from keras_nmt import data
-from keras_nmt.corpus.readers import find_corpus, scan_training_split
 from keras_nmt.experiment import mean_pair_length
 from keras_nmt.text import TokenEncoder
-from keras_nmt.tokenizer import Vocabulary
+
+import _common  # bench/_common.py, beside this file
+from _common import machine
 
 # The compact real-corpus size of the README's Anki runs.
 COMPACT_REAL = {"embedding": 256, "hidden": 256, "attention": 256, "maxout": 128,
                 "optimizer": "adam", "learning_rate": 2e-3, "batch_size": 64}
 
 
-def machine() -> dict:
-    import keras
-
-    cpu = platform.processor()
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
-            "tensorflow": tf.__version__, "keras": keras.__version__, "platform": platform.platform()}
-
-
 class Corpus:
-    """A corpus directory scanned once: its files, shortlists and encoders."""
+    """A corpus directory scanned once (``_common.Corpus.scan``) and its graph encoders."""
 
     def __init__(self, path: pathlib.Path, src: str, tgt: str, max_len: int, vocab_size: int):
-        self.path, self.max_len = path, max_len
-        self.splits = find_corpus(path, src, tgt)
-        stats = scan_training_split(self.splits["train"], src, tgt, max_len)
-        self.train = stats.summary()
-        self.source_encoder = TokenEncoder(Vocabulary.from_counts(stats.source_counts, vocab_size), src)
-        self.target_encoder = TokenEncoder(Vocabulary.from_counts(stats.target_counts, vocab_size), tgt)
+        scanned = _common.Corpus.scan(path, src, tgt, max_len, vocab_size)
+        self.path, self.max_len = scanned.path, max_len
+        self.splits, self.train = scanned.splits, scanned.train
+        self.source_encoder = TokenEncoder(scanned.source_vocab, src)
+        self.target_encoder = TokenEncoder(scanned.target_vocab, tgt)
 
     def batches(self, batch_size: int, batch_tokens: int = 0, seed: int = 1234) -> tf.data.Dataset:
         return data.training_batches(

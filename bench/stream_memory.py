@@ -84,7 +84,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", type=pathlib.Path)
     args = parser.parse_args(argv)
 
-    from pipeline import machine  # bench/pipeline.py, beside this file
+    from _common import machine  # bench/_common.py, beside this file
 
     results = {"machine": machine(),
                "corpus": str(args.corpus), "steps": args.steps, "train_args": TRAIN_ARGS, "runs": []}
