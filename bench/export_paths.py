@@ -33,6 +33,10 @@ import tempfile
 import time
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench import _common  # noqa: E402
 
 # Each first-request probe runs in a fresh interpreter and prints one JSON object.
 _PROBE_PRELUDE = """
@@ -109,7 +113,8 @@ def _environ() -> dict:
 
 
 def measure(run_dir: str, sentences: list[str], work: pathlib.Path) -> dict:
-    report: dict = {"run_dir": run_dir, "sentences": len(sentences)}
+    report: dict = {"benchmark": "export_paths", "machine": _common.machine(),
+                    "run_dir": run_dir, "sentences": len(sentences)}
 
     # The whole command, as a user runs it.
     export_dir = work / "export"

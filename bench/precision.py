@@ -21,6 +21,12 @@ import sys
 import tempfile
 import time
 
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench import _common  # noqa: E402
+
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
@@ -111,7 +117,7 @@ def main(argv=None) -> int:
     result = {
         "variant": args.variant, "config": config.to_dict(), "rounds": args.rounds,
         "steps_per_round": args.steps, "warmup_steps": args.warmup,
-        "tensorflow": tf.__version__, "keras": keras.__version__, "results": rows,
+        "machine": _common.machine(), "results": rows,
     }
     pathlib.Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {args.json}")

@@ -39,6 +39,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # serving/, and the stand-in in tests/
 
+from bench import _common  # noqa: E402
 from serving.onnx_translate import OnnxTranslator  # noqa: E402
 from serving.tfserving_client import GrpcTransport, RestTransport, TFServingClient  # noqa: E402
 
@@ -160,7 +161,7 @@ def main(argv=None) -> int:
         results = {
             "note": "REST/gRPC go through the loopback stand-in (TF1 session loader), "
                     "not TF Serving",
-            "sentences": len(sentences), "cpu_count": os.cpu_count(),
+            "machine": _common.machine(), "sentences": len(sentences),
             "onnx": measure_onnx(export_dir, args.name, sentences, args.beam, args.batch_size),
             "rest": measure_protocol("rest", export_dir, args.name, sentences,
                                      args.batch_size, args.repeats),

@@ -118,11 +118,11 @@ def training_flops(config, source_len, target_len):
 
 # ---------------------------------------------------------------------------- one measurement
 
-def measure(spec: dict[str, Any]) -> dict[str, Any]:
-    """Time ``spec['steps']`` training steps of one model at one size (in this process)."""
+def prepare(spec: dict[str, Any], run_path: str):
+    """(config, model, trainer, held batches) for ``spec``: the Trainer writes nothing
+    here, but needs a run directory (``run_path``)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import keras
-    import numpy as np
 
     from keras_nmt import config as config_lib
     from keras_nmt import data
@@ -147,8 +147,16 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     )
     held = list(batches.take(spec["warmup"] + spec["steps"]))
     model = TranslationModel(config)
+    trainer = Trainer(config, model, RunDir(run_path), batches, lambda: None, 1)
+    return config, model, trainer, held
+
+
+def measure(spec: dict[str, Any]) -> dict[str, Any]:
+    """Time ``spec['steps']`` training steps of one model at one size (in this process)."""
+    import numpy as np
+
     with tempfile.TemporaryDirectory(prefix="train_throughput_") as tmp:
-        trainer = Trainer(config, model, RunDir(tmp), batches, lambda: None, 1)
+        config, model, trainer, held = prepare(spec, tmp)
 
         def step(batch) -> None:
             (source, target_in), target_out = batch

@@ -99,6 +99,42 @@ def _loose_shape(x, free_axes):
     return tf.TensorShape(dims)
 
 
+def _row_candidates(logits, k, forced, forbid_unk):
+    """The best extensions of every hypothesis: (log-probs, tokens), each [B*K, R] with
+    R = min(K, V), best first.
+
+    The K best extensions of a sentence are among the K best of each of its rows, and
+    within a row log-softmax keeps the order of the logits. So the vocabulary-wide work
+    is one top-k over the raw logits (its first value is the row's maximum) and the
+    row's log-sum-exp; the log-softmax, the ban and the sum with the beam scores run on
+    K + 3 columns, not on [B*K, V]. The normaliser covers every word, banned ones
+    included, exactly as ``log_softmax`` followed by a ban would. Rows at their limit
+    (``forced``) get EOS with its model log-probability and nothing else.
+    """
+    vocab_size = tf.shape(logits)[1]
+    # Three more than K, so that K remain after dropping PAD, BOS and UNK.
+    wide = tf.minimum(k + 3, vocab_size)
+    narrow = tf.minimum(k, vocab_size)
+    top_logits, top_tokens = tf.math.top_k(logits, k=wide)
+    peak = top_logits[:, :1]  # the row's maximum, log_softmax's shift, without another pass
+    log_norm = tf.math.log(tf.reduce_sum(tf.exp(logits - peak), axis=1, keepdims=True))
+    lp = (top_logits - peak) - log_norm
+    banned = (
+        tf.equal(top_tokens, PAD_ID)
+        | tf.equal(top_tokens, BOS_ID)
+        | (forbid_unk & tf.equal(top_tokens, UNK_ID))
+    )
+    lp, order = tf.math.top_k(tf.where(banned, _DEAD, lp), k=narrow)
+    rows = tf.range(tf.shape(logits)[0])[:, None]
+    tokens = tf.gather(tf.reshape(top_tokens, [-1]), order + rows * wide)
+    eos_lp = (logits[:, EOS_ID : EOS_ID + 1] - peak) - log_norm  # [B*K, 1]
+    first = tf.equal(tf.range(narrow), 0)[None, :]
+    forced = forced[:, None]
+    lp = tf.where(forced, tf.where(first, eos_lp, _DEAD), lp)
+    tokens = tf.where(forced, tf.where(first, EOS_ID, PAD_ID), tokens)
+    return lp, tokens
+
+
 def beam_search(
     model,
     source_ids,
@@ -113,8 +149,8 @@ def beam_search(
     """Translate a batch of source sentences with beam search.
 
     Args:
-      model: a :class:`~keras_nmt.models.TranslationModel` (anything with ``encode``,
-        ``step`` and ``config.tgt_vocab_size``).
+      model: a :class:`~keras_nmt.models.TranslationModel` (anything with ``encode``
+        and ``step``).
       source_ids: int [B, Tx], 0 = padding.
       beam_size: K >= 1, a Python int or a scalar int32 tensor.
       alpha: length-normalisation exponent >= 0 (scalar, may be a tensor; a negative
@@ -150,8 +186,6 @@ def beam_search(
     k = tf.maximum(tf.cast(beam_size, tf.int32), 1)
     alpha = tf.maximum(tf.cast(alpha, tf.float32), 0.0)
     forbid_unk = tf.cast(forbid_unk, tf.bool)
-    vocab_size = int(model.config.tgt_vocab_size)
-
     batch = tf.shape(source_ids)[0]
     source_time = tf.shape(source_ids)[1]
     limits = decode_limits(source_ids, max_length, max_decode_ratio)  # [B]
@@ -163,13 +197,6 @@ def beam_search(
     state = tf.nest.map_structure(lambda x: _tile_rows(x, k), state)
     memory = tf.nest.map_structure(lambda x: _tile_rows(x, k), memory)
 
-    vocab = tf.range(vocab_size)
-    banned = (
-        tf.equal(vocab, PAD_ID)
-        | tf.equal(vocab, BOS_ID)
-        | (forbid_unk & tf.equal(vocab, UNK_ID))
-    )[None, :]  # [1, V]
-    not_eos = tf.not_equal(vocab, EOS_ID)[None, None, :]  # [1, 1, V]
     row_offsets = tf.range(batch)[:, None]  # [B, 1]
 
     first_live = tf.where(tf.equal(tf.range(k), 0), 0.0, dead)
@@ -209,18 +236,17 @@ def beam_search(
     def body(t, done, previous_ids, state, live_lp, live_ids, live_attn,
              pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn):
         logits, new_state, weights = model.step(previous_ids, state, memory)
-        log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
-        log_probs = tf.where(banned, dead, log_probs)
-        log_probs = tf.reshape(log_probs, [batch, k, vocab_size])
+        logits = tf.cast(logits, tf.float32)  # [B*K, V]
         length = t + 1  # tokens of the hypotheses made by this step
         forced = length >= limits  # [B]: only EOS allowed at the limit
-        log_probs = tf.where(forced[:, None, None] & not_eos, dead, log_probs)
+        row_lp, row_tokens = _row_candidates(logits, k, _tile_rows(forced, k), forbid_unk)  # [B*K, R]
+        width = tf.shape(row_lp)[1]
 
-        candidates = tf.reshape(live_lp[:, :, None] + log_probs, [batch, k * vocab_size])
+        candidates = tf.reshape(tf.reshape(live_lp, [-1, 1]) + row_lp, [batch, k * width])
         top_lp, top_index = tf.math.top_k(candidates, k=k)  # [B, K]
         top_lp = tf.maximum(top_lp, dead)  # dead stays exactly dead, never drifts lower
-        tokens = top_index % vocab_size
-        parents = tf.reshape(top_index // vocab_size + row_offsets * k, [-1])  # [B*K]
+        tokens = tf.gather(tf.reshape(row_tokens, [-1]), top_index + row_offsets * (k * width))
+        parents = tf.reshape(top_index // width + row_offsets * k, [-1])  # [B*K]
         flat_tokens = tf.reshape(tokens, [-1])
 
         # One gather per tensor reorders the state and the history by parent.

@@ -15,7 +15,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_nmt import distribute, faults
+from keras_nmt import distribute, faults, optimizers
 from keras_nmt.config import Config
 from keras_nmt.models import TranslationModel, sentence_nll
 from keras_nmt.progress import Progress, format_duration
@@ -84,11 +84,11 @@ def make_optimizer(config: Config) -> keras.optimizers.Optimizer:
     """The configured optimizer. Gradient clipping is done by the training step (global
     norm, as the paper does), not by the optimizer."""
     if config.optimizer == "adadelta":
-        return keras.optimizers.Adadelta(
+        return optimizers.FusedAdadelta(
             learning_rate=config.learning_rate, rho=config.rho, epsilon=config.epsilon
         )
     if config.optimizer == "adam":
-        return keras.optimizers.Adam(learning_rate=config.learning_rate)
+        return optimizers.FusedAdam(learning_rate=config.learning_rate)
     return keras.optimizers.SGD(learning_rate=config.learning_rate)
 
 

@@ -200,3 +200,29 @@ def test_paper_initialisation():
 def test_block_orthogonal_rejects_non_block_shapes():
     with pytest.raises(ValueError):
         BlockOrthogonal()((4, 6))
+
+
+@pytest.mark.parametrize("arch,reset_after", [("search", False), ("search", True), ("encdec", False)])
+def test_encoder_equals_keras_gru_layers(arch, reset_after):
+    # The encoder runs its directions in one fused loop over the Keras GRU layers'
+    # weights; on the real positions it must give what those layers give themselves.
+    keras.utils.set_random_seed(3)
+    model = TranslationModel(variant_config(f"{arch}50", {**TINY, "reset_after": reset_after}))
+    rng = np.random.default_rng(3)
+    for w in model.encoder.weights:
+        w.assign(rng.normal(0, 0.4, w.shape).astype("float32"))
+    source = tf.constant([[4, 5, 6, 7, 3], [8, 3, 0, 0, 0], [9, 10, 3, 0, 0]])
+    annotations, mask, summary = model.encoder(source)
+    encoder = model.encoder
+    embedded = encoder.embedding(source)
+    forward, forward_last = encoder.forward_rnn(embedded, mask=mask)
+    expected_summary = forward_last
+    expected = [forward.numpy()]
+    if arch == "search":
+        backward, backward_last = encoder.backward_rnn(embedded, mask=mask)
+        expected.append(backward.numpy()[:, ::-1])
+        expected_summary = backward_last
+    expected = np.concatenate(expected, axis=-1)
+    real = mask.numpy()
+    np.testing.assert_allclose(annotations.numpy()[real], expected[real], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(summary.numpy(), expected_summary.numpy(), rtol=1e-5, atol=1e-6)

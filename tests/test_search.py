@@ -344,3 +344,33 @@ def test_onnx_round_trip(search_model):
         want = fn(*[tf.constant(a) for a in args])
         for key, value in want.items():
             np.testing.assert_allclose(got[key], value.numpy(), atol=1e-5, err_msg=key)
+
+
+# 6. The per-hypothesis candidates: top-k over raw logits, not a log-softmax over V.
+
+@pytest.mark.parametrize("k,vocab,forbid_unk", [(1, 9, False), (3, 30, True), (5, 7, False), (10, 9, True)])
+def test_row_candidates_match_log_softmax(k, vocab, forbid_unk):
+    rng = np.random.default_rng(k * 100 + vocab)
+    logits = rng.normal(0.0, 3.0, size=(6, vocab)).astype(np.float32)
+    logits[1, [PAD_ID, BOS_ID, UNK_ID]] = 50.0  # banned words on top must not be picked
+    forced = np.array([False, False, True, False, True, False])
+    lp, tokens = search._row_candidates(tf.constant(logits), tf.constant(k), tf.constant(forced),
+                                        tf.constant(forbid_unk))
+    lp, tokens = lp.numpy(), tokens.numpy()
+    full = tf.nn.log_softmax(logits).numpy()  # normalised over every word, banned ones too
+    banned = [PAD_ID, BOS_ID] + ([UNK_ID] if forbid_unk else [])
+    width = min(k, vocab)
+    assert lp.shape == tokens.shape == (6, width)
+    for row in range(6):
+        if forced[row]:
+            assert tokens[row, 0] == EOS_ID
+            np.testing.assert_allclose(lp[row, 0], full[row, EOS_ID], atol=1e-5)
+            assert (lp[row, 1:] == search._DEAD).all()
+            continue
+        allowed = [v for v in np.argsort(-full[row], kind="stable") if v not in banned]
+        expected = allowed[:width]
+        real = lp[row] > search._ALIVE
+        np.testing.assert_array_equal(tokens[row][real], expected[: real.sum()])
+        np.testing.assert_allclose(lp[row][real], full[row, expected[: real.sum()]], atol=1e-5)
+        # Slots left dead only when fewer than K words are allowed.
+        assert real.sum() == min(width, len(allowed))

@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 from keras_nmt.config import variant_config
+from keras_nmt.optimizers import FusedAdadelta
 from keras_nmt.models import TranslationModel
 from keras_nmt.rundir import RunDir
 from keras_nmt.training import Limits, Trainer, TrainingDiverged, make_optimizer
@@ -34,6 +35,8 @@ def test_optimizers_follow_the_config():
     assert isinstance(adadelta, keras.optimizers.Adadelta)
     assert adadelta.rho == 0.95 and adadelta.epsilon == 1e-6
     assert isinstance(make_optimizer(variant_config("search50", {"optimizer": "adam"})), keras.optimizers.Adam)
+    # The fused kernels' classes (tests/test_optimizers.py checks their arithmetic).
+    assert isinstance(adadelta, FusedAdadelta)
 
 
 def test_training_lowers_the_loss_and_counts(tmp_path):

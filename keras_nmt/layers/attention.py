@@ -42,7 +42,7 @@ class AdditiveAttention(keras.layers.Layer):
 
     def call(self, query, keys, annotations, mask):
         """query s_(i-1) [B, n] -> (context c_i [B, 2n], weights alpha_i [B, Tx])."""
-        projected = tf.matmul(query, self.query_kernel)[:, None, :]
+        projected = tf.expand_dims(tf.matmul(query, self.query_kernel), 1)
         energies = tf.linalg.matvec(tf.tanh(keys + projected), self.energy_kernel)
         energies = tf.where(mask, energies, tf.constant(-1e9, energies.dtype))
         weights = tf.nn.softmax(energies, axis=-1)

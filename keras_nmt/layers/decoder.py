@@ -101,11 +101,12 @@ class Decoder(keras.layers.Layer):
         projections before it and the deep output after it see the whole sequence."""
         embedded = self.embedding(target_in)
         projected_inputs = tf.transpose(self.cell.project_inputs(embedded), [1, 0, 2])
+        kernels = self.cell.recurrent_kernels()
 
         def recur(carry, projected_input):
             previous_state = carry[0]
             context, projected_context, weights = self._context(previous_state, memory)
-            new_state = self.cell(projected_input, projected_context, previous_state)
+            new_state = self.cell(projected_input, projected_context, previous_state, kernels=kernels)
             return new_state, context, weights
 
         batch = tf.shape(state)[0]

@@ -55,21 +55,31 @@ class ConditionalGRUCell(keras.layers.Layer):
         """C c: [B, context_dim] -> [B, 3n]."""
         return tf.matmul(context, self.context_kernel)
 
-    def call(self, projected_input, projected_context, state):
-        """One step from the two projections and s_(i-1) [B, n] to s_i [B, n]."""
-        n = self.units
-        x = projected_input + projected_context
-        x_z, x_r, x_h = x[:, :n], x[:, n : 2 * n], x[:, 2 * n :]
+    def recurrent_kernels(self):
+        """The recurrent kernel as the step uses it: ([U_z | U_r], U) for the paper's
+        gate, the whole fused kernel for reset-after. Teacher forcing takes them once
+        outside its loop: slicing a kernel inside the loop costs a full-size gradient
+        tensor per step."""
         if self.reset_after:
-            recurrent = tf.matmul(state, self.recurrent_kernel)
-            z = tf.sigmoid(x_z + recurrent[:, :n])
-            r = tf.sigmoid(x_r + recurrent[:, n : 2 * n])
-            candidate = tf.tanh(x_h + r * (recurrent[:, 2 * n :] + self.recurrent_bias))
+            return (tf.convert_to_tensor(self.recurrent_kernel),)
+        return tuple(tf.split(self.recurrent_kernel, [2 * self.units, self.units], axis=1))
+
+    def call(self, projected_input, projected_context, state, kernels=None):
+        """One step from the two projections and s_(i-1) [B, n] to s_i [B, n].
+        ``kernels``: :meth:`recurrent_kernels`, when the caller has them already."""
+        kernels = self.recurrent_kernels() if kernels is None else kernels
+        # tf.split, not slices: a slice's gradient is a zero tensor of the whole size.
+        x_z, x_r, x_h = tf.split(projected_input + projected_context, 3, axis=-1)
+        if self.reset_after:
+            h_z, h_r, h_h = tf.split(tf.matmul(state, kernels[0]), 3, axis=-1)
+            z = tf.sigmoid(x_z + h_z)
+            r = tf.sigmoid(x_r + h_r)
+            candidate = tf.tanh(x_h + r * (h_h + self.recurrent_bias))
         else:
-            gates = tf.matmul(state, self.recurrent_kernel[:, : 2 * n])
-            z = tf.sigmoid(x_z + gates[:, :n])
-            r = tf.sigmoid(x_r + gates[:, n:])
-            candidate = tf.tanh(x_h + tf.matmul(r * state, self.recurrent_kernel[:, 2 * n :]))
+            h_z, h_r = tf.split(tf.matmul(state, kernels[0]), 2, axis=-1)
+            z = tf.sigmoid(x_z + h_z)
+            r = tf.sigmoid(x_r + h_r)
+            candidate = tf.tanh(x_h + tf.matmul(r * state, kernels[1]))
         return (1.0 - z) * state + z * candidate
 
     def get_config(self):

@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 
 from keras_nmt.layers import initializers
+from keras_nmt.layers.linear import apply_kernel
 
 
 @keras.saving.register_keras_serializable(package="keras_nmt")
@@ -67,12 +68,21 @@ class Encoder(keras.layers.Layer):
         """Returns (annotations [B, Tx, output_dim], mask [B, Tx] bool, summary [B, units])."""
         mask = tf.not_equal(source_ids, 0)
         embedded = self.embedding(source_ids)
-        forward, forward_last = self.forward_rnn(embedded, mask=mask, training=training)
+        lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)
+        cells = [self.forward_rnn.cell]
+        inputs = [embedded]
+        if self.backward_rnn is not None:
+            # The backward GRU reads each sentence from its last real token, so its
+            # padding stays at the end, where the mask freezes the state.
+            cells.append(self.backward_rnn.cell)
+            inputs.append(tf.reverse_sequence(embedded, lengths, seq_axis=1, batch_axis=0))
+        states = _recur(cells, inputs, mask, self.reset_after)  # [D, B, Tx, n]
+        # A frozen state after a sentence's end is the one after its last real token.
+        summaries = states[:, :, -1]
         if self.backward_rnn is None:
-            return forward, mask, forward_last
-        backward, backward_last = self.backward_rnn(embedded, mask=mask, training=training)
-        backward = tf.reverse(backward, axis=[1])  # go_backwards yields time reversed
-        return tf.concat([forward, backward], axis=-1), mask, backward_last
+            return states[0], mask, summaries[0]
+        backward = tf.reverse_sequence(states[1], lengths, seq_axis=1, batch_axis=0)
+        return tf.concat([states[0], backward], axis=-1), mask, summaries[1]
 
     def get_config(self):
         return {
@@ -83,3 +93,46 @@ class Encoder(keras.layers.Layer):
             "bidirectional": self.bidirectional,
             "reset_after": self.reset_after,
         }
+
+
+def _recur(cells, inputs, mask, reset_after: bool):
+    """Run one GRU per direction over its inputs [B, T, m], all directions in the same
+    loop: the input projections of every position are one matmul per direction before
+    the loop, and each step is one batched recurrent matmul for all directions (two
+    with the paper's reset-before gate). The arithmetic is Keras's GRU cell (weights in
+    its layout, h = z o h_prev + (1 - z) o h~), so the layers' weights are used as they
+    are. Padded steps (``mask`` False) keep the previous state. Returns [D, B, T, n]."""
+    n = cells[0].units
+    if reset_after:
+        biases = [tf.unstack(tf.convert_to_tensor(cell.bias)) for cell in cells]
+    else:
+        biases = [(tf.convert_to_tensor(cell.bias), None) for cell in cells]
+    projected = tf.stack([
+        apply_kernel(x, cell.kernel) + input_bias for x, cell, (input_bias, _) in zip(inputs, cells, biases)
+    ])  # [D, B, T, 3n]
+    recurrent = tf.stack([tf.convert_to_tensor(cell.recurrent_kernel) for cell in cells])  # [D, n, 3n]
+    recurrent_bias = tf.stack([b for _, b in biases])[:, None, :] if reset_after else None
+    if not reset_after:
+        # Split once here: slicing inside the loop costs a full-size gradient per step.
+        gate_kernel, candidate_kernel = tf.split(recurrent, [2 * n, n], axis=2)
+
+    def step(state, slices):
+        x, keep = slices  # [D, B, 3n], [1, B, 1]
+        x_z, x_r, x_h = tf.split(x, 3, axis=-1)
+        if reset_after:
+            h_z, h_r, h_h = tf.split(tf.matmul(state, recurrent) + recurrent_bias, 3, axis=-1)
+            z = tf.sigmoid(x_z + h_z)
+            r = tf.sigmoid(x_r + h_r)
+            candidate = tf.tanh(x_h + r * h_h)
+        else:
+            h_z, h_r = tf.split(tf.matmul(state, gate_kernel), 2, axis=-1)
+            z = tf.sigmoid(x_z + h_z)
+            r = tf.sigmoid(x_r + h_r)
+            candidate = tf.tanh(x_h + tf.matmul(r * state, candidate_kernel))
+        new = z * state + (1.0 - z) * candidate
+        return tf.where(keep, new, state)
+
+    keep = tf.transpose(mask)[:, None, :, None]  # [T, 1, B, 1]
+    initial = tf.zeros([len(cells), tf.shape(mask)[0], n], projected.dtype)
+    states = tf.scan(step, (tf.transpose(projected, [2, 0, 1, 3]), keep), initializer=initial)
+    return tf.transpose(states, [1, 2, 0, 3])

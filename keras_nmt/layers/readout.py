@@ -53,7 +53,10 @@ class MaxoutReadout(keras.layers.Layer):
 
     def call(self, state, embedded, context):
         """Unnormalised log-probabilities over the target shortlist: [..., V]."""
-        return apply_kernel(self.hidden(state, embedded, context), self.output_kernel) + self.output_bias
+        # bias_add, not +: TF's graph optimizer fuses MatMul + BiasAdd into one kernel,
+        # which saves a pass over [..., V] floats in every decoding step.
+        return tf.nn.bias_add(apply_kernel(self.hidden(state, embedded, context), self.output_kernel),
+                              self.output_bias)
 
     def get_config(self):
         return {**super().get_config(), "units": self.units, "vocab_size": self.vocab_size}

@@ -1,0 +1,201 @@
+"""Where the time goes: the TensorFlow profiler's trace of training steps or of beam
+search, summed by op type.
+
+Usage (one command; prints a table, writes JSON)::
+
+    PYTHONPATH=. python bench/profile_ops.py train --data ../shared/data/anki-fra-eng \\
+        [--size compact] [--model search] [--steps 10] [--json profile-train.json]
+    PYTHONPATH=. python bench/profile_ops.py decode RUN_DIR [--beam 5] [--batch 64] \\
+        [--count 256] [--json profile-decode.json]
+
+``train`` profiles the Trainer's compiled step on real batches held in memory, set up
+exactly as ``bench/train_throughput.py`` does; ``decode`` profiles the run's beam
+search (``Translator.translate``) over ``--count`` lines of its valid split.
+
+The trace (``tf.profiler.experimental``, written to a temporary directory) holds one
+event per executed op, on the thread that ran it. An op's *self* time is its duration
+minus that of the events nested inside it on the same thread, so a ``While`` or a
+function call counts only its own overhead, not its body. Self times are summed by op
+type (``MatMul``, ``Tanh``, ...), largest first, as a share of all self time; the
+threads run in parallel, so the total exceeds the wall-clock time.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import json
+import os
+import pathlib
+import shutil
+import sys
+import tempfile
+import time
+from typing import Any, Callable
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench import _common  # noqa: E402
+
+PROG = "profile_ops"
+
+
+def trace(work: Callable[[], None], logdir: str) -> float:
+    """Run ``work`` under the profiler; returns its wall-clock seconds."""
+    import tensorflow as tf
+
+    tf.profiler.experimental.start(logdir)
+    start = time.perf_counter()
+    work()
+    seconds = time.perf_counter() - start
+    tf.profiler.experimental.stop()
+    return seconds
+
+
+def op_type(name: str) -> str | None:
+    """TF op events are named ``op_name:OpType``; other host events (runtime
+    bookkeeping such as ``KernelAndDeviceFunc::Run``) are left out."""
+    if ":" not in name or "::" in name:  # "ExecutorState::Process" and the like
+        return None
+    kind = name.rsplit(":", 1)[1]
+    # oneDNN kernels are registered as _MklMatMul, _FusedMatMul, ...
+    return kind if kind.lstrip("_")[:1].isupper() and kind.isidentifier() else None
+
+
+def self_times(logdir: str) -> dict[str, dict[str, float]]:
+    """{op type: {"seconds": self time, "count": events}} from the trace's host plane."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    files = list(pathlib.Path(logdir).rglob("*.xplane.pb"))
+    if not files:
+        raise RuntimeError(f"the profiler wrote no trace under {logdir}")
+    space = xplane_pb2.XSpace()
+    space.ParseFromString(files[0].read_bytes())
+    totals: dict[str, dict[str, float]] = collections.defaultdict(lambda: {"seconds": 0.0, "count": 0})
+    for plane in space.planes:
+        if not plane.name.startswith("/host:CPU"):
+            continue
+        names = {key: meta.name for key, meta in plane.event_metadata.items()}
+        for line in plane.lines:
+            events = sorted(((e.offset_ps, e.duration_ps, names.get(e.metadata_id, "")) for e in line.events),
+                            key=lambda e: (e[0], -e[1]))
+            # Nested events on a thread start inside their parent and end before it.
+            stack: list[list] = []  # [end_ps, type, children's ps, duration_ps]
+            for start, duration, name in events:
+                while stack and stack[-1][0] <= start:
+                    _close(stack.pop(), totals)
+                if stack:
+                    stack[-1][2] += duration
+                stack.append([start + duration, op_type(name), 0, duration])
+            while stack:
+                _close(stack.pop(), totals)
+    return dict(totals)
+
+
+def _close(frame: list, totals: dict) -> None:
+    _, kind, child_ps, duration = frame
+    if kind is not None:
+        totals[kind]["seconds"] += max(duration - child_ps, 0) / 1e12
+        totals[kind]["count"] += 1
+
+
+def train_work(args) -> tuple[Callable[[], None], Callable[[], None], dict[str, Any]]:
+    """(warm-up, profiled work, settings) for training steps."""
+    from bench import train_throughput
+
+    corpus = _common.Corpus.scan(args.data, args.src, args.tgt, 50, args.vocab_size)
+    tmp = tempfile.mkdtemp(prefix="profile_ops_")
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+    vocab = {}
+    for side, vocabulary in (("source", corpus.source_vocab), ("target", corpus.target_vocab)):
+        vocab[side] = str(pathlib.Path(tmp) / f"vocab.{side}.txt")
+        vocabulary.save(vocab[side])
+    spec = {"model": args.model, "size_name": args.size, "size": train_throughput.parse_size(args.size),
+            "max_len": 50, "src": args.src, "tgt": args.tgt,
+            "train": [str(corpus.splits["train"].source), str(corpus.splits["train"].target)],
+            "source_vocab": vocab["source"], "target_vocab": vocab["target"],
+            "warmup": 3, "steps": args.steps}
+    _, _, trainer, held = train_throughput.prepare(spec, tmp)
+
+    def steps(batches):
+        def run():
+            for (source, target_in), target_out in batches:
+                float(trainer.train_step(source, target_in, target_out)[0])
+        return run
+
+    return steps(held[:3]), steps(held[3:]), {"spec": spec}
+
+
+def decode_work(args) -> tuple[Callable[[], None], Callable[[], None], dict[str, Any]]:
+    """(warm-up, profiled work, settings) for beam search over valid lines."""
+    from keras_nmt.rundir import RunDir
+    from keras_nmt.translator import Translator
+
+    run = RunDir(args.run_dir)
+    info = run.load_data_info()
+    valid = info["splits"]["valid"]["source"]
+    lines = [line for line in pathlib.Path(valid).read_text(encoding="utf-8").splitlines() if line.strip()]
+    step = max(len(lines) // args.count, 1)
+    lines = lines[::step][: args.count]
+    translator = Translator.from_run_dir(args.run_dir)
+
+    def run_all():
+        translator.translate(lines, beam_size=args.beam, batch_size=args.batch)
+
+    def warm():
+        translator.translate(lines[: args.batch], beam_size=args.beam, batch_size=args.batch)
+
+    return warm, run_all, {"run_dir": args.run_dir, "sentences": len(lines), "beam": args.beam,
+                           "batch": args.batch}
+
+
+def build_parser():
+    from keras_nmt.arguments import OneLineParser, positive_int
+
+    parser = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    train = sub.add_parser("train", help="training steps")
+    train.add_argument("--data", default="../shared/data/anki-fra-eng")
+    train.add_argument("--src", default="en")
+    train.add_argument("--tgt", default="fr")
+    train.add_argument("--model", default="search", choices=("search", "encdec"))
+    train.add_argument("--size", default="compact", help="compact, paper or E/H/N/L@B")
+    train.add_argument("--vocab-size", type=positive_int, default=30000)
+    train.add_argument("--steps", type=positive_int, default=10)
+    decode = sub.add_parser("decode", help="beam search")
+    decode.add_argument("run_dir")
+    decode.add_argument("--beam", type=positive_int, default=5)
+    decode.add_argument("--batch", type=positive_int, default=64)
+    decode.add_argument("--count", type=positive_int, default=256)
+    for p in (train, decode):
+        p.add_argument("--top", type=positive_int, default=15, help="op types shown")
+        p.add_argument("--json", metavar="FILE")
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    warm, work, settings = (train_work if args.what == "train" else decode_work)(args)
+    warm()
+    with tempfile.TemporaryDirectory(prefix="profile_ops_trace_") as logdir:
+        wall = trace(work, logdir)
+        totals = self_times(logdir)
+    busy = sum(v["seconds"] for v in totals.values())
+    rows = sorted(({"op": k, "seconds": v["seconds"], "count": int(v["count"]),
+                    "share": v["seconds"] / busy if busy else 0.0} for k, v in totals.items()),
+                  key=lambda r: -r["seconds"])
+    report = {"benchmark": "profile_ops", "what": args.what, "machine": _common.machine(),
+              "settings": settings, "wall_seconds": wall, "op_self_seconds": busy, "ops": rows}
+    _common.write_report(args.json, report)
+    print(_common.table(rows[: args.top], [("op", "op type", ""), ("seconds", "self s", ".3f"),
+                                            ("share", "share", ".1%"), ("count", "events", ",d")]))
+    print(f"{args.what}: {wall:.2f} s wall, {busy:.2f} s of op self time over all threads")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
