@@ -29,13 +29,15 @@ The algorithm, per source sentence, with K = beam size:
   length counted without padding. At step ``limit`` only EOS is allowed, so every live
   hypothesis is forced to finish (EOS appended with its model probability).
 
-Stopping is exact: a sentence stops when its pool holds K finished hypotheses and no
-live hypothesis can still enter it. A live hypothesis with log-probability ``lp <= 0``
-ends with some length ``L <= limit`` and a log-probability of at most ``lp``
-(log-probabilities only decrease), so with ``alpha >= 0`` its final ranking score is at
-most ``lp / limit ** alpha``. Once the best live bound is no larger than the worst
-score in the full pool, running on to ``limit`` could not change the pool (up to exact
-ties). A sentence with no live hypothesis left, or at its limit, stops too. The loop
+Stopping is exact for what is returned: with N = min(nbest, K) hypotheses asked for, a
+sentence stops when its pool holds N finished hypotheses and no live hypothesis can
+still enter those N. A live hypothesis with log-probability ``lp <= 0`` ends with some
+length ``L <= limit`` and a log-probability of at most ``lp`` (log-probabilities only
+decrease), so with ``alpha >= 0`` its final ranking score is at most
+``lp / limit ** alpha``. Once the best live bound is no larger than the N-th best score
+in the pool, running on to ``limit`` could not change the N best (up to exact ties);
+for a 1-best translation that is usually a few steps after the first good hypothesis
+ends, rather than after K have. A sentence with no live hypothesis left, or at its limit, stops too. The loop
 ends when every sentence of the batch has stopped; stopped sentences are frozen (their
 live hypotheses are dead) while the others go on.
 """
@@ -99,6 +101,36 @@ def _loose_shape(x, free_axes):
     return tf.TensorShape(dims)
 
 
+# Words per block of the two-stage top-k (_top_k_over_vocabulary).
+_BLOCK = 128
+
+
+def _top_k_over_vocabulary(logits, k):
+    """tf.math.top_k(logits, k) for rows of many words, in two stages.
+
+    TensorFlow's CPU top-k over a 30,000-word row costs about ten times a pass over it.
+    So each row is cut into blocks of 128 words (the last one padded), the k blocks
+    with the highest maxima are kept (a word among the k best is in one of them: k
+    other blocks would otherwise each hold a larger word), and the top k of their
+    k * 128 words is taken. The kept blocks are put back in word order first, so ties
+    go to the lower word id, as tf.math.top_k breaks them.
+    """
+    rows, vocab_size = tf.shape(logits)[0], tf.shape(logits)[1]
+    blocks = (vocab_size + _BLOCK - 1) // _BLOCK
+    padded = tf.pad(logits, [[0, 0], [0, blocks * _BLOCK - vocab_size]],
+                    constant_values=logits.dtype.min)
+    maxima = tf.reduce_max(tf.reshape(padded, [rows, blocks, _BLOCK]), axis=2)
+    _, kept = tf.math.top_k(maxima, k=tf.minimum(k, blocks))
+    # Sorted as floats: block numbers are small integers, and ONNX's TopK takes floats.
+    kept = tf.cast(-tf.math.top_k(-tf.cast(kept, tf.float32), k=tf.shape(kept)[1])[0], tf.int32)
+    words = tf.reshape(kept[:, :, None] * _BLOCK + tf.range(_BLOCK)[None, None, :], [rows, -1])
+    width = tf.shape(words)[1]
+    values = tf.gather(tf.reshape(padded, [-1]), words + tf.range(rows)[:, None] * (blocks * _BLOCK))
+    values, position = tf.math.top_k(values, k=k)
+    tokens = tf.gather(tf.reshape(words, [-1]), position + tf.range(rows)[:, None] * width)
+    return values, tokens
+
+
 def _row_candidates(logits, k, forced, forbid_unk):
     """The best extensions of every hypothesis: (log-probs, tokens), each [B*K, R] with
     R = min(K, V), best first.
@@ -115,7 +147,7 @@ def _row_candidates(logits, k, forced, forbid_unk):
     # Three more than K, so that K remain after dropping PAD, BOS and UNK.
     wide = tf.minimum(k + 3, vocab_size)
     narrow = tf.minimum(k, vocab_size)
-    top_logits, top_tokens = tf.math.top_k(logits, k=wide)
+    top_logits, top_tokens = _top_k_over_vocabulary(logits, wide)
     peak = top_logits[:, :1]  # the row's maximum, log_softmax's shift, without another pass
     log_norm = tf.math.log(tf.reduce_sum(tf.exp(logits - peak), axis=1, keepdims=True))
     lp = (top_logits - peak) - log_norm
@@ -199,6 +231,7 @@ def beam_search(
 
     row_offsets = tf.range(batch)[:, None]  # [B, 1]
 
+    returned = tf.minimum(tf.constant(nbest, tf.int32), k)  # N: hypotheses returned
     first_live = tf.where(tf.equal(tf.range(k), 0), 0.0, dead)
     hypotheses = batch * k
     loop_vars = (
@@ -284,14 +317,15 @@ def beam_search(
         pool_lengths = tf.gather_nd(tf.concat([pool_lengths, ended_lengths], axis=1), pick)
 
         # Stop a sentence when no live hypothesis is left or, exactly, when none can
-        # still beat the worst of K finished ones: log-probs only fall and, with
-        # alpha >= 0, lp / L**alpha is largest at the longest length, the limit.
+        # still enter the N best finished ones that are returned: log-probs only fall
+        # and, with alpha >= 0, lp / L**alpha is largest at the longest length, the limit.
         best_live = tf.reduce_max(live_lp, axis=1)
         settled = best_live <= _ALIVE
         if early_stopping:
-            full = tf.reduce_min(pool_lengths, axis=1) > 0
+            # The pool is sorted and empty slots come last: slot N-1 is the N-th best.
+            full = tf.gather(pool_lengths, returned - 1, axis=1) > 0
             bound = best_live / limit_penalty
-            settled = settled | (full & (bound <= tf.reduce_min(pool_scores, axis=1)))
+            settled = settled | (full & (bound <= tf.gather(pool_scores, returned - 1, axis=1)))
         done = done | forced | settled
         live_lp = tf.where(done[:, None], dead, live_lp)
         return (length, done, flat_tokens, new_state, live_lp, seq_ids, seq_attn,
@@ -300,7 +334,7 @@ def beam_search(
     final = tf.while_loop(cond, body, loop_vars, shape_invariants=shape_invariants)
     pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn = final[7:]
 
-    n = tf.minimum(tf.constant(nbest, tf.int32), k)
+    n = returned
     lengths = pool_lengths[:, :n]
     valid = lengths > 0
     # Empty slots: -inf. Added, not selected: tf2onnx lowers a select to

@@ -179,25 +179,27 @@ def test_beam_search_matches_brute_force(arch):
 def test_early_stopping_is_exact():
     # Flat distributions and a likely EOS: the pool fills early and live hypotheses
     # fall behind it, so sentences stop well before their limit (2 to 8 steps instead
-    # of 5 to 15 for alpha 0). Stopping must not change any result.
+    # of 5 to 15 for alpha 0). Stopping must not change any returned result, whether
+    # all K hypotheses are asked for or fewer (which may stop sooner).
     model = build_model("search50", seed=1, gain=0.5, eos_bias=2.0)
 
-    def make(early):
+    def make(early, nbest):
         def run(source, beam, alpha):
-            return search.beam_search(model, source, beam, alpha=alpha, nbest=5, early_stopping=early)
+            return search.beam_search(model, source, beam, alpha=alpha, nbest=nbest, early_stopping=early)
         return tf.function(run, autograph=False)
 
-    early, full = make(True), make(False)
     source = tf.constant(SOURCES)
-    for beam in (2, 5):
-        for alpha in (0.0, 0.5, 1.0):
-            args = (source, tf.constant(beam), tf.constant(alpha))
-            a, b = early(*args), full(*args)
-            time = a["ids"].shape[2]
-            np.testing.assert_array_equal(a["ids"].numpy(), b["ids"].numpy()[:, :, :time])
-            assert not b["ids"].numpy()[:, :, time:].any()
-            np.testing.assert_allclose(a["scores"].numpy(), b["scores"].numpy(), atol=1e-6)
-            np.testing.assert_array_equal(a["lengths"].numpy(), b["lengths"].numpy())
+    for nbest in (1, 2, 5):
+        early, full = make(True, nbest), make(False, nbest)
+        for beam in (2, 5):
+            for alpha in (0.0, 0.5, 1.0):
+                args = (source, tf.constant(beam), tf.constant(alpha))
+                a, b = early(*args), full(*args)
+                time = a["ids"].shape[2]
+                np.testing.assert_array_equal(a["ids"].numpy(), b["ids"].numpy()[:, :, :time])
+                assert not b["ids"].numpy()[:, :, time:].any()
+                np.testing.assert_allclose(a["scores"].numpy(), b["scores"].numpy(), atol=1e-6)
+                np.testing.assert_array_equal(a["lengths"].numpy(), b["lengths"].numpy())
 
 
 # 3. A sentence decodes the same alone or in a batch.
@@ -374,3 +376,17 @@ def test_row_candidates_match_log_softmax(k, vocab, forbid_unk):
         np.testing.assert_allclose(lp[row][real], full[row, expected[: real.sum()]], atol=1e-5)
         # Slots left dead only when fewer than K words are allowed.
         assert real.sum() == min(width, len(allowed))
+
+
+@pytest.mark.parametrize("vocab,k", [(8, 8), (130, 5), (27461, 8), (1000, 13)])
+def test_two_stage_top_k_equals_top_k(vocab, k):
+    rng = np.random.default_rng(vocab)
+    logits = rng.normal(size=(7, vocab)).astype(np.float32)
+    # Ties, including ties across blocks and with a block maximum: the lower id wins.
+    logits[0, :] = 1.0
+    logits[1, [3, 200 % vocab, vocab - 1]] = 9.0
+    logits[2] = np.round(logits[2])
+    got = search._top_k_over_vocabulary(tf.constant(logits), tf.constant(k))
+    want = tf.math.top_k(logits, k=k)
+    np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())
+    np.testing.assert_array_equal(got[0].numpy(), want[0].numpy())
