@@ -7,10 +7,15 @@ Usage (one command; prints a table, writes JSON)::
         [--size compact] [--model search] [--steps 10] [--json profile-train.json]
     PYTHONPATH=. python bench/profile_ops.py decode RUN_DIR [--beam 5] [--batch 64] \\
         [--count 256] [--json profile-decode.json]
+    PYTHONPATH=. python bench/profile_ops.py onnx EXPORT_DIR --sentences FILE [--beam 5] \\
+        [--batch 64] [--count 256] [--json profile-onnx.json]
 
 ``train`` profiles the Trainer's compiled step on real batches held in memory, set up
 exactly as ``bench/train_throughput.py`` does; ``decode`` profiles the run's beam
-search (``Translator.translate``) over ``--count`` lines of its valid split.
+search (``Translator.translate``) over ``--count`` lines of its valid split; ``onnx``
+profiles the export's ONNX beam search in onnxruntime (``OnnxTranslator``, onnxruntime's
+own profiler: the kernel time of every node, those inside the search loop included, the
+``Loop`` node itself left out) over ``--count`` lines of ``--sentences``.
 
 The trace (``tf.profiler.experimental``, written to a temporary directory) holds one
 event per executed op, on the thread that ran it. An op's *self* time is its duration
@@ -136,9 +141,7 @@ def decode_work(args) -> tuple[Callable[[], None], Callable[[], None], dict[str,
     run = RunDir(args.run_dir)
     info = run.load_data_info()
     valid = info["splits"]["valid"]["source"]
-    lines = [line for line in pathlib.Path(valid).read_text(encoding="utf-8").splitlines() if line.strip()]
-    step = max(len(lines) // args.count, 1)
-    lines = lines[::step][: args.count]
+    lines = _spread(valid, args.count)
     translator = Translator.from_run_dir(args.run_dir)
 
     def run_all():
@@ -149,6 +152,45 @@ def decode_work(args) -> tuple[Callable[[], None], Callable[[], None], dict[str,
 
     return warm, run_all, {"run_dir": args.run_dir, "sentences": len(lines), "beam": args.beam,
                            "batch": args.batch}
+
+
+def _spread(path: str, count: int) -> list[str]:
+    lines = [line for line in pathlib.Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    return lines[:: max(len(lines) // count, 1)][:count]
+
+
+def onnx_profile(args) -> tuple[float, dict[str, dict[str, float]], dict[str, Any]]:
+    """(wall seconds, {op type: seconds, count}, settings) from onnxruntime's profiler."""
+    import onnxruntime
+
+    from serving.onnx_translate import OnnxTranslator
+
+    translator = OnnxTranslator.from_export_dir(args.export_dir, args.name)
+    lines = _spread(args.sentences, args.count)
+    translator.translate(lines[: args.batch], beam_size=args.beam, batch_size=args.batch)  # warm-up
+    options = onnxruntime.SessionOptions()
+    options.enable_profiling = True
+    with tempfile.TemporaryDirectory(prefix="profile_ops_onnx_") as tmp:
+        options.profile_file_prefix = str(pathlib.Path(tmp) / "ort")
+        model = pathlib.Path(args.export_dir) / f"{args.name}.onnx"
+        translator.session = onnxruntime.InferenceSession(str(model), options,
+                                                          providers=["CPUExecutionProvider"])
+        translator.translate(lines[: args.batch], beam_size=args.beam, batch_size=args.batch)
+        start = time.perf_counter()
+        translator.translate(lines, beam_size=args.beam, batch_size=args.batch)
+        wall = time.perf_counter() - start
+        events = json.loads(pathlib.Path(translator.session.end_profiling()).read_text())
+    totals: dict[str, dict[str, float]] = collections.defaultdict(lambda: {"seconds": 0.0, "count": 0})
+    for event in events:
+        kind = event.get("args", {}).get("op_name")
+        if event.get("cat") == "Node" and event["name"].endswith("_kernel_time") and kind != "Loop":
+            totals[kind]["seconds"] += event["dur"] / 1e6
+            totals[kind]["count"] += 1
+    # The profile also holds the warm-up batch run on the new session; scale it out.
+    share = len(lines) / (len(lines) + min(args.batch, len(lines)))
+    totals = {k: {"seconds": v["seconds"] * share, "count": v["count"]} for k, v in totals.items()}
+    return wall, totals, {"export_dir": args.export_dir, "sentences": len(lines), "beam": args.beam,
+                          "batch": args.batch, "note": "op seconds scaled by the timed share of sentences"}
 
 
 def build_parser():
@@ -169,7 +211,14 @@ def build_parser():
     decode.add_argument("--beam", type=positive_int, default=5)
     decode.add_argument("--batch", type=positive_int, default=64)
     decode.add_argument("--count", type=positive_int, default=256)
-    for p in (train, decode):
+    onnx = sub.add_parser("onnx", help="the ONNX beam search in onnxruntime")
+    onnx.add_argument("export_dir")
+    onnx.add_argument("--name", default="nmt")
+    onnx.add_argument("--sentences", required=True, help="source sentences, one a line")
+    onnx.add_argument("--beam", type=positive_int, default=5)
+    onnx.add_argument("--batch", type=positive_int, default=64)
+    onnx.add_argument("--count", type=positive_int, default=256)
+    for p in (train, decode, onnx):
         p.add_argument("--top", type=positive_int, default=15, help="op types shown")
         p.add_argument("--json", metavar="FILE")
     return parser
@@ -179,11 +228,14 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    warm, work, settings = (train_work if args.what == "train" else decode_work)(args)
-    warm()
-    with tempfile.TemporaryDirectory(prefix="profile_ops_trace_") as logdir:
-        wall = trace(work, logdir)
-        totals = self_times(logdir)
+    if args.what == "onnx":
+        wall, totals, settings = onnx_profile(args)
+    else:
+        warm, work, settings = (train_work if args.what == "train" else decode_work)(args)
+        warm()
+        with tempfile.TemporaryDirectory(prefix="profile_ops_trace_") as logdir:
+            wall = trace(work, logdir)
+            totals = self_times(logdir)
     busy = sum(v["seconds"] for v in totals.values())
     rows = sorted(({"op": k, "seconds": v["seconds"], "count": int(v["count"]),
                     "share": v["seconds"] / busy if busy else 0.0} for k, v in totals.items()),

@@ -161,3 +161,28 @@ def test_quality_trains_scores_and_resumes(tiny_corpus, tmp_path, capsys):
     assert err.count("already trained") == 2 and err.count("evaluation reused") == 2
     again = json.loads((tmp_path / "quality.json").read_text())
     assert again["models"] == first
+
+
+def test_profile_op_types():
+    profile = load("profile_ops")
+    assert profile.op_type("decoder/MatMul:_MklMatMul") == "_MklMatMul"
+    assert profile.op_type("while/body/Tanh:Tanh") == "Tanh"
+    assert profile.op_type("KernelAndDeviceFunc::Run") is None
+    assert profile.op_type("ThreadpoolListener::Record") is None
+    assert profile.op_type("EagerExecute") is None
+
+
+def test_profile_decode_and_onnx(tiny_run, tiny_export, tmp_path, capsys):
+    profile = load("profile_ops")
+    sentences = tmp_path / "src.txt"
+    sentences.write_text("the cat .\nthe small red car is here .\n", encoding="utf-8")
+    for argv, out in ((["decode", str(tiny_run), "--count", "4", "--batch", "2"], "tf.json"),
+                      (["onnx", str(tiny_export), "--sentences", str(sentences), "--count", "2"], "ort.json")):
+        assert profile.main(argv + ["--json", str(tmp_path / out)]) == 0
+        report = json.loads((tmp_path / out).read_text())
+        ops = {row["op"]: row for row in report["ops"]}
+        # A beam search multiplies matrices at every step, whatever runs it.
+        assert any("MatMul" in op or op == "Gemm" for op in ops), sorted(ops)
+        assert report["wall_seconds"] > 0 and report["op_self_seconds"] > 0
+        assert abs(sum(row["share"] for row in report["ops"]) - 1.0) < 1e-6
+    assert "op type" in capsys.readouterr().out
