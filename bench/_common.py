@@ -105,6 +105,19 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str, str]
     return "\n".join(lines)
 
 
+def spread(lines: Sequence[str], count: int) -> list[str]:
+    """``count`` lines evenly spaced through ``lines``, in file order (all of them when
+    there are no more): a file sorted by length still gives every length."""
+    if len(lines) <= count:
+        return list(lines)
+    return [lines[(i * len(lines)) // count] for i in range(count)]
+
+
+def spread_sentences(text: str, count: int) -> list[str]:
+    """:func:`spread` over the non-empty lines of ``text``."""
+    return spread([line for line in text.splitlines() if line.strip()], count)
+
+
 def write_report(path: str | os.PathLike | None, report: dict[str, Any]) -> None:
     """The JSON report, written atomically (nothing half-written if interrupted)."""
     if path is None:

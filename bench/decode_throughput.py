@@ -236,14 +236,6 @@ def build_parser():
     return parser
 
 
-def spread(lines: Sequence[str], count: int) -> list[str]:
-    """``count`` lines evenly spaced through ``lines``, in file order (all of them when
-    there are no more): a file sorted by length still gives every length."""
-    if len(lines) <= count:
-        return list(lines)
-    return [lines[(i * len(lines)) // count] for i in range(count)]
-
-
 def _export(run_dir: str, out: pathlib.Path, name: str) -> None:
     from export import cli
 
@@ -285,7 +277,7 @@ def main(argv=None) -> int:
         text = pathlib.Path(source_file).read_text(encoding="utf-8")
     except OSError as error:
         parser.error(f"cannot read {source_file}: {error.strerror}")
-    lines = spread([line for line in text.splitlines() if line.strip()], args.count)
+    lines = _common.spread_sentences(text, args.count)
     if not lines:
         parser.error(f"{source_file} has no non-empty line")
     lengths = [len(tokenizer.tokenize(line, info["src"])) for line in lines]

@@ -141,7 +141,7 @@ def decode_work(args) -> tuple[Callable[[], None], Callable[[], None], dict[str,
     run = RunDir(args.run_dir)
     info = run.load_data_info()
     valid = info["splits"]["valid"]["source"]
-    lines = _spread(valid, args.count)
+    lines = _common.spread_sentences(pathlib.Path(valid).read_text(encoding="utf-8"), args.count)
     translator = Translator.from_run_dir(args.run_dir)
 
     def run_all():
@@ -154,11 +154,6 @@ def decode_work(args) -> tuple[Callable[[], None], Callable[[], None], dict[str,
                            "batch": args.batch}
 
 
-def _spread(path: str, count: int) -> list[str]:
-    lines = [line for line in pathlib.Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
-    return lines[:: max(len(lines) // count, 1)][:count]
-
-
 def onnx_profile(args) -> tuple[float, dict[str, dict[str, float]], dict[str, Any]]:
     """(wall seconds, {op type: seconds, count}, settings) from onnxruntime's profiler."""
     import onnxruntime
@@ -166,7 +161,7 @@ def onnx_profile(args) -> tuple[float, dict[str, dict[str, float]], dict[str, An
     from serving.onnx_translate import OnnxTranslator
 
     translator = OnnxTranslator.from_export_dir(args.export_dir, args.name)
-    lines = _spread(args.sentences, args.count)
+    lines = _common.spread_sentences(pathlib.Path(args.sentences).read_text(encoding="utf-8"), args.count)
     translator.translate(lines[: args.batch], beam_size=args.beam, batch_size=args.batch)  # warm-up
     options = onnxruntime.SessionOptions()
     options.enable_profiling = True

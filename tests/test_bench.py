@@ -100,10 +100,12 @@ def test_linear_fit_recovers_a_line():
 
 
 def test_sentences_are_spread_through_the_file():
-    decode = load("decode_throughput")
+    from bench import _common
+
     lines = [str(i) for i in range(10)]
-    assert decode.spread(lines, 3) == ["0", "3", "6"]
-    assert decode.spread(lines, 10) == lines and decode.spread(lines[:2], 5) == ["0", "1"]
+    assert _common.spread(lines, 3) == ["0", "3", "6"]
+    assert _common.spread(lines, 10) == lines and _common.spread(lines[:2], 5) == ["0", "1"]
+    assert _common.spread_sentences("0\n\n1\n \n2\n", 5) == ["0", "1", "2"]
 
 
 def test_decode_throughput_on_every_path(tiny_run, tiny_export, tmp_path, capsys):
