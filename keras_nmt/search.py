@@ -37,9 +37,9 @@ decrease), so with ``alpha >= 0`` its final ranking score is at most
 ``lp / limit ** alpha``. Once the best live bound is no larger than the N-th best score
 in the pool, running on to ``limit`` could not change the N best (up to exact ties);
 for a 1-best translation that is usually a few steps after the first good hypothesis
-ends, rather than after K have. A sentence with no live hypothesis left, or at its limit, stops too. The loop
-ends when every sentence of the batch has stopped; stopped sentences are frozen (their
-live hypotheses are dead) while the others go on.
+ends, rather than after K have. A sentence with no live hypothesis left, or at its
+limit, stops too. The loop ends when every sentence of the batch has stopped; stopped
+sentences are frozen (their live hypotheses are dead) while the others go on.
 """
 
 from __future__ import annotations
@@ -101,6 +101,13 @@ def _loose_shape(x, free_axes):
     return tf.TensorShape(dims)
 
 
+def _take_along_rows(x, index):
+    """``x[r, index[r, j]]`` for every row r: [R, W] and int [R, J] -> [R, J]. One gather
+    on the flattened tensor, the plain form the ONNX conversion is tested with."""
+    rows, width = tf.shape(x)[0], tf.shape(x)[1]
+    return tf.gather(tf.reshape(x, [-1]), index + tf.range(rows)[:, None] * width)
+
+
 # Words per block of the two-stage top-k (_top_k_over_vocabulary).
 _BLOCK = 128
 
@@ -124,11 +131,8 @@ def _top_k_over_vocabulary(logits, k):
     # Sorted as floats: block numbers are small integers, and ONNX's TopK takes floats.
     kept = tf.cast(-tf.math.top_k(-tf.cast(kept, tf.float32), k=tf.shape(kept)[1])[0], tf.int32)
     words = tf.reshape(kept[:, :, None] * _BLOCK + tf.range(_BLOCK)[None, None, :], [rows, -1])
-    width = tf.shape(words)[1]
-    values = tf.gather(tf.reshape(padded, [-1]), words + tf.range(rows)[:, None] * (blocks * _BLOCK))
-    values, position = tf.math.top_k(values, k=k)
-    tokens = tf.gather(tf.reshape(words, [-1]), position + tf.range(rows)[:, None] * width)
-    return values, tokens
+    values, position = tf.math.top_k(_take_along_rows(padded, words), k=k)
+    return values, _take_along_rows(words, position)
 
 
 def _row_candidates(logits, k, forced, forbid_unk):
@@ -157,8 +161,7 @@ def _row_candidates(logits, k, forced, forbid_unk):
         | (forbid_unk & tf.equal(top_tokens, UNK_ID))
     )
     lp, order = tf.math.top_k(tf.where(banned, _DEAD, lp), k=narrow)
-    rows = tf.range(tf.shape(logits)[0])[:, None]
-    tokens = tf.gather(tf.reshape(top_tokens, [-1]), order + rows * wide)
+    tokens = _take_along_rows(top_tokens, order)
     eos_lp = (logits[:, EOS_ID : EOS_ID + 1] - peak) - log_norm  # [B*K, 1]
     first = tf.equal(tf.range(narrow), 0)[None, :]
     forced = forced[:, None]
@@ -278,7 +281,7 @@ def beam_search(
         candidates = tf.reshape(tf.reshape(live_lp, [-1, 1]) + row_lp, [batch, k * width])
         top_lp, top_index = tf.math.top_k(candidates, k=k)  # [B, K]
         top_lp = tf.maximum(top_lp, dead)  # dead stays exactly dead, never drifts lower
-        tokens = tf.gather(tf.reshape(row_tokens, [-1]), top_index + row_offsets * (k * width))
+        tokens = _take_along_rows(tf.reshape(row_tokens, [batch, k * width]), top_index)
         parents = tf.reshape(top_index // width + row_offsets * k, [-1])  # [B*K]
         flat_tokens = tf.reshape(tokens, [-1])
 
@@ -334,22 +337,21 @@ def beam_search(
     final = tf.while_loop(cond, body, loop_vars, shape_invariants=shape_invariants)
     pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn = final[7:]
 
-    n = returned
-    lengths = pool_lengths[:, :n]
+    lengths = pool_lengths[:, :returned]
     valid = lengths > 0
     # Empty slots: -inf. Added, not selected: tf2onnx lowers a select to
     # cond * x + (1 - cond) * y, which would turn 0 * -inf into NaN.
     empty = tf.math.log(tf.cast(valid, tf.float32))  # 0 or -inf
     out_time = tf.maximum(tf.reduce_max(lengths), 0)
-    ids = tf.where(valid[:, :, None], pool_ids[:, :n, :out_time], 0)
+    ids = tf.where(valid[:, :, None], pool_ids[:, :returned, :out_time], 0)
     attention = tf.where(
-        valid[:, :, None, None], pool_attn[:, :n, :out_time, :], tf.constant(0.0, tf.float32)
+        valid[:, :, None, None], pool_attn[:, :returned, :out_time, :], tf.constant(0.0, tf.float32)
     )
     return {
         "ids": ids,
         "lengths": lengths,
-        "scores": tf.where(valid, pool_scores[:, :n], 0.0) + empty,
-        "log_probs": tf.where(valid, pool_lp[:, :n], 0.0) + empty,
+        "scores": tf.where(valid, pool_scores[:, :returned], 0.0) + empty,
+        "log_probs": tf.where(valid, pool_lp[:, :returned], 0.0) + empty,
         "attention": attention,
     }
 
