@@ -5,7 +5,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from keras_nmt.layers import initializers
+from keras_nmt.layers import gru, initializers
 from keras_nmt.layers.linear import apply_kernel
 
 
@@ -56,30 +56,20 @@ class ConditionalGRUCell(keras.layers.Layer):
         return tf.matmul(context, self.context_kernel)
 
     def recurrent_kernels(self):
-        """The recurrent kernel as the step uses it: ([U_z | U_r], U) for the paper's
-        gate, the whole fused kernel for reset-after. Teacher forcing takes them once
-        outside its loop: slicing a kernel inside the loop costs a full-size gradient
-        tensor per step."""
-        if self.reset_after:
-            return (tf.convert_to_tensor(self.recurrent_kernel),)
-        return tuple(tf.split(self.recurrent_kernel, [2 * self.units, self.units], axis=1))
+        """(kernels, recurrent bias) as :func:`keras_nmt.layers.gru.gates` takes them.
+        Teacher forcing takes them once, outside its loop."""
+        kernels = gru.recurrent_kernels(self.recurrent_kernel, self.units, self.reset_after)
+        if not self.reset_after:
+            return kernels, None
+        # This cell's recurrent bias is the candidate's only: b in r o (U s + b).
+        bias = tf.convert_to_tensor(self.recurrent_bias)  # in the compute dtype
+        return kernels, tf.concat([tf.zeros([2 * self.units], bias.dtype), bias], axis=0)
 
     def call(self, projected_input, projected_context, state, kernels=None):
         """One step from the two projections and s_(i-1) [B, n] to s_i [B, n].
         ``kernels``: :meth:`recurrent_kernels`, when the caller has them already."""
-        kernels = self.recurrent_kernels() if kernels is None else kernels
-        # tf.split, not slices: a slice's gradient is a zero tensor of the whole size.
-        x_z, x_r, x_h = tf.split(projected_input + projected_context, 3, axis=-1)
-        if self.reset_after:
-            h_z, h_r, h_h = tf.split(tf.matmul(state, kernels[0]), 3, axis=-1)
-            z = tf.sigmoid(x_z + h_z)
-            r = tf.sigmoid(x_r + h_r)
-            candidate = tf.tanh(x_h + r * (h_h + self.recurrent_bias))
-        else:
-            h_z, h_r = tf.split(tf.matmul(state, kernels[0]), 2, axis=-1)
-            z = tf.sigmoid(x_z + h_z)
-            r = tf.sigmoid(x_r + h_r)
-            candidate = tf.tanh(x_h + tf.matmul(r * state, kernels[1]))
+        kernels, bias = self.recurrent_kernels() if kernels is None else kernels
+        z, candidate = gru.gates(projected_input + projected_context, state, kernels, bias)
         return (1.0 - z) * state + z * candidate
 
     def get_config(self):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from keras_nmt.layers import initializers
+from keras_nmt.layers import gru, initializers
 from keras_nmt.layers.linear import apply_kernel
 
 
@@ -111,26 +111,13 @@ def _recur(cells, inputs, mask, reset_after: bool):
         apply_kernel(x, cell.kernel) + input_bias for x, cell, (input_bias, _) in zip(inputs, cells, biases)
     ])  # [D, B, T, 3n]
     recurrent = tf.stack([tf.convert_to_tensor(cell.recurrent_kernel) for cell in cells])  # [D, n, 3n]
+    kernels = gru.recurrent_kernels(recurrent, n, reset_after)
     recurrent_bias = tf.stack([b for _, b in biases])[:, None, :] if reset_after else None
-    if not reset_after:
-        # Split once here: slicing inside the loop costs a full-size gradient per step.
-        gate_kernel, candidate_kernel = tf.split(recurrent, [2 * n, n], axis=2)
 
     def step(state, slices):
         x, keep = slices  # [D, B, 3n], [1, B, 1]
-        x_z, x_r, x_h = tf.split(x, 3, axis=-1)
-        if reset_after:
-            h_z, h_r, h_h = tf.split(tf.matmul(state, recurrent) + recurrent_bias, 3, axis=-1)
-            z = tf.sigmoid(x_z + h_z)
-            r = tf.sigmoid(x_r + h_r)
-            candidate = tf.tanh(x_h + r * h_h)
-        else:
-            h_z, h_r = tf.split(tf.matmul(state, gate_kernel), 2, axis=-1)
-            z = tf.sigmoid(x_z + h_z)
-            r = tf.sigmoid(x_r + h_r)
-            candidate = tf.tanh(x_h + tf.matmul(r * state, candidate_kernel))
-        new = z * state + (1.0 - z) * candidate
-        return tf.where(keep, new, state)
+        z, candidate = gru.gates(x, state, kernels, recurrent_bias)
+        return tf.where(keep, z * state + (1.0 - z) * candidate, state)
 
     keep = tf.transpose(mask)[:, None, :, None]  # [T, 1, B, 1]
     initial = tf.zeros([len(cells), tf.shape(mask)[0], n], projected.dtype)
