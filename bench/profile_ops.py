@@ -113,22 +113,13 @@ def train_work(args) -> tuple[Callable[[], None], Callable[[], None], dict[str, 
     corpus = _common.Corpus.scan(args.data, args.src, args.tgt, 50, args.vocab_size)
     tmp = tempfile.mkdtemp(prefix="profile_ops_")
     atexit.register(shutil.rmtree, tmp, ignore_errors=True)
-    vocab = {}
-    for side, vocabulary in (("source", corpus.source_vocab), ("target", corpus.target_vocab)):
-        vocab[side] = str(pathlib.Path(tmp) / f"vocab.{side}.txt")
-        vocabulary.save(vocab[side])
-    spec = {"model": args.model, "size_name": args.size, "size": train_throughput.parse_size(args.size),
-            "max_len": 50, "src": args.src, "tgt": args.tgt,
-            "train": [str(corpus.splits["train"].source), str(corpus.splits["train"].target)],
-            "source_vocab": vocab["source"], "target_vocab": vocab["target"],
+    spec = {**train_throughput.corpus_spec(corpus, tmp, args.src, args.tgt, 50),
+            "model": args.model, "size_name": args.size, "size": train_throughput.parse_size(args.size),
             "warmup": 3, "steps": args.steps}
     _, _, trainer, held = train_throughput.prepare(spec, tmp)
 
     def steps(batches):
-        def run():
-            for (source, target_in), target_out in batches:
-                float(trainer.train_step(source, target_in, target_out)[0])
-        return run
+        return lambda: [train_throughput.run_step(trainer, batch) for batch in batches]
 
     return steps(held[:3]), steps(held[3:]), {"spec": spec}
 

@@ -118,6 +118,24 @@ def training_flops(config, source_len, target_len):
 
 # ---------------------------------------------------------------------------- one measurement
 
+def corpus_spec(corpus, directory: str, src: str, tgt: str, max_len: int) -> dict[str, Any]:
+    """The fields of a measurement's spec that come from the corpus: its training files
+    and its shortlists, saved into ``directory`` for the child process to load."""
+    vocab = {}
+    for side, vocabulary in (("source", corpus.source_vocab), ("target", corpus.target_vocab)):
+        vocab[side] = str(pathlib.Path(directory) / f"vocab.{side}.txt")
+        vocabulary.save(vocab[side])
+    return {"max_len": max_len, "src": src, "tgt": tgt,
+            "train": [str(corpus.splits["train"].source), str(corpus.splits["train"].target)],
+            "source_vocab": vocab["source"], "target_vocab": vocab["target"]}
+
+
+def run_step(trainer, batch) -> None:
+    """One training step, ended by reading its loss back (the step is asynchronous)."""
+    (source, target_in), target_out = batch
+    float(trainer.train_step(source, target_in, target_out)[0])
+
+
 def prepare(spec: dict[str, Any], run_path: str):
     """(config, model, trainer, held batches) for ``spec``: the Trainer writes nothing
     here, but needs a run directory (``run_path``)."""
@@ -157,17 +175,12 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
 
     with tempfile.TemporaryDirectory(prefix="train_throughput_") as tmp:
         config, model, trainer, held = prepare(spec, tmp)
-
-        def step(batch) -> None:
-            (source, target_in), target_out = batch
-            float(trainer.train_step(source, target_in, target_out)[0])
-
         for batch in held[: spec["warmup"]]:
-            step(batch)
+            run_step(trainer, batch)
         seconds = []
         for batch in held[spec["warmup"]:]:
             start = time.perf_counter()
-            step(batch)
+            run_step(trainer, batch)
             seconds.append(time.perf_counter() - start)
 
     useful = padded = 0.0
@@ -273,16 +286,10 @@ def main(argv=None) -> int:
           f"(best of {args.matmul_repeats})", file=sys.stderr, flush=True)
     results = []
     with tempfile.TemporaryDirectory(prefix="train_throughput_") as tmp:
-        vocab = {}
-        for side, vocabulary in (("source", corpus.source_vocab), ("target", corpus.target_vocab)):
-            vocab[side] = str(pathlib.Path(tmp) / f"vocab.{side}.txt")
-            vocabulary.save(vocab[side])
+        base = corpus_spec(corpus, tmp, args.src, args.tgt, args.max_len)
         for size_name, size in sizes:
             for model in models:
-                spec = {"model": model, "size_name": size_name, "size": size,
-                        "max_len": args.max_len, "src": args.src, "tgt": args.tgt,
-                        "train": [str(corpus.splits["train"].source), str(corpus.splits["train"].target)],
-                        "source_vocab": vocab["source"], "target_vocab": vocab["target"],
+                spec = {**base, "model": model, "size_name": size_name, "size": size,
                         "warmup": args.warmup, "steps": args.steps}
                 print(f"{PROG}: {model} {size_name}: {args.warmup} warm-up + {args.steps} timed steps",
                       file=sys.stderr, flush=True)
