@@ -188,3 +188,15 @@ def test_profile_decode_and_onnx(tiny_run, tiny_export, tmp_path, capsys):
         assert report["wall_seconds"] > 0 and report["op_self_seconds"] > 0
         assert abs(sum(row["share"] for row in report["ops"]) - 1.0) < 1e-6
     assert "op type" in capsys.readouterr().out
+
+
+def test_output_layer_pieces(tmp_path, capsys):
+    bench = load("output_layer")
+    out = tmp_path / "out.json"
+    assert bench.main(["--rows", "6", "--maxout", "4", "--vocab", "300", "--k", "5",
+                       "--repeats", "2", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert [p["piece"] for p in report["pieces"]][0] == "product with bias"
+    assert all(p["ms"] > 0 for p in report["pieces"])
+    assert report["two_stage_same_ids"] is True
+    assert "GFLOP/s" in capsys.readouterr().out
