@@ -1,11 +1,12 @@
 #!/usr/bin/env python
 """Train an RNNsearch or RNNencdec model: ``python train.py --variant search50``.
 
-With no --data, trains on the built-in corpus (generated, no download) with compact
-dimensions, then prints held-out BLEU and the run directory.
+The same as ``keras-nmt train``. With no --data, trains on the built-in corpus
+(generated, no download) with compact dimensions, then prints held-out BLEU and the
+run directory.
 """
 
-from keras_nmt.train_cli import main
+from keras_nmt.cli.train import main
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(prog="train.py"))

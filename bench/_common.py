@@ -145,7 +145,7 @@ class Corpus:
     def scan(cls, path: str | os.PathLike, src: str, tgt: str, max_len: int,
              vocab_size: int) -> "Corpus":
         from keras_nmt.corpus.readers import find_corpus, scan_training_split
-        from keras_nmt.tokenizer import Vocabulary
+        from keras_nmt.vocab import Vocabulary
 
         path = pathlib.Path(path)
         splits = find_corpus(path, src, tgt)

@@ -14,7 +14,7 @@ Paths (``--paths``):
   tokenization around the model's compiled beam search;
 - ``savedmodel``: the export's ``translate`` signature (raw text in and out, beam and
   alpha as inputs) through ``tf.saved_model.load``;
-- ``onnx``: :class:`serving.onnx_translate.OnnxTranslator`, the export's id-in/id-out
+- ``onnx``: :class:`keras_nmt.serving.onnx_translator.OnnxTranslator`, the export's id-in/id-out
   search in onnxruntime, Python tokenization.
 
 Without ``--export-dir`` the run is exported first (``python -m export RUN_DIR --onnx``)
@@ -81,13 +81,13 @@ class SavedModelPath:
     """The ``translate`` signature, fed batches sorted by source length like the others."""
 
     def __init__(self, savedmodel_dir: pathlib.Path, alpha: float, src: str, tgt: str):
-        from export.loaders import TF2Model
+        from keras_nmt.export.loaders import TF2Model
 
         self.model = TF2Model(savedmodel_dir)
         self.alpha, self.src, self.tgt = alpha, src, tgt
 
     def __call__(self, lines: Sequence[str], beam: int, batch: int) -> list[str]:
-        from keras_nmt import tokenizer
+        from keras_nmt.text import word as tokenizer
 
         order = sorted(range(len(lines)), key=lambda i: len(tokenizer.tokenize(lines[i], self.src)))
         texts: list[str] = [""] * len(lines)
@@ -100,14 +100,14 @@ class SavedModelPath:
         return texts
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        from keras_nmt import tokenizer
+        from keras_nmt.text import word as tokenizer
 
         return [len(tokenizer.tokenize(text, self.tgt)) for text in texts]
 
 
 class OnnxPath:
     def __init__(self, export_dir: pathlib.Path, name: str, alpha: float):
-        from serving.onnx_translate import OnnxTranslator
+        from keras_nmt.serving.onnx_translator import OnnxTranslator
 
         self.translator = OnnxTranslator.from_export_dir(export_dir, name)
         self.alpha = alpha
@@ -215,7 +215,7 @@ def _int_list(text: str) -> list[int]:
 
 
 def build_parser():
-    from keras_nmt.arguments import OneLineParser, positive_int
+    from keras_nmt.cli.common import OneLineParser, positive_int
 
     parser = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", help="a run directory (its best weights)")
@@ -237,7 +237,7 @@ def build_parser():
 
 
 def _export(run_dir: str, out: pathlib.Path, name: str) -> None:
-    from export import cli
+    from keras_nmt.cli import export as cli
 
     if cli.main([run_dir, "--out", str(out), "--name", name, "--onnx"]) != 0:
         raise SystemExit(f"{PROG}: error: the export of {run_dir} failed (its message is above)")
@@ -262,7 +262,7 @@ def main(argv=None) -> int:
         parser.error(f"--paths: choose from {', '.join(PATHS)}")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-    from keras_nmt import tokenizer
+    from keras_nmt.text import word as tokenizer
     from keras_nmt.rundir import RunDir, RunDirError
 
     run = RunDir(args.run_dir)

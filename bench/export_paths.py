@@ -63,23 +63,24 @@ PROBES = {
         request="result = fn(sentences=tf.constant([sys.argv[3]]))['translations'].numpy()[0].decode()",
     ),
     "savedmodel_tf1": dict(
-        imports="from export.loaders import SessionModel",
+        imports="from keras_nmt.export.loaders import SessionModel",
         load="model = SessionModel(sys.argv[2] + '/nmt/1')",
         request="result = model.run('serving_default', sentences=[sys.argv[3]])['translations'][0].decode()",
     ),
     # No TensorFlow: the Python tokenizer, the vocabularies and onnxruntime.
     "onnx": dict(
-        imports="import numpy as np, onnxruntime\nfrom keras_nmt import tokenizer",
+        imports=("import numpy as np, onnxruntime\nfrom keras_nmt.text import word as tokenizer\n"
+                 "from keras_nmt.constants import EOS_ID\nfrom keras_nmt.vocab import Vocabulary"),
         load=(
             "meta = json.load(open(sys.argv[2] + '/nmt.onnx.json'))\n"
-            "src = tokenizer.Vocabulary.load(sys.argv[2] + '/' + meta['source_vocab'])\n"
-            "tgt = tokenizer.Vocabulary.load(sys.argv[2] + '/' + meta['target_vocab'])\n"
+            "src = Vocabulary.load(sys.argv[2] + '/' + meta['source_vocab'])\n"
+            "tgt = Vocabulary.load(sys.argv[2] + '/' + meta['target_vocab'])\n"
             "session = onnxruntime.InferenceSession(sys.argv[2] + '/nmt.onnx', "
             "providers=['CPUExecutionProvider'])"
         ),
         request=(
             "tokens = tokenizer.tokenize(sys.argv[3], meta['src'])[: meta['max_source_len']]\n"
-            "feeds = {'source_ids': np.array([src.encode(tokens) + [tokenizer.EOS_ID]], np.int32),\n"
+            "feeds = {'source_ids': np.array([src.encode(tokens) + [EOS_ID]], np.int32),\n"
             "         'beam_size': np.array(int(sys.argv[4]), np.int32),\n"
             "         'alpha': np.array(meta['alpha'], np.float32),\n"
             "         'forbid_unk': np.array(False), 'max_length': np.array(0, np.int32)}\n"
@@ -123,8 +124,8 @@ def measure(run_dir: str, sentences: list[str], work: pathlib.Path) -> dict:
     subprocess.run(command, check=True, capture_output=True, env=_environ())
     report["export_command_s"] = time.perf_counter() - started
 
-    from export import onnx_export, parity, savedmodel
-    from export.loaders import SessionModel, TF2Model
+    from keras_nmt.export import onnx as onnx_export, parity, savedmodel
+    from keras_nmt.export.loaders import SessionModel, TF2Model
     from keras_nmt.translator import Translator, default_max_source_len
 
     translator = Translator.from_run_dir(run_dir)
@@ -135,12 +136,9 @@ def measure(run_dir: str, sentences: list[str], work: pathlib.Path) -> dict:
         max_source_len=default_max_source_len(config.max_len),
     )
     started = time.perf_counter()
-    from keras_nmt.graph_codec import run_graph_encoders
+    from keras_nmt.rundir import RunDir
 
-    archive = savedmodel.build_archive(
-        translator.model, run_graph_encoders(run_dir), translator.target_vocab,
-        translator.tgt_lang, settings,
-    )
+    archive = savedmodel.build_archive(translator.model, RunDir(run_dir).graph_encoders(), settings)
     savedmodel.write_savedmodel(archive, work / "step_savedmodel")
     report["savedmodel_export_s"] = time.perf_counter() - started
     started = time.perf_counter()

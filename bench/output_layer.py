@@ -28,7 +28,7 @@ PROG = "output_layer"
 
 
 def main(argv=None) -> int:
-    from keras_nmt.arguments import OneLineParser, positive_int
+    from keras_nmt.cli.common import OneLineParser, positive_int
 
     parser = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=positive_int, default=320)

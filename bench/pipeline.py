@@ -35,7 +35,7 @@ import tensorflow as tf
 from keras_nmt import config as config_lib
 from keras_nmt import data
 from keras_nmt.experiment import mean_pair_length
-from keras_nmt.text import TokenEncoder
+from keras_nmt.text.word_graph import WordEncoder
 
 import _common  # bench/_common.py, beside this file
 from _common import machine
@@ -52,8 +52,8 @@ class Corpus:
         scanned = _common.Corpus.scan(path, src, tgt, max_len, vocab_size)
         self.path, self.max_len = scanned.path, max_len
         self.splits, self.train = scanned.splits, scanned.train
-        self.source_encoder = TokenEncoder(scanned.source_vocab, src)
-        self.target_encoder = TokenEncoder(scanned.target_vocab, tgt)
+        self.source_encoder = WordEncoder(scanned.source_vocab, src)
+        self.target_encoder = WordEncoder(scanned.target_vocab, tgt)
 
     def batches(self, batch_size: int, batch_tokens: int = 0, seed: int = 1234) -> tf.data.Dataset:
         return data.training_batches(

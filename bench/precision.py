@@ -49,7 +49,7 @@ def main(argv=None) -> int:
     from keras_nmt import data, experiment
     from keras_nmt.models import TranslationModel
     from keras_nmt.rundir import RunDir
-    from keras_nmt.text import TokenEncoder
+    from keras_nmt.text.word_graph import WordEncoder
     from keras_nmt.training import Trainer
 
     scratch = pathlib.Path(tempfile.mkdtemp(prefix="bench-precision-"))
@@ -58,7 +58,7 @@ def main(argv=None) -> int:
     config, info = experiment._prepare(options, run, log=lambda text: None)
     config = config.replace(eval_every=10**9, checkpoint_every=10**9)
     source_vocab, target_vocab = run.load_vocabularies()
-    encoders = TokenEncoder(source_vocab, info["src"]), TokenEncoder(target_vocab, info["tgt"])
+    encoders = WordEncoder(source_vocab, info["src"]), WordEncoder(target_vocab, info["tgt"])
     files = experiment._files(info, "train")
 
     settings = list(itertools.product(PRECISIONS, (False, True)))

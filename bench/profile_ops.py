@@ -149,7 +149,7 @@ def onnx_profile(args) -> tuple[float, dict[str, dict[str, float]], dict[str, An
     """(wall seconds, {op type: seconds, count}, settings) from onnxruntime's profiler."""
     import onnxruntime
 
-    from serving.onnx_translate import OnnxTranslator
+    from keras_nmt.serving.onnx_translator import OnnxTranslator
 
     translator = OnnxTranslator.from_export_dir(args.export_dir, args.name)
     lines = _common.spread_sentences(pathlib.Path(args.sentences).read_text(encoding="utf-8"), args.count)
@@ -180,7 +180,7 @@ def onnx_profile(args) -> tuple[float, dict[str, dict[str, float]], dict[str, An
 
 
 def build_parser():
-    from keras_nmt.arguments import OneLineParser, positive_int
+    from keras_nmt.cli.common import OneLineParser, positive_int
 
     parser = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="what", required=True)

@@ -15,13 +15,13 @@ had; at 256 units on a real corpus 2e-3 is the tried setting. Change it with
 ``--learning-rate``.)
 
 Each model is then scored on the valid split with beam ``--beam`` (5) and the run's
-alpha by ``keras_nmt.evaluate.evaluate_run`` (best development weights): BLEU and chrF
+alpha by ``keras_nmt.evaluation.scoring.evaluate_run`` (best development weights): BLEU and chrF
 with their sacreBLEU signatures on All sentences and on the No-UNK subset (UNK forbidden
 while decoding), and BLEU by source length.
 
 Written to ``--out``: ``runs/VARIANT/`` (the run directories), ``eval-VARIANT.json``,
 ``quality.md`` (the table), ``quality.json`` (every figure, the settings, the machine),
-and from ``keras_nmt.evaluate.write_plots``: ``fig2_bleu_by_length.png`` / ``.csv``
+and from ``keras_nmt.evaluation.plots.write_plots``: ``fig2_bleu_by_length.png`` / ``.csv``
 (both models), ``table2.md`` and ``translations_*.txt``.
 
 Resumable: run the same command again after a kill. A run with a checkpoint is resumed
@@ -50,7 +50,7 @@ MODELS = {"search": ("search50", "RNNsearch-50"), "encdec": ("encdec50", "RNNenc
 
 
 def build_parser():
-    from keras_nmt.arguments import OneLineParser, positive_float, positive_int
+    from keras_nmt.cli.common import OneLineParser, positive_float, positive_int
 
     parser = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, help="corpus directory (train and valid splits)")
@@ -113,7 +113,7 @@ def train(args, variant: str, run_dir: pathlib.Path, values: dict[str, Any]) -> 
 
 def evaluate(args, label: str, run_dir: pathlib.Path, out: pathlib.Path) -> dict[str, Any]:
     """evaluate_run on the valid split, or the stored result for the same weights."""
-    from keras_nmt import evaluate as evaluation
+    from keras_nmt.evaluation import scoring
     from keras_nmt.progress import Progress
     from keras_nmt.rundir import RunDir
     from keras_nmt.translator import Translator
@@ -132,15 +132,15 @@ def evaluate(args, label: str, run_dir: pathlib.Path, out: pathlib.Path) -> dict
         if stored.get("key") == key:
             print(f"{PROG}: {label}: evaluation reused ({cache})", file=sys.stderr)
             return stored["result"]
-    sources, references = evaluation.read_parallel(valid["source"], valid["target"])
+    sources, references = scoring.read_parallel(valid["source"], valid["target"])
     if args.count:
         sources, references = sources[: args.count], references[: args.count]
-    result = evaluation.evaluate_run(
+    result = scoring.evaluate_run(
         Translator.from_run_dir(run_dir), sources, references, beam_size=args.beam,
         alpha=config.length_alpha, progress=Progress(), label=label,
     )
     result.update(label=label, run_dir=str(run_dir), src_lang=info["src"], tgt_lang=info["tgt"])
-    _common.write_report(cache, {"key": key, "result": evaluation.public(result)})
+    _common.write_report(cache, {"key": key, "result": scoring.public(result)})
     return result
 
 
@@ -176,7 +176,7 @@ def main(argv=None) -> int:
     except ValueError as error:
         parser.error(str(error))
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from keras_nmt import evaluate as evaluation
+    from keras_nmt.evaluation import plots, scoring
     from keras_nmt.config import ConfigError
     from keras_nmt.corpus.readers import CorpusError
     from keras_nmt.rundir import RunDirError, write_text_atomic
@@ -200,14 +200,14 @@ def main(argv=None) -> int:
                      "chrf_no_unk": result["no_unk"]["chrf"],
                      "no_unk_sentences": result["no_unk"]["sentences"], "dev_nll": summary["dev_nll"],
                      "run_dir": str(run_dir)})
-    table2 = [evaluation.table2_row(r["label"], r, evaluation.run_summary(r["run_dir"])) for r in results]
-    files = evaluation.write_plots(results, out, table2)
+    table2 = [scoring.table2_row(r["label"], r, scoring.run_summary(r["run_dir"])) for r in results]
+    files = plots.write_plots(results, out, table2)
     write_text_atomic(out / "quality.md", markdown(rows, results, args))
     report = {
         "benchmark": "quality", "note": args.note, "machine": _common.machine(),
         "settings": {"data": args.data, "minutes": args.minutes, "beam": args.beam, "count": args.count,
                      "overrides": values},
-        "models": rows, "evaluations": [evaluation.public(r) for r in results],
+        "models": rows, "evaluations": [scoring.public(r) for r in results],
         "files": {"markdown": str(out / "quality.md"), **files},
     }
     _common.write_report(out / "quality.json", report)

@@ -18,9 +18,9 @@ import sys
 
 import tensorflow as tf
 
-from keras_nmt import codec
 from keras_nmt.corpus.readers import find_corpus
-from keras_nmt.graph_codec import SentencePieceEncoder
+from keras_nmt.text.sentencepiece import SentencePieceCodec, train_sentencepiece
+from keras_nmt.text.sentencepiece_graph import SentencePieceEncoder
 
 
 def main(argv=None) -> int:
@@ -33,8 +33,8 @@ def main(argv=None) -> int:
     splits = find_corpus(args.data, args.src, args.tgt)
     results = []
     for side, lang in enumerate((args.src, args.tgt)):
-        model = codec.train_sentencepiece(codec.side_lines(splits["train"].pairs(), side), args.vocab_size)
-        python, graph = codec.SentencePieceCodec(model, lang), SentencePieceEncoder(model, lang)
+        model = train_sentencepiece((pair[side] for pair in splits["train"].pairs()), args.vocab_size)
+        python, graph = SentencePieceCodec(model, lang), SentencePieceEncoder(model, lang)
         lines = [pair[side] for pair in splits["valid"].pairs()]
         same_ids = same_text = 0
         for start in range(0, len(lines), 512):

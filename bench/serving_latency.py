@@ -40,8 +40,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # serving/, and the stand-in in tests/
 
 from bench import _common  # noqa: E402
-from serving.onnx_translate import OnnxTranslator  # noqa: E402
-from serving.tfserving_client import GrpcTransport, RestTransport, TFServingClient  # noqa: E402
+from keras_nmt.serving.onnx_translator import OnnxTranslator  # noqa: E402
+from keras_nmt.serving.tfserving_client import GrpcTransport, RestTransport, TFServingClient  # noqa: E402
 
 
 def _sentences(path: str | None, count: int) -> list[str]:
@@ -49,9 +49,10 @@ def _sentences(path: str | None, count: int) -> list[str]:
         lines = pathlib.Path(path).read_text(encoding="utf-8").splitlines()
         return [line for line in lines if line.strip()][:count]
     from keras_nmt.corpus import builtin
+    from keras_nmt.text import word
 
     rng = random.Random(0)
-    return [builtin.detokenize(builtin.generate_pair(rng).source, "en") for _ in range(count)]
+    return [word.detokenize(builtin.generate_pair(rng).source, "en") for _ in range(count)]
 
 
 def _timed(fn):
@@ -128,7 +129,7 @@ def measure_onnx(export_dir: pathlib.Path, name: str, sentences: list[str], beam
 
 
 def _export(run_dir: str, out: pathlib.Path, name: str, beam: int) -> None:
-    from export import cli
+    from keras_nmt.cli import export as cli
 
     code = cli.main([run_dir, "--out", str(out), "--name", name, "--onnx", "--beam", str(beam)])
     if code != 0:

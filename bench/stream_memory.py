@@ -60,7 +60,7 @@ def copy_corpus(source: pathlib.Path, target: pathlib.Path, repeat: int, valid_l
 def child(argv: list[str]) -> int:
     """Run train.py's main in this process, then print this process's peak RSS."""
     sys.path.insert(0, str(ROOT))
-    from keras_nmt import train_cli
+    from keras_nmt.cli import train as train_cli
 
     start = time.monotonic()
     status = train_cli.main(argv)

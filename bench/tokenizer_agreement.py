@@ -23,7 +23,7 @@ import sys
 
 import regex
 
-from keras_nmt import tokenizer
+from keras_nmt.text import word as tokenizer
 
 _ZSPACE = regex.compile(r"\p{Z}")
 

@@ -147,12 +147,12 @@ def prepare(spec: dict[str, Any], run_path: str):
     from keras_nmt.corpus.readers import ParallelFiles
     from keras_nmt.models import TranslationModel
     from keras_nmt.rundir import RunDir
-    from keras_nmt.text import TokenEncoder
-    from keras_nmt.tokenizer import Vocabulary
+    from keras_nmt.text.word_graph import WordEncoder
+    from keras_nmt.vocab import Vocabulary
     from keras_nmt.training import Trainer
 
-    source_encoder = TokenEncoder(Vocabulary.load(spec["source_vocab"]), spec["src"])
-    target_encoder = TokenEncoder(Vocabulary.load(spec["target_vocab"]), spec["tgt"])
+    source_encoder = WordEncoder(Vocabulary.load(spec["source_vocab"]), spec["src"])
+    target_encoder = WordEncoder(Vocabulary.load(spec["target_vocab"]), spec["tgt"])
     config = config_lib.variant_config(ARCHITECTURES[spec["model"]], {
         **spec["size"], "max_len": spec["max_len"],
         "src_vocab_size": source_encoder.vocab_size, "tgt_vocab_size": target_encoder.vocab_size,
@@ -236,7 +236,7 @@ COLUMNS = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from keras_nmt.arguments import OneLineParser, positive_int
+    from keras_nmt.cli.common import OneLineParser, positive_int
 
     parser = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default="../shared/data/anki-fra-eng",

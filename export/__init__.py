@@ -1,4 +1,5 @@
-"""Export a trained run for serving: a TF Serving SavedModel and, optionally, ONNX.
+"""``python -m export RUN_DIR --out EXPORT_DIR [--onnx]``: the same as ``keras-nmt export``.
 
-``python -m export RUN_DIR --out EXPORT_DIR``; see :mod:`export.cli`.
+Where a user goes to export a run; the code is :mod:`keras_nmt.export` and
+:mod:`keras_nmt.cli.export`.
 """

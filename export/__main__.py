@@ -1,5 +1,5 @@
 import sys
 
-from export.cli import main
+from keras_nmt.cli.export import main
 
-sys.exit(main())
+sys.exit(main(prog="export"))

@@ -1,16 +1,16 @@
 """tf.data pipelines: text files -> tokenized, length-bucketed, padded batches.
 
 Files are streamed with TextLineDataset, so memory does not grow with the corpus, and
-tokenized with the graph tokenizer of :mod:`keras_nmt.text`. Batches are
-``((source_ids, target_in), target_out)``, int32, padded with 0.
+tokenized with the run's graph encoders (:mod:`keras_nmt.text`). Batches are
+``((source_ids, target_in), target_out)``, int32, padded with PAD_ID (0).
 """
 
 from __future__ import annotations
 
 import tensorflow as tf
 
+from keras_nmt.constants import BOS_ID, PAD_ID
 from keras_nmt.corpus.readers import ParallelFiles
-from keras_nmt.text import TokenEncoder, decoder_io
 
 _ENCODE_CHUNK = 512  # lines tokenized per vectorized call
 
@@ -26,7 +26,13 @@ def _lines(files: ParallelFiles) -> tf.data.Dataset:
     return tf.data.Dataset.zip((read(files.source), read(files.target)))
 
 
-def _encode(source_encoder: TokenEncoder, target_encoder: TokenEncoder):
+def decoder_io(target_ids: tf.RaggedTensor) -> tuple[tf.RaggedTensor, tf.RaggedTensor]:
+    """Targets ending with EOS -> (decoder inputs BOS y_1..y_T, outputs y_1..y_T EOS)."""
+    bos = tf.fill([target_ids.nrows(), 1], tf.constant(BOS_ID, tf.int32))
+    return tf.concat([bos, target_ids[:, :-1]], axis=1), target_ids
+
+
+def _encode(source_encoder, target_encoder):
     def encode(source_lines, target_lines):
         return source_encoder(source_lines), target_encoder(target_lines)
 
@@ -35,13 +41,14 @@ def _encode(source_encoder: TokenEncoder, target_encoder: TokenEncoder):
 
 def _pad(source, target):
     target_in, target_out = decoder_io(target)
-    return (source.to_tensor(), target_in.to_tensor()), target_out.to_tensor()
+    return ((source.to_tensor(PAD_ID), target_in.to_tensor(PAD_ID)),
+            target_out.to_tensor(PAD_ID))
 
 
 def training_batches(
     files: ParallelFiles,
-    source_encoder: TokenEncoder,
-    target_encoder: TokenEncoder,
+    source_encoder,
+    target_encoder,
     *,
     max_len: int,
     batch_size: int,
@@ -146,8 +153,8 @@ def _token_batches(batch_tokens: int):
 
 def evaluation_batches(
     files: ParallelFiles,
-    source_encoder: TokenEncoder,
-    target_encoder: TokenEncoder,
+    source_encoder,
+    target_encoder,
     *,
     batch_size: int,
 ) -> tf.data.Dataset:

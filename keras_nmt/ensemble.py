@@ -11,80 +11,23 @@ of them changes nothing). The attention weights it reports are the members' mean
 decoder state and the memory are tuples of the members' own, so the search tiles and
 reorders them with ``tf.nest`` like a single model's.
 
-The run-directory checks (:func:`inspect_run_dir`, :func:`check_compatible`) read only
-small files and do not import TensorFlow: ``python -m keras_nmt.translate`` calls them
-first, so a wrong path fails at once instead of after TensorFlow's import. For the same
-reason TensorFlow is imported inside the methods of :class:`Ensemble`.
+:func:`check_compatible` says whether inspected run directories
+(:meth:`keras_nmt.rundir.RunDir.inspect`) combine; it reads no weights and imports no
+TensorFlow, so ``keras-nmt translate`` fails at once on runs that do not ensemble. For
+the same reason TensorFlow is imported inside the methods of :class:`Ensemble`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
-import pathlib
 from typing import Any, Sequence
 
 from keras_nmt.config import Config
-from keras_nmt.rundir import RunDir, RunDirError
-from keras_nmt.tokenizer import Vocabulary
-
-WEIGHTS = ("best", "last")
+from keras_nmt.rundir import RunFiles
 
 
 class EnsembleError(ValueError):
     """Run directories (or models) that cannot be combined; the message names them."""
-
-
-@dataclasses.dataclass(frozen=True)
-class RunFiles:
-    """What a run directory holds for translation, read without TensorFlow."""
-
-    run: RunDir
-    config: Config
-    src: str
-    tgt: str
-    source_vocab: Vocabulary
-    target_vocab: Vocabulary
-    # Directories that have a checkpoint state file, in the order to try them.
-    checkpoint_dirs: tuple[pathlib.Path, ...]
-
-
-def inspect_run_dir(path: str | pathlib.Path, weights: str = "best") -> RunFiles:
-    """Read a run directory's configuration, languages and vocabularies, and find where
-    its weights are: ``best/`` then ``checkpoints/`` for ``weights="best"`` (a run stopped
-    before its first evaluation has no best weights yet), only ``checkpoints/`` for
-    ``"last"``.
-
-    Raises :class:`~keras_nmt.rundir.RunDirError` (or ``ConfigError`` /
-    ``VocabularyError``, all ``ValueError``) with a one-line message.
-    """
-    if weights not in WEIGHTS:
-        raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")
-    run = RunDir(path)
-    if not run.path.exists():
-        raise RunDirError(f"run directory not found: {run.path}")
-    if not run.path.is_dir():
-        raise RunDirError(f"{run.path} is not a directory")
-    try:
-        config = run.load_config()
-        info = run.load_data_info()
-        src, tgt = info["src"], info["tgt"]
-        source_vocab, target_vocab = run.load_vocabularies()
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise RunDirError(f"{run.path} holds an unreadable file: {error}") from None
-    except (KeyError, TypeError, AttributeError) as error:
-        raise RunDirError(
-            f"{run.path} is not a usable run directory (malformed config.json or data.json: "
-            f"{type(error).__name__} {error})"
-        ) from None
-    except OSError as error:
-        raise RunDirError(f"cannot read {run.path}: {error.strerror or error}") from None
-    candidates = [run.best, run.checkpoints] if weights == "best" else [run.checkpoints]
-    found = tuple(d for d in candidates if (d / "checkpoint").is_file())
-    if not found:
-        raise RunDirError(f"{run.path} holds no trained weights (no checkpoint)")
-    return RunFiles(run, config, src, tgt, source_vocab, target_vocab, found)
 
 
 def _first_difference(a: Sequence[str], b: Sequence[str]) -> str:

@@ -18,7 +18,7 @@ import keras
 import tensorflow as tf
 
 from keras_nmt import config as config_lib
-from keras_nmt import codec, data, distribute, scoring
+from keras_nmt import data, distribute
 from keras_nmt.config import Config, ConfigError
 from keras_nmt.corpus import builtin, wmt14
 from keras_nmt.corpus.readers import (
@@ -27,8 +27,10 @@ from keras_nmt.corpus.readers import (
 from keras_nmt.models import TranslationModel
 from keras_nmt.progress import Progress
 from keras_nmt.rundir import RunDir, RunDirError, write_json_atomic
-from keras_nmt.graph_codec import graph_encoder
-from keras_nmt.tokenizer import Vocabulary
+from keras_nmt.evaluation import scoring
+from keras_nmt.text import codecs
+from keras_nmt.text.sentencepiece import SentencePieceCodec, train_sentencepiece
+from keras_nmt.vocab import Vocabulary
 from keras_nmt.training import (
     Limits, RunWriteError, Trainer, checkpoint_problem, checkpoint_step,
 )
@@ -115,16 +117,16 @@ def _prepare(options: TrainOptions, run: RunDir, log) -> tuple[Config, dict[str,
     for name, files in splits.items():
         if name != "train":  # the training split is checked by the scan below
             files.check()
-    kind = options.tokenizer or codec.WORD
+    kind = options.tokenizer or codecs.WORD
     tokenizers = None
-    if kind == codec.SENTENCEPIECE:
-        codecs = []
+    if kind == codecs.SENTENCEPIECE:
+        pieces = []
         for side, lang, size in ((0, options.src, config.src_vocab_size), (1, options.tgt, config.tgt_vocab_size)):
             log(f"training a SentencePiece model of up to {size} pieces on the training side ({lang})")
-            model = codec.train_sentencepiece(codec.side_lines(splits["train"].pairs(), side), size)
-            codec.sentencepiece_path(run.path, lang).write_bytes(model)
-            codecs.append(codec.SentencePieceCodec(model, lang))
-        tokenizers = (codecs[0].tokenize, codecs[1].tokenize)
+            model = train_sentencepiece((pair[side] for pair in splits["train"].pairs()), size)
+            run.sentencepiece_path(lang).write_bytes(model)
+            pieces.append(SentencePieceCodec(model, lang))
+        tokenizers = (pieces[0].tokenize, pieces[1].tokenize)
     log(f"reading {splits['train'].source} and {splits['train'].target}")
     stats = scan_training_split(splits["train"], options.src, options.tgt, config.max_len, tokenizers)
     if stats.kept == 0:
@@ -132,8 +134,8 @@ def _prepare(options: TrainOptions, run: RunDir, log) -> tuple[Config, dict[str,
             f"no usable training pair in {splits['train'].source}: every pair is empty or "
             f"longer than max_len={config.max_len}"
         )
-    if kind == codec.SENTENCEPIECE:
-        source_vocab, target_vocab = codecs[0].vocabulary, codecs[1].vocabulary
+    if kind == codecs.SENTENCEPIECE:
+        source_vocab, target_vocab = pieces[0].vocabulary, pieces[1].vocabulary
     else:
         source_vocab = Vocabulary.from_counts(stats.source_counts, config.src_vocab_size)
         target_vocab = Vocabulary.from_counts(stats.target_counts, config.tgt_vocab_size)
@@ -170,7 +172,7 @@ def _resume_config(options: TrainOptions, run: RunDir) -> tuple[Config, dict[str
         raise ConfigError(
             f"--resume: {run.path} holds a {config.variant} run, not {options.variant}"
         )
-    kind = codec.tokenizer_of(run.load_data_info())
+    kind = run.tokenizer()
     if options.tokenizer is not None and options.tokenizer != kind:
         raise ConfigError(f"--resume: {run.path} uses the {kind} tokenizer, not {options.tokenizer}")
     changes = {k: v for k, v in options.overrides.items() if getattr(config, k) != v}
@@ -286,9 +288,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
 
     keras.utils.set_random_seed(config.seed)
     keras.mixed_precision.set_global_policy(config.precision)
-    source_vocab, target_vocab = run.load_vocabularies()
-    source_encoder = graph_encoder(run.path, info, info["src"], source_vocab)
-    target_encoder = graph_encoder(run.path, info, info["tgt"], target_vocab)
+    source_encoder, target_encoder = run.graph_encoders()
     with distribute.scope(strategy):
         model = TranslationModel(config)
     train_files, valid_files = _files(info, "train"), _files(info, "valid")
@@ -304,11 +304,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
             valid_files, source_encoder, target_encoder, batch_size=config.batch_size
         )
 
-    source_codec, target_codec = codec.run_codecs(run.path)
-    translator = Translator(
-        model, source_vocab, target_vocab, info["src"], info["tgt"],
-        source_codec=source_codec, target_codec=target_codec, jit_compile=options.jit,
-    )
+    translator = Translator(model, *run.codecs(), jit_compile=options.jit)
     valid_sources = _read_lines(valid_files.source)
     valid_references = _read_lines(valid_files.target)
 
@@ -350,7 +346,8 @@ def train(options: TrainOptions) -> dict[str, Any]:
         "architecture": config.architecture,
         "config": config.to_dict(),
         "data": {k: info[k] for k in ("src", "tgt", "corpus", "builtin", "train")},
-        "vocabulary": {info["src"]: len(source_vocab), info["tgt"]: len(target_vocab)},
+        "vocabulary": {info["src"]: len(translator.source_vocab),
+                       info["tgt"]: len(translator.target_vocab)},
         "stop_reason": outcome.stop_reason,
         "updates": outcome.steps,
         "epochs": outcome.epochs,

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from keras_nmt.config import Config
 from keras_nmt.layers import Decoder, Encoder
+from keras_nmt.constants import PAD_ID
 
 
 @keras.saving.register_keras_serializable(package="keras_nmt")
@@ -83,6 +84,6 @@ def sentence_nll(logits, targets):
     float32 whatever the logits' dtype (mixed precision): a float16 softmax over 30,000
     words loses the small probabilities."""
     logits = tf.cast(logits, tf.float32)
-    mask = tf.cast(tf.not_equal(targets, 0), tf.float32)
+    mask = tf.cast(tf.not_equal(targets, PAD_ID), tf.float32)
     token_nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=targets, logits=logits)
     return tf.reduce_sum(token_nll * mask, axis=1)

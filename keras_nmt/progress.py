@@ -1,11 +1,14 @@
-"""A one-line progress display for long work, on stderr.
+"""What the commands write to the terminal besides their output: a one-line progress
+display for long work, and native libraries' start-up noise kept off it.
 
-On a terminal the line is redrawn in place a few times a second; in a log file (CI, nohup)
-a full line is written every ``log_seconds`` so the log stays readable.
+On a terminal the progress line is redrawn in place a few times a second; in a log file
+(CI, nohup) a full line is written every ``log_seconds`` so the log stays readable.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 import time
 from typing import TextIO
@@ -56,3 +59,23 @@ class Progress:
             self.stream.write("\n")
             self.stream.flush()
             self._drawn = False
+
+
+@contextlib.contextmanager
+def native_stderr_muted():
+    """Send file descriptor 2 to /dev/null for the duration (Python exceptions still
+    propagate; they are printed after it is restored)."""
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no real stderr (embedded): nothing to mute
+        yield
+        return
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)

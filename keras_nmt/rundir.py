@@ -1,17 +1,24 @@
 """The run directory: everything a training run writes, and all that translation needs.
 
     RUN_DIR/config.json        the Config (written once, before training starts)
-    RUN_DIR/data.json          languages, corpus location, split statistics
-    RUN_DIR/vocab.SRC.txt      source shortlist, one token per line
-    RUN_DIR/vocab.TGT.txt      target shortlist
+    RUN_DIR/data.json          languages, tokenizer, corpus location, split statistics
+    RUN_DIR/vocab.SRC.txt      source vocabulary, one token per line
+    RUN_DIR/vocab.TGT.txt      target vocabulary
+    RUN_DIR/spm.LANG.model     SentencePiece models (``--tokenizer sentencepiece`` only)
     RUN_DIR/checkpoints/       model + optimizer + step + data position (for --resume)
     RUN_DIR/best/              the weights with the best development score
     RUN_DIR/tensorboard/       scalars
     RUN_DIR/summary.json       the final report (the paper's Table 2 columns)
+
+:class:`RunDir` is the only code that knows these names. Reading the small files
+(:meth:`RunDir.inspect`) needs no TensorFlow, so a command can check its run
+directories before TensorFlow's slow import; :meth:`RunDir.load_model` and
+:meth:`RunDir.graph_encoders` load it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pathlib
@@ -20,7 +27,10 @@ from typing import Any
 
 from keras_nmt import faults
 from keras_nmt.config import Config
-from keras_nmt.tokenizer import Vocabulary
+from keras_nmt.text import CodecError, codecs
+from keras_nmt.vocab import Vocabulary
+
+WEIGHTS = ("best", "last")
 
 
 class RunDirError(ValueError):
@@ -50,9 +60,32 @@ def write_json_atomic(path: pathlib.Path, value: Any) -> None:
     write_text_atomic(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
 
 
+@dataclasses.dataclass(frozen=True)
+class RunFiles:
+    """What a run directory holds for translation, read without TensorFlow."""
+
+    run: "RunDir"
+    config: Config
+    src: str
+    tgt: str
+    source_codec: Any  # keras_nmt.text codecs (word or SentencePiece)
+    target_codec: Any
+    # Directories that have a checkpoint state file, in the order to try them.
+    checkpoint_dirs: tuple[pathlib.Path, ...]
+
+    @property
+    def source_vocab(self) -> Vocabulary:
+        return self.source_codec.vocabulary
+
+    @property
+    def target_vocab(self) -> Vocabulary:
+        return self.target_codec.vocabulary
+
+
 class RunDir:
     def __init__(self, path: str | os.PathLike):
         self.path = pathlib.Path(path)
+        self._codecs: tuple[Any, Any] | None = None  # read once: vocabularies can be large
 
     config_path = property(lambda self: self.path / "config.json")
     data_path = property(lambda self: self.path / "data.json")
@@ -64,6 +97,11 @@ class RunDir:
 
     def vocab_path(self, lang: str) -> pathlib.Path:
         return self.path / f"vocab.{lang}.txt"
+
+    def sentencepiece_path(self, lang: str) -> pathlib.Path:
+        return self.path / f"spm.{lang}.model"
+
+    # ------------------------------------------------------------------ writing
 
     def create(self) -> None:
         """Make the directory and prove it is writable, before any work is done."""
@@ -81,6 +119,8 @@ class RunDir:
     def has_checkpoint(self) -> bool:
         return (self.checkpoints / "checkpoint").is_file()
 
+    # ------------------------------------------------------------------ reading
+
     def load_config(self) -> Config:
         try:
             return Config.from_dict(json.loads(self.config_path.read_text(encoding="utf-8")))
@@ -93,9 +133,86 @@ class RunDir:
         except FileNotFoundError:
             raise RunDirError(f"{self.path} is not a run directory (no data.json)") from None
 
+    def tokenizer(self, info: dict[str, Any] | None = None) -> str:
+        """The tokenizer ``data.json`` names (``word`` for runs made before it named one)."""
+        info = self.load_data_info() if info is None else info
+        return codecs.check_kind(info.get("tokenizer", codecs.WORD), "data.json")
+
     def load_vocabularies(self) -> tuple[Vocabulary, Vocabulary]:
+        return tuple(codec.vocabulary for codec in self.codecs())  # type: ignore[return-value]
+
+    def codecs(self) -> tuple[Any, Any]:
+        """(source codec, target codec): how this run turns text into ids and back."""
+        if self._codecs is None:
+            self._codecs = self._read_codecs()
+        return self._codecs
+
+    def _read_codecs(self) -> tuple[Any, Any]:
         info = self.load_data_info()
-        return (
-            Vocabulary.load(self.vocab_path(info["src"])),
-            Vocabulary.load(self.vocab_path(info["tgt"])),
-        )
+        kind = self.tokenizer(info)
+        return tuple(
+            codecs.make_codec(kind, info[side], Vocabulary.load(self.vocab_path(info[side])),
+                              self.sentencepiece_path(info[side]), f"vocab.{info[side]}.txt")
+            for side in ("src", "tgt")
+        )  # type: ignore[return-value]
+
+    def graph_encoders(self) -> tuple[Any, Any]:
+        """The graph twins of :meth:`codecs`: what tf.data and an export run."""
+        return tuple(codecs.graph_encoder(codec) for codec in self.codecs())  # type: ignore[return-value]
+
+    def inspect(self, weights: str = "best") -> RunFiles:
+        """Read the configuration, languages and codecs, and find where the weights are:
+        ``best/`` then ``checkpoints/`` for ``weights="best"`` (a run stopped before its
+        first evaluation has no best weights yet), only ``checkpoints/`` for ``"last"``.
+
+        Raises :class:`RunDirError` (or ``ConfigError``, ``VocabularyError``, all
+        ``ValueError``) with a one-line message."""
+        if weights not in WEIGHTS:
+            raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")
+        if not self.path.exists():
+            raise RunDirError(f"run directory not found: {self.path}")
+        if not self.path.is_dir():
+            raise RunDirError(f"{self.path} is not a directory")
+        try:
+            config = self.load_config()
+            info = self.load_data_info()
+            src, tgt = info["src"], info["tgt"]
+            source_codec, target_codec = self.codecs()
+        except CodecError as error:
+            raise RunDirError(str(error)) from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise RunDirError(f"{self.path} holds an unreadable file: {error}") from None
+        except (KeyError, TypeError, AttributeError) as error:
+            raise RunDirError(
+                f"{self.path} is not a usable run directory (malformed config.json or data.json: "
+                f"{type(error).__name__} {error})"
+            ) from None
+        except OSError as error:
+            raise RunDirError(f"cannot read {self.path}: {error.strerror or error}") from None
+        candidates = [self.best, self.checkpoints] if weights == "best" else [self.checkpoints]
+        found = tuple(d for d in candidates if (d / "checkpoint").is_file())
+        if not found:
+            raise RunDirError(f"{self.path} holds no trained weights (no checkpoint)")
+        return RunFiles(self, config, src, tgt, source_codec, target_codec, found)
+
+    def load_model(self, weights: str = "best", files: RunFiles | None = None):
+        """The run's :class:`~keras_nmt.models.TranslationModel` with its weights (the
+        first directory of :meth:`inspect`'s ``checkpoint_dirs`` that TensorFlow finds a
+        checkpoint in). Pass ``files`` when the run was inspected already."""
+        import tensorflow as tf
+
+        from keras_nmt.models import TranslationModel
+
+        files = files or self.inspect(weights)
+        model = TranslationModel(files.config)
+        for directory in files.checkpoint_dirs:
+            latest = tf.train.latest_checkpoint(str(directory))
+            if latest:
+                try:
+                    tf.train.Checkpoint(model=model).read(latest).expect_partial()
+                except (tf.errors.OpError, ValueError) as error:
+                    text = str(error).strip()
+                    reason = text.splitlines()[0] if text else type(error).__name__
+                    raise RunDirError(f"cannot read the weights in {latest}: {reason}") from None
+                return model
+        raise RunDirError(f"{self.path} holds no trained weights (no checkpoint)")

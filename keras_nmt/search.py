@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from keras_nmt.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 # Log-probability of a dead or empty hypothesis. Finite on purpose: tf2onnx lowers
 # tf.where to arithmetic (cond * x + (1 - cond) * y), where -inf would give NaN.

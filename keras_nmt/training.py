@@ -20,6 +20,7 @@ from keras_nmt.config import Config
 from keras_nmt.models import TranslationModel, sentence_nll
 from keras_nmt.progress import Progress, format_duration
 from keras_nmt.rundir import RunDir, RunDirError
+from keras_nmt.constants import PAD_ID
 
 _BATCH_SIGNATURE = (
     tf.TensorSpec([None, None], tf.int32, name="source_ids"),
@@ -206,7 +207,7 @@ class Trainer:
         gradients = self._unscale(tape.gradient(scaled, variables))
         clipped, norm = tf.clip_by_global_norm(gradients, self.config.clipnorm)
         self._apply(clipped, variables)
-        tokens = tf.reduce_sum(tf.cast(tf.not_equal(target_out, 0), tf.int64))
+        tokens = tf.reduce_sum(tf.cast(tf.not_equal(target_out, PAD_ID), tf.int64))
         return loss, tokens, norm
 
     # Loss scaling (mixed_float16): the paper's clipping is on the true gradient's
@@ -258,7 +259,7 @@ class Trainer:
             )
             clipped, norm = tf.clip_by_global_norm(gradients, self.config.clipnorm)
             self._apply(clipped, variables)
-            tokens = tf.reduce_sum(tf.cast(tf.not_equal(target_out, 0), tf.int64))
+            tokens = tf.reduce_sum(tf.cast(tf.not_equal(target_out, PAD_ID), tf.int64))
             loss = replica.all_reduce(tf.distribute.ReduceOp.SUM, loss)
             tokens = replica.all_reduce(tf.distribute.ReduceOp.SUM, tokens)
             return loss, tokens, norm
@@ -270,7 +271,7 @@ class Trainer:
     def _eval_step(self, source_ids, target_in, target_out):
         logits = self.model((source_ids, target_in), training=False)
         nll = sentence_nll(logits, target_out)
-        tokens = tf.reduce_sum(tf.cast(tf.not_equal(target_out, 0), tf.int64))
+        tokens = tf.reduce_sum(tf.cast(tf.not_equal(target_out, PAD_ID), tf.int64))
         return tf.reduce_sum(nll), tf.cast(tf.shape(nll)[0], tf.int64), tokens
 
     # -- state --------------------------------------------------------------------------

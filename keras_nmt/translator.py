@@ -1,6 +1,6 @@
 """The Translator API: raw sentences in, detokenized translations out.
 
-The training report, ``keras_nmt.translate`` and ``keras_nmt.evaluate`` all go through
+The training report, ``keras-nmt translate`` and ``keras-nmt evaluate`` all go through
 this class, and Python users call it directly::
 
     translator = Translator.from_run_dir("runs/search50")
@@ -22,11 +22,11 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
-from keras_nmt import codec, search
-from keras_nmt.ensemble import Ensemble, RunFiles, check_compatible, inspect_run_dir
+from keras_nmt import search
+from keras_nmt.constants import EOS_ID
+from keras_nmt.ensemble import Ensemble, check_compatible
 from keras_nmt.models import TranslationModel
-from keras_nmt.rundir import RunDirError
-from keras_nmt.tokenizer import EOS_ID, Vocabulary
+from keras_nmt.rundir import RunDir
 from keras_nmt.unk_replace import load_dictionary, replace_unknowns
 
 # The default maximum source length is max(MIN_SOURCE_LEN, SOURCE_LEN_FACTOR * max_len).
@@ -76,25 +76,16 @@ class Translator:
     def __init__(
         self,
         model: TranslationModel | Ensemble,
-        source_vocab: Vocabulary,
-        target_vocab: Vocabulary,
-        src_lang: str,
-        tgt_lang: str,
+        source_codec,
+        target_codec,
         max_source_len: int | None = None,
-        source_codec=None,
-        target_codec=None,
         jit_compile: bool = False,
     ):
         self.model = model
         self.jit_compile = jit_compile  # XLA-compile the beam search
-        self.source_vocab = source_vocab
-        self.target_vocab = target_vocab
-        self.src_lang = src_lang
-        self.tgt_lang = tgt_lang
-        # How text becomes tokens and back (keras_nmt.codec); the paper's word tokenizer
-        # unless the run says otherwise.
-        self.source_codec = source_codec or codec.WordCodec(source_vocab, src_lang)
-        self.target_codec = target_codec or codec.WordCodec(target_vocab, tgt_lang)
+        # How text becomes ids and back (keras_nmt.text codecs: words or SentencePiece).
+        self.source_codec = source_codec
+        self.target_codec = target_codec
         if max_source_len is None:
             max_source_len = default_max_source_len(model.config.max_len)
         if (
@@ -105,6 +96,11 @@ class Translator:
             raise ValueError(f"max_source_len must be a positive integer, got {max_source_len!r}")
         self.max_source_len = int(max_source_len)
         self._search_fns: dict[int, Callable] = {}  # nbest -> tf.function, traced once
+
+    source_vocab = property(lambda self: self.source_codec.vocabulary)
+    target_vocab = property(lambda self: self.target_codec.vocabulary)
+    src_lang = property(lambda self: self.source_codec.lang)
+    tgt_lang = property(lambda self: self.target_codec.lang)
 
     @classmethod
     def from_run_dir(
@@ -131,19 +127,12 @@ class Translator:
         Every directory is checked before any weights are loaded."""
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
-        runs = [inspect_run_dir(path, weights) for path in paths]
+        runs = [RunDir(path).inspect(weights) for path in paths]
         check_compatible(runs)
-        models = [_load_model(run) for run in runs]
+        models = [run.run.load_model(files=run) for run in runs]
         model = models[0] if len(models) == 1 else Ensemble(models)
-        first = runs[0]
-        try:
-            source_codec, target_codec = codec.run_codecs(first.run.path)
-        except codec.CodecError as error:
-            raise RunDirError(str(error)) from None
-        return cls(
-            model, first.source_vocab, first.target_vocab, first.src, first.tgt,
-            max_source_len=max_source_len, source_codec=source_codec, target_codec=target_codec,
-        )
+        return cls(model, runs[0].source_codec, runs[0].target_codec,
+                   max_source_len=max_source_len)
 
     def _search_fn(self, nbest: int) -> Callable:
         if nbest not in self._search_fns:
@@ -271,20 +260,3 @@ class Translator:
 def _check_positive(name: str, value) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
-
-
-def _load_model(run: RunFiles) -> TranslationModel:
-    """Build the run's model and read its weights (the first checkpoint directory of
-    ``run.checkpoint_dirs`` that TensorFlow finds a checkpoint in)."""
-    model = TranslationModel(run.config)
-    for directory in run.checkpoint_dirs:
-        latest = tf.train.latest_checkpoint(str(directory))
-        if latest:
-            try:
-                tf.train.Checkpoint(model=model).read(latest).expect_partial()
-            except (tf.errors.OpError, ValueError) as error:
-                text = str(error).strip()
-                reason = text.splitlines()[0] if text else type(error).__name__
-                raise RunDirError(f"cannot read the weights in {latest}: {reason}") from None
-            return model
-    raise RunDirError(f"{run.run.path} holds no trained weights (no checkpoint)")

@@ -21,7 +21,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from keras_nmt.tokenizer import UNK
+from keras_nmt.constants import UNK
 
 __all__ = ["DictionaryError", "load_dictionary", "replace_unknowns"]
 

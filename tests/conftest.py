@@ -38,7 +38,7 @@ def tiny_export(tiny_run, tmp_path_factory):
     """``python -m export`` of ``tiny_run``, done once: EXPORT_DIR with nmt/1/ (beam 5,
     2-best lists, attention), models.config, SERVING.md and nmt.onnx (+ .onnx.json and
     the vocabularies)."""
-    from export import cli
+    from keras_nmt.cli import export as cli
 
     out = tmp_path_factory.mktemp("export")
     argv = [str(tiny_run), "--out", str(out), "--beam", "5", "--nbest", "2", "--attention",
@@ -69,9 +69,23 @@ def tiny_spm_export(tiny_spm_run, tmp_path_factory):
     """``python -m export`` of ``tiny_spm_run`` with --onnx, done once (beam 5, 2-best
     lists): EXPORT_DIR with nmt/1/, nmt.onnx, nmt.onnx.json, the vocabularies and
     nmt.spm.en.model / nmt.spm.fr.model."""
-    from export import cli
+    from keras_nmt.cli import export as cli
 
     out = tmp_path_factory.mktemp("spm-export")
     argv = [str(tiny_spm_run), "--out", str(out), "--beam", "5", "--nbest", "2", "--onnx"]
     assert cli.main(argv) == 0
     return out
+
+
+def savedmodel_loaders(export_dir):
+    """The export's SavedModel the two ways it gets loaded: TF2 and the TF1 session."""
+    from keras_nmt.export.loaders import SessionModel, TF2Model
+
+    path = export_dir / "nmt" / "1"
+    return {"tf2": TF2Model(path), "tf1": SessionModel(path)}
+
+
+def run_translator(run_dir):
+    from keras_nmt.translator import Translator
+
+    return Translator.from_run_dir(run_dir)

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from keras_nmt import alignment
-from keras_nmt.alignment import AlignmentError, GoldAlignment
+from keras_nmt.evaluation import alignment
+from keras_nmt.evaluation.alignment import AlignmentError, GoldAlignment
 
 
 def test_parse_pharaoh_sure_and_possible_links():

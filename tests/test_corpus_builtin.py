@@ -17,11 +17,11 @@ from keras_nmt.corpus import builtin
 from keras_nmt.corpus.builtin import (
     BuiltinCorpusSpec,
     SentencePair,
-    detokenize,
     generate_corpus,
     generate_pair,
     write_corpus,
 )
+from keras_nmt.text.word import detokenize
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 SMALL = BuiltinCorpusSpec(seed=7, train_size=1000, valid_size=100, test_size=100)
@@ -86,7 +86,7 @@ def test_agrees_with_the_project_tokenizer(all_pairs):
     # The real tokenizer may grow rules beyond the contract; where it exists it
     # must still split this corpus back into exactly its tokens.
     pytest.importorskip("regex")
-    tokenizer = pytest.importorskip("keras_nmt.tokenizer")
+    tokenizer = pytest.importorskip("keras_nmt.text.word")
     for pair in all_pairs[:500]:
         assert tokenizer.tokenize(detokenize(pair.source, "en"), "en") == list(pair.source)
         assert tokenizer.tokenize(detokenize(pair.target, "fr"), "fr") == list(pair.target)

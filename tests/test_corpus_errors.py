@@ -1,4 +1,4 @@
-"""Corpus failure modes not covered by test_readers.py / test_train_cli.py: errors in the
+"""Corpus failure modes not covered by test_readers.py / test_cli_train.py: errors in the
 validation split, a training split with nothing usable, a run directory that existed
 before, CRLF files. Each error is one line and leaves the run directory as it was."""
 
@@ -25,7 +25,7 @@ def corpus(directory: Path, train_en: bytes, train_fr: bytes, valid_en=b"a\n", v
 
 @pytest.mark.parametrize("files, out_exists, expected", [
     ({"valid_fr": b"A\nB\n"}, False, "valid.en has 1 lines"),
-    ({"valid_en": b"\xff\n"}, True, "valid.en: line 1 is not valid UTF-8"),
+    ({"valid_en": b"\xff\n"}, True, "valid.en: line 1 is not UTF-8 text"),
     ({"train_en": b"\n  \n\t\n", "train_fr": b"A\n\nC\n"}, False, "no usable training pair"),
 ])
 def test_corpus_error_is_one_line_and_leaves_the_run_directory_as_it_was(

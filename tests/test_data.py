@@ -10,8 +10,8 @@ from keras_nmt import data
 from keras_nmt.config import ConfigError, variant_config
 from keras_nmt.corpus.readers import find_corpus, scan_training_split
 from keras_nmt.experiment import mean_pair_length
-from keras_nmt.text import TokenEncoder
-from keras_nmt.tokenizer import Vocabulary
+from keras_nmt.text.word_graph import WordEncoder
+from keras_nmt.vocab import Vocabulary
 
 MAX_LEN = 30
 
@@ -42,8 +42,8 @@ def pipeline(noisy_corpus):
     def batches(batch_size=16, batch_tokens=0, sort_batches=5):
         return data.training_batches(
             files,
-            TokenEncoder(Vocabulary.from_counts(stats.source_counts, 1000), "en"),
-            TokenEncoder(Vocabulary.from_counts(stats.target_counts, 1000), "fr"),
+            WordEncoder(Vocabulary.from_counts(stats.source_counts, 1000), "en"),
+            WordEncoder(Vocabulary.from_counts(stats.target_counts, 1000), "fr"),
             max_len=MAX_LEN, batch_size=batch_size, sort_batches=sort_batches, seed=3,
             shuffle_buffer=400, batch_tokens=batch_tokens, mean_length=mean_pair_length(stats.summary()),
         )

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_nmt.ensemble import Ensemble, EnsembleError, check_compatible, inspect_run_dir
+from keras_nmt.ensemble import Ensemble, EnsembleError, check_compatible
 from keras_nmt.models import TranslationModel
 from keras_nmt.rundir import RunDir, RunDirError
 from keras_nmt.translator import Translator
@@ -71,7 +71,7 @@ def test_step_is_the_log_of_the_mean_probability(single, runs):
 
 def test_ensemble_of_one_translates_like_its_model(single):
     alone = single.translate(LINES, beam_size=3, nbest=2)
-    one = Translator(Ensemble([single.model]), single.source_vocab, single.target_vocab, "en", "fr")
+    one = Translator(Ensemble([single.model]), single.source_codec, single.target_codec)
     wrapped = one.translate(LINES, beam_size=3, nbest=2)
     for x, y in zip(alone, wrapped):
         assert [h.text for h in x.hypotheses] == [h.text for h in y.hypotheses]
@@ -114,7 +114,7 @@ def test_mismatched_vocabularies_name_both_runs(runs, tmp_path):
     lines = (shorter / "vocab.en.txt").read_text(encoding="utf-8").splitlines()
     (shorter / "vocab.en.txt").write_text("\n".join(lines[:-1]) + "\n", encoding="utf-8")
     with pytest.raises(EnsembleError, match="source vocabularies"):
-        check_compatible([inspect_run_dir(runs[0]), inspect_run_dir(shorter)])
+        check_compatible([RunDir(runs[0]).inspect(), RunDir(shorter).inspect()])
 
     swapped = _copy_metadata(runs[0], tmp_path / "swapped")
     data = (swapped / "data.json").read_text()
@@ -134,8 +134,8 @@ def test_unusable_run_directories(runs, tmp_path):
     with pytest.raises(RunDirError, match="no trained weights"):
         Translator.from_run_dir(bare)
     with pytest.raises(ValueError, match="weights"):
-        inspect_run_dir(runs[0], weights="newest")
+        RunDir(runs[0]).inspect(weights="newest")
     with pytest.raises(RunDirError, match="no trained weights"):
-        inspect_run_dir(runs[0], weights="last")  # the copy has only best/
+        RunDir(runs[0]).inspect(weights="last")  # the copy has only best/
     with pytest.raises(EnsembleError):
         Ensemble([])

@@ -8,7 +8,9 @@ import sys
 import numpy as np
 import pytest
 
-from export import cli, parity
+from conftest import run_translator, savedmodel_loaders
+from keras_nmt.cli import export as cli
+from keras_nmt.export import ExportError, exporter, parity
 
 EXPORT_BEAM = 5
 
@@ -21,19 +23,14 @@ def exported(tiny_export):
 
 @pytest.fixture(scope="session")
 def translator(tiny_run):
-    from keras_nmt.translator import Translator
-
-    return Translator.from_run_dir(tiny_run)
+    return run_translator(tiny_run)
 
 
 @pytest.fixture(scope="session")
 def loaded(exported):
-    from export.loaders import SessionModel, TF2Model
+    from keras_nmt.export.onnx import OnnxModel
 
-    from export.onnx_export import OnnxModel
-
-    path = exported / "nmt" / "1"
-    return {"tf2": TF2Model(path), "tf1": SessionModel(path), "onnx": OnnxModel(exported / "nmt.onnx")}
+    return {**savedmodel_loaders(exported), "onnx": OnnxModel(exported / "nmt.onnx")}
 
 
 @pytest.fixture(scope="session")
@@ -46,7 +43,7 @@ def test_onnx_files(exported):
 
     import onnx
 
-    from keras_nmt.tokenizer import Vocabulary
+    from keras_nmt.vocab import Vocabulary
 
     proto = onnx.load(str(exported / "nmt.onnx"))
     onnx.checker.check_model(proto)
@@ -93,7 +90,7 @@ def test_savedmodel_stores_each_weight_once(exported, translator):
 
 
 def test_models_config_keeps_other_models(tmp_path):
-    from export.serving_files import models_config
+    from keras_nmt.export.serving_files import models_config
 
     (tmp_path / "models.config").write_text(models_config(tmp_path, "other"))
     text = models_config(tmp_path, "nmt")
@@ -177,10 +174,10 @@ def test_bad_input_one_output_per_input_in_order(loaded, translator):
 
 
 def test_next_version(tmp_path):
-    assert cli.next_version(tmp_path / "missing") == 1
+    assert exporter.next_version(tmp_path / "missing") == 1
     for name in ("1", "3", "x", ".4.tmp-1"):
         (tmp_path / name).mkdir()
-    assert cli.next_version(tmp_path) == 4
+    assert exporter.next_version(tmp_path) == 4
 
 
 def _error_line(capsys):
@@ -204,21 +201,21 @@ def test_errors_are_one_line(tiny_run, exported, tmp_path, capsys):
     ]
     for argv, message in cases:
         with pytest.raises(SystemExit) as exit_info:
-            sys.exit(cli.main(argv))
+            sys.exit(cli.main(argv, prog="export"))
         assert exit_info.value.code == 2, argv
         assert message in _error_line(capsys), argv
     assert sorted(p.name for p in (exported / "nmt").iterdir()) == ["1"]
 
 
 def test_failed_export_leaves_nothing(tiny_run, tmp_path, monkeypatch, capsys):
-    from export import savedmodel
+    from keras_nmt.export import savedmodel
 
     def broken(archive, path):
         (pathlib.Path(path) / "saved_model.pb").write_bytes(b"half")
-        raise cli.ExportError("disk full")
+        raise ExportError("disk full")
 
     monkeypatch.setattr(savedmodel, "write_savedmodel", broken)
-    assert cli.main([str(tiny_run), "--out", str(tmp_path)]) == 2
+    assert cli.main([str(tiny_run), "--out", str(tmp_path)], prog="export") == 2
     assert "disk full" in _error_line(capsys)
     assert list((tmp_path / "nmt").iterdir()) == []
     assert not (tmp_path / "models.config").exists()

@@ -1,6 +1,6 @@
 """Hostile and odd input, property-based: any Unicode text (every category, control
 characters, emoji, very long lines; no surrogates, which UTF-8 cannot hold) through
-the tokenizer, its graph twin, Translator.translate and ``python -m keras_nmt.translate``.
+the tokenizer, its graph twin, Translator.translate and ``keras-nmt translate``.
 
 KERAS_NMT_FUZZ_EXAMPLES sets how many examples (batches of 1-8 lines) the tokenizer and
 Translator properties draw (default 50, for CI; a closing-note run uses 2000 or more);
@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from keras_nmt import text, tokenizer, translate
+from keras_nmt.cli import translate
+from keras_nmt.text import word as tokenizer, word_graph as text
 from keras_nmt.translator import Translator
 
 EXAMPLES = int(os.environ.get("KERAS_NMT_FUZZ_EXAMPLES", "50"))

@@ -3,7 +3,7 @@ the SavedModel's ``serving_default`` signature and the onnxruntime path never fa
 return one output per input line, for any Unicode text (see tests/test_fuzz.py for the
 strategies and KERAS_NMT_FUZZ_EXAMPLES).
 
-Skipped until the ``export`` package and ``serving.onnx_translate`` are importable.
+The onnxruntime path is :class:`keras_nmt.serving.onnx_translator.OnnxTranslator`.
 """
 
 import subprocess
@@ -14,17 +14,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-try:
-    import export  # noqa: F401
-    from serving import onnx_translate
-except ImportError as error:  # not merged yet
-    pytest.skip(f"export / serving.onnx_translate not importable: {error}", allow_module_level=True)
-
 import tensorflow as tf  # noqa: E402
 import tensorflow_text  # noqa: E402,F401  (registers the text ops the SavedModel uses)
 from test_fuzz import EXAMPLES, LINE, LINES_PER_BATCH, fuzz  # noqa: E402
 
-from keras_nmt import tokenizer  # noqa: E402
+from keras_nmt.text import word as tokenizer  # noqa: E402
+from keras_nmt.serving import onnx_translator  # noqa: E402
 from keras_nmt.translator import default_max_source_len  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,5 +88,5 @@ _LOADED = {}
 
 def _onnx_translator(export_dir):
     if export_dir not in _LOADED:
-        _LOADED[export_dir] = onnx_translate.OnnxTranslator.from_export_dir(export_dir, name=NAME)
+        _LOADED[export_dir] = onnx_translator.OnnxTranslator.from_export_dir(export_dir, name=NAME)
     return _LOADED[export_dir]

@@ -219,7 +219,12 @@ def test_encoder_equals_keras_gru_layers(arch, reset_after):
     expected_summary = forward_last
     expected = [forward.numpy()]
     if arch == "search":
-        backward, backward_last = encoder.backward_rnn(embedded, mask=mask)
+        # Keras's own backward GRU over the same weights.
+        reference = keras.layers.GRU(encoder.units, return_sequences=True, return_state=True,
+                                     go_backwards=True, reset_after=reset_after)
+        reference.build((None, None, encoder.embedding_dim))
+        reference.set_weights(encoder.backward_rnn.get_weights())
+        backward, backward_last = reference(embedded, mask=mask)
         expected.append(backward.numpy()[:, ::-1])
         expected_summary = backward_last
     expected = np.concatenate(expected, axis=-1)

@@ -7,7 +7,7 @@ import matplotlib.image
 import numpy as np
 import pytest
 
-from keras_nmt import plots
+from keras_nmt.evaluation import plots
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

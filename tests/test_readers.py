@@ -48,7 +48,7 @@ def test_invalid_utf8_names_file_and_line(tmp_path):
     (tmp_path / "train.en").write_bytes(b"ok\nbad \xff byte\n")
     (tmp_path / "train.fr").write_bytes(b"ok\nfine\n")
     files = ParallelFiles(tmp_path / "train.en", tmp_path / "train.fr")
-    with pytest.raises(CorpusError, match=r"train\.en: line 2 is not valid UTF-8 \(byte 5\)"):
+    with pytest.raises(CorpusError, match=r"train\.en: line 2 is not UTF-8 text \(bad byte at column 5\)"):
         files.check()
 
 

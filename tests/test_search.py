@@ -19,7 +19,7 @@ import tensorflow as tf
 from keras_nmt import search
 from keras_nmt.config import variant_config
 from keras_nmt.models import TranslationModel
-from keras_nmt.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 DIMS = {"embedding": 8, "hidden": 8, "attention": 6, "maxout": 4, "src_vocab_size": 12}
 

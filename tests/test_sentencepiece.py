@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 import tensorflow as tf
 
-from keras_nmt import codec
-from keras_nmt.graph_codec import SentencePieceEncoder, run_graph_encoders
-from keras_nmt.tokenizer import EOS_ID, PAD_ID, RESERVED, UNK_ID
+from keras_nmt.rundir import RunDir
+from keras_nmt.text import CodecError, codecs
+from keras_nmt.text.sentencepiece import SentencePieceCodec, train_sentencepiece
+from keras_nmt.text.sentencepiece_graph import SentencePieceEncoder
+from keras_nmt.constants import EOS_ID, PAD_ID, RESERVED, UNK_ID
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,7 +37,7 @@ ALPHABET = "abcdefghéèàçôABCÉ0123456789 '’.,;:!?-«»\u00a0\u202f()€$%
 def trained(tiny_corpus):
     """A 300-piece model trained on the tiny corpus's French side plus mixed text."""
     lines = (tiny_corpus / "train.fr").read_text(encoding="utf-8").splitlines()
-    return codec.train_sentencepiece(lines + SAMPLES[:5] * 3, 300)
+    return train_sentencepiece(lines + SAMPLES[:5] * 3, 300)
 
 
 def random_lines(count, seed=5):
@@ -44,7 +46,7 @@ def random_lines(count, seed=5):
 
 
 def test_model_reserves_the_project_ids(trained):
-    model = codec.SentencePieceCodec(trained, "fr")
+    model = SentencePieceCodec(trained, "fr")
     assert model.vocabulary.tokens[:4] == RESERVED
     assert 200 <= len(model.vocabulary) <= 300
     assert UNK_ID in model.encode("ʬ") and UNK_ID not in model.encode("東京")  # unseen, seen
@@ -52,7 +54,7 @@ def test_model_reserves_the_project_ids(trained):
 
 
 def test_graph_and_python_agree_token_for_token(trained):
-    python = codec.SentencePieceCodec(trained, "fr")
+    python = SentencePieceCodec(trained, "fr")
     graph = SentencePieceEncoder(trained, "fr")
     lines = SAMPLES + random_lines(200)
     graph_ids = graph(tf.constant(lines)).to_list()
@@ -90,23 +92,28 @@ def test_graph_codec_carries_its_model_into_a_savedmodel(trained, tmp_path):
     tf.saved_model.save(Endpoints(SentencePieceEncoder(trained, "fr")), str(tmp_path))
     loaded = tf.saved_model.load(str(tmp_path))
     ids = loaded.encode(tf.constant([SAMPLES[0]]))
-    assert ids.numpy()[0].tolist() == codec.SentencePieceCodec(trained, "fr").encode(SAMPLES[0]) + [EOS_ID]
+    assert ids.numpy()[0].tolist() == SentencePieceCodec(trained, "fr").encode(SAMPLES[0]) + [EOS_ID]
     assert loaded.decode(ids).numpy()[0].decode("utf-8") == SAMPLES[0]
 
 
 def test_python_codec_does_not_import_tensorflow():
-    code = ("import sys, keras_nmt.codec as c; import sentencepiece; "
+    code = ("import sys, keras_nmt.text.sentencepiece as s; s.SentencePieceCodec; "
             "assert 'tensorflow' not in sys.modules; print('ok')")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert result.stdout.strip() == "ok", result.stderr
 
 
 def test_bad_models_and_settings_are_refused(tmp_path):
-    with pytest.raises(codec.CodecError, match="SentencePiece model not found"):
-        codec.SentencePieceCodec.load(tmp_path / "missing.model", "en")
-    with pytest.raises(codec.CodecError, match="unknown tokenizer 'bpe'"):
-        codec.tokenizer_of({"tokenizer": "bpe"})
-    assert codec.tokenizer_of({}) == codec.WORD  # runs made before the field existed
+    with pytest.raises(CodecError, match="SentencePiece model not found"):
+        SentencePieceCodec.load(tmp_path / "missing.model", "en")
+    with pytest.raises(CodecError, match="unknown tokenizer 'bpe'"):
+        codecs.check_kind("bpe", "data.json")
+    with pytest.raises(CodecError, match="unknown tokenizer 'bpe'"):
+        codecs.make_codec("bpe", "en", None)
+    # Runs made before data.json named a tokenizer are word runs.
+    run = RunDir(tmp_path)
+    run.data_path.write_text(json.dumps({"src": "en", "tgt": "fr"}))
+    assert run.tokenizer() == codecs.WORD
 
 
 @pytest.fixture(scope="module")
@@ -123,8 +130,8 @@ def test_sentencepiece_run_directory(spm_run):
     info = json.loads((out / "data.json").read_text())
     config = json.loads((out / "config.json").read_text())
     assert info["tokenizer"] == "sentencepiece"
-    source, target = codec.run_codecs(out)
-    assert isinstance(source, codec.SentencePieceCodec) and source.lang == "en"
+    source, target = RunDir(out).codecs()
+    assert isinstance(source, SentencePieceCodec) and source.lang == "en"
     assert len(source.vocabulary) == config["src_vocab_size"] <= 120
     assert len(target.vocabulary) == config["tgt_vocab_size"] <= 150
     assert (out / "vocab.fr.txt").read_text(encoding="utf-8").splitlines() == list(target.vocabulary.tokens)
@@ -132,7 +139,7 @@ def test_sentencepiece_run_directory(spm_run):
     # The training scan counted pieces: more of them than words.
     assert summary["data"]["train"]["source_tokens"] > summary["data"]["train"]["pairs"] * 3
 
-    graph_source, graph_target = run_graph_encoders(out)
+    graph_source, graph_target = RunDir(out).graph_encoders()
     assert graph_source(tf.constant(["The man is here."])).to_list()[0][:-1] == source.encode("The man is here.")
     assert graph_target.vocab_size == len(target.vocabulary)
 
@@ -149,7 +156,7 @@ def test_translate_cli_needs_only_the_run_directory(spm_run, tmp_path):
     alone = tmp_path / "copied-run"
     shutil.copytree(out, alone)
     result = subprocess.run(
-        [sys.executable, "-m", "keras_nmt.translate", str(alone), "--beam", "2"],
+        [sys.executable, "-m", "keras_nmt.cli", "translate", str(alone), "--beam", "2"],
         input="The man is here.\n\nThe dog.\n", capture_output=True, text=True, cwd=ROOT, timeout=300,
     )
     assert result.returncode == 0, result.stderr

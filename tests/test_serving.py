@@ -25,9 +25,11 @@ import urllib.request
 import numpy as np
 import pytest
 
-from keras_nmt import tokenizer
-from serving import onnx_translate, tfserving_client
-from serving.tfserving_client import (
+from keras_nmt.constants import RESERVED, UNK
+from keras_nmt.text import word as tokenizer
+from keras_nmt.cli import onnx_translate as onnx_cli, tfserving_client as client_cli
+from keras_nmt.serving import onnx_translator, tfserving_client
+from keras_nmt.serving.tfserving_client import (
     GrpcTransport, RestTransport, ServingError, TFServingClient, Unreachable,
 )
 
@@ -66,7 +68,7 @@ def _free_port() -> int:
 
 # ---- onnx_translate on an echo ONNX model ----------------------------------------------
 
-ECHO_VOCAB = list(tokenizer.RESERVED) + ["the", "cat", "sat", "on", "mat", ".", "🐈"]
+ECHO_VOCAB = list(RESERVED) + ["the", "cat", "sat", "on", "mat", ".", "🐈"]
 ECHO_MAX_SOURCE_LEN = 5
 
 
@@ -119,14 +121,14 @@ def echo_onnx_dir(tmp_path_factory):
         "src": "en", "tgt": "fr", "tokenizer": "word",
         "source_vocab": "echo.vocab.en.txt", "target_vocab": "echo.vocab.fr.txt",
         "max_source_len": ECHO_MAX_SOURCE_LEN, "beam_size": 2, "alpha": 1.0,
-        "inputs": list(onnx_translate.INPUTS), "outputs": ["ids", "lengths", "scores", "log_probs"],
+        "inputs": list(onnx_translator.INPUTS), "outputs": ["ids", "lengths", "scores", "log_probs"],
     }), "utf-8")
     return out
 
 
 def _echo_expected(line: str) -> str:
     tokens = tokenizer.tokenize(line, "en")[:ECHO_MAX_SOURCE_LEN]
-    known = [t if t in ECHO_VOCAB else tokenizer.UNK for t in tokens]
+    known = [t if t in ECHO_VOCAB else UNK for t in tokens]
     return tokenizer.detokenize(known, "fr")
 
 
@@ -175,26 +177,26 @@ def test_onnx_translate_hard_lines_in_a_subprocess_without_tensorflow(echo_onnx_
 
 
 def test_onnx_translator_api_options_and_nbest_format(echo_onnx_dir, capsys):
-    translator = onnx_translate.OnnxTranslator.from_export_dir(echo_onnx_dir, "echo")
+    translator = onnx_translator.OnnxTranslator.from_export_dir(echo_onnx_dir, "echo")
     assert (translator.max_source_len, translator.beam_size, translator.max_nbest) == (5, 2, 1)
     assert translator.translate([]) == []
     results = translator.translate(["cat", "", "the cat sat"], alpha=0.5, batch_size=1)
     assert [r.text for r in results] == ["cat", "", "the cat sat"]
     assert [r.score for r in results] == [-1.0, 0.0, -2.0]  # -alpha * (tokens + EOS)
-    assert results[2].hypotheses == (onnx_translate.Hypothesis("the cat sat",
+    assert results[2].hypotheses == (onnx_translator.Hypothesis("the cat sat",
                                                                ("the", "cat", "sat"), -2.0),)
     with pytest.raises(ValueError, match="at most 1 hypotheses"):
         translator.translate(["cat"], nbest=2)
 
     stdout, stderr = io.StringIO(), io.StringIO()
-    code = onnx_translate.main(
+    code = onnx_cli.main(
         [str(echo_onnx_dir), "--name", "echo", "--nbest", "1", "--quiet"],
         stdin=io.BytesIO("the mat\n\n".encode()), stdout=stdout, stderr=stderr,
     )
     assert code == 0, stderr.getvalue()
     assert stdout.getvalue() == "0 ||| the mat ||| -3.0000\n1 |||  ||| 0.0000\n"
     stdout = io.StringIO()
-    assert onnx_translate.main([str(echo_onnx_dir), "--name", "echo"], stdin=io.BytesIO(b""),
+    assert onnx_cli.main([str(echo_onnx_dir), "--name", "echo"], stdin=io.BytesIO(b""),
                                stdout=stdout, stderr=stderr) == 0
     assert stdout.getvalue() == ""  # no input, no output, no error
 
@@ -314,10 +316,10 @@ def test_beam_and_alpha_go_to_the_translate_signature(standin, capsys):
     with pytest.raises(ValueError, match="--beam needs the columnar form"):
         RestTransport(standin.rest_url, "echo", form="instances", **search)
     with pytest.raises(SystemExit):
-        tfserving_client.main(["--url", standin.rest_url, "--alpha", "0.5"])
+        client_cli.main(["--url", standin.rest_url, "--alpha", "0.5"])
     assert "--alpha needs --beam" in capsys.readouterr().err
     stdout = io.StringIO()
-    code = tfserving_client.main(["--url", standin.rest_url, "--model", "echo", "--beam", "1"],
+    code = client_cli.main(["--url", standin.rest_url, "--model", "echo", "--beam", "1"],
                                  stdin=io.BytesIO(b"a b c\n\n"), stdout=stdout)
     assert code == 0 and stdout.getvalue() == "a\n\n"
 
@@ -398,13 +400,13 @@ def test_server_down_is_one_line():
 def test_grpc_server_down_is_one_line_with_retry_notices():
     stdout, stderr = io.StringIO(), io.StringIO()
     target = f"127.0.0.1:{_free_port()}"
-    code = tfserving_client.main(["--grpc", target, "--retries", "2", "--backoff", "0.05"],
+    code = client_cli.main(["--grpc", target, "--retries", "2", "--backoff", "0.05"],
                                  stdin=io.BytesIO(b"hello\n"), stdout=stdout, stderr=stderr)
     lines = stderr.getvalue().splitlines()
     assert code == 2 and stdout.getvalue() == "" and len(lines) == 3
-    assert lines[0].startswith(f"tfserving_client: cannot reach {target}")
+    assert lines[0].startswith(f"keras-nmt tfserving-client: cannot reach {target}")
     assert lines[0].endswith("trying again in 0.05 s") and lines[1].endswith("in 0.1 s")
-    assert lines[2].startswith(f"tfserving_client: error: cannot reach {target}")
+    assert lines[2].startswith(f"keras-nmt tfserving-client: error: cannot reach {target}")
     assert lines[2].endswith("(gave up after 3 tries; is the server up?)")
 
 
@@ -477,10 +479,10 @@ def test_client_usage_errors_are_one_line(capsys):
     for args in (["--grpc", "localhost:8500", "--form", "inputs"], ["--grpc", "nohost"],
                  ["--url", "localhost:8501"], ["--batch-size", "0", "--url", "http://h:1"], []):
         with pytest.raises(SystemExit) as stop:
-            tfserving_client.main(args)
+            client_cli.main(args)
         stderr = capsys.readouterr().err
         assert stop.value.code == 2 and stderr.count("\n") == 1, (args, stderr)
-        assert stderr.startswith("tfserving_client: error:")
+        assert stderr.startswith("keras-nmt tfserving-client: error:")
 
 
 def _http(method: str, url: str, body: bytes | None = None):
@@ -618,7 +620,7 @@ def test_served_export_at_another_beam_equals_translator(tiny_standin, tiny_expe
 def test_onnx_translate_equals_translator_without_tensorflow(tiny_export, tiny_expected):
     sentences, expected = tiny_expected
     api_call = (  # the Python API too: tokens and unrounded scores
-        "from serving.onnx_translate import OnnxTranslator\n"
+        "from keras_nmt.serving.onnx_translator import OnnxTranslator\n"
         f"lines = json.loads({json.dumps(json.dumps(sentences))})\n"
         f"results = OnnxTranslator.from_export_dir({str(tiny_export)!r}).translate(lines)\n"
         "print(json.dumps([[r.tokens, r.score, r.truncated] for r in results]), file=sys.stderr)\n"

@@ -14,9 +14,13 @@ import sys
 import numpy as np
 import pytest
 
-from export import parity
-from keras_nmt import codec, evaluate
-from keras_nmt.tokenizer import EOS_ID, UNK_ID, tokenize
+from keras_nmt.export import parity
+from keras_nmt.cli import evaluate as evaluate_cli
+from keras_nmt.evaluation import alignment, scoring
+from keras_nmt.text import codecs
+from keras_nmt.constants import EOS_ID, UNK_ID
+from keras_nmt.text.word import tokenize
+from conftest import run_translator, savedmodel_loaders
 from test_export import BAD_INPUTS  # empty, blank, emoji, control characters, 10,000 characters
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -25,18 +29,14 @@ EXPORT_BEAM = 5
 
 @pytest.fixture(scope="module")
 def translator(tiny_spm_run):
-    from keras_nmt.translator import Translator
-
-    return Translator.from_run_dir(tiny_spm_run)
+    return run_translator(tiny_spm_run)
 
 
 @pytest.fixture(scope="module")
 def loaded(tiny_spm_export):
-    from export.loaders import SessionModel, TF2Model
-    from serving.onnx_translate import OnnxTranslator
+    from keras_nmt.serving.onnx_translator import OnnxTranslator
 
-    path = tiny_spm_export / "nmt" / "1"
-    return {"tf2": TF2Model(path), "tf1": SessionModel(path),
+    return {**savedmodel_loaders(tiny_spm_export),
             "onnx": OnnxTranslator.from_export_dir(tiny_spm_export)}
 
 
@@ -66,7 +66,7 @@ def test_export_files(tiny_spm_export, tiny_spm_run):
 
 
 def test_word_serving_md_has_no_tf_text_note():
-    from export.serving_files import serving_md
+    from keras_nmt.export.serving_files import serving_md
 
     assert "SentencepieceOp" not in serving_md("nmt", 1, {}, onnx=True)
 
@@ -161,14 +161,14 @@ def test_standin_loads_tf_text_ops_like_tf_serving(tiny_spm_export, translator):
 
 
 def test_token_words_maps_pieces_to_gold_words():
-    assert evaluate.token_words(["▁The", "▁ma", "n", "▁is", "."], ["The", "man", "is", "."]) == [0, 1, 1, 2, 3]
-    assert evaluate.token_words(["▁l", "'", "homme"], ["l'", "homme"]) == [0, 0, 1]
+    assert alignment.token_words(["▁The", "▁ma", "n", "▁is", "."], ["The", "man", "is", "."]) == [0, 1, 1, 2, 3]
+    assert alignment.token_words(["▁l", "'", "homme"], ["l'", "homme"]) == [0, 0, 1]
     # SentencePiece's NFKC made "…" three characters.
-    assert evaluate.token_words(["▁ah", "...", "▁oui"], ["ah", "…", "oui"]) == [0, 1, 2]
+    assert alignment.token_words(["▁ah", "...", "▁oui"], ["ah", "…", "oui"]) == [0, 1, 2]
     # Texts of different lengths: positions scaled (4 piece characters on 2 words of 1).
-    assert evaluate.token_words(["▁ab", "cd"], ["x", "y"]) == [0, 1]
-    assert evaluate.token_words(["▁", "x"], ["x"]) == [0, 0]
-    assert evaluate.word_links({(0, 1), (1, 1), (2, 0)}, [0, 0, 1], [0, 1]) == {(0, 1), (1, 0)}
+    assert alignment.token_words(["▁ab", "cd"], ["x", "y"]) == [0, 1]
+    assert alignment.token_words(["▁", "x"], ["x"]) == [0, 0]
+    assert alignment.word_links({(0, 1), (1, 1), (2, 0)}, [0, 0, 1], [0, 1]) == {(0, 1), (1, 0)}
 
 
 def test_evaluate_scores_a_sentencepiece_run_on_its_pieces(translator, tiny_corpus, tmp_path):
@@ -176,12 +176,12 @@ def test_evaluate_scores_a_sentencepiece_run_on_its_pieces(translator, tiny_corp
     sources = (tiny_corpus / "test.en").read_text(encoding="utf-8").splitlines()[:count]
     references = (tiny_corpus / "test.fr").read_text(encoding="utf-8").splitlines()[:count]
     sources[1] = "ʬ " + sources[1]  # a character the source model never saw: UNK
-    gold = evaluate.read_gold(tiny_corpus / "test.align", *(
+    gold = alignment.read_gold(tiny_corpus / "test.align", *(
         (tiny_corpus / f"test.{lang}").read_text(encoding="utf-8").splitlines()
         for lang in ("en", "fr")), "en", "fr", tiny_corpus / "test.en")[:count]
     source_codec, target_codec = translator.source_codec, translator.target_codec
-    assert source_codec.kind == codec.SENTENCEPIECE
-    result = evaluate.evaluate_run(translator, sources, references, beam_size=2, gold=gold)
+    assert source_codec.kind == codecs.SENTENCEPIECE
+    result = scoring.evaluate_run(translator, sources, references, beam_size=2, gold=gold)
     subset = result["details"]["no_unk_indices"]
     # Pieces, not words: the word tokenizer's tokens are mostly not pieces at all.
     assert subset == [i for i in range(count) if i != 1]
@@ -198,7 +198,7 @@ def test_evaluate_scores_a_sentencepiece_run_on_its_pieces(translator, tiny_corp
         assert links and all(i < words[0] and j < words[1] for i, j in links)
         assert {j for _, j in links} == set(range(words[1]))  # every reference word linked
     # Force-decoding runs on pieces: one attention row per reference piece (+ EOS).
-    [weights] = evaluate.forced_attention(translator, sources[:1], references[:1])
+    [weights] = alignment.forced_attention(translator, sources[:1], references[:1])
     assert weights.shape == (len(target_codec.encode(references[0])) + 1,
                              len(source_codec.encode(sources[0])) + 1)
     assert EOS_ID not in target_codec.encode(references[0])
@@ -212,7 +212,7 @@ def test_evaluate_cli_on_a_sentencepiece_run(tiny_spm_run, tiny_corpus, tmp_path
         (data / name).write_text("".join(lines[:6]), encoding="utf-8")
     argv = [str(tiny_spm_run), "--src", str(data / "test.en"), "--ref", str(data / "test.fr"),
             "--beam", "1", "--json", "--plots", str(tmp_path / "plots"), "--heatmaps", "1"]
-    assert evaluate.main(argv) == 0
+    assert evaluate_cli.main(argv) == 0
     [run] = json.loads(capsys.readouterr().out)["runs"]
     assert run["no_unk"]["sentences"] == 6 and run["aer"]["sentences"] == 6
     assert len(list((tmp_path / "plots").glob("fig3_*.png"))) == 1
@@ -221,7 +221,7 @@ def test_evaluate_cli_on_a_sentencepiece_run(tiny_spm_run, tiny_corpus, tmp_path
 def test_onnx_translate_refuses_a_sentencepiece_export_without_its_models(tiny_spm_export, tmp_path):
     import io
 
-    from serving import onnx_translate
+    from keras_nmt.cli import onnx_translate
 
     meta = json.loads((tiny_spm_export / "nmt.onnx.json").read_text(encoding="utf-8"))
     for name in (meta["source_vocab"], meta["target_vocab"], meta["source_spm"]):
@@ -239,4 +239,4 @@ def test_onnx_translate_refuses_a_sentencepiece_export_without_its_models(tiny_s
         code = onnx_translate.main([str(tmp_path)], stdin=io.BytesIO(b"x\n"), stdout=stdout, stderr=stderr)
         assert code == 2 and stdout.getvalue() == ""
         [line] = stderr.getvalue().strip().splitlines()
-        assert line.startswith("onnx_translate: error: ") and message in line, line
+        assert line.startswith("keras-nmt onnx-translate: error: ") and message in line, line

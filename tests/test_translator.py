@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from keras_nmt.models import TranslationModel
-from keras_nmt.tokenizer import UNK, UNK_ID
+from keras_nmt.constants import UNK, UNK_ID
 from keras_nmt.translator import Translation, Translator, default_max_source_len
 
 LINES = [
@@ -59,8 +59,7 @@ def translator(tiny_run):
 @pytest.fixture(scope="module")
 def peaked(translator):
     t = translator
-    return Translator(peaked_model(t.model.config), t.source_vocab, t.target_vocab,
-                      t.src_lang, t.tgt_lang)
+    return Translator(peaked_model(t.model.config), t.source_codec, t.target_codec)
 
 
 def test_one_translation_per_line_in_order_empty_lines_stay_empty(translator):
@@ -134,13 +133,13 @@ def test_long_sentences_are_truncated_to_max_source_len(translator):
     long_line = " ".join(["the"] * 101)
     assert translator.translate([long_line], beam_size=1)[0].truncated == 1
     with pytest.raises(ValueError, match="max_source_len"):
-        Translator(translator.model, translator.source_vocab, translator.target_vocab, "en", "fr",
+        Translator(translator.model, translator.source_codec, translator.target_codec,
                    max_source_len=0)
 
 
 def test_forbid_unk_and_unk_replacement(peaked):
     t = peaked
-    loving = Translator(UnkLovingModel(t.model), t.source_vocab, t.target_vocab, "en", "fr")
+    loving = Translator(UnkLovingModel(t.model), t.source_codec, t.target_codec)
     lines = ["Mr Smith sees Jones .", "", "The man is here ."]
     plain = loving.translate(lines, beam_size=2, with_attention=True)
     assert set(plain[0].tokens) == {UNK} and set(plain[2].tokens) == {UNK}

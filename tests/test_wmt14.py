@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from keras_nmt import train_cli
+from keras_nmt.cli import train as train_cli
 from keras_nmt.corpus import wmt14
 
 LINES = {"europarl-v7": 7, "commoncrawl": 5, "un": 6, "news-commentary-v9": 4, "giga-fren": 8,
@@ -192,7 +192,7 @@ def run_cli(capsys, *args):
     status = train_cli.main(["--data", "wmt14-en-fr", "--quiet", *args])
     lines = capsys.readouterr().err.strip().splitlines()
     assert status == 2 and len(lines) == 1, lines
-    assert lines[0].startswith("train.py: error: ") and "Traceback" not in lines[0]
+    assert lines[0].startswith("keras-nmt train: error: ") and "Traceback" not in lines[0]
     return lines[0]
 
 

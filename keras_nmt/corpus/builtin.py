@@ -46,12 +46,13 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from keras_nmt.text.word import detokenize
+
 __all__ = [
     "SOURCE_LANG",
     "TARGET_LANG",
     "BuiltinCorpusSpec",
     "SentencePair",
-    "detokenize",
     "generate_pair",
     "generate_corpus",
     "write_corpus",
@@ -446,9 +447,7 @@ _FR_TRIGGERS = frozenset(("de", "à", *_FR_ELISIONS))
 # English "a" -> "an" goes by sound, not spelling.
 _EN_CONSONANT_SOUND = frozenset(("european", "useful", "university"))
 
-PUNCTUATION = frozenset(".,;:!?")
 ELISION_PREFIXES: tuple[str, ...] = ("l'", "d'", "qu'", "j'", "n'", "s'", "c'", "lorsqu'", "jusqu'")
-_ELISION_SET = frozenset(ELISION_PREFIXES)
 
 _MAX_DEPTH = 4
 
@@ -1022,25 +1021,6 @@ class _LinkCache(dict):  # type: ignore[type-arg]
 
 
 _LINK_TEXT = _LinkCache()
-
-
-def detokenize(tokens: Iterable[str], lang: str) -> str:
-    """Raw text for tokens; the inverse of the project tokenizer's splitting.
-
-    Tokens are joined by single spaces, except that ``. , ; : ! ?`` attach to
-    the preceding token and, in French, an elided token (``l'``, ``qu'`` ...)
-    attaches to the following one.
-    """
-    parts: list[str] = []
-    append = parts.append
-    glue = True
-    elide = lang.startswith("fr")
-    for tok in tokens:
-        if not glue and tok not in PUNCTUATION:
-            append(" ")
-        append(tok)
-        glue = elide and tok[-1:] == "'" and tok.lower() in _ELISION_SET
-    return "".join(parts)
 
 
 def generate_pair(rng: random.Random, target_length: int | None = None, *,

@@ -1,4 +1,5 @@
-"""Line-aligned parallel text files: finding them, checking them, counting them."""
+"""Lines of text: line-aligned parallel files (finding, checking, counting them) and a
+command's stdin, decoded the same way."""
 
 from __future__ import annotations
 
@@ -10,13 +11,39 @@ import itertools
 import pathlib
 from typing import Callable, Iterator
 
-from keras_nmt import tokenizer
+from keras_nmt.text import word
 
 SPLITS = ("train", "valid", "test")
 
 
-class CorpusError(ValueError):
+class InputError(ValueError):
+    """Text input that cannot be read; the message names where and what is wrong."""
+
+
+class CorpusError(InputError):
     """A corpus that cannot be read; the message names the file and what is wrong."""
+
+
+def decode_line(raw: bytes, number: int, where: str) -> str:
+    """One line's bytes as text, without its line end (LF or CRLF)."""
+    try:
+        return raw.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError as error:
+        raise InputError(
+            f"{where}: line {number} is not UTF-8 text (bad byte at column {error.start + 1})"
+        ) from None
+
+
+def read_lines(data: bytes, where: str = "input") -> list[str]:
+    """Split bytes (a command's stdin) into lines on "\\n" only, not on the other Unicode
+    line breaks, which the tokenizer treats as spaces: a final newline ends the last
+    line, it does not start an empty one."""
+    if not data:
+        return []
+    chunks = data.split(b"\n")
+    if chunks[-1] == b"":
+        chunks.pop()
+    return [decode_line(raw, number, where) for number, raw in enumerate(chunks, start=1)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,20 +69,18 @@ class ParallelFiles:
                         f"line counts differ: {self.source} has {counts[0]} lines, "
                         f"{self.target} has {counts[1]}"
                     )
-                yield _decode(s, self.source, number), _decode(t, self.target, number)
+                yield self._decode(s, self.source, number), self._decode(t, self.target, number)
+
+    @staticmethod
+    def _decode(raw: bytes, path: pathlib.Path, number: int) -> str:
+        try:
+            return decode_line(raw, number, str(path))
+        except InputError as error:
+            raise CorpusError(str(error)) from None
 
     def check(self) -> int:
         """Read the whole split once (UTF-8, equal line counts); returns the pair count."""
         return sum(1 for _ in self.pairs())
-
-
-def _decode(line: bytes, path: pathlib.Path, number: int) -> str:
-    try:
-        return line.decode("utf-8").rstrip("\r\n")
-    except UnicodeDecodeError as error:
-        raise CorpusError(
-            f"{path}: line {number} is not valid UTF-8 (byte {error.start + 1})"
-        ) from None
 
 
 def open_binary(path: pathlib.Path) -> io.BufferedIOBase:
@@ -127,8 +152,8 @@ def scan_training_split(
     with the number of distinct tokens, not with the corpus). ``tokenizers`` (source,
     target) replace the word tokenizer, e.g. by a subword model's."""
     if tokenizers is None:
-        tokenizers = (lambda line: tokenizer.tokenize(line, src),
-                      lambda line: tokenizer.tokenize(line, tgt))
+        tokenizers = (lambda line: word.tokenize(line, src),
+                      lambda line: word.tokenize(line, tgt))
     tokenize_source, tokenize_target = tokenizers
     stats = SplitStats()
     for source, target in files.pairs():

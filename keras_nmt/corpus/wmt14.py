@@ -34,7 +34,6 @@ import pathlib
 import random
 import re
 import shutil
-import sys
 import tarfile
 import urllib.error
 import urllib.request
@@ -390,26 +389,3 @@ def prepare(
     log(f"{NAME}: prepared {counts['train']} training, {counts['valid']} valid and "
         f"{counts['test']} test pairs in {out}")
     return out
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m keras_nmt.corpus.wmt14``: prepare the corpus without training."""
-    from keras_nmt.arguments import OneLineParser, positive_int
-
-    parser = OneLineParser(prog="wmt14", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cache-dir", help=f"cache directory (default ${CACHE_ENV} or {DEFAULT_CACHE})")
-    parser.add_argument("--mirror", help=f"base URL to fetch every file from (default ${MIRROR_ENV} or statmt.org)")
-    parser.add_argument("--max-train-pairs", type=positive_int, help="deterministic subsample of the training pairs")
-    args = parser.parse_args(argv)
-    try:
-        out = prepare(args.cache_dir, args.mirror, args.max_train_pairs,
-                      log=lambda text: print(text, file=sys.stderr))
-    except CorpusError as error:
-        print(f"wmt14: error: {error}", file=sys.stderr)
-        return 2
-    print(out)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from keras_nmt.layers import gru, initializers
 from keras_nmt.layers.linear import apply_kernel
+from keras_nmt.constants import PAD_ID
 
 
 @keras.saving.register_keras_serializable(package="keras_nmt")
@@ -37,15 +38,17 @@ class Encoder(keras.layers.Layer):
         self.embedding = keras.layers.Embedding(
             vocab_size, embedding_dim, embeddings_initializer=initializers.weight(), name="embedding"
         )
-        self.forward_rnn = self._gru("forward_gru", go_backwards=False)
-        self.backward_rnn = self._gru("backward_gru", go_backwards=True) if bidirectional else None
+        # Keras GRU layers hold the weights (in the layout checkpoints and the cuDNN
+        # kernel use); the recurrence itself is _recur, which reverses the backward
+        # direction's input by each sentence's length.
+        self.forward_rnn = self._gru("forward_gru")
+        self.backward_rnn = self._gru("backward_gru") if bidirectional else None
 
-    def _gru(self, name: str, go_backwards: bool) -> keras.layers.GRU:
+    def _gru(self, name: str) -> keras.layers.GRU:
         return keras.layers.GRU(
             self.units,
             return_sequences=True,
             return_state=True,
-            go_backwards=go_backwards,
             reset_after=self.reset_after,
             kernel_initializer=initializers.weight(),
             recurrent_initializer=initializers.recurrent(),
@@ -66,7 +69,7 @@ class Encoder(keras.layers.Layer):
 
     def call(self, source_ids, training=False):
         """Returns (annotations [B, Tx, output_dim], mask [B, Tx] bool, summary [B, units])."""
-        mask = tf.not_equal(source_ids, 0)
+        mask = tf.not_equal(source_ids, PAD_ID)
         embedded = self.embedding(source_ids)
         lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)
         cells = [self.forward_rnn.cell]

@@ -1,0 +1,59 @@
+"""``keras-nmt``: one command line, a subcommand a task.
+
+    keras-nmt train          train RNNsearch / RNNencdec (also: python train.py)
+    keras-nmt translate      translate stdin with trained runs (ensembles, n-best)
+    keras-nmt evaluate       BLEU / chrF, No-UNK, Fig. 2, Fig. 3, Table 2, AER
+    keras-nmt export         SavedModel for TF Serving, and ONNX (also: python -m export)
+    keras-nmt onnx-translate translate stdin with onnxruntime, without TensorFlow
+    keras-nmt tfserving-client  translate stdin through a running TF Serving
+    keras-nmt wmt14          download and prepare the paper's WMT'14 corpus
+
+Each subcommand is a module of this package with ``main(argv, ...) -> exit status``;
+importing this package loads no TensorFlow.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Sequence
+
+# name -> (module, one line for --help)
+COMMANDS = {
+    "train": ("train", "train RNNsearch / RNNencdec on a corpus (python train.py is the same)"),
+    "translate": ("translate", "translate stdin with one or more trained runs"),
+    "evaluate": ("evaluate", "BLEU/chrF (All, No-UNK), BLEU by length, heat maps, Table 2, AER"),
+    "export": ("export", "export a run as a TF Serving SavedModel (and ONNX with --onnx)"),
+    "onnx-translate": ("onnx_translate", "translate stdin with an ONNX export and onnxruntime"),
+    "tfserving-client": ("tfserving_client", "translate stdin through a running TF Serving"),
+    "wmt14": ("wmt14", "download, check and prepare the paper's WMT'14 English-French corpus"),
+}
+PROG = "keras-nmt"
+
+
+def usage() -> str:
+    width = max(map(len, COMMANDS))
+    rows = "\n".join(f"  {name:<{width}}  {text}" for name, (_, text) in COMMANDS.items())
+    return (f"usage: {PROG} COMMAND [ARGS ...]\n\n"
+            "RNNsearch and RNNencdec (Bahdanau, Cho & Bengio, 2015): train, translate, evaluate,\n"
+            f"export, serve.\n\ncommands:\n{rows}\n\n"
+            f"'{PROG} COMMAND --help' describes one.\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        sys.stdout.write(usage())
+        return 0 if argv else 2
+    if argv[0] == "--version":
+        from keras_nmt import __version__
+
+        print(f"{PROG} {__version__}")
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"{PROG}: error: unknown command {name!r}; commands: {', '.join(COMMANDS)} "
+              "(see --help)", file=sys.stderr)
+        return 2
+    module = importlib.import_module(f"keras_nmt.cli.{COMMANDS[name][0]}")
+    return module.main(rest, prog=f"{PROG} {name}")

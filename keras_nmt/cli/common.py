@@ -1,0 +1,94 @@
+"""What every command shares: one-line errors, number types, stdin and stdout, quiet start-up.
+
+Every command reports bad input as one line ``PROG: error: ...`` and exit status 2
+(:class:`OneLineParser` for the arguments, :func:`run_command` for the work). No
+TensorFlow here: the onnxruntime command runs without it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from typing import BinaryIO, Callable, Sequence, TextIO
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line, not a usage dump."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _number(kind: type, accept: Callable[[float], bool], description: str):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {description}, got {text!r}") from None
+        if not (accept(value) and math.isfinite(value)):
+            raise argparse.ArgumentTypeError(f"expected {description}, got {text!r}")
+        return value
+
+    return parse
+
+
+positive_int = _number(int, lambda v: v >= 1, "a positive integer")
+non_negative_int = _number(int, lambda v: v >= 0, "a non-negative integer")
+positive_float = _number(float, lambda v: v > 0, "a positive number")
+non_negative_float = _number(float, lambda v: v >= 0, "a number >= 0")
+
+
+def quiet_tensorflow() -> None:
+    """Keep TensorFlow's C++ start-up lines off the terminal: on a machine without a GPU
+    they include an error, "failed call to cuInit", that a new user reads as a failure.
+
+    Unless the user set TF_CPP_MIN_LOG_LEVEL (then it is theirs, and nothing is hidden),
+    the level becomes 3 and TensorFlow is imported with native stderr muted (its first
+    lines are written before the level is read). Python errors still show."""
+    if "TF_CPP_MIN_LOG_LEVEL" in os.environ or "tensorflow" in sys.modules:
+        return
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    from keras_nmt.progress import native_stderr_muted
+
+    with native_stderr_muted():
+        import tensorflow  # noqa: F401
+
+
+def binary(stream) -> BinaryIO:
+    """The byte stream under a text stream (the stream itself when it has none)."""
+    return getattr(stream, "buffer", stream)
+
+
+def std_streams(stdin=None, stdout=None, stderr=None):
+    """The streams a command's ``main`` was given, sys's where it was given none."""
+    return (sys.stdin if stdin is None else stdin, sys.stdout if stdout is None else stdout,
+            sys.stderr if stderr is None else stderr)
+
+
+def run_command(prog: str, body: Callable[[], int], stdout: TextIO, stderr: TextIO,
+                user_errors: Sequence[type[Exception]],
+                interrupted: str = "interrupted") -> int:
+    """Run a command's work and return its exit status: ``user_errors`` as one line
+    ``PROG: error: ...`` (2), Ctrl-C (130, with ``interrupted`` as the message), and
+    output piped into a reader that stopped, such as ``head`` (1, quietly).
+
+    ``user_errors`` is read when an error arrives: a list that ``body`` extends (with an
+    error class it could only import after TensorFlow) counts what it holds then."""
+    try:
+        return body()
+    except tuple(user_errors) as error:
+        print(f"{prog}: error: {error}", file=stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{prog}: {interrupted}", file=stderr)
+        return 130
+    except BrokenPipeError:
+        # Point stdout at /dev/null so that Python's final flush does not fail again.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stdout.fileno())
+        except (OSError, AttributeError, ValueError):
+            pass
+        return 1

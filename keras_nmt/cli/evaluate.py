@@ -1,0 +1,225 @@
+"""``keras-nmt evaluate``: the paper's evaluation of trained runs.
+
+    keras-nmt evaluate RUN_DIR [RUN_DIR ...] --src test.en --ref test.fr
+        [--beam K] [--alpha A] [--plots DIR] [--json] [--align FILE]
+        [--heatmaps N | --sentences I,J,K] [--batch-size B] [--ensemble]
+
+BLEU / chrF on all sentences and on the No-UNK subset
+(:mod:`keras_nmt.evaluation.scoring`), BLEU by sentence length (Fig. 2), attention heat
+maps (Fig. 3), Table 2 (:mod:`keras_nmt.evaluation.plots`), and the alignment error rate
+when gold alignments are at hand (:mod:`keras_nmt.evaluation.alignment`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import pathlib
+from typing import Any, Sequence
+
+from keras_nmt.cli.common import (
+    OneLineParser, non_negative_int, positive_int, quiet_tensorflow, run_command, std_streams,
+)
+from keras_nmt.config import ConfigError
+from keras_nmt.corpus.readers import CorpusError
+from keras_nmt.ensemble import EnsembleError, check_compatible
+from keras_nmt.evaluation import EvaluationError, plots
+from keras_nmt.evaluation.alignment import AlignmentError, default_alignment_path, read_gold
+from keras_nmt.evaluation.plots import (
+    HEATMAP_MAX_TOKENS, HEATMAP_MIN_TOKENS, choose_heatmap_sentences, write_plots,
+)
+from keras_nmt.evaluation.scoring import (
+    TABLE2_FIELDS, evaluate_run, format_report, public, read_parallel, run_labels, run_summary,
+    table2_row,
+)
+from keras_nmt.progress import Progress
+from keras_nmt.rundir import RunDir, RunDirError
+from keras_nmt.vocab import VocabularyError
+
+PROG = "keras-nmt evaluate"
+USER_ERRORS: tuple[type[Exception], ...] = (
+    EvaluationError, AlignmentError, ConfigError, CorpusError, RunDirError, VocabularyError,
+    EnsembleError,
+)
+
+
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog=prog,
+        description="Evaluate trained runs as in Bahdanau et al. (2015): BLEU and chrF on all "
+        "sentences and on the No-UNK subset, BLEU by sentence length (Fig. 2), attention heat "
+        "maps (Fig. 3), Table 2, and AER when gold alignments are available.",
+    )
+    parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories to evaluate and compare")
+    parser.add_argument("--src", required=True, help="source sentences, one per line")
+    parser.add_argument("--ref", required=True, help="reference translations, line-aligned with --src")
+    parser.add_argument("--beam", type=positive_int, help="beam size (default: each run's config)")
+    parser.add_argument("--alpha", type=float, help="length normalisation exponent (default: each run's config)")
+    parser.add_argument("--batch-size", type=positive_int, default=32, help="sentences per decoding batch (default 32)")
+    parser.add_argument(
+        "--plots", metavar="DIR",
+        help="write figures (PNG + CSV/JSON), table2.md, evaluation.json, translations and predicted alignments here",
+    )
+    parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout (the tables go to stderr)")
+    parser.add_argument(
+        "--align", metavar="FILE",
+        help="gold alignments, Pharaoh i-j per line (default: SRC_STEM.align next to --src, when it exists)",
+    )
+    parser.add_argument("--heatmaps", type=non_negative_int, default=4, metavar="N",
+                        help=f"attention heat maps per run with --plots (default 4: the first sentences "
+                        f"with {HEATMAP_MIN_TOKENS}-{HEATMAP_MAX_TOKENS} source tokens)")
+    parser.add_argument("--sentences", metavar="I,J,K", help="heat maps for these line numbers of --src (1-based) instead")
+    parser.add_argument(
+        "--ensemble", action="store_true",
+        help="also evaluate the ensemble of all RUN_DIRs (same vocabularies needed), as one more row",
+    )
+    return parser
+
+
+def _heatmap_lines(text: str, sources: Sequence[str], source_codec) -> list[int]:
+    indices = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item.isdigit() or not 1 <= int(item) <= len(sources):
+            raise EvaluationError(
+                f"--sentences: {item!r} is not a line number of --src (1 to {len(sources)})"
+            )
+        if not source_codec.tokenize(sources[int(item) - 1]):
+            raise EvaluationError(f"--sentences: line {item} of --src is empty")
+        indices.append(int(item) - 1)
+    return sorted(set(indices))
+
+
+def _prepare_output_dir(path: str) -> pathlib.Path:
+    directory = pathlib.Path(path)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = directory / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as error:
+        raise EvaluationError(f"--plots: cannot write to {directory}: {error.strerror}") from None
+    return directory
+
+
+def main(argv: Sequence[str] | None = None, stdin=None, stdout=None, stderr=None,
+         prog: str = PROG) -> int:
+    stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
+    args = build_parser(prog).parse_args(argv)
+    return run_command(prog, lambda: _main(args, stdout, stderr), stdout, stderr, USER_ERRORS)
+
+
+@dataclasses.dataclass
+class _Job:
+    """One row of the comparison: a run directory, or the ensemble of all of them."""
+
+    label: str
+    paths: list[pathlib.Path]
+    config: Any
+    summary: dict[str, Any] | None
+
+
+def _main(args: argparse.Namespace, stdout, stderr) -> int:
+    # Everything that can be checked without TensorFlow is checked first.
+    sources, references = read_parallel(args.src, args.ref)
+    runs = [RunDir(path).inspect() for path in args.run_dirs]
+    pairs = {(run.src, run.tgt) for run in runs}
+    if len(pairs) > 1:
+        raise EvaluationError(
+            "the RUN_DIRs translate different language pairs: "
+            + ", ".join(f"{run.run.path} {run.src}->{run.tgt}" for run in runs)
+        )
+    src_lang, tgt_lang = runs[0].src, runs[0].tgt
+    if args.ensemble:
+        if len({run.run.path.resolve() for run in runs}) < 2:
+            raise EvaluationError("--ensemble needs at least two different RUN_DIRs")
+        check_compatible(runs)
+    align_path = pathlib.Path(args.align) if args.align else default_alignment_path(args.src)
+    gold = None
+    if args.align and not align_path.is_file():
+        raise EvaluationError(f"--align file not found: {align_path}")
+    if align_path.is_file():
+        gold = read_gold(align_path, sources, references, src_lang, tgt_lang, pathlib.Path(args.src))
+    plots_dir = _prepare_output_dir(args.plots) if args.plots else None
+    keep: list[int] = []
+    if plots_dir is not None:
+        # Heat maps are drawn over the run's tokens: choose by their count.
+        source_codec = runs[0].source_codec
+        if args.sentences:
+            keep = _heatmap_lines(args.sentences, sources, source_codec)
+        else:
+            lengths = [len(source_codec.tokenize(line)) for line in sources]
+            keep = choose_heatmap_sentences(lengths, args.heatmaps)
+    labels = run_labels(args.run_dirs, [run.config.variant for run in runs])
+    jobs = [
+        _Job(label, [run.run.path], run.config, run_summary(run.run.path))
+        for run, label in zip(runs, labels)
+    ]
+    if args.ensemble:
+        label = "ensemble(" + " + ".join(labels) + ")"
+        jobs.append(_Job(label, [run.run.path for run in runs], runs[0].config, None))
+
+    quiet_tensorflow()
+    from keras_nmt.translator import Translator
+
+    report = stderr if args.json else stdout
+    results = []
+    rows = []
+    loaded: dict[tuple[pathlib.Path, ...], Translator] = {}  # a run named twice is loaded once
+    for job in jobs:
+        key = tuple(path.resolve() for path in job.paths)
+        if key not in loaded:
+            loaded[key] = Translator.from_run_dirs(job.paths)
+        translator = loaded[key]
+        beam = args.beam or job.config.beam_size
+        alpha = job.config.length_alpha if args.alpha is None else args.alpha
+        # RNNencdec has no attention: no alignments to score, no heat maps to draw.
+        attends = job.config.uses_attention
+        result = evaluate_run(
+            translator, sources, references, beam, alpha, batch_size=args.batch_size,
+            gold=gold if attends else None, keep_attention=keep if attends else [],
+            progress=Progress(), label=job.label,
+        )
+        ensemble = len(job.paths) > 1
+        result = {
+            "run_dir": str(job.paths[0]) if not ensemble else None,
+            "run_dirs": [str(path) for path in job.paths],
+            "label": job.label,
+            "variant": "ensemble" if ensemble else job.config.variant,
+            "architecture": job.config.architecture,
+            "src_lang": translator.src_lang,
+            "tgt_lang": translator.tgt_lang,
+            **result,
+        }
+        result["table2"] = {key: (job.summary or {}).get(key) for key in TABLE2_FIELDS}
+        rows.append(table2_row(job.label, result, job.summary))
+        results.append(result)
+        print(format_report(result), file=report, flush=True)
+
+    table = plots.table2_markdown(rows)
+    print(f"\nTable 2 (training columns from summary.json; scores on {args.src}):\n" + table,
+          file=report, flush=True)
+    output: dict[str, Any] = {
+        "src": str(args.src),
+        "ref": str(args.ref),
+        "align": str(align_path) if gold is not None else None,
+        "sentences": len(sources),
+        "runs": [public(r) for r in results],
+        "table2": rows,
+    }
+    if plots_dir is not None:
+        output["files"] = write_plots(results, plots_dir, rows)
+        output["files"]["evaluation"] = str(plots_dir / "evaluation.json")
+        (plots_dir / "evaluation.json").write_text(
+            json.dumps(output, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+        print(f"figures, table2.md and evaluation.json written to {plots_dir}", file=report, flush=True)
+    if args.json:
+        json.dump(output, stdout, indent=2, ensure_ascii=False)
+        stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

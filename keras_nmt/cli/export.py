@@ -1,0 +1,83 @@
+"""``keras-nmt export RUN_DIR --out EXPORT_DIR`` (and ``python -m export``): a run's model
+for TF Serving, and with --onnx for onnxruntime. The work is
+:func:`keras_nmt.export.exporter.export`; errors a user can fix give one line
+``PROG: error: ...`` and exit status 2."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Sequence
+
+from keras_nmt.cli.common import (
+    OneLineParser, non_negative_int, positive_int, quiet_tensorflow, run_command, std_streams,
+)
+from keras_nmt.config import ConfigError
+from keras_nmt.export import ExportError
+from keras_nmt.export.exporter import NAME, ExportRequest, export
+from keras_nmt.progress import format_duration
+from keras_nmt.rundir import RunDirError
+from keras_nmt.text import CodecError
+from keras_nmt.vocab import VocabularyError
+
+PROG = "keras-nmt export"
+USER_ERRORS: tuple[type[Exception], ...] = (
+    ConfigError, RunDirError, VocabularyError, CodecError, ExportError,
+)
+DESCRIPTION = (
+    "Export a training run: EXPORT_DIR/NAME/VERSION/ (a SavedModel in TF Serving's layout, "
+    "checked with the TF1 session loader against the Keras model), EXPORT_DIR/models.config "
+    "and EXPORT_DIR/SERVING.md; with --onnx also EXPORT_DIR/NAME.onnx for onnxruntime. An "
+    "export that fails leaves nothing behind."
+)
+
+
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    parser = OneLineParser(prog=prog, description=DESCRIPTION)
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="a training run directory")
+    parser.add_argument("--out", required=True, metavar="EXPORT_DIR",
+                        help="directory that receives NAME/VERSION/, models.config, SERVING.md")
+    parser.add_argument("--name", default="nmt", help="model name for TF Serving (default nmt)")
+    parser.add_argument("--version", type=non_negative_int, default=None,
+                        help="version number (default: 1 + the highest existing, 1 if none)")
+    parser.add_argument("--beam", type=positive_int, default=None, metavar="K",
+                        help="beam size of serving_default (default: the run's beam_size)")
+    parser.add_argument("--nbest", type=positive_int, default=1, metavar="N",
+                        help="N > 1: serving_default also returns the N best translations")
+    parser.add_argument("--attention", action="store_true",
+                        help="serving_default also returns the best translation's attention")
+    parser.add_argument("--onnx", action="store_true",
+                        help="also write EXPORT_DIR/NAME.onnx (translate_ids, for onnxruntime) "
+                             "with its vocabularies and NAME.onnx.json")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, stdin=None, stdout=None, stderr=None,
+         prog: str = PROG) -> int:
+    stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
+    parser = build_parser(prog)
+    args = parser.parse_args(argv)
+    if not NAME.fullmatch(args.name):
+        parser.error(f"--name must be letters, digits, '_', '.', '-', got {args.name!r}")
+    return run_command(prog, lambda: _run(args, stderr, prog), stdout, stderr, USER_ERRORS)
+
+
+def _run(args: argparse.Namespace, stderr, prog: str) -> int:
+    started = time.monotonic()
+
+    def log(message: str) -> None:
+        print(f"{prog}: {message} [{format_duration(time.monotonic() - started)}]",
+              file=stderr, flush=True)
+
+    request = ExportRequest(
+        run_dir=args.run_dir, out=args.out, name=args.name, version=args.version,
+        beam=args.beam, nbest=args.nbest, attention=args.attention, onnx=args.onnx,
+    )
+    quiet_tensorflow()
+    try:
+        final = export(request, log)
+    except OSError as error:
+        where = f": {error.filename}" if error.filename else ""
+        raise ExportError(f"{error.strerror or error}{where}") from None
+    log(f"wrote {final}")
+    return 0

@@ -1,0 +1,107 @@
+"""``keras-nmt onnx-translate`` (and ``python serving/onnx_translate.py``): translate stdin
+with an ONNX export and onnxruntime, without TensorFlow; see
+:mod:`keras_nmt.serving.onnx_translator`. One output line per input line, in order; with
+``--nbest N`` the Moses n-best format of ``keras-nmt translate``,
+``INDEX ||| translation ||| score``."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Sequence, TextIO
+
+from keras_nmt.cli.common import (
+    OneLineParser, binary, non_negative_float, positive_int, run_command, std_streams,
+)
+from keras_nmt.corpus.readers import InputError, read_lines
+from keras_nmt.export import ExportError
+from keras_nmt.progress import Progress, format_duration
+from keras_nmt.serving.onnx_translator import OnnxTranslator
+from keras_nmt.vocab import VocabularyError
+
+PROG = "keras-nmt onnx-translate"
+# Sentences translated at a time: sorted by length within a chunk, written in order.
+CHUNK_BATCHES = 64
+
+
+class UsageError(ValueError):
+    """Options that do not fit together or do not fit the export."""
+
+
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog=prog,
+        description="Translate raw sentences from stdin with onnxruntime, using "
+        "EXPORT_DIR/NAME.onnx, NAME.onnx.json and the vocabularies written by "
+        "`keras-nmt export ... --onnx`. No TensorFlow needed. One translation per input "
+        "line, in order.",
+    )
+    parser.add_argument("export_dir", metavar="EXPORT_DIR")
+    parser.add_argument("--name", default="nmt", help="model name in EXPORT_DIR (default nmt)")
+    parser.add_argument("--beam", type=positive_int, metavar="K",
+                        help="beam size (default: the export's)")
+    parser.add_argument("--alpha", type=non_negative_float, metavar="A",
+                        help="length normalisation exponent (default: the export's)")
+    parser.add_argument("--nbest", type=positive_int, metavar="N",
+                        help="write the N best translations as 'INDEX ||| translation ||| score'"
+                        " (at most the export's --nbest)")
+    parser.add_argument("--no-unk", action="store_true", help="never generate <unk>")
+    parser.add_argument("--batch-size", type=positive_int, default=32, metavar="B",
+                        help="sentences decoded together (default 32)")
+    parser.add_argument("--threads", type=positive_int, metavar="N",
+                        help="onnxruntime intra-op threads (default: onnxruntime's choice)")
+    parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, stdin=None, stdout: TextIO | None = None,
+         stderr: TextIO | None = None, prog: str = PROG) -> int:
+    stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
+    args = build_parser(prog).parse_args(argv)
+    return run_command(prog, lambda: _run(args, stdin, stdout, stderr, prog), stdout, stderr,
+                       (ExportError, VocabularyError, InputError, UsageError))
+
+
+def _run(args, stdin, stdout: TextIO, stderr: TextIO, prog: str) -> int:
+    translator = OnnxTranslator.from_export_dir(args.export_dir, args.name, args.threads)
+    nbest = args.nbest or 1
+    beam = args.beam if args.beam is not None else max(translator.beam_size, nbest)
+    options = dict(beam_size=beam, alpha=args.alpha, nbest=nbest, forbid_unk=args.no_unk,
+                   batch_size=args.batch_size)
+    try:
+        translator.translate([], **options)  # checks the options before reading stdin
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    lines = read_lines(binary(stdin).read())
+    if hasattr(stdout, "reconfigure"):
+        stdout.reconfigure(encoding="utf-8", newline="\n")
+    progress = Progress(stream=stderr, enabled=not args.quiet and bool(lines))
+    start = time.monotonic()
+    done = [0]
+
+    def advance(count: int) -> None:
+        done[0] += count
+        rate = done[0] / max(time.monotonic() - start, 1e-9)
+        progress.update(f"translating: {done[0]}/{len(lines)} sentences, {rate:.1f} sentences/s")
+
+    truncated = 0
+    chunk = args.batch_size * CHUNK_BATCHES
+    for begin in range(0, len(lines), chunk):
+        part = lines[begin : begin + chunk]
+        for index, t in enumerate(translator.translate(part, progress=advance, **options), begin):
+            truncated += t.truncated > 0
+            if args.nbest:
+                for h in t.hypotheses:
+                    stdout.write(f"{index} ||| {h.text} ||| {h.score:.4f}\n")
+            else:
+                stdout.write(t.text + "\n")
+    stdout.flush()
+    elapsed = time.monotonic() - start
+    progress.message(f"translated {len(lines)} sentences in {format_duration(elapsed)}")
+    progress.close()
+    if truncated:
+        limit = translator.max_source_len
+        print(f"{prog}: warning: {truncated} sentence(s) longer than {limit} tokens were "
+              f"truncated to their first {limit} tokens", file=stderr)
+    return 0
+

@@ -1,0 +1,115 @@
+"""``keras-nmt tfserving-client`` (and ``python serving/tfserving_client.py``): translate
+stdin through a running TensorFlow Serving, REST or gRPC; see
+:mod:`keras_nmt.serving.tfserving_client`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Sequence, TextIO
+
+from keras_nmt.cli.common import (
+    OneLineParser, binary, non_negative_float, non_negative_int, positive_float, positive_int,
+    run_command, std_streams,
+)
+from keras_nmt.corpus.readers import InputError, read_lines
+from keras_nmt.serving.tfserving_client import (
+    DEFAULT_ALPHA, DEFAULT_SIGNATURE, SEARCH_SIGNATURE, GrpcTransport, RestTransport,
+    ServingError, TFServingClient,
+)
+
+PROG = "keras-nmt tfserving-client"
+# Batches handed out at a time: sorted by length within such a chunk, written in order.
+CHUNK_BATCHES = 64
+
+
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog=prog,
+        description="Translate stdin through a TensorFlow Serving model exported by "
+        "`keras-nmt export`: one translation per input line, in order.",
+    )
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--url", help="REST endpoint, e.g. http://localhost:8501")
+    where.add_argument("--grpc", metavar="HOST:PORT", help="gRPC endpoint, e.g. localhost:8500")
+    parser.add_argument("--model", default="nmt", help="model name (default nmt)")
+    parser.add_argument("--version", type=positive_int, help="model version (default: latest)")
+    parser.add_argument("--signature",
+                        help=f"signature taking 'sentences' (default {DEFAULT_SIGNATURE}; "
+                        f"{SEARCH_SIGNATURE} with --beam)")
+    parser.add_argument("--form", choices=("instances", "inputs"),
+                        help="REST request form: row 'instances' (the default) or columnar "
+                        "'inputs' (the default with --beam)")
+    parser.add_argument("--beam", type=positive_int, metavar="K",
+                        help=f"beam size, sent to the export's '{SEARCH_SIGNATURE}' signature "
+                        "(default: the beam fixed in serving_default)")
+    parser.add_argument("--alpha", type=non_negative_float, metavar="A",
+                        help="with --beam: length normalisation exponent "
+                        f"(default {DEFAULT_ALPHA})")
+    parser.add_argument("--batch-size", type=positive_int, default=32, metavar="B",
+                        help="sentences per request (default 32)")
+    parser.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
+                        help="seconds to wait for each answer (default 60)")
+    parser.add_argument("--retries", type=non_negative_int, default=3, metavar="N",
+                        help="tries again after a failed connection (default 3)")
+    parser.add_argument("--backoff", type=positive_float, default=0.5, metavar="SECONDS",
+                        help="wait before the first retry, doubled for each next one "
+                        "(default 0.5)")
+    parser.add_argument("--scores", action="store_true",
+                        help="write 'SCORE<TAB>translation' (length-normalised log-prob)")
+    parser.add_argument("--quiet", action="store_true", help="no retry notices on stderr")
+    return parser
+
+
+def make_client(args, stderr: TextIO, prog: str = PROG) -> TFServingClient:
+    signature = args.signature or (DEFAULT_SIGNATURE if args.beam is None else SEARCH_SIGNATURE)
+    if args.grpc:
+        if args.form is not None:
+            raise ValueError("--form applies to REST (--url) only")
+        host, _, port = args.grpc.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"--grpc must be HOST:PORT, got {args.grpc!r}")
+        transport = GrpcTransport(args.grpc, args.model, signature, args.version,
+                                  args.timeout, args.beam, args.alpha)
+    else:
+        form = args.form or ("instances" if args.beam is None else "inputs")
+        transport = RestTransport(args.url, args.model, signature, args.version,
+                                  form, args.timeout, args.beam, args.alpha)
+
+    def notice(error: ServingError, delay: float) -> None:
+        if not args.quiet:
+            print(f"{prog}: {error}; trying again in {delay:g} s", file=stderr, flush=True)
+
+    return TFServingClient(transport, args.batch_size, args.retries, args.backoff, notice)
+
+
+def main(argv: Sequence[str] | None = None, stdin=None, stdout: TextIO | None = None,
+         stderr: TextIO | None = None, prog: str = PROG) -> int:
+    stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
+    parser = build_parser(prog)
+    args = parser.parse_args(argv)
+    try:
+        client = make_client(args, stderr, prog)
+    except ValueError as error:
+        parser.error(str(error))
+    return run_command(prog, lambda: _run(client, args, stdin, stdout, stderr, prog), stdout,
+                       stderr, (ServingError, InputError))
+
+
+def _run(client: TFServingClient, args, stdin, stdout: TextIO, stderr: TextIO, prog: str) -> int:
+    lines = read_lines(binary(stdin).read())
+    if hasattr(stdout, "reconfigure"):
+        stdout.reconfigure(encoding="utf-8", newline="\n")
+    truncated = 0
+    chunk = args.batch_size * CHUNK_BATCHES
+    for begin in range(0, len(lines), chunk):
+        for p in client.translate(lines[begin : begin + chunk]):
+            truncated += p.truncated > 0
+            if args.scores:
+                stdout.write(f"{p.score if p.score is not None else float('nan'):.4f}\t")
+            stdout.write(p.text + "\n")
+    stdout.flush()
+    if truncated:
+        print(f"{prog}: warning: the model truncated {truncated} over-long sentence(s) "
+              "to its maximum source length", file=stderr)
+    return 0
+

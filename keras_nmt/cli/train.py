@@ -1,0 +1,133 @@
+"""``keras-nmt train`` (and ``python train.py``): arguments in, one clear line out on any bad input."""
+
+from __future__ import annotations
+
+import argparse
+
+from keras_nmt import distribute
+from keras_nmt.cli.common import (
+    OneLineParser, positive_float, positive_int, quiet_tensorflow, run_command, std_streams,
+)
+from keras_nmt.config import PRECISIONS, VARIANTS, ConfigError, parse_overrides, variant_config
+from keras_nmt.corpus.readers import CorpusError
+from keras_nmt.corpus.wmt14 import DownloadError
+from keras_nmt.rundir import RunDirError
+from keras_nmt.text import CodecError
+from keras_nmt.vocab import VocabularyError
+
+PROG = "keras-nmt train"
+# Errors whose message is for the user: printed as one line, no traceback.
+USER_ERRORS: tuple[type[Exception], ...] = (
+    CodecError, ConfigError, CorpusError, DownloadError, RunDirError, VocabularyError,
+    distribute.StrategyError,
+)
+
+
+
+
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog=prog,
+        description="Train RNNsearch / RNNencdec (Bahdanau et al., 2015).",
+        epilog="variants: " + ", ".join(
+            f"{name} ({v['architecture']}, sentences up to {v['max_len']} tokens)"
+            for name, v in VARIANTS.items()
+        ),
+    )
+    parser.add_argument("--variant", default="search50", help="one of: " + ", ".join(VARIANTS))
+    parser.add_argument(
+        "--data", default="builtin",
+        help="'builtin' (generated corpus, the default), 'wmt14-en-fr' (the paper's corpus, "
+        "downloaded into the cache) or a directory with train.SRC/train.TGT and "
+        "valid.SRC/valid.TGT (test.* optional)",
+    )
+    parser.add_argument(
+        "--cache-dir", help="with --data wmt14-en-fr: where downloads and the prepared corpus are "
+        "kept (default $KERAS_NMT_CACHE or ~/.cache/keras-nmt)",
+    )
+    parser.add_argument(
+        "--mirror", help="with --data wmt14-en-fr: base URL to fetch every file from "
+        "(default $KERAS_NMT_WMT14_MIRROR or the statmt.org addresses)",
+    )
+    parser.add_argument(
+        "--max-train-pairs", type=positive_int,
+        help="with --data wmt14-en-fr: a deterministic random sample of this many training pairs",
+    )
+    parser.add_argument("--src", default="en", help="source language suffix (default en)")
+    parser.add_argument("--tgt", default="fr", help="target language suffix (default fr)")
+    parser.add_argument(
+        "--tokenizer", choices=("word", "sentencepiece"),
+        help="'word' (the paper's Moses-compatible words and shortlists, the default) or "
+        "'sentencepiece' (a SentencePiece model per language trained on the training side, "
+        "src/tgt_vocab_size pieces, kept in the run directory)",
+    )
+    parser.add_argument("--out", help="run directory (default runs/VARIANT-TIMESTAMP)")
+    parser.add_argument("--max-steps", type=positive_int, help="stop after this many updates")
+    parser.add_argument(
+        "--max-minutes", type=positive_float, help="stop after this much training time in total"
+    )
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+        help="override a configuration field, e.g. --set hidden=256 (repeatable)",
+    )
+    parser.add_argument("--resume", action="store_true", help="continue the run in --out")
+    parser.add_argument("--seed", type=int, help="random seed (default: the config's)")
+    parser.add_argument(
+        "--paper-size", action="store_true",
+        help="on the built-in corpus, keep the paper's dimensions instead of the compact ones",
+    )
+    parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    parser.add_argument(
+        "--strategy", choices=distribute.STRATEGIES, default="default",
+        help="'default': one device; 'mirrored': every local GPU (or logical CPU); "
+        "'multiworker': the machines listed in TF_CONFIG (run the same command on each)",
+    )
+    parser.add_argument(
+        "--precision", choices=PRECISIONS,
+        help="computation dtype (default float32; fixed for a run, kept by --resume)",
+    )
+    parser.add_argument(
+        "--jit", action="store_true",
+        help="compile the training step and the beam search with XLA (--strategy default only)",
+    )
+    return parser
+
+
+
+
+def main(argv: list[str] | None = None, stdin=None, stdout=None, stderr=None,
+         prog: str = PROG) -> int:
+    stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
+    args = build_parser(prog).parse_args(argv)
+    # TrainingDiverged joins the user's errors once TensorFlow is loaded (see _run).
+    user_errors = list(USER_ERRORS)
+    return run_command(prog, lambda: _run(args, user_errors), stdout, stderr, user_errors,
+                       interrupted="interrupted; continue with --resume --out RUN_DIR")
+
+
+def _run(args, user_errors: list) -> int:
+    overrides = parse_overrides(args.overrides)
+    if args.precision:
+        overrides["precision"] = args.precision
+    distribute.check(args.strategy)
+    if args.jit and args.strategy != "default":
+        raise distribute.StrategyError("--jit works with --strategy default only")
+    variant_config(args.variant, overrides)  # unknown variant or bad value: fail before any work
+    if args.resume and not args.out:
+        raise RunDirError("--resume needs --out RUN_DIR (the run to continue)")
+    quiet_tensorflow()
+    from keras_nmt import experiment  # TensorFlow loads here, after the cheap checks
+    from keras_nmt.training import TrainingDiverged
+
+    user_errors.append(TrainingDiverged)
+
+    options = experiment.TrainOptions(
+        variant=args.variant, data=args.data, src=args.src, tgt=args.tgt, out=args.out,
+        max_steps=args.max_steps, max_minutes=args.max_minutes, overrides=overrides,
+        resume=args.resume, seed=args.seed, paper_size=args.paper_size, quiet=args.quiet,
+        cache_dir=args.cache_dir, mirror=args.mirror, max_train_pairs=args.max_train_pairs,
+        tokenizer=args.tokenizer,
+        strategy=args.strategy, jit=args.jit,
+    )
+    experiment.train(options)
+    return 0

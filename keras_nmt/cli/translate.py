@@ -1,0 +1,269 @@
+"""``keras-nmt translate``: translate raw sentences from stdin to stdout.
+
+One output line per input line, in order (with ``--nbest N``, up to N lines per input,
+in the Moses n-best format). Several run directories are decoded as an ensemble. Bad
+input never costs a line: empty and whitespace-only lines give empty translations, and
+over-long sentences are truncated with a single warning at the end. Errors a user can
+fix (a wrong path, a run without weights, runs that do not ensemble, a bad dictionary)
+give one line ``keras-nmt translate: error: ...`` on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Sequence, TextIO
+
+from keras_nmt.cli.common import (
+    OneLineParser, binary, non_negative_float, positive_int, quiet_tensorflow, run_command,
+    std_streams,
+)
+from keras_nmt.config import ConfigError
+from keras_nmt.constants import EOS
+from keras_nmt.corpus.readers import InputError, decode_line, read_lines
+from keras_nmt.ensemble import EnsembleError, check_compatible
+from keras_nmt.progress import Progress, format_duration
+from keras_nmt.rundir import RunDir, RunDirError
+from keras_nmt.unk_replace import DictionaryError, load_dictionary
+from keras_nmt.vocab import VocabularyError
+
+PROG = "keras-nmt translate"
+USER_ERRORS: tuple[type[Exception], ...] = (
+    ConfigError, DictionaryError, EnsembleError, RunDirError, VocabularyError,
+)
+# Sentences handed to Translator.translate at a time: they are sorted by length within
+# a chunk, and a chunk's output is written before the next one starts (bounded memory).
+CHUNK_BATCHES = 64
+
+DESCRIPTION = """\
+Translate raw sentences read from stdin with the model of RUN_DIR (several RUN_DIRs:
+an ensemble that averages the models' word probabilities; their vocabularies must be
+identical). Writes detokenized translations to stdout, one line per input line, in
+order. Empty or whitespace-only lines translate to empty lines. A sentence longer than
+the maximum source length is cut to it (one warning at the end counts them). When stdin
+is a file or a pipe, the sentences are decoded in batches with a progress line on
+stderr; on a terminal each line is translated as soon as it is typed."""
+
+EPILOG = """\
+n-best output (--nbest N): the Moses n-best list format, one hypothesis per line,
+"INDEX ||| translation ||| score", best first, where INDEX is the 0-based input line
+number and score the length-normalised log-probability used for ranking. An input line
+gets up to N lines (fewer only when fewer distinct translations exist); an empty input
+line gets exactly one, "INDEX |||  ||| 0.0000", so every index appears.
+
+attention (--attention FILE.jsonl): one JSON object per input line, in order:
+{"index", "source": source tokens + "</s>", "target": output tokens + "</s>",
+"attention": one row per target token and one column per source token,
+"score", "truncated": source tokens dropped}; for the best hypothesis, after UNK
+replacement. An empty input line has empty lists."""
+
+
+
+
+
+
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog=prog, description=DESCRIPTION, epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="a training run directory")
+    parser.add_argument(
+        "--beam", type=positive_int, metavar="K",
+        help="beam size (default: the run's beam_size, raised to N with --nbest N)",
+    )
+    parser.add_argument(
+        "--nbest", type=positive_int, metavar="N",
+        help="write the N best translations of each line in Moses n-best format "
+        "'INDEX ||| translation ||| score' (see below)",
+    )
+    parser.add_argument(
+        "--alpha", type=non_negative_float, metavar="A",
+        help="length normalisation: hypotheses rank by log-prob / length**A "
+        "(default: the run's length_alpha; 0 = raw log-probability)",
+    )
+    parser.add_argument("--no-unk", action="store_true", help="never generate <unk>")
+    parser.add_argument(
+        "--unk-replace", action="store_true",
+        help="replace each generated <unk> with the most attended source word",
+    )
+    parser.add_argument(
+        "--dictionary", metavar="FILE",
+        help="with --unk-replace (implied), translate the copied source word with this "
+        "UTF-8 file of 'source<TAB>target' lines (words it lacks are copied unchanged)",
+    )
+    parser.add_argument(
+        "--attention", metavar="FILE.jsonl",
+        help="write each line's tokens and attention matrix to FILE.jsonl (see below)",
+    )
+    parser.add_argument(
+        "--batch-size", type=positive_int, default=32, metavar="B",
+        help="sentences decoded together (default 32)",
+    )
+    parser.add_argument(
+        "--max-source-len", type=positive_int, metavar="N",
+        help="truncate sentences to N source tokens (default: max(100, 2 * the run's max_len))",
+    )
+    parser.add_argument(
+        "--weights", choices=("best", "last"), default="best",
+        help="'best' development weights (the default; the last checkpoint when there are "
+        "none) or the 'last' checkpoint",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    return parser
+
+
+class _Writer:
+    """Writes translations (and attention records) in input order."""
+
+    def __init__(
+        self, stdout: TextIO, nbest: int | None, attention: TextIO | None, interactive: bool
+    ):
+        self.stdout = stdout
+        self.nbest = nbest
+        self.attention = attention
+        self.interactive = interactive
+        self.index = 0
+        self.truncated = 0
+
+    def write(self, translations) -> None:
+        for t in translations:
+            if t.truncated:
+                self.truncated += 1
+            if self.nbest:
+                for h in t.hypotheses:
+                    self.stdout.write(f"{self.index} ||| {h.text} ||| {h.score:.4f}\n")
+            else:
+                self.stdout.write(t.text + "\n")
+            if self.attention is not None:
+                record = _attention_record(self.index, t)
+                self.attention.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self.index += 1
+        if self.interactive:
+            self.stdout.flush()
+
+
+def _attention_record(index: int, t) -> dict:
+    if t.attention is None:  # empty input: nothing was decoded
+        return {"index": index, "source": [], "target": [], "attention": [], "score": 0.0,
+                "truncated": 0}
+    weights = t.attention.astype(float).round(6)
+    return {
+        "index": index,
+        "source": list(t.source_tokens) + [EOS],
+        "target": list(t.tokens) + [EOS],
+        "attention": weights.tolist(),
+        "score": round(t.score, 6),
+        "truncated": t.truncated,
+    }
+
+
+def main(argv: Sequence[str] | None = None, stdin=None, stdout: TextIO | None = None,
+         stderr: TextIO | None = None, prog: str = PROG) -> int:
+    stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
+    parser = build_parser(prog)
+    args = parser.parse_args(argv)
+    if args.nbest and args.beam and args.nbest > args.beam:
+        parser.error(
+            f"--nbest {args.nbest} needs a beam of at least {args.nbest} (got --beam {args.beam})"
+        )
+    return run_command(
+        prog, lambda: _run(args, stdin, stdout, stderr, prog), stdout, stderr,
+        (*USER_ERRORS, InputError),
+    )
+
+
+def _open_attention(path: str | None) -> TextIO | None:
+    if not path:
+        return None
+    try:
+        return open(path, "w", encoding="utf-8", newline="\n")
+    except OSError as error:
+        raise InputError(f"cannot write {path}: {error.strerror or error}") from None
+
+
+def _run(args, stdin, stdout: TextIO, stderr: TextIO, prog: str) -> int:
+    # Cheap checks first: paths, vocabularies, dictionary, options; TensorFlow after.
+    runs = [RunDir(path).inspect(args.weights) for path in args.run_dirs]
+    check_compatible(runs)
+    config = runs[0].config
+    nbest = args.nbest or 1
+    beam = args.beam if args.beam is not None else max(config.beam_size, nbest)
+    alpha = args.alpha if args.alpha is not None else config.length_alpha
+    dictionary = load_dictionary(args.dictionary) if args.dictionary else None
+    unk_replace = args.unk_replace or dictionary is not None
+    interactive = bool(getattr(stdin, "isatty", lambda: False)())
+    lines = None if interactive else read_lines(binary(stdin).read())
+    if hasattr(stdout, "reconfigure"):
+        stdout.reconfigure(encoding="utf-8", newline="\n")
+    attention = _open_attention(args.attention)
+    try:
+        quiet_tensorflow()
+        from keras_nmt.translator import Translator  # TensorFlow loads here
+
+        translator = Translator.from_run_dirs(
+            args.run_dirs, weights=args.weights, max_source_len=args.max_source_len
+        )
+        options = dict(
+            beam_size=beam, alpha=alpha, forbid_unk=args.no_unk, batch_size=args.batch_size,
+            with_attention=bool(args.attention), nbest=nbest, unk_replace=unk_replace,
+            dictionary=dictionary,
+        )
+        writer = _Writer(stdout, args.nbest, attention, interactive)
+        if interactive:
+            reader = binary(stdin)
+            number = 0
+            while True:
+                raw = reader.readline()
+                if not raw:
+                    break
+                number += 1
+                writer.write(translator.translate([decode_line(raw, number, "input")], **options))
+        else:
+            _translate_all(translator, lines, options, writer, stderr, quiet=args.quiet)
+        stdout.flush()
+    finally:
+        if attention is not None:
+            attention.close()
+    if writer.truncated:
+        limit = translator.max_source_len
+        print(
+            f"{prog}: warning: {writer.truncated} sentence(s) longer than {limit} tokens "
+            f"were truncated to their first {limit} tokens",
+            file=stderr,
+        )
+    return 0
+
+
+def _translate_all(translator, lines: list[str], options: dict, writer: _Writer, stderr,
+                   quiet: bool) -> None:
+    total = len(lines)
+    progress = Progress(stream=stderr, enabled=not quiet and total > 0)
+    start = time.monotonic()
+    done = [0]
+
+    def advance(count: int) -> None:
+        done[0] += count
+        elapsed = time.monotonic() - start
+        rate = done[0] / elapsed if elapsed > 0 else 0.0
+        eta = format_duration((total - done[0]) / rate) if rate > 0 else "?"
+        progress.update(
+            f"translating: {done[0]}/{total} sentences, {rate:.1f} sentences/s, ETA {eta}"
+        )
+
+    chunk = options["batch_size"] * CHUNK_BATCHES
+    for begin in range(0, total, chunk):
+        part = lines[begin : begin + chunk]
+        before = done[0]
+        translations = translator.translate(part, progress=advance, **options)
+        done[0] = before + len(part)  # empty lines are not counted by the callback
+        writer.write(translations)
+    elapsed = time.monotonic() - start
+    rate = total / elapsed if elapsed > 0 else 0.0
+    progress.message(
+        f"translated {total} sentences in {format_duration(elapsed)} ({rate:.1f} sentences/s)"
+    )
+    progress.close()
+
+

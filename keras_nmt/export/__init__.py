@@ -1,0 +1,17 @@
+"""Exporting a trained run: a TF Serving SavedModel and an ONNX model, each checked.
+
+- :mod:`~keras_nmt.export.exporter`: the whole export (what ``keras-nmt export`` runs);
+- :mod:`~keras_nmt.export.savedmodel`: the SavedModel's signatures;
+- :mod:`~keras_nmt.export.onnx`: the id-in / id-out search as ONNX (tf2onnx);
+- :mod:`~keras_nmt.export.loaders`: loading a SavedModel both ways (TF2, the TF1 session);
+- :mod:`~keras_nmt.export.parity`: comparing two paths' translations;
+- :mod:`~keras_nmt.export.serving_files`: ``models.config`` and ``SERVING.md``.
+
+Importing this package loads no TensorFlow; :class:`ExportError` is shared with the
+onnxruntime path (:mod:`keras_nmt.serving.onnx_translator`), which reads exports.
+"""
+
+
+class ExportError(ValueError):
+    """An export that cannot be made, or an export directory that cannot be used; the
+    message is one line."""

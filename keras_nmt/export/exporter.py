@@ -1,0 +1,219 @@
+"""A run's model for TF Serving (and ONNX): what ``keras-nmt export`` does.
+
+:func:`export` writes EXPORT_DIR/NAME/VERSION/ (a SavedModel in TF Serving's layout), EXPORT_DIR/
+models.config and EXPORT_DIR/SERVING.md. The SavedModel is written into a temporary
+directory next to its final place, loaded back with the TF1 session loader (the code
+path TF Serving uses) and checked against the Keras model's own beam search on a few
+sentences, and only then renamed to VERSION. With --onnx, EXPORT_DIR/NAME.onnx (the
+translate_ids signature converted by tf2onnx), NAME.onnx.json and the vocabularies are
+written too, after onnx.checker and an onnxruntime check. An export that fails leaves
+nothing behind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import re
+import shutil
+import tempfile
+from typing import Callable
+
+from keras_nmt.export import ExportError
+from keras_nmt.rundir import RunDir, write_json_atomic, write_text_atomic
+from keras_nmt.text import codecs
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+# Checked at every export: a sentence of every kind of bad input the serving signature
+# must take (empty, blank, emoji and control characters, a runaway line), plus
+# sentences made of source-vocabulary words (see _check_sentences).
+BAD_INPUTS = ("", " \t ", "😀 \x07\x1b «ok» !", "word " * 2000)
+SENTENCEPIECE_SPACE = "\u2581"  # "▁", how a SentencePiece piece marks a word start
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportRequest:
+    """What to export and how (``keras-nmt export``'s options)."""
+
+    run_dir: str | pathlib.Path
+    out: str | pathlib.Path
+    name: str = "nmt"
+    version: int | None = None  # None: 1 + the highest existing
+    beam: int | None = None  # None: the run's beam_size
+    nbest: int = 1
+    attention: bool = False
+    onnx: bool = False
+
+
+def next_version(model_dir: pathlib.Path) -> int:
+    versions = [int(p.name) for p in model_dir.iterdir() if p.name.isdigit()] if model_dir.is_dir() else []
+    return max(versions, default=0) + 1
+
+
+def _prepare_out(out: pathlib.Path, name: str, version: int | None) -> tuple[pathlib.Path, int]:
+    """Create EXPORT_DIR/NAME, prove it writable, and pick the version directory."""
+    model_dir = out / name
+    try:
+        model_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=model_dir):
+            pass
+    except OSError as error:
+        raise ExportError(f"cannot write to {model_dir}: {error.strerror or error}") from None
+    if version is None:
+        version = next_version(model_dir)
+    if (model_dir / str(version)).exists():
+        raise ExportError(f"{model_dir / str(version)} already exists (pick another --version)")
+    return model_dir, version
+
+
+def _check_sentences(source_vocab) -> list[str]:
+    """Four sentences of 3, 6, 9 and 12 frequent source words, then BAD_INPUTS.
+    SentencePiece pieces count as words without their word-start mark."""
+    pieces = (t.lstrip(SENTENCEPIECE_SPACE) for t in source_vocab.tokens[4:])
+    words = [t for t in pieces if t.isalpha()] or ["hello"]
+    made = [" ".join(words[3 * n : 6 * n + 3]) + " ." for n in range(4)]
+    return made + list(BAD_INPUTS)
+
+
+def self_check(savedmodel_dir: pathlib.Path, translator, beam_size: int, alpha: float) -> None:
+    """The SavedModel in the TF1 session loader translates like the Keras model."""
+    from keras_nmt.export import parity
+    from keras_nmt.export.loaders import SessionModel
+
+    lines = _check_sentences(translator.source_vocab)
+    reference = translator.translate(lines, beam_size=beam_size, alpha=alpha)
+    session = SessionModel(savedmodel_dir)
+    try:
+        outputs = session.run("serving_default", sentences=lines)
+    finally:
+        session.close()
+    result = parity.compare(parity.from_translations(reference),
+                            parity.from_string_outputs(outputs))
+    truncated = [t.truncated for t in reference]
+    # Equally scored alternatives are allowed, but not for most sentences: a wrong text
+    # codec in the graph (another language's SentencePiece model) keeps every score.
+    if (not parity.agrees(result, allow_ties=True) or result["identical"] < 0.5
+            or list(outputs["truncated"]) != truncated):
+        raise ExportError(
+            f"self-check failed: the SavedModel differs from the Keras model ({result})"
+        )
+
+
+def onnx_check(onnx_path: pathlib.Path, translator, beam_size: int, alpha: float) -> None:
+    """The ONNX model in onnxruntime decodes like the Keras model."""
+    from keras_nmt.export import parity
+    from keras_nmt.export.onnx import OnnxModel
+
+    # Empty sentences never reach the model: the onnxruntime path answers "" itself.
+    lines = [line for line in _check_sentences(translator.source_vocab) if line.strip()]
+    reference = translator.translate(lines, beam_size=beam_size, alpha=alpha)
+    decoded = parity.run_ids(OnnxModel(onnx_path).run, translator.encode(lines),
+                             translator.target_vocab, beam_size, alpha)
+    result = parity.compare(parity.from_translations(reference), decoded)
+    if not parity.agrees(result, allow_ties=True):
+        raise ExportError(f"self-check failed: the ONNX model differs from the Keras model ({result})")
+
+
+def write_onnx(directory: pathlib.Path, name: str, run, model, settings, tokenizer: str,
+               log) -> list[pathlib.Path]:
+    """NAME.onnx, NAME.onnx.json and the vocabularies (and, for a SentencePiece run, its
+    models NAME.spm.SRC.model / NAME.spm.TGT.model), written into ``directory``."""
+    from keras_nmt.export import onnx as onnx_export
+
+    log(f"converting translate_ids to ONNX (opset {onnx_export.OPSET}; takes a while)")
+    path = directory / f"{name}.onnx"
+    proto = onnx_export.convert(model, settings.nbest, path)
+    vocabularies = {}
+    for role, lang, vocabulary in (("source_vocab", run.src, run.source_vocab),
+                                   ("target_vocab", run.tgt, run.target_vocab)):
+        vocabularies[role] = f"{name}.vocab.{lang}.txt"
+        vocabulary.save(directory / vocabularies[role])
+    models = {}
+    if tokenizer == codecs.SENTENCEPIECE:
+        # The onnxruntime path encodes and decodes with these (keras_nmt.text codecs).
+        for role, lang in (("source_spm", run.src), ("target_spm", run.tgt)):
+            models[role] = f"{name}.spm.{lang}.model"
+            shutil.copyfile(run.run.sentencepiece_path(lang), directory / models[role])
+    write_json_atomic(directory / f"{name}.onnx.json", {
+        "model": f"{name}.onnx",
+        "src": run.src,
+        "tgt": run.tgt,
+        "tokenizer": tokenizer,
+        **vocabularies,
+        **models,
+        "max_source_len": settings.max_source_len,
+        "beam_size": settings.beam_size,
+        "alpha": settings.alpha,
+        "nbest": settings.nbest,
+        "max_decode_ratio": float(run.config.max_decode_ratio),
+        "opset": onnx_export.OPSET,
+        "inputs": onnx_export.input_names(proto),
+        "outputs": onnx_export.output_names(proto),
+    })
+    return sorted(directory.iterdir())
+
+
+def export(args: ExportRequest, log: Callable[[str], None] = lambda message: None) -> pathlib.Path:
+    """Do the export; returns the version directory. ``log`` hears each stage."""
+    if not NAME.fullmatch(args.name):
+        raise ExportError(f"the model name must be letters, digits, '_', '.', '-', got {args.name!r}")
+    run = RunDir(args.run_dir).inspect()
+    beam_size = args.beam or run.config.beam_size
+    if args.nbest > beam_size:
+        raise ExportError(f"--nbest ({args.nbest}) cannot exceed the beam size ({beam_size})")
+    out = pathlib.Path(args.out)
+    model_dir, version = _prepare_out(out, args.name, args.version)
+    final = model_dir / str(version)
+
+    log(f"loading {run.run.path}")
+    from keras_nmt.export import savedmodel, serving_files
+    from keras_nmt.translator import Translator, default_max_source_len
+
+    model = run.run.load_model(files=run)
+    # The run's own text codecs (word or SentencePiece): the Python ones for the
+    # reference translations, their graph twins for the SavedModel.
+    tokenizer = run.source_codec.kind
+    translator = Translator(model, run.source_codec, run.target_codec)
+    settings = savedmodel.ExportSettings(
+        beam_size=beam_size,
+        alpha=float(run.config.length_alpha),
+        nbest=args.nbest,
+        attention=args.attention,
+        max_source_len=default_max_source_len(run.config.max_len),
+    )
+    # Everything is written into temporary directories (names TF Serving ignores, not
+    # integers) and moved into place only once all of it is written and checked.
+    staging = pathlib.Path(tempfile.mkdtemp(dir=model_dir, prefix=f".{version}.tmp-"))
+    onnx_staging = pathlib.Path(tempfile.mkdtemp(dir=out, prefix=f".{args.name}.onnx.tmp-"))
+    try:
+        log(f"exporting SavedModel (beam {beam_size}, alpha {settings.alpha:g})")
+        archive = savedmodel.build_archive(
+            model, run.run.graph_encoders(), settings,
+        )
+        savedmodel.write_savedmodel(archive, staging)
+        log("checking the SavedModel with the TF1 session loader")
+        self_check(staging, translator, beam_size, settings.alpha)
+        onnx_files = []
+        if args.onnx:
+            onnx_files = write_onnx(onnx_staging, args.name, run, model, settings, tokenizer,
+                                    log)
+            log("checking the ONNX model with onnx.checker and onnxruntime")
+            onnx_check(onnx_staging / f"{args.name}.onnx", translator, beam_size, settings.alpha)
+        if final.exists():
+            raise ExportError(f"{final} already exists (pick another --version)")
+        staging.chmod(0o755)  # mkdtemp makes it private; a server may run as another user
+        staging.rename(final)
+        for path in onnx_files:
+            path.replace(out / path.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(onnx_staging, ignore_errors=True)
+
+    write_text_atomic(out / serving_files.CONFIG_NAME, serving_files.models_config(out, args.name))
+    write_text_atomic(out / serving_files.SERVING_NAME, serving_files.serving_md(
+        args.name, version, savedmodel.signature_summary(settings), onnx=args.onnx,
+        tokenizer=tokenizer,
+    ))
+    return final
+
+

@@ -1,0 +1,113 @@
+"""Do the export paths translate like the Keras model? Shared by the export command's
+self-check, the tests and ``bench/export_paths.py``.
+
+Every path is reduced to one :class:`Decoded` per sentence (best hypothesis: its target
+tokens, or only its text for the string signatures, and its score) and compared with
+:class:`~keras_nmt.translator.Translator`'s output on the same sentences.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from keras_nmt.vocab import Vocabulary
+
+# A model path run on a feed dict (input name -> array), returning output name -> array:
+# TF2Model.run / SessionModel.run bound to a signature, or an onnxruntime session.
+RunFn = Callable[[Mapping[str, np.ndarray]], Mapping[str, np.ndarray]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Decoded:
+    text: str | None  # detokenized (None for an ids path)
+    tokens: tuple[str, ...] | None  # target tokens (None for a string path)
+    score: float
+
+
+def from_translations(translations) -> list[Decoded]:
+    return [Decoded(t.text, tuple(t.tokens), float(t.score)) for t in translations]
+
+
+def from_string_outputs(outputs: Mapping[str, np.ndarray]) -> list[Decoded]:
+    texts = [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in outputs["translations"]]
+    return [Decoded(text, None, float(s)) for text, s in zip(texts, outputs["scores"])]
+
+
+def pad_batch(rows: Sequence[Sequence[int]]) -> np.ndarray:
+    width = max((len(row) for row in rows), default=1)
+    batch = np.zeros((len(rows), width), np.int32)
+    for i, row in enumerate(rows):
+        batch[i, : len(row)] = row
+    return batch
+
+
+def run_ids(
+    run: RunFn,
+    source_ids: Sequence[Sequence[int]],
+    target_vocab: Vocabulary,
+    beam_size: int,
+    alpha: float,
+    batch_size: int = 32,
+) -> list[Decoded]:
+    """Decode source ids (EOS appended, as Translator.encode gives them) through a
+    ``translate_ids`` path, ``batch_size`` sentences at a time."""
+    decoded: list[Decoded] = []
+    for start in range(0, len(source_ids), batch_size):
+        out = run({
+            "source_ids": pad_batch(source_ids[start : start + batch_size]),
+            "beam_size": np.array(beam_size, np.int32),
+            "alpha": np.array(alpha, np.float32),
+            "forbid_unk": np.array(False),
+            "max_length": np.array(0, np.int32),
+        })
+        ids, lengths, scores = out["ids"], out["lengths"], out["scores"]
+        for row in range(ids.shape[0]):
+            tokens = tuple(target_vocab.decode(ids[row, 0, : int(lengths[row, 0])]))
+            decoded.append(Decoded(None, tokens, float(scores[row, 0])))
+    return decoded
+
+
+def compare(
+    reference: Sequence[Decoded], candidate: Sequence[Decoded], tie_tolerance: float = 1e-5
+) -> dict:
+    """How often a path gives the reference's output.
+
+    ``identical``: fraction of sentences with the same tokens (text when a side has no
+    tokens); ``max_score_diff``: largest score difference over those. ``ties``: fraction
+    of the others whose score is the reference's within ``tie_tolerance`` -- another
+    hypothesis exactly as good, picked because two runtimes round a float differently
+    (a barely trained model that repeats one token has many: with alpha = 1, "." "." EOS
+    and "." "." "." EOS score the same)."""
+    if len(reference) != len(candidate):
+        raise ValueError(f"{len(candidate)} outputs for {len(reference)} sentences")
+    same, ties, differences, first_mismatch = 0, 0, [0.0], None
+    for i, (ref, cand) in enumerate(zip(reference, candidate)):
+        if ref.tokens is not None and cand.tokens is not None:
+            equal = ref.tokens == cand.tokens
+        else:
+            equal = ref.text == cand.text
+        if equal:
+            same += 1
+            differences.append(abs(ref.score - cand.score))
+        else:
+            ties += abs(ref.score - cand.score) <= tie_tolerance
+            if first_mismatch is None:
+                first_mismatch = i
+    count = max(len(reference), 1)
+    return {
+        "sentences": len(reference),
+        "identical": same / count if reference else 1.0,
+        "ties": ties / count,
+        "max_score_diff": max(differences),
+        "first_mismatch": first_mismatch,
+    }
+
+
+def agrees(result: dict, tolerance: float = 1e-4, allow_ties: bool = False) -> bool:
+    """Every sentence identical (or, with ``allow_ties``, an equally scored alternative)
+    and scores within ``tolerance``."""
+    matched = result["identical"] + (result["ties"] if allow_ties else 0.0)
+    return abs(matched - 1.0) < 1e-9 and result["max_score_diff"] <= tolerance

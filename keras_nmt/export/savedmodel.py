@@ -1,0 +1,191 @@
+"""A run's model as a TF Serving SavedModel, written with ``keras.export.ExportArchive``.
+
+Signatures (see the export contract in the README):
+
+- ``serving_default``: raw sentences (tf.string [None]) -> detokenized ``translations``,
+  ``scores``, ``truncated`` (and ``nbest_translations`` / ``nbest_scores`` with nbest > 1,
+  ``attention`` when asked), with the beam size and alpha fixed at export time;
+- ``translate``: the same with ``beam_size`` and ``alpha`` as inputs;
+- ``translate_ids``: token ids -> token ids and scores, the signature of
+  :func:`keras_nmt.search.make_translate_fn` (the function ONNX is made from).
+
+Everything the string signatures do happens in the graph: source encoding, truncation to
+the maximum source length (counted in the run's tokens), beam search (one
+``tf.while_loop``) and target decoding. The text codecs are the run's graph encoders,
+:meth:`keras_nmt.rundir.RunDir.graph_encoders` (the ones tf.data trained with):
+
+- ``word``: the rewrite tables of :mod:`keras_nmt.text.word` run by
+  :mod:`keras_nmt.text.word_graph`, the source vocabulary as a lookup table (tracked by
+  the archive), the target tokens as a constant; core TensorFlow ops only;
+- ``sentencepiece``: tensorflow_text's SentencepieceTokenizer on the run's models, for
+  encoding the source and decoding the target. The archive tracks both modules, so the
+  SavedModel carries the models (serialized into its graph); serving it needs TF Text's op library (linked into
+  the stock ``tensorflow_model_server``; ``import tensorflow_text`` in Python).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+from typing import Callable
+
+import keras
+import tensorflow as tf
+
+from keras_nmt import search
+from keras_nmt.constants import PAD_ID
+from keras_nmt.models import TranslationModel
+from keras_nmt.text.codecs import SENTENCEPIECE
+from keras_nmt.text.graph_ids import append_eos
+
+ID_OUTPUTS = ("ids", "lengths", "scores", "log_probs")
+SENTENCES = tf.TensorSpec([None], tf.string, name="sentences")
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportSettings:
+    beam_size: int
+    alpha: float
+    nbest: int = 1  # > 1: the string signatures also return the n-best list
+    attention: bool = False  # the string signatures also return the best hypothesis' attention
+    max_source_len: int = 100  # source tokens kept (EOS not counted)
+
+
+def translate_ids_function(model: TranslationModel, nbest: int) -> tuple[Callable, list]:
+    """The ``translate_ids`` function (plain Python, to be traced) and its input signature:
+    :func:`keras_nmt.search.make_translate_fn`'s, without the attention output."""
+    translate_fn = search.make_translate_fn(model, nbest=max(1, nbest), autograph=False)
+    # The plain Python function: callers trace it themselves, no nested tf.function.
+    search_fn = translate_fn.python_function
+
+    def translate_ids(source_ids, beam_size, alpha, forbid_unk, max_length):
+        out = search_fn(source_ids, beam_size, alpha, forbid_unk, max_length)
+        return {key: out[key] for key in ID_OUTPUTS}
+
+    return translate_ids, list(translate_fn.input_signature)
+
+
+def ids_to_text(ids, target_encoder):
+    """Search output ids [B, N, T] -> text [B, N] with the run's target graph encoder (each
+    row up to its first EOS, PAD and BOS skipped, as the Python codecs' ``decode``)."""
+    shape = tf.shape(ids)
+    flat = tf.reshape(ids, [shape[0] * shape[1], shape[2]])  # not -1: B * N may be 0
+    return tf.reshape(target_encoder.decode(flat), shape[:2])
+
+
+def make_string_translate(
+    encoder,
+    decode_text: Callable,
+    settings: ExportSettings,
+    search_fn: Callable,
+) -> Callable:
+    """``(sentences, beam_size, alpha) -> dict`` of the string signatures. ``encoder``:
+    sentences -> ragged source ids (a graph encoder of :mod:`keras_nmt.text`);
+    ``decode_text``: search output ids [B, N, T] -> text [B, N]."""
+    max_len = int(settings.max_source_len)
+
+    def translate(sentences, beam_size, alpha):
+        tokens = encoder(sentences, add_eos=False)  # ragged [B, None]
+        counts = tf.cast(tokens.row_lengths(), tf.int32)
+        truncated = tf.maximum(counts - max_len, 0)
+        source_ids = append_eos(tokens[:, :max_len]).to_tensor(PAD_ID)
+        # An empty batch gives [0, 0]; the encoder's RNN needs at least one time step.
+        source_ids = tf.pad(source_ids, [[0, 0], [0, 1 - tf.minimum(tf.shape(source_ids)[1], 1)]])
+        out = search_fn(
+            source_ids, beam_size, alpha, tf.constant(False), tf.constant(0, tf.int32)
+        )
+        # Empty and whitespace-only sentences translate to "" with score 0.0, as
+        # Translator does (the search still ran on their lone EOS; its result is dropped).
+        empty = tf.equal(counts, 0)
+        texts = tf.where(empty[:, None], tf.constant("", tf.string),
+                         decode_text(out["ids"]))
+        # n-best lists of an empty sentence hold that one "" (the other slots are
+        # unfilled: score -inf, as the search reports them).
+        first_slot = tf.equal(tf.range(tf.shape(out["scores"])[1]), 0)[None, :]
+        empty_scores = tf.where(first_slot, 0.0, float("-inf"))
+        scores = tf.where(empty[:, None], empty_scores, out["scores"])
+        result = {"translations": texts[:, 0], "scores": scores[:, 0], "truncated": truncated}
+        if settings.nbest > 1:
+            result["nbest_translations"] = texts
+            result["nbest_scores"] = scores
+        if settings.attention:
+            result["attention"] = tf.where(
+                empty[:, None, None], tf.constant(0.0, tf.float32), out["attention"][:, 0]
+            )
+        return result
+
+    return translate
+
+
+def build_archive(
+    model: TranslationModel,
+    encoders: tuple,
+    settings: ExportSettings,
+) -> keras.export.ExportArchive:
+    """The ExportArchive with the three signatures (not yet written). ``encoders``: the
+    run's (source, target) graph encoders, :meth:`keras_nmt.rundir.RunDir.graph_encoders`."""
+    encoder, target_encoder = encoders
+    # The string signatures need the attention output, translate_ids does not.
+    search_fn = search.make_translate_fn(
+        model, nbest=max(1, settings.nbest), autograph=False
+    ).python_function
+    string_translate = make_string_translate(
+        encoder, lambda ids: ids_to_text(ids, target_encoder), settings, search_fn
+    )
+
+    archive = keras.export.ExportArchive()
+    # The model's layers are not tracked: the archive saves every variable the endpoints
+    # use anyway (as the tf.Variables they capture), and tracking the layers would save
+    # each weight a second time, as its keras.Variable wrapper (keras-team/keras#23553:
+    # twice the size on disk and in a server's memory). The lookup table is not a
+    # variable, so it must be tracked; so must the SentencePiece models (resources).
+    archive.track(encoder)
+    if target_encoder.kind == SENTENCEPIECE:
+        archive.track(target_encoder)  # the word target side is a constant token list
+
+    beam_size = tf.constant(int(settings.beam_size), tf.int32)
+    alpha = tf.constant(float(settings.alpha), tf.float32)
+    archive.add_endpoint(
+        "serving_default",
+        lambda sentences: string_translate(sentences, beam_size, alpha),
+        input_signature=[SENTENCES],
+    )
+    archive.add_endpoint(
+        "translate",
+        string_translate,
+        input_signature=[
+            SENTENCES,
+            tf.TensorSpec([], tf.int32, name="beam_size"),
+            tf.TensorSpec([], tf.float32, name="alpha"),
+        ],
+    )
+    translate_ids, ids_signature = translate_ids_function(model, settings.nbest)
+    archive.add_endpoint("translate_ids", translate_ids, input_signature=ids_signature)
+    return archive
+
+
+def write_savedmodel(archive: keras.export.ExportArchive, path: str | pathlib.Path) -> None:
+    archive.write_out(str(path), verbose=False)
+
+
+def signature_summary(settings: ExportSettings) -> dict[str, str]:
+    """One line per signature, for SERVING.md."""
+    extra = ""
+    if settings.nbest > 1:
+        extra += (f", `nbest_translations` string [N, {settings.nbest}], "
+                  f"`nbest_scores` float32 [N, {settings.nbest}] (-inf in unfilled slots)")
+    if settings.attention:
+        extra += ", `attention` float32 [N, T, S] (best translation, source EOS included)"
+    outputs = ("`translations` string [N], `scores` float32 [N] (length-normalised "
+               "log-probability), `truncated` int32 [N] (source tokens dropped beyond "
+               f"{settings.max_source_len})" + extra)
+    return {
+        "serving_default": f"`sentences` string [N] (raw text) -> {outputs}; beam "
+                           f"{settings.beam_size}, alpha {settings.alpha:g}",
+        "translate": "`sentences` string [N], `beam_size` int32, `alpha` float32 -> the "
+                     "outputs of serving_default",
+        "translate_ids": "`source_ids` int32 [N, S] (0-padded, EOS=3 appended), `beam_size` "
+                         "int32, `alpha` float32, `forbid_unk` bool, `max_length` int32 "
+                         "(<= 0: the decode-ratio rule) -> `ids` int32 [N, n, T], `lengths` "
+                         "int32 [N, n], `scores` float32 [N, n], `log_probs` float32 [N, n]",
+    }

@@ -1,0 +1,138 @@
+"""The files next to the exported models that tell TF Serving how to serve them:
+``models.config`` (a ModelServerConfig text proto) and ``SERVING.md``."""
+
+from __future__ import annotations
+
+import pathlib
+
+CONFIG_NAME = "models.config"
+SERVING_NAME = "SERVING.md"
+
+
+def models_config(export_dir: pathlib.Path, name: str) -> str:
+    """``models.config`` naming ``name`` (base path ``/models/NAME``, the directory the
+    docker commands mount EXPORT_DIR on). Models of other names already listed in an
+    existing file are kept, so several models exported into one directory are served
+    together."""
+    # TF Serving's own proto: what it parses is what we write.
+    from google.protobuf import text_format
+    from tensorflow_serving.config import model_server_config_pb2
+
+    config = model_server_config_pb2.ModelServerConfig()
+    existing = export_dir / CONFIG_NAME
+    if existing.is_file():
+        try:
+            text_format.Parse(existing.read_text(encoding="utf-8"), config)
+        except text_format.ParseError:
+            config = model_server_config_pb2.ModelServerConfig()  # rewritten from scratch
+    entries = config.model_config_list.config
+    kept = [entry for entry in entries if entry.name != name]
+    del entries[:]
+    entries.extend(kept)
+    entry = entries.add()
+    entry.name = name
+    entry.base_path = f"/models/{name}"
+    entry.model_platform = "tensorflow"
+    return text_format.MessageToString(config)
+
+
+# What a SentencePiece export needs from the server, for SERVING.md. Checked against
+# TF Serving's sources: tensorflow_serving/model_servers/BUILD links
+# "@org_tensorflow_text//tensorflow_text:ops_lib" (SUPPORTED_TENSORFLOW_OPS) into
+# tensorflow_model_server, and TF Text's ops_lib includes its SentencePiece kernels.
+SENTENCEPIECE_OPS_NOTE = """
+## TF Text ops (SentencePiece)
+
+This model was trained with SentencePiece, and its SavedModel runs the run's
+SentencePiece models (serialized into its graph: nothing else to copy) with
+TensorFlow Text's ops `SentencepieceOp`, `SentencepieceTokenizeOp` and
+`SentencepieceDetokenizeOp`. The stock `tensorflow_model_server` (the
+`tensorflow/serving` docker image included) links TF Text's op library
+(`tensorflow_text:ops_lib`, listed in `SUPPORTED_TENSORFLOW_OPS` of
+`tensorflow_serving/model_servers/BUILD`; read from TF Serving's sources, not run
+here), so it serves this model as it is. Use a TF Serving release no older than the
+TensorFlow Text the model was exported with ({tf_text}): an older server may lack
+what the graph's ops use. A server built
+without TF Text (a custom build) fails to load it with "Op type not registered
+'SentencepieceOp'". In Python, `import tensorflow_text` before loading the SavedModel
+(`tf.saved_model.load` and the TF1 loader cannot find the ops otherwise); the
+`saved_model_cli` commands below need the same (run them as
+`python -c "import tensorflow_text, sys; from tensorflow.python.tools import saved_model_cli; sys.argv[0] = 'saved_model_cli'; saved_model_cli.main()" ...`).
+"""
+
+
+def serving_md(name: str, version: int, signatures: dict[str, str], onnx: bool,
+               tokenizer: str = "word") -> str:
+    """SERVING.md: how to serve EXPORT_DIR with TF Serving (REST and gRPC)."""
+    outputs = "\n".join(f"  - `{key}`: {value}" for key, value in signatures.items())
+    sentencepiece = tokenizer == "sentencepiece"
+    codec_files = (f"SentencePiece models (`{name}.spm.*.model`, run by the `sentencepiece` "
+                   "package through `keras_nmt.text.sentencepiece`)" if sentencepiece
+                   else "tokenizer (`keras_nmt.text.word`)")
+    onnx_part = (
+        f"\n## ONNX\n\n`{name}.onnx` is the `translate_ids` signature converted by tf2onnx "
+        f"(token ids in, token ids out). `{name}.onnx.json` names its vocabularies "
+        f"(`{name}.vocab.*.txt`), tokenizer, maximum source length, beam size and alpha: "
+        f"encoding and decoding run in Python with the run's {codec_files} around "
+        "onnxruntime (`keras-nmt onnx-translate`, or `python serving/onnx_translate.py`).\n"
+        if onnx else ""
+    )
+    if sentencepiece:
+        import tensorflow_text
+
+        onnx_part = SENTENCEPIECE_OPS_NOTE.format(tf_text=tensorflow_text.__version__) + onnx_part
+    return f"""# Serving this export
+
+This directory holds the SavedModel `{name}/{version}/` in TensorFlow Serving's layout
+(`{name}/VERSION/saved_model.pb`; TF Serving serves the highest version it finds) and
+`{CONFIG_NAME}`, a ModelServerConfig naming the model `{name}` with base path
+`/models/{name}`.
+
+A real deployment runs TensorFlow Serving itself, e.g. its docker image
+(`tensorflow_model_server` could not be installed on the machines this project was
+built on, so these commands were not run here; the export is checked with the TF1
+session loader, the code path TF Serving uses). From this directory:
+
+```sh
+docker run --rm -p 8500:8500 -p 8501:8501 \\
+  -v "$PWD:/models" \\
+  tensorflow/serving --model_config_file=/models/{CONFIG_NAME}
+```
+
+Port 8501 is the REST API, port 8500 gRPC. One model without the config file:
+`docker run --rm -p 8500:8500 -p 8501:8501 -v "$PWD/{name}:/models/{name}" -e MODEL_NAME={name} tensorflow/serving`.
+
+REST:
+
+```sh
+curl -s -X POST http://localhost:8501/v1/models/{name}:predict \\
+  -d '{{"signature_name": "serving_default", "inputs": {{"sentences": ["The man is here."]}}}}'
+```
+
+gRPC (Python, with the `tensorflow-serving-api` package):
+
+```python
+import grpc, tensorflow as tf
+from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
+stub = prediction_service_pb2_grpc.PredictionServiceStub(grpc.insecure_channel("localhost:8500"))
+request = predict_pb2.PredictRequest()
+request.model_spec.name = "{name}"
+request.model_spec.signature_name = "serving_default"
+request.inputs["sentences"].CopyFrom(tf.make_tensor_proto(["The man is here."]))
+response = stub.Predict(request, timeout=30.0)
+print(tf.make_ndarray(response.outputs["translations"]))
+```
+
+## Signatures
+
+{outputs}
+
+Check them without a server (`saved_model_cli run` uses the TF1 session loader too):
+
+```sh
+saved_model_cli show --dir {name}/{version} --all
+saved_model_cli run --dir {name}/{version} --tag_set serve --signature_def serving_default \\
+  --input_exprs 'sentences=["The man is here.", ""]'
+```
+{onnx_part}"""

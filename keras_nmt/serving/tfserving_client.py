@@ -1,0 +1,336 @@
+"""A TensorFlow Serving client (REST or gRPC) for the project's exports.
+
+The command is ``keras-nmt tfserving-client`` (:mod:`keras_nmt.cli.tfserving_client`)::
+
+    keras-nmt tfserving-client --url http://localhost:8501 --model nmt < in.txt
+    keras-nmt tfserving-client --grpc localhost:8500 --model nmt < in.txt
+
+The model is an export of ``keras-nmt export`` (signature ``serving_default``: raw
+``sentences`` in; ``translations``, ``scores``, ``truncated`` out). One output line per
+input line, in order; empty lines give empty lines. Lines are sent in batches
+(--batch-size) of similar length. With --beam K (and --alpha A) the request goes to
+the export's ``translate`` signature, which takes the beam size and alpha as inputs
+(REST: columnar form only). A connection that fails (refused, dropped, HTTP 503 /
+UNAVAILABLE) is retried --retries times with exponential backoff; a server that does not
+answer within --timeout seconds, a server that stays down, or an answer that is not
+what TF Serving sends raise :class:`ServingError` (one line for the user).
+
+In Python::
+
+    client = TFServingClient(RestTransport("http://localhost:8501", "nmt"), batch_size=32)
+    for p in client.translate(["Hello."]):
+        print(p.text, p.score, p.truncated)
+
+The REST path needs only the standard library; gRPC imports TensorFlow (the
+tensorflow-serving-api protos are built on TensorFlow's).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import http.client
+import json
+import socket
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Callable, Sequence
+
+from keras_nmt.progress import native_stderr_muted
+
+DEFAULT_SIGNATURE = "serving_default"
+SEARCH_SIGNATURE = "translate"  # sentences, beam_size, alpha
+DEFAULT_ALPHA = 1.0  # the project's default length_alpha
+OUTPUTS = ("translations", "scores", "truncated")  # the outputs read, of an export's signature
+MAX_BACKOFF = 30.0
+LOOPBACK = ("localhost", "127.0.0.1", "::1")
+
+
+class ServingError(Exception):
+    """A failure to report as one line: the server's error, a bad answer, a timeout."""
+
+
+class Unreachable(ServingError):
+    """The connection failed (refused, reset, dropped) or the server said it is
+    unavailable: worth trying again."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Prediction:
+    text: str
+    score: float | None  # None when the model has no scores output
+    truncated: int = 0  # source tokens the model dropped beyond its max_source_len
+
+
+def _predictions(columns: dict, count: int) -> list[Prediction]:
+    """Per-sentence predictions from output columns, checking that they fit."""
+    if "translations" not in columns:
+        raise ServingError(
+            f"bad answer from server: no 'translations' output (got {sorted(columns)})"
+        )
+    texts = columns["translations"]
+    scores = columns.get("scores", [None] * count)
+    truncated = columns.get("truncated", [0] * count)
+    for name, values in (("translations", texts), ("scores", scores), ("truncated", truncated)):
+        if not isinstance(values, list) or len(values) != count:
+            got = len(values) if isinstance(values, list) else type(values).__name__
+            raise ServingError(
+                f"bad answer from server: {name} holds {got} values for {count} sentences"
+            )
+    if not all(isinstance(t, str) for t in texts):
+        raise ServingError("bad answer from server: a translation that is not a string")
+    try:
+        return [
+            Prediction(str(t), None if s is None else float(s), int(n))
+            for t, s, n in zip(texts, scores, truncated)
+        ]
+    except (TypeError, ValueError) as error:
+        raise ServingError(f"bad answer from server: {error}") from None
+
+
+def _search_inputs(beam: int | None, alpha: float | None) -> dict:
+    """The scalar inputs of the ``translate`` signature (none without a beam)."""
+    if beam is None:
+        if alpha is not None:
+            raise ValueError("--alpha needs --beam (the serving_default signature fixes both)")
+        return {}
+    return {"beam_size": int(beam), "alpha": float(DEFAULT_ALPHA if alpha is None else alpha)}
+
+
+class RestTransport:
+    """``POST URL/v1/models/MODEL[/versions/N]:predict`` with JSON, in the row
+    (``instances``) or columnar (``inputs``) form. With ``beam`` (and ``alpha``) they are
+    sent as the scalar inputs ``beam_size`` and ``alpha`` (columnar form only)."""
+
+    def __init__(self, url: str, model: str, signature: str = DEFAULT_SIGNATURE,
+                 version: int | None = None, form: str = "instances", timeout: float = 30.0,
+                 beam: int | None = None, alpha: float | None = None):
+        if form not in ("instances", "inputs"):
+            raise ValueError(f"form must be 'instances' or 'inputs', got {form!r}")
+        self.search = _search_inputs(beam, alpha)
+        if self.search and form == "instances":
+            raise ValueError("--beam needs the columnar form (--form inputs): rows cannot "
+                             "carry the scalar beam_size and alpha")
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"--url must look like http://HOST:PORT, got {url!r}")
+        self.base = url.rstrip("/")
+        # A proxy from the environment cannot reach this machine's own ports.
+        loopback = parts.hostname in LOOPBACK
+        self._opener = urllib.request.build_opener(
+            *([urllib.request.ProxyHandler({})] if loopback else [])
+        )
+        path = f"/v1/models/{urllib.parse.quote(model, safe='')}"
+        if version is not None:
+            path += f"/versions/{version}"
+        self.endpoint = self.base + path + ":predict"
+        self.signature = signature
+        self.form = form
+        self.timeout = timeout
+
+    def predict(self, sentences: Sequence[str]) -> list[Prediction]:
+        if self.form == "instances":
+            body = {"signature_name": self.signature, "instances": list(sentences)}
+        else:
+            inputs = {"sentences": list(sentences), **self.search}
+            body = {"signature_name": self.signature, "inputs": inputs}
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        request = urllib.request.Request(
+            self.endpoint, data=data, method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with self._opener.open(request, timeout=self.timeout) as response:
+                raw = response.read()
+        except urllib.error.HTTPError as error:
+            raise self._http_error(error) from None
+        except (socket.timeout, TimeoutError):
+            raise ServingError(f"no answer from {self.base} within {self.timeout:g} s") from None
+        except urllib.error.URLError as error:
+            if isinstance(error.reason, (socket.timeout, TimeoutError)):
+                raise ServingError(
+                    f"no answer from {self.base} within {self.timeout:g} s"
+                ) from None
+            raise Unreachable(f"cannot connect to {self.base}: {_reason(error.reason)}") from None
+        except (http.client.HTTPException, ConnectionError) as error:
+            raise Unreachable(f"connection to {self.base} lost: {_reason(error)}") from None
+        return self._parse(raw, len(sentences))
+
+    def _http_error(self, error: urllib.error.HTTPError) -> ServingError:
+        try:
+            message = json.loads(error.read().decode("utf-8"))["error"]
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError, OSError):
+            message = error.reason
+        text = f"server answered HTTP {error.code}: {message}"
+        return Unreachable(text) if error.code == 503 else ServingError(text)
+
+    def _parse(self, raw: bytes, count: int) -> list[Prediction]:
+        try:
+            answer = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            start = raw[:60].decode("utf-8", errors="replace")
+            raise ServingError(f"bad answer from server: not JSON ({start!r})") from None
+        if not isinstance(answer, dict):
+            raise ServingError("bad answer from server: not a JSON object")
+        if self.form == "instances":
+            rows = answer.get("predictions")
+            if not isinstance(rows, list):
+                raise ServingError("bad answer from server: no 'predictions' list")
+            if rows and all(isinstance(row, dict) for row in rows):
+                names = set().union(*rows)
+                columns = {name: [row.get(name) for row in rows] for name in names}
+            else:  # a model with one output: the values themselves
+                columns = {"translations": rows}
+        else:
+            outputs = answer.get("outputs")
+            if isinstance(outputs, list):
+                outputs = {"translations": outputs}
+            if not isinstance(outputs, dict):
+                raise ServingError("bad answer from server: no 'outputs' object")
+            columns = outputs
+        return _predictions(columns, count)
+
+
+class GrpcTransport:
+    """``tensorflow.serving.PredictionService/Predict`` over an insecure channel."""
+
+    def __init__(self, target: str, model: str, signature: str = DEFAULT_SIGNATURE,
+                 version: int | None = None, timeout: float = 30.0, beam: int | None = None,
+                 alpha: float | None = None):
+        import grpc
+
+        self.search = _search_inputs(beam, alpha)
+
+        # The PredictRequest protos are built on TensorFlow's TensorProto, so TensorFlow
+        # loads here; its native libraries log a few start-up lines on stderr that no
+        # setting silences, which would bury our one-line errors.
+        with native_stderr_muted():
+            import tensorflow as tf
+            from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
+        self._grpc = grpc
+        self._tf = tf
+        self._predict_pb2 = predict_pb2
+        self.target = target
+        self.model = model
+        self.signature = signature
+        self.version = version
+        self.timeout = timeout
+        # Reconnect soon after a refused connection, so that a retry after our own
+        # backoff finds a server that has come up meanwhile.
+        options = [
+            ("grpc.initial_reconnect_backoff_ms", 100),
+            ("grpc.min_reconnect_backoff_ms", 100),
+            ("grpc.max_reconnect_backoff_ms", 1000),
+        ]
+        if target.rpartition(":")[0].strip("[]") in LOOPBACK:
+            options.append(("grpc.enable_http_proxy", 0))  # as for REST: no proxy to self
+        self._channel = grpc.insecure_channel(target, options=options)
+        self._stub = prediction_service_pb2_grpc.PredictionServiceStub(self._channel)
+
+    def request(self, sentences: Sequence[str]):
+        """The PredictRequest for ``sentences``. It asks for the three outputs read here
+        only: an export's n-best lists and attention matrices would make the answer
+        bigger than gRPC's default 4 MB limit on long sentences."""
+        tf = self._tf
+        request = self._predict_pb2.PredictRequest()
+        request.model_spec.name = self.model
+        request.model_spec.signature_name = self.signature
+        if self.version is not None:
+            request.model_spec.version.value = self.version
+        request.output_filter.extend(OUTPUTS)
+        request.inputs["sentences"].CopyFrom(
+            tf.make_tensor_proto([s.encode("utf-8") for s in sentences], dtype=tf.string,
+                                 shape=[len(sentences)])
+        )
+        for name, value in self.search.items():
+            dtype = tf.int32 if name == "beam_size" else tf.float32
+            request.inputs[name].CopyFrom(tf.make_tensor_proto(value, dtype=dtype))
+        return request
+
+    def predict(self, sentences: Sequence[str]) -> list[Prediction]:
+        grpc, tf = self._grpc, self._tf
+        try:
+            response = self._stub.Predict(self.request(sentences), timeout=self.timeout)
+        except grpc.RpcError as error:
+            code, details = error.code(), error.details()
+            if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                raise ServingError(
+                    f"no answer from {self.target} within {self.timeout:g} s"
+                ) from None
+            if code == grpc.StatusCode.UNAVAILABLE:
+                raise Unreachable(f"cannot reach {self.target}: {_first_line(details)}") from None
+            raise ServingError(f"server answered {code.name}: {_first_line(details)}") from None
+        columns = {}
+        for name, proto in response.outputs.items():
+            try:
+                values = tf.make_ndarray(proto)
+            except (TypeError, ValueError) as error:
+                raise ServingError(f"bad answer from server: output {name}: {error}") from None
+            if values.ndim == 1:  # per-sentence outputs (n-best lists are not read)
+                columns[name] = [
+                    v.decode("utf-8", errors="replace") if isinstance(v, bytes) else v.item()
+                    for v in values
+                ]
+        return _predictions(columns, len(sentences))
+
+    def close(self) -> None:
+        self._channel.close()
+
+
+def _reason(reason) -> str:
+    if isinstance(reason, OSError) and reason.strerror:
+        return reason.strerror
+    return str(reason) or type(reason).__name__
+
+
+def _first_line(text: str | None) -> str:
+    return (text or "").strip().splitlines()[0] if (text or "").strip() else "(no details)"
+
+
+class TFServingClient:
+    """Batches sentences through a transport, retrying failed connections.
+
+    ``retries`` more tries follow a failed connection, the k-th after ``backoff * 2**k``
+    seconds (at most 30 s). ``on_retry(error, delay)`` is called before each wait."""
+
+    def __init__(self, transport, batch_size: int = 32, retries: int = 3, backoff: float = 0.5,
+                 on_retry: Callable[[ServingError, float], None] | None = None):
+        if batch_size < 1 or retries < 0 or backoff < 0:
+            raise ValueError("batch_size must be >= 1, retries and backoff >= 0")
+        self.transport = transport
+        self.batch_size = batch_size
+        self.retries = retries
+        self.backoff = backoff
+        self.on_retry = on_retry
+
+    def predict(self, sentences: Sequence[str]) -> list[Prediction]:
+        """One request for ``sentences`` (retried on connection failures)."""
+        for attempt in range(self.retries + 1):
+            try:
+                return self.transport.predict(sentences)
+            except Unreachable as error:
+                if attempt == self.retries:
+                    tries = "1 try" if attempt == 0 else f"{attempt + 1} tries"
+                    raise Unreachable(
+                        f"{error} (gave up after {tries}; is the server up?)"
+                    ) from None
+                delay = min(MAX_BACKOFF, self.backoff * 2 ** attempt)
+                if self.on_retry is not None:
+                    self.on_retry(error, delay)
+                time.sleep(delay)
+        raise AssertionError("unreachable")
+
+    def translate(self, lines: Sequence[str]) -> list[Prediction]:
+        """One prediction per line, in order; lines go out in batches of similar length."""
+        results: list[Prediction | None] = [None] * len(lines)
+        for batch in self.batches(lines):
+            for i, prediction in zip(batch, self.predict([lines[i] for i in batch])):
+                results[i] = prediction
+        return results  # type: ignore[return-value]
+
+    def batches(self, lines: Sequence[str]) -> list[list[int]]:
+        """Indices of ``lines`` in request batches: sorted by length (less padding)."""
+        order = sorted(range(len(lines)), key=lambda i: len(lines[i]))
+        return [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]

@@ -1,0 +1,16 @@
+"""Text <-> ids, by tokenizer kind: the first stage of text -> tokens -> batches.
+
+- :mod:`~keras_nmt.text.word`: the paper's word tokenizer (rewrite rules, Python) and
+  its codec; :mod:`~keras_nmt.text.word_graph`: the same rules as TensorFlow graph ops.
+- :mod:`~keras_nmt.text.sentencepiece`: SentencePiece training and codec (Python);
+  :mod:`~keras_nmt.text.sentencepiece_graph`: the same model in graphs (TF Text).
+- :mod:`~keras_nmt.text.codecs`: the one factory that gives a run's codecs, Python or
+  graph, from its tokenizer kind.
+
+Importing this package, ``word``, ``sentencepiece`` or ``codecs`` loads no TensorFlow:
+the onnxruntime path runs on them alone. The ``*_graph`` modules import it.
+"""
+
+
+class CodecError(ValueError):
+    """A tokenizer setting or model file that cannot be used; the message says why."""

@@ -1,0 +1,91 @@
+"""SentencePiece in pure Python (beyond the paper): training a model, and its codec.
+
+A run trained with ``--tokenizer sentencepiece`` has one unigram model per language,
+trained on the training side and saved in the run directory as ``spm.LANG.model``. Its
+pieces are the vocabulary (written to ``vocab.LANG.txt`` as well) and it reserves the
+project's ids (pad 0, unk 1, bos 2, eos 3). :mod:`keras_nmt.text.sentencepiece_graph`
+runs the same model inside TensorFlow graphs.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pathlib
+from typing import Iterable, Sequence
+
+from keras_nmt.constants import BOS, BOS_ID, EOS, EOS_ID, PAD, PAD_ID, RESERVED, UNK, UNK_ID
+from keras_nmt.text import CodecError
+from keras_nmt.vocab import Vocabulary, ids_before_eos
+
+KIND = "sentencepiece"
+# Sentences the SentencePiece trainer keeps in memory (a uniform sample of the training
+# side when it has more): bounds the memory of training on a large corpus.
+SENTENCEPIECE_SAMPLE = 2_000_000
+
+
+class SentencePieceCodec:
+    """A SentencePiece model (serialized bytes) run with the ``sentencepiece`` package;
+    the codec interface of :class:`keras_nmt.text.word.WordCodec`."""
+
+    kind = KIND
+
+    def __init__(self, model: bytes, lang: str):
+        import sentencepiece
+
+        self.model, self.lang = bytes(model), lang
+        self.processor = sentencepiece.SentencePieceProcessor(model_proto=self.model)
+        pieces = [self.processor.id_to_piece(i) for i in range(self.processor.get_piece_size())]
+        if tuple(pieces[:4]) != RESERVED:
+            raise CodecError(
+                f"a SentencePiece model must reserve ids 0-3 for {' '.join(RESERVED)}, "
+                f"this one has {' '.join(pieces[:4])}"
+            )
+        self.vocabulary = Vocabulary(pieces)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, lang: str) -> "SentencePieceCodec":
+        try:
+            return cls(pathlib.Path(path).read_bytes(), lang)
+        except FileNotFoundError:
+            raise CodecError(f"SentencePiece model not found: {path}") from None
+
+    def tokenize(self, line: str) -> list[str]:
+        return self.processor.encode(line, out_type=str)
+
+    def detokenize(self, tokens: Sequence[str]) -> str:
+        return self.processor.decode_pieces(list(tokens))
+
+    def encode(self, line: str) -> list[int]:
+        return self.processor.encode(line)
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return self.processor.decode(ids_before_eos(ids))
+
+
+def train_sentencepiece(lines: Iterable[str], vocab_size: int) -> bytes:
+    """A unigram SentencePiece model of at most ``vocab_size`` pieces (fewer when the
+    text cannot fill them) with the project's reserved ids, as serialized bytes."""
+    import sentencepiece
+
+    model = io.BytesIO()
+    with open(os.devnull, "w") as quiet:
+        try:
+            sentencepiece.SentencePieceTrainer.train(
+                sentence_iterator=(line for line in lines if line.strip()),
+                model_writer=model,
+                logstream=quiet,
+                vocab_size=vocab_size,
+                hard_vocab_limit=False,
+                model_type="unigram",
+                character_coverage=1.0,
+                input_sentence_size=SENTENCEPIECE_SAMPLE,
+                shuffle_input_sentence=True,
+                pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
+                pad_piece=PAD, unk_piece=UNK, bos_piece=BOS, eos_piece=EOS,
+                num_threads=max(1, min(os.cpu_count() or 1, 8)),
+                minloglevel=2,
+            )
+        except RuntimeError as error:
+            raise CodecError(f"SentencePiece training failed: {error}") from None
+    return model.getvalue()

@@ -1,1 +1,0 @@
-"""Serving an exported model: a TF Serving client and an onnxruntime translator."""

@@ -1,0 +1,333 @@
+"""The evaluation: No-UNK subset, evaluate_run's dict, forced attention, and the CLI."""
+
+import csv
+import dataclasses
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import matplotlib.image
+import numpy as np
+import pytest
+
+from keras_nmt.evaluation import alignment, plots, scoring
+from keras_nmt.text.word import WordCodec
+from keras_nmt.constants import RESERVED
+from keras_nmt.vocab import Vocabulary
+from keras_nmt.text.word import tokenize
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+PROG = "keras-nmt evaluate"
+
+
+def run_cli(*args, timeout=240):
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.run(
+        [sys.executable, "-m", "keras_nmt.cli", "evaluate", *map(str, args)],
+        capture_output=True, text=True, cwd=REPO, env=env, timeout=timeout,
+    )
+
+
+def assert_one_line_error(result, *fragments):
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"{PROG}: error: ")
+    assert "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+    assert result.stdout == ""
+
+
+def first_test_pairs(corpus, data, count, align=True):
+    """The first ``count`` test pairs of ``corpus`` (and their gold alignments) in ``data``:
+    a few seconds of decoding for the CLI tests."""
+    data.mkdir()
+    for name in ("test.en", "test.fr", "test.align") if align else ("test.en", "test.fr"):
+        lines = (corpus / name).read_text(encoding="utf-8").splitlines(keepends=True)
+        (data / name).write_text("".join(lines[:count]), encoding="utf-8")
+    return data
+
+
+# ---------------------------------------------------------------------------- pieces
+
+SOURCE_VOCAB = Vocabulary(list(RESERVED) + ["the", "cat", "sleeps", "."])
+TARGET_VOCAB = Vocabulary(list(RESERVED) + ["le", "chat", "dort", "."])
+
+
+def test_no_unk_subset_on_a_hand_made_vocabulary():
+    sources = [
+        "The cat sleeps.",  # "The" (capital) is not in the vocabulary
+        "the cat sleeps.",  # all known, reference all known -> kept
+        "the cat sleeps .",  # all known, but the reference has "chien" -> dropped
+        "the dog sleeps.",  # "dog" unknown in the source -> dropped
+        "the cat <unk>",  # a literal <unk> counts as unknown
+        "",  # empty on both sides: nothing unknown -> kept
+    ]
+    references = ["le chat dort.", "le chat dort.", "le chien dort.", "le chat dort.", "le chat", ""]
+    source, target = WordCodec(SOURCE_VOCAB, "en"), WordCodec(TARGET_VOCAB, "fr")
+    assert scoring.no_unk_indices(sources, references, source, target) == [1, 5]
+
+
+def test_choose_heatmap_sentences():
+    lengths = [3, 12, 40, 8, 30, 31, 9, 0]
+    assert plots.choose_heatmap_sentences(lengths, 2) == [1, 3]
+    assert plots.choose_heatmap_sentences(lengths, 4) == [1, 3, 4, 6]
+    # Too few of 8-30 tokens: the shortest others (never empty ones) fill up.
+    assert plots.choose_heatmap_sentences(lengths, 6) == [0, 1, 3, 4, 5, 6]
+    assert plots.choose_heatmap_sentences(lengths, 0) == []
+
+
+def test_run_labels_and_alignment_path():
+    assert scoring.run_labels(["runs/search30", "runs/x", "runs/search30"], ["search30", "encdec50", "search30"]) == [
+        "search30", "encdec50 (x)", "search30 #2",
+    ]
+    assert alignment.default_alignment_path("data/test.en") == pathlib.Path("data/test.align")
+    assert alignment.default_alignment_path("data/test.en.gz") == pathlib.Path("data/test.align")
+
+
+@dataclasses.dataclass(frozen=True)
+class Translation:  # the fields of keras_nmt.translator.Translation that evaluate reads
+    text: str
+    tokens: tuple
+    score: float
+    source_tokens: tuple
+    attention: object = None
+
+
+class FakeTranslator:
+    """Translates by table lookup and records how it was called."""
+
+    src_lang, tgt_lang = "en", "fr"
+    source_vocab, target_vocab = SOURCE_VOCAB, TARGET_VOCAB
+    source_codec, target_codec = WordCodec(SOURCE_VOCAB, "en"), WordCodec(TARGET_VOCAB, "fr")
+
+    def __init__(self, table):
+        self.table = table
+        self.calls = []
+
+    def translate(self, lines, beam_size=5, alpha=1.0, forbid_unk=False, batch_size=32,
+                  with_attention=False, progress=None):
+        self.calls.append({"lines": list(lines), "forbid_unk": forbid_unk, "beam_size": beam_size})
+        out = []
+        for line in lines:
+            text = self.table[(line, forbid_unk)]
+            attention = np.full((len(text.split()) + 1, len(line.split()) + 1), 0.5) if with_attention else None
+            out.append(Translation(text, tuple(text.split()), -1.0, tuple(line.split()), attention))
+        if progress:
+            progress(len(lines))
+        return out
+
+
+def test_evaluate_run_scores_all_and_the_no_unk_subset():
+    sources = ["the cat sleeps .", "the dog sleeps ."]
+    references = ["le chat dort .", "le chien dort ."]
+    translator = FakeTranslator({
+        ("the cat sleeps .", False): "le <unk> dort .",
+        ("the dog sleeps .", False): "le chien dort .",
+        ("the cat sleeps .", True): "le chat dort .",  # with UNK banned: the reference
+    })
+    result = scoring.evaluate_run(translator, sources, references, beam_size=3, alpha=0.5, keep_attention=[1])
+    assert [c["forbid_unk"] for c in translator.calls] == [False, True]
+    assert translator.calls[1]["lines"] == ["the cat sleeps ."]
+    assert translator.calls[0]["beam_size"] == 3
+    assert result["sentences"] == 2 and result["beam_size"] == 3 and result["alpha"] == 0.5
+    assert 0 < result["bleu"] < 100 and 0 < result["chrf"] < 100
+    assert result["no_unk"] == {"sentences": 1, "bleu": pytest.approx(100.0), "chrf": pytest.approx(100.0),
+                                "forbid_unk": True}
+    assert result["signatures"]["bleu"].startswith("nrefs:1|") and "tok:13a" in result["signatures"]["bleu"]
+    assert result["signatures"]["chrf"].startswith("nrefs:1|")
+    assert [row["sentences"] for row in result["bleu_by_length"]] == [2]
+    assert result["aer"] is None
+    assert result["details"]["hypotheses"] == ["le <unk> dort .", "le chien dort ."]
+    assert list(result["details"]["translations"]) == [1]
+    json.dumps(scoring.public(result))  # everything but details is JSON
+
+
+def test_evaluate_run_with_an_empty_no_unk_subset():
+    translator = FakeTranslator({("the dog sleeps .", False): "le chien dort ."})
+    result = scoring.evaluate_run(translator, ["the dog sleeps ."], ["le chien dort ."], beam_size=1)
+    assert result["no_unk"]["sentences"] == 0 and result["no_unk"]["bleu"] is None
+    assert result["bleu"] == pytest.approx(100.0)
+
+
+def test_forced_attention_single_model_and_ensemble(tiny_run, tiny_corpus, tmp_path):
+    from keras_nmt.translator import Translator
+
+    sources = (tiny_corpus / "test.en").read_text(encoding="utf-8").splitlines()[:3] + ["", "a b"]
+    references = (tiny_corpus / "test.fr").read_text(encoding="utf-8").splitlines()[:3] + ["x", ""]
+    single = Translator.from_run_dir(tiny_run)
+    weights = alignment.forced_attention(single, sources, references, batch_size=2)
+    for source, reference, w in zip(sources[:3], references[:3], weights):
+        assert w.shape == (len(tokenize(reference, "fr")) + 1, len(tokenize(source, "en")) + 1)
+        np.testing.assert_allclose(w.sum(axis=1), 1.0, atol=1e-4)  # padding gets no weight
+    assert weights[3] is None and weights[4] is None
+    # An ensemble of a run with its copy attends exactly as the run does.
+    copy = tmp_path / "copy"
+    shutil.copytree(tiny_run, copy, ignore=shutil.ignore_patterns("tensorboard", "corpus"))
+    ensemble = Translator.from_run_dirs([tiny_run, copy])
+    for a, b in zip(weights, alignment.forced_attention(ensemble, sources, references)):
+        if a is None:
+            assert b is None
+        else:
+            np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------- command line
+
+def test_cli_end_to_end_two_runs_plots_and_json(tiny_run, tiny_corpus, tmp_path):
+    # The first 12 test pairs (a few seconds of decoding), gold alignments beside them.
+    data = first_test_pairs(tiny_corpus, tmp_path / "data", 12)
+    plots_dir = tmp_path / "plots"
+    result = run_cli(
+        tiny_run, tiny_run, "--src", data / "test.en", "--ref", data / "test.fr",
+        "--plots", plots_dir, "--json", "--heatmaps", "1", "--beam", "2",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    output = json.loads(result.stdout)
+    assert output["align"] == str(data / "test.align")  # found next to --src
+    assert output["sentences"] == 12 and len(output["runs"]) == 2
+    run = output["runs"][0]
+    assert [r["label"] for r in output["runs"]] == ["search30", "search30 #2"]
+    assert 0 <= run["bleu"] <= 100 and 0 <= run["chrf"] <= 100
+    assert run["signatures"]["bleu"].startswith("nrefs:1|") and run["signatures"]["chrf"].startswith("nrefs:1|")
+    assert 0 < run["no_unk"]["sentences"] <= 12 and run["no_unk"]["forbid_unk"] is True
+    assert run["beam_size"] == 2
+    assert 0 <= run["aer"]["aer"] <= 1 and run["aer"]["sentences"] == 12
+    assert run["aer"]["sure_links"] == sum(
+        len(line.split()) for line in (data / "test.align").read_text().splitlines()
+    )
+    assert run["aer"]["predicted_links"] == sum(
+        len(tokenize(line, "fr")) for line in (data / "test.fr").read_text(encoding="utf-8").splitlines()
+    )  # one link per reference token
+    # The same model twice: the same numbers.
+    assert output["runs"][1]["bleu"] == run["bleu"] and output["runs"][1]["aer"] == run["aer"]
+    assert json.loads((plots_dir / "evaluation.json").read_text(encoding="utf-8")) == output
+
+    # The readable report went to stderr (stdout holds only JSON), with the subset size.
+    assert f"No UNK   {run['no_unk']['sentences']:>9}" in result.stderr
+    assert f"AER {run['aer']['aer']:.3f}" in result.stderr
+    assert "translating" in result.stderr  # progress
+
+    # Fig. 2: one curve per run, the CSV matching the JSON.
+    png = plots_dir / "fig2_bleu_by_length.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert matplotlib.image.imread(png).shape[1] >= 400
+    with open(plots_dir / "fig2_bleu_by_length.csv", encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert sorted({r["model"] for r in rows}) == ["search30", "search30 #2"]
+    first = [r for r in rows if r["model"] == "search30"]
+    assert [int(r["sentences"]) for r in first] == [b["sentences"] for b in run["bleu_by_length"]]
+    assert [float(r["bleu"]) for r in first] == pytest.approx([b["bleu"] for b in run["bleu_by_length"]], abs=1e-4)
+
+    # Fig. 3: one heat map per run, with its numbers.
+    fig3 = output["files"]["fig3"]
+    assert [(e["run"], e["line"]) for e in fig3] == [("search30", 4), ("search30 #2", 4)]
+    for entry in fig3:
+        assert pathlib.Path(entry["png"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        data = json.loads(pathlib.Path(entry["data"]).read_text(encoding="utf-8"))
+        assert np.asarray(data["attention"]).shape == (len(data["output_tokens"]), len(data["source_tokens"]))
+        assert 8 <= len(data["source_tokens"]) - 1 <= 30
+
+    # Table 2: the file is what was printed, with the training columns from summary.json.
+    table = (plots_dir / "table2.md").read_text(encoding="utf-8")
+    assert table in result.stderr
+    summary = json.loads((tiny_run / "summary.json").read_text(encoding="utf-8"))
+    assert f"| search30 | {summary['updates']} | {summary['epochs']:.2f} |" in table
+    assert f"| {run['bleu']:.2f} | " in table
+    assert len(output["table2"]) == 2
+
+    # Predicted alignments and translations, one line per sentence.
+    assert len((plots_dir / "alignments_search30.align").read_text().splitlines()) == 12
+    assert len((plots_dir / "translations_search30.txt").read_text(encoding="utf-8").splitlines()) == 12
+
+
+@pytest.fixture()
+def files(tmp_path, tiny_corpus):
+    src = tmp_path / "test.en"
+    ref = tmp_path / "test.fr"
+    shutil.copy(tiny_corpus / "test.en", src)
+    shutil.copy(tiny_corpus / "test.fr", ref)
+    return src, ref
+
+
+def test_cli_line_count_mismatch_names_both_files(tiny_run, files):
+    src, ref = files
+    ref.write_text("".join(ref.read_text(encoding="utf-8").splitlines(keepends=True)[:-3]), encoding="utf-8")
+    result = run_cli(tiny_run, "--src", src, "--ref", ref)
+    assert_one_line_error(result, str(src), str(ref), "40", "37")
+
+
+def test_cli_missing_files_and_bad_run_dirs(tiny_run, files, tmp_path):
+    src, ref = files
+    assert_one_line_error(run_cli(tiny_run, "--src", tmp_path / "nope.en", "--ref", ref), "--src", "nope.en")
+    assert_one_line_error(run_cli(tiny_run, "--src", src, "--ref", tmp_path / "nope.fr"), "--ref", "nope.fr")
+    assert_one_line_error(run_cli(tmp_path / "no-run", "--src", src, "--ref", ref), "no-run")
+    # A directory with a configuration but no weights.
+    empty = tmp_path / "untrained"
+    empty.mkdir()
+    for name in ("config.json", "data.json", "vocab.en.txt", "vocab.fr.txt"):
+        shutil.copy(tiny_run / name, empty / name)
+    assert_one_line_error(run_cli(empty, "--src", src, "--ref", ref), "untrained", "no trained weights")
+    (empty / "config.json").unlink()
+    assert_one_line_error(run_cli(empty, "--src", src, "--ref", ref), "config.json")
+
+
+def test_cli_alignment_and_option_errors(tiny_run, files, tmp_path):
+    src, ref = files
+    assert_one_line_error(
+        run_cli(tiny_run, "--src", src, "--ref", ref, "--align", tmp_path / "none.align"), "none.align"
+    )
+    short = tmp_path / "short.align"
+    short.write_text("0-0\n", encoding="utf-8")
+    assert_one_line_error(run_cli(tiny_run, "--src", src, "--ref", ref, "--align", short), "short.align", "1", "40")
+    far = tmp_path / "far.align"
+    far.write_text("0-999\n" * 40, encoding="utf-8")
+    assert_one_line_error(run_cli(tiny_run, "--src", src, "--ref", ref, "--align", far), "line 1", "target token 999")
+    assert_one_line_error(
+        run_cli(tiny_run, "--src", src, "--ref", ref, "--plots", tmp_path / "p", "--sentences", "1,99"), "99"
+    )
+    assert_one_line_error(run_cli(tiny_run, "--src", src, "--ref", ref, "--ensemble"), "--ensemble")
+    assert_one_line_error(run_cli(tiny_run, "--src", src, "--ref", ref, "--beam", "0"), "--beam")
+
+
+def test_cli_encdec_has_no_alignments_or_heat_maps(tiny_corpus, tmp_path):
+    """RNNencdec has no attention: evaluate scores it but reports no AER and draws no Fig. 3."""
+    from keras_nmt import experiment
+    from tests.conftest import TINY_SETTINGS
+
+    run_dir = tmp_path / "encdec30"
+    experiment.train(experiment.TrainOptions(
+        variant="encdec30", data=str(tiny_corpus), out=str(run_dir), max_steps=2,
+        overrides=dict(TINY_SETTINGS), quiet=True,
+    ))
+    data = first_test_pairs(tiny_corpus, tmp_path / "data", 6)
+    plots_dir = tmp_path / "plots"
+    result = run_cli(run_dir, "--src", data / "test.en", "--ref", data / "test.fr",
+                     "--plots", plots_dir, "--json", "--heatmaps", "2", "--beam", "1")
+    assert result.returncode == 0, result.stderr
+    run = json.loads(result.stdout)["runs"][0]
+    assert run["architecture"] == "encdec"
+    assert run["aer"] is None and "AER" not in result.stderr
+    assert 0 <= run["bleu"] <= 100
+    assert not list(plots_dir.glob("fig3_*"))
+    assert (plots_dir / "fig2_bleu_by_length.png").is_file()
+
+
+def test_cli_ensemble_of_two_copies_scores_like_one(tiny_run, tiny_corpus, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(tiny_run, copy)
+    data = first_test_pairs(tiny_corpus, tmp_path / "data", 6, align=False)
+    result = run_cli(tiny_run, copy, "--src", data / "test.en", "--ref", data / "test.fr",
+                     "--json", "--beam", "2", "--ensemble")
+    assert result.returncode == 0, result.stderr
+    runs = json.loads(result.stdout)["runs"]
+    assert len(runs) == 3 and runs[2]["variant"] == "ensemble"
+    assert runs[2]["run_dirs"] == [str(tiny_run), str(copy)]
+    # Averaging two identical distributions changes nothing.
+    assert runs[2]["bleu"] == pytest.approx(runs[0]["bleu"]) == pytest.approx(runs[1]["bleu"])
+    assert runs[2]["chrf"] == pytest.approx(runs[0]["chrf"])
