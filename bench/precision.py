@@ -1,13 +1,20 @@
-"""Training throughput (target tokens/s) of each --precision x --jit setting.
+"""Training throughput of each --precision x --jit setting, by model size and batch size.
 
-Trains one compact-size RNNsearch per setting on the built-in corpus, all fed the same
-batches, and times the training step (input pipeline included) in interleaved rounds:
-round 1 of every setting, then round 2 of every setting, ... so that a change in the
-machine's load hits all settings alike. Warm-up steps (tracing, XLA compilation of the
-first shapes) are not timed; XLA compiles again for every new batch shape it meets,
-and that cost stays in the timed rounds, as it would in a real run.
+Trains one RNNsearch per setting, all fed the same kind of batches from one corpus, and
+times the training step (input pipeline included) in interleaved rounds: round 1 of
+every setting, then round 2 of every setting, ... so that a change in the machine's load
+hits all settings alike. Warm-up steps (tracing, XLA compilation of the first shapes)
+are not timed. With --jit the batches are padded to widths that are multiples of 8, as
+``train.py --jit`` pads them (Config.length_multiple), so XLA compiles once per width;
+any compilation left after the warm-up stays in the timed rounds, as in a real run.
 
-    python bench/precision.py [--rounds 3] [--steps 20] [--warmup 10] [--json precision.json]
+Reported per setting: target tokens/s and sentences/s (median of the rounds), the
+training-step compilations, the padding efficiency (real target tokens / padded target
+slots of the timed batches), and on a GPU the peak GPU memory of its warm-up.
+
+    python bench/precision.py [--data builtin|DIR] [--sizes compact,paper] [--batches 80]
+        [--precisions float32,mixed_bfloat16,mixed_float16] [--jit both|on|off]
+        [--rounds 3] [--steps 20] [--warmup 10] [--json precision.json]
 """
 
 from __future__ import annotations
@@ -28,96 +35,163 @@ if str(ROOT) not in sys.path:
 from bench import _common  # noqa: E402
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+# Model sizes: compact (what the README's CPU runs use) and the paper's Appendix A.
+SIZES = {
+    "compact": {"embedding": 256, "hidden": 256, "attention": 256, "maxout": 128},
+    "paper": {"embedding": 620, "hidden": 1000, "attention": 1000, "maxout": 500},
+}
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser, batches: str = "80",
+                  sizes: str = "compact") -> None:
+    parser.add_argument("--data", default="builtin",
+                        help="'builtin' (generated) or a corpus directory (train.en/.fr ...)")
+    parser.add_argument("--sizes", default=sizes, help=f"comma list of {', '.join(SIZES)}")
+    parser.add_argument("--batches", default=batches, help="comma list of batch sizes")
+    parser.add_argument("--precisions", default=",".join(PRECISIONS))
+    parser.add_argument("--jit", choices=("both", "on", "off"), default="both")
+    parser.add_argument("--vocab-size", type=int, default=30000, help="shortlist per side")
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds per setting")
     parser.add_argument("--steps", type=int, default=20, help="training steps per round")
     parser.add_argument("--warmup", type=int, default=10, help="untimed steps per setting first")
     parser.add_argument("--variant", default="search50")
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(parser)
     parser.add_argument("--json", default="precision.json", help="where to write the results")
     return parser.parse_args(argv)
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
-    import keras
-    import tensorflow as tf
+def settings_of(args) -> list[tuple[str, int, str, bool]]:
+    jits = {"both": (False, True), "on": (True,), "off": (False,)}[args.jit]
+    return list(itertools.product(
+        args.sizes.split(","), [int(b) for b in args.batches.split(",")],
+        args.precisions.split(","), jits,
+    ))
 
-    tf.get_logger().setLevel("ERROR")  # six trainers' step functions: retracing warnings
+
+def make_trainers(args, scratch: pathlib.Path):
+    """One Trainer per setting, on the run set up from ``args.data``; returns
+    (trainers by setting, the base config, the run's data info)."""
+    import keras
+
     from keras_nmt import data, experiment
+    from keras_nmt.config import JIT_LENGTH_MULTIPLE
     from keras_nmt.models import TranslationModel
     from keras_nmt.rundir import RunDir
-    from keras_nmt.text.word_graph import WordEncoder
     from keras_nmt.training import Trainer
 
-    scratch = pathlib.Path(tempfile.mkdtemp(prefix="bench-precision-"))
     run = RunDir(scratch / "run")
-    options = experiment.TrainOptions(variant=args.variant, out=str(run.path), quiet=True)
+    overrides = {"src_vocab_size": args.vocab_size, "tgt_vocab_size": args.vocab_size}
+    options = experiment.TrainOptions(variant=args.variant, data=args.data, out=str(run.path),
+                                      overrides=overrides, quiet=True)
     config, info = experiment._prepare(options, run, log=lambda text: None)
     config = config.replace(eval_every=10**9, checkpoint_every=10**9)
-    source_vocab, target_vocab = run.load_vocabularies()
-    encoders = WordEncoder(source_vocab, info["src"]), WordEncoder(target_vocab, info["tgt"])
+    encoders = run.graph_encoders()
     files = experiment._files(info, "train")
-
-    settings = list(itertools.product(PRECISIONS, (False, True)))
     trainers = {}
-    for precision, jit in settings:
-        keras.mixed_precision.set_global_policy(precision)
+    for size, batch, precision, jit in settings_of(args):
         keras.utils.set_random_seed(config.seed)
-        setting_config = config.replace(precision=precision)
+        setting = config.replace(**SIZES[size], batch_size=batch, precision=precision,
+                                 length_multiple=JIT_LENGTH_MULTIPLE if jit else 0)
         batches = data.training_batches(
-            files, *encoders, max_len=config.max_len, batch_size=config.batch_size,
-            sort_batches=config.sort_batches, seed=config.seed, shuffle_buffer=config.shuffle_buffer,
+            files, *encoders, max_len=setting.max_len, batch_size=batch,
+            sort_batches=setting.sort_batches, seed=setting.seed,
+            shuffle_buffer=setting.shuffle_buffer, length_multiple=setting.length_multiple,
         )
-        trainers[precision, jit] = Trainer(
-            setting_config, TranslationModel(setting_config),
-            RunDir(scratch / f"{precision}-{'jit' if jit else 'nojit'}"),
-            batches, lambda: None, train_pairs=info["train"]["kept"], jit_compile=jit,
+        name = f"{size}-{batch}-{precision}-{'jit' if jit else 'nojit'}"
+        trainers[size, batch, precision, jit] = Trainer(
+            setting, TranslationModel(setting), RunDir(scratch / name), batches, lambda: None,
+            train_pairs=info["train"]["kept"], jit_compile=jit,
         )
-    keras.mixed_precision.set_global_policy("float32")
+    return trainers, config, info
 
-    def steps(trainer, count):
-        tokens, losses = 0, []
-        start = time.perf_counter()
-        for _ in range(count):
-            (source_ids, target_in), target_out = next(trainer.iterator)
-            loss, batch_tokens, _ = trainer.train_step(source_ids, target_in, target_out)
-            tokens += int(batch_tokens)
-            losses.append(float(loss))
-        return tokens, time.perf_counter() - start, losses
 
-    rates: dict = {setting: [] for setting in settings}
-    last_loss: dict = {}
-    for setting in settings:
-        print(f"warming up {setting[0]} jit={setting[1]}", file=sys.stderr, flush=True)
-        steps(trainers[setting], args.warmup)
-    for round_number in range(args.rounds):
-        for setting in settings:
-            tokens, seconds, losses = steps(trainers[setting], args.steps)
-            rates[setting].append(tokens / seconds)
-            last_loss[setting] = losses[-1]
-        print(f"round {round_number + 1}/{args.rounds} done", file=sys.stderr, flush=True)
+def _gpu_peak_bytes(reset: bool = False) -> int | None:
+    import tensorflow as tf
 
-    baseline = statistics.median(rates["float32", False])
+    if not tf.config.list_logical_devices("GPU"):
+        return None
+    if reset:
+        tf.config.experimental.reset_memory_stats("GPU:0")
+        return None
+    return int(tf.config.experimental.get_memory_info("GPU:0")["peak"])
+
+
+def run_steps(trainer, count: int) -> dict:
+    """``count`` training steps; tokens, padded target slots, sentences, seconds, last loss."""
+    tokens = slots = sentences = 0
+    loss = float("nan")
+    start = time.perf_counter()
+    for _ in range(count):
+        (source_ids, target_in), target_out = next(trainer.iterator)
+        loss, batch_tokens, _ = trainer.train_step(source_ids, target_in, target_out)
+        tokens += int(batch_tokens)
+        slots += int(target_out.shape[0] * target_out.shape[1])
+        sentences += int(target_out.shape[0])
+    return {"tokens": tokens, "slots": slots, "sentences": sentences,
+            "seconds": time.perf_counter() - start, "loss": float(loss)}
+
+
+def measure(trainers: dict, args, log=lambda text: None) -> list[dict]:
+    """Warm every setting up, then time interleaved rounds; one row per setting."""
+    peaks = {}
+    for setting, trainer in trainers.items():
+        log(f"warming up {setting}")
+        _gpu_peak_bytes(reset=True)
+        run_steps(trainer, args.warmup)
+        peaks[setting] = _gpu_peak_bytes()
+    rounds: dict = {setting: [] for setting in trainers}
+    for number in range(args.rounds):
+        for setting, trainer in trainers.items():
+            rounds[setting].append(run_steps(trainer, args.steps))
+        log(f"round {number + 1}/{args.rounds} done")
     rows = []
-    print(f"{'precision':<16}{'jit':<6}{'tgt tok/s (median)':>20}{'min':>10}{'max':>10}"
-          f"{'vs float32':>12}{'last loss':>11}")
-    for precision, jit in settings:
-        values = rates[precision, jit]
-        median = statistics.median(values)
+    for (size, batch, precision, jit), results in rounds.items():
+        token_rates = [r["tokens"] / r["seconds"] for r in results]
+        sentence_rates = [r["sentences"] / r["seconds"] for r in results]
         rows.append({
-            "precision": precision, "jit": jit, "target_tokens_per_second": values,
-            "median": median, "relative_to_float32": median / baseline,
-            "last_loss": last_loss[precision, jit],
+            "size": size, "batch": batch, "precision": precision, "jit": jit,
+            "target_tokens_per_second": token_rates,
+            "median": statistics.median(token_rates),
+            "sentences_per_second": statistics.median(sentence_rates),
+            "compilations": trainers[size, batch, precision, jit].compilations(),
+            "padding_efficiency": sum(r["tokens"] for r in results) / sum(r["slots"] for r in results),
+            "peak_gpu_mib": None if peaks[size, batch, precision, jit] is None
+            else peaks[size, batch, precision, jit] / 2**20,
+            "last_loss": results[-1]["loss"],
         })
-        print(f"{precision:<16}{'yes' if jit else 'no':<6}{median:>20,.0f}{min(values):>10,.0f}"
-              f"{max(values):>10,.0f}{median / baseline:>11.2f}x{last_loss[precision, jit]:>11.2f}")
+    for row in rows:  # against float32 without jit at the same size and batch
+        base = next((r for r in rows if (r["size"], r["batch"], r["precision"], r["jit"])
+                     == (row["size"], row["batch"], "float32", False)), None)
+        row["relative_to_float32"] = row["median"] / base["median"] if base else None
+    return rows
+
+
+COLUMNS = [
+    ("size", "size", "s"), ("batch", "batch", "d"), ("precision", "precision", "s"),
+    ("jit", "jit", ""), ("median", "tgt tok/s", ",.0f"), ("sentences_per_second", "sent/s", ",.1f"),
+    ("relative_to_float32", "vs fp32", ".2f"), ("compilations", "compiles", "d"),
+    ("padding_efficiency", "pad eff", ".3f"), ("peak_gpu_mib", "GPU MiB", ",.0f"),
+    ("last_loss", "loss", ".2f"),
+]
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    import tensorflow as tf
+
+    tf.get_logger().setLevel("ERROR")  # many trainers' step functions: retracing warnings
+    scratch = pathlib.Path(tempfile.mkdtemp(prefix="bench-precision-"))
+    trainers, config, _ = make_trainers(args, scratch)
+    rows = measure(trainers, args, log=lambda text: print(text, file=sys.stderr, flush=True))
+    print(_common.table(rows, COLUMNS))
     result = {
-        "variant": args.variant, "config": config.to_dict(), "rounds": args.rounds,
-        "steps_per_round": args.steps, "warmup_steps": args.warmup,
-        "machine": _common.machine(), "results": rows,
+        "data": args.data, "variant": args.variant, "config": config.to_dict(),
+        "rounds": args.rounds, "steps_per_round": args.steps, "warmup_steps": args.warmup,
+        "matmul": _common.matmul_flops(), "machine": _common.machine(), "results": rows,
     }
     pathlib.Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {args.json}")

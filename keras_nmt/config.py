@@ -16,6 +16,9 @@ ARCHITECTURES = ("search", "encdec")
 OPTIMIZERS = ("adadelta", "adam", "sgd")
 # keras.mixed_precision policies: variables stay float32 in all three.
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+# Batch widths under --jit are multiples of this (Config.length_multiple, when it is 0;
+# Translator's decoding batches always): XLA compiles once per shape.
+JIT_LENGTH_MULTIPLE = 8
 
 
 class ConfigError(ValueError):
@@ -52,6 +55,11 @@ class Config:
     # Beyond the paper: > 0 fills each minibatch up to this many padded token slots
     # (sentences x longest side) instead of batch_size sentences; 0 keeps batch_size.
     batch_tokens: int = 0
+    # Beyond the paper, for XLA (--jit compiles once per batch shape): > 0 pads every
+    # training batch's source and target to one length, a multiple of this, so a run
+    # sees at most ceil((max_len + 1) / length_multiple) shapes. 0: each batch its own
+    # lengths (--jit makes it 8). Needs batch_tokens = 0, the fixed batch size.
+    length_multiple: int = 0
     # Pairs shuffled together while streaming; it is saved in every checkpoint (about
     # 0.6 KB a pair), so resuming continues with exactly the next batch.
     shuffle_buffer: int = 10000
@@ -98,6 +106,13 @@ class Config:
             raise ConfigError(
                 f"batch_tokens={self.batch_tokens} cannot hold one sentence of max_len={self.max_len} "
                 f"tokens plus EOS; use at least {self.max_len + 1}"
+            )
+        if self.length_multiple < 0:
+            raise ConfigError(f"length_multiple must be >= 0 (0 = exact lengths), got {self.length_multiple}")
+        if self.length_multiple and self.batch_tokens:
+            raise ConfigError(
+                "length_multiple needs batch_tokens=0: bounded batch shapes need a fixed "
+                "number of sentences per batch"
             )
         if self.patience < 0:
             raise ConfigError(f"patience must be >= 0, got {self.patience}")

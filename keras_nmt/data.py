@@ -39,10 +39,22 @@ def _encode(source_encoder, target_encoder):
     return encode
 
 
-def _pad(source, target):
-    target_in, target_out = decoder_io(target)
-    return ((source.to_tensor(PAD_ID), target_in.to_tensor(PAD_ID)),
-            target_out.to_tensor(PAD_ID))
+def _padder(length_multiple: int = 0):
+    """Ragged (source, target) -> ((source_ids, target_in), target_out), padded with PAD_ID:
+    each to its longest row, or with ``length_multiple`` > 0 all three to one width, the
+    longest row of either side rounded up to a multiple of ``length_multiple``."""
+
+    def pad(source, target):
+        target_in, target_out = decoder_io(target)
+        tensors = [t.to_tensor(PAD_ID) for t in (source, target_in, target_out)]
+        if length_multiple:
+            longest = tf.maximum(tf.shape(tensors[0])[1], tf.shape(tensors[1])[1])
+            width = (longest + length_multiple - 1) // length_multiple * length_multiple
+            tensors = [tf.pad(t, [[0, 0], [0, width - tf.shape(t)[1]]], constant_values=PAD_ID)
+                       for t in tensors]
+        return (tensors[0], tensors[1]), tensors[2]
+
+    return pad
 
 
 def training_batches(
@@ -57,6 +69,7 @@ def training_batches(
     shuffle_buffer: int = 10_000,
     batch_tokens: int = 0,
     mean_length: float | None = None,
+    length_multiple: int = 0,
 ) -> tf.data.Dataset:
     """An endless stream of training batches, bucketed the paper's way.
 
@@ -71,6 +84,10 @@ def training_batches(
     ``sort_batches * batch_tokens / mean_length`` pairs, where ``mean_length`` is a
     pair's mean token count, EOS included, on its longer side on average
     (:func:`keras_nmt.experiment.mean_pair_length` of the training scan).
+
+    ``length_multiple`` > 0 pads each batch to one width, a multiple of it (see
+    :func:`_padder`), for XLA: with ``batch_tokens`` = 0 every batch then has
+    ``batch_size`` rows and one of ``ceil((max_len + 1) / length_multiple)`` widths.
     """
     limit = max_len + 1  # + EOS
 
@@ -116,7 +133,7 @@ def training_batches(
     return (
         batches
         .shuffle(sort_batches, seed=seed + 1, reshuffle_each_iteration=True)
-        .map(_pad)
+        .map(_padder(length_multiple))
         .prefetch(2)
     )
 
@@ -163,6 +180,6 @@ def evaluation_batches(
         _lines(files)
         .batch(batch_size)
         .map(_encode(source_encoder, target_encoder))
-        .map(_pad)
+        .map(_padder())
         .prefetch(2)
     )

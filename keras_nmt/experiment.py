@@ -286,8 +286,11 @@ def train(options: TrainOptions) -> dict[str, Any]:
         limits.max_minutes = BUILTIN_DEFAULT_MINUTES
         log(f"no --max-steps or --max-minutes: training for {BUILTIN_DEFAULT_MINUTES:g} minutes")
 
+    if options.jit and not config.length_multiple and not config.batch_tokens:
+        # XLA compiles once per batch shape: bound the shapes (not stored in config.json,
+        # so the same run resumes with or without --jit).
+        config = config.replace(length_multiple=config_lib.JIT_LENGTH_MULTIPLE)
     keras.utils.set_random_seed(config.seed)
-    keras.mixed_precision.set_global_policy(config.precision)
     source_encoder, target_encoder = run.graph_encoders()
     with distribute.scope(strategy):
         model = TranslationModel(config)
@@ -297,6 +300,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
         max_len=config.max_len, batch_size=config.batch_size,
         sort_batches=config.sort_batches, seed=config.seed, shuffle_buffer=config.shuffle_buffer,
         batch_tokens=config.batch_tokens, mean_length=mean_pair_length(info["train"]),
+        length_multiple=config.length_multiple,
     )
 
     def dev_batches():
@@ -359,6 +363,8 @@ def train(options: TrainOptions) -> dict[str, Any]:
         "best_weights_step": checkpoint_step(best),
         "held_out": report,
         "parameters": int(sum(math.prod(w.shape) for w in model.trainable_weights)),
+        "length_multiple": config.length_multiple,
+        "train_step_compilations": trainer.compilations() if options.jit else None,
     }
     try:
         write_json_atomic(run.summary_path, summary)

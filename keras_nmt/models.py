@@ -19,12 +19,19 @@ class TranslationModel(keras.Model):
 
     ``call`` is teacher forcing for training; :meth:`encode` and :meth:`step` are the
     pieces a search algorithm drives one target word at a time.
+
+    The model computes in ``config.precision`` (a Keras dtype policy: variables float32,
+    computation float32, bfloat16 or float16), given to every layer, with no global
+    policy. Every entry (:meth:`call`, :meth:`forced`, :meth:`encode`, :meth:`step`) goes
+    through Keras's ``__call__``, the one place where variables are cast to the compute
+    dtype: a plain method would see them in float32 and mix dtypes. ``precision``
+    overrides the config's (an export computes in float32 whatever the run trained in).
     """
 
-    def __init__(self, config: Config | dict, **kwargs):
-        super().__init__(**kwargs)
+    def __init__(self, config: Config | dict, precision: str | None = None, **kwargs):
         if isinstance(config, dict):
             config = Config.from_dict(config)
+        super().__init__(dtype=precision or config.precision, **kwargs)
         self.config = config
         self.encoder = Encoder(
             config.src_vocab_size,
@@ -33,6 +40,7 @@ class TranslationModel(keras.Model):
             bidirectional=config.uses_attention,
             reset_after=config.reset_after,
             name="encoder",
+            dtype=self.dtype_policy,
         )
         self.decoder = Decoder(
             config.tgt_vocab_size,
@@ -43,6 +51,7 @@ class TranslationModel(keras.Model):
             use_attention=config.uses_attention,
             reset_after=config.reset_after,
             name="decoder",
+            dtype=self.dtype_policy,
         )
         self.build((None, None))
 
@@ -53,25 +62,32 @@ class TranslationModel(keras.Model):
 
     def encode(self, source_ids, training=False):
         """Source ids [B, Tx] -> (s_0 [B, n], memory dict for :meth:`step`)."""
-        annotations, mask, summary = self.encoder(source_ids, training=training)
-        return self.decoder.start(annotations, mask, summary)
+        return self(source_ids, training=training, mode="encode")
 
     def step(self, previous_ids, state, memory):
         """(y_(i-1) [B], s_(i-1), memory) -> (logits [B, V], s_i, attention [B, Tx])."""
-        return self.decoder.step(previous_ids, state, memory)
-
-    def call(self, inputs, training=False):
-        """(source ids [B, Tx], target input ids [B, T]) -> logits [B, T, V]."""
-        logits, _ = self.forced(inputs[0], inputs[1], training=training)
-        return logits
+        return self((previous_ids, state, memory), mode="step")
 
     def forced(self, source_ids, target_in, training=False):
         """Teacher forcing that also returns the attention weights [B, T, Tx]."""
-        state, memory = self.encode(source_ids, training=training)
-        return self.decoder(target_in, state, memory)
+        return self((source_ids, target_in), training=training, mode="forced")
+
+    def call(self, inputs, training=False, mode="logits"):
+        """``mode`` "logits" (what Keras and training call): (source ids [B, Tx], target
+        input ids [B, T]) -> logits [B, T, V]; "forced", "encode" and "step": the methods
+        of the same names (they call this, so that Keras casts the variables)."""
+        if mode == "encode":
+            annotations, mask, summary = self.encoder(inputs, training=training)
+            return self.decoder.start(annotations, mask, summary)
+        if mode == "step":
+            return self.decoder.step(*inputs)
+        state, memory = self.encode(inputs[0], training=training)
+        logits, weights = self.decoder(inputs[1], state, memory)
+        return logits if mode == "logits" else (logits, weights)
 
     def get_config(self):
-        return {"config": self.config.to_dict(), "name": self.name}
+        return {"config": self.config.to_dict(), "precision": self.dtype_policy.name,
+                "name": self.name}
 
     @classmethod
     def from_config(cls, config):

@@ -195,16 +195,19 @@ class RunDir:
             raise RunDirError(f"{self.path} holds no trained weights (no checkpoint)")
         return RunFiles(self, config, src, tgt, source_codec, target_codec, found)
 
-    def load_model(self, weights: str = "best", files: RunFiles | None = None):
+    def load_model(self, weights: str = "best", files: RunFiles | None = None,
+                   precision: str | None = None):
         """The run's :class:`~keras_nmt.models.TranslationModel` with its weights (the
         first directory of :meth:`inspect`'s ``checkpoint_dirs`` that TensorFlow finds a
-        checkpoint in). Pass ``files`` when the run was inspected already."""
+        checkpoint in). Pass ``files`` when the run was inspected already. It computes in
+        the run's precision unless ``precision`` names another (the weights are float32
+        in every precision)."""
         import tensorflow as tf
 
         from keras_nmt.models import TranslationModel
 
         files = files or self.inspect(weights)
-        model = TranslationModel(files.config)
+        model = TranslationModel(files.config, precision=precision)
         for directory in files.checkpoint_dirs:
             latest = tf.train.latest_checkpoint(str(directory))
             if latest:

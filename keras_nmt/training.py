@@ -146,7 +146,7 @@ class Trainer:
         self.progress = progress if progress and self.is_chief else Progress(enabled=False)
         with distribute.scope(strategy):
             self.optimizer = make_optimizer(config)
-            if keras.mixed_precision.global_policy().name == "mixed_float16":
+            if config.precision == "mixed_float16":
                 # float16 gradients underflow: scale the loss up, the gradients down.
                 self.optimizer = keras.optimizers.LossScaleOptimizer(self.optimizer)
             self.optimizer.build(model.trainable_variables)
@@ -187,8 +187,12 @@ class Trainer:
             max_to_keep=1, step_counter=self.step,
         )
         step_fn = self._train_step if strategy is None else self._distributed_train_step
+        # XLA compiles once per batch shape whatever the signature says; without one,
+        # tf.function traces once per shape too, so its tracing count is the number of
+        # compilations (bounded by Config.length_multiple).
         self.train_step = tf.function(
-            step_fn, input_signature=_BATCH_SIGNATURE, jit_compile=jit_compile or None
+            step_fn, input_signature=None if jit_compile else _BATCH_SIGNATURE,
+            jit_compile=jit_compile or None, reduce_retracing=False,
         )
         self.eval_step = tf.function(self._eval_step, input_signature=_BATCH_SIGNATURE)
         self.writer = (
@@ -385,6 +389,11 @@ class Trainer:
             total += float(nll)
             sentences += int(count)
         return total / max(1, sentences)
+
+    def compilations(self) -> int:
+        """Training-step graphs traced so far: with ``jit_compile``, one per batch shape,
+        each compiled by XLA; without, 1."""
+        return int(self.train_step.experimental_get_tracing_count())
 
     def epochs(self) -> float:
         return int(self.sentences.numpy()) / self.train_pairs

@@ -23,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_nmt import search
+from keras_nmt.config import JIT_LENGTH_MULTIPLE
 from keras_nmt.constants import EOS_ID
 from keras_nmt.ensemble import Ensemble, check_compatible
 from keras_nmt.models import TranslationModel
@@ -104,14 +105,16 @@ class Translator:
 
     @classmethod
     def from_run_dir(
-        cls, path: str | os.PathLike, weights: str = "best", max_source_len: int | None = None
+        cls, path: str | os.PathLike, weights: str = "best", max_source_len: int | None = None,
+        precision: str | None = None,
     ) -> "Translator":
         """Load a run directory's model; ``weights`` is "best" (falling back to the last
         checkpoint when no best one was kept) or "last".
 
         Raises :class:`~keras_nmt.rundir.RunDirError` for a missing or unusable directory
         (no config, no checkpoint, unreadable weights)."""
-        return cls.from_run_dirs([path], weights=weights, max_source_len=max_source_len)
+        return cls.from_run_dirs([path], weights=weights, max_source_len=max_source_len,
+                                 precision=precision)
 
     @classmethod
     def from_run_dirs(
@@ -119,8 +122,10 @@ class Translator:
         paths: Sequence[str | os.PathLike],
         weights: str = "best",
         max_source_len: int | None = None,
+        precision: str | None = None,
     ) -> "Translator":
         """One run directory: its model; several: an :class:`Ensemble` of their models.
+        Each computes in its run's precision, or in ``precision`` when given.
 
         The runs must translate the same language pair with identical vocabularies
         (:class:`~keras_nmt.ensemble.EnsembleError` otherwise, naming the two runs).
@@ -129,7 +134,7 @@ class Translator:
             paths = [paths]
         runs = [RunDir(path).inspect(weights) for path in paths]
         check_compatible(runs)
-        models = [run.run.load_model(files=run) for run in runs]
+        models = [run.run.load_model(files=run, precision=precision) for run in runs]
         model = models[0] if len(models) == 1 else Ensemble(models)
         return cls(model, runs[0].source_codec, runs[0].target_codec,
                    max_source_len=max_source_len)
@@ -215,7 +220,14 @@ class Translator:
         for start in range(0, len(todo), batch_size):
             chosen = todo[start : start + batch_size]
             width = max(len(ids[i]) for i in chosen)
-            batch = np.zeros((len(chosen), width), np.int32)
+            rows = len(chosen)
+            if self.jit_compile:
+                # XLA compiles once per shape: full batches of whole blocks of positions.
+                # Extra rows hold a lone EOS; their output is not read.
+                width = -(-width // JIT_LENGTH_MULTIPLE) * JIT_LENGTH_MULTIPLE
+                rows = batch_size
+            batch = np.zeros((rows, width), np.int32)
+            batch[len(chosen):, 0] = EOS_ID
             for row, i in enumerate(chosen):
                 batch[row, : len(ids[i])] = ids[i]
             out = translate_fn(

@@ -6,6 +6,8 @@ import json
 import math
 import os
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -200,3 +202,37 @@ def test_output_layer_pieces(tmp_path, capsys):
     assert all(p["ms"] > 0 for p in report["pieces"])
     assert report["two_stage_same_ids"] is True
     assert "GFLOP/s" in capsys.readouterr().out
+
+
+def test_precision_grid_reports_compilations_and_padding(tiny_corpus, tmp_path, capsys):
+    precision = load("precision")
+    out = tmp_path / "precision.json"
+    assert precision.main(["--data", str(tiny_corpus), "--sizes", "compact", "--batches", "8",
+                           "--precisions", "float32,mixed_bfloat16", "--vocab-size", "60",
+                           "--rounds", "1", "--steps", "3", "--warmup", "2",
+                           "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["results"]
+    assert [(r["precision"], r["jit"]) for r in rows] == [
+        ("float32", False), ("float32", True), ("mixed_bfloat16", False), ("mixed_bfloat16", True)]
+    for row in rows:
+        assert row["median"] > 0 and row["sentences_per_second"] > 0
+        assert 0 < row["padding_efficiency"] <= 1 and row["peak_gpu_mib"] is None
+        # Without jit one graph serves every shape; with it, one per width (<= 5 here).
+        assert row["compilations"] == 1 if not row["jit"] else 1 <= row["compilations"] <= 5
+    plain, padded = rows[0], rows[1]
+    assert padded["padding_efficiency"] < plain["padding_efficiency"]  # what bounded shapes cost
+    assert rows[0]["relative_to_float32"] == 1.0
+    assert "compiles" in capsys.readouterr().out
+
+
+def test_gpu_benchmark_refuses_without_a_gpu(tiny_corpus):
+    import tensorflow as tf
+
+    if tf.config.list_physical_devices("GPU"):
+        pytest.skip("a GPU is present: bench/gpu.py measures it instead of refusing")
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu.py"), "--data", str(tiny_corpus)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and result.stdout == ""
+    lines = [line for line in result.stderr.splitlines() if line.startswith("gpu.py")]
+    assert lines == ["gpu.py: error: TensorFlow sees no GPU on this machine; this benchmark "
+                     "measures one (bench/precision.py measures the CPU)"], result.stderr

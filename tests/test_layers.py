@@ -231,3 +231,42 @@ def test_encoder_equals_keras_gru_layers(arch, reset_after):
     real = mask.numpy()
     np.testing.assert_allclose(annotations.numpy()[real], expected[real], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(summary.numpy(), expected_summary.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("arch,reset_after", [("search", False), ("search", True), ("encdec", True)])
+def test_encoder_recurrences_agree_with_gradients(arch, reset_after):
+    """The fused CPU loop and the Keras GRU calls (cuDNN's path on a GPU), forced in
+    turn on the same weights: the same annotations on real positions, the same summary,
+    and the same gradients for every weight."""
+    keras.utils.set_random_seed(5)
+    model = TranslationModel(variant_config(f"{arch}50", {**TINY, "reset_after": reset_after}))
+    rng = np.random.default_rng(5)
+    for w in model.encoder.weights:
+        w.assign(rng.normal(0, 0.4, w.shape).astype("float32"))
+    source = tf.constant([[4, 5, 6, 7, 3], [8, 3, 0, 0, 0], [9, 10, 3, 0, 0]])
+    probe = tf.constant(rng.normal(size=(3, 5, model.encoder.output_dim)).astype("float32"))
+    results = {}
+    for recurrence in ("fused", "keras"):
+        model.encoder.recurrence = recurrence
+        with tf.GradientTape() as tape:
+            annotations, mask, summary = model.encoder(source)
+            real = tf.cast(mask, tf.float32)[:, :, None]
+            loss = tf.reduce_sum(annotations * probe * real) + tf.reduce_sum(summary ** 2)
+        gradients = tape.gradient(loss, model.encoder.trainable_weights)
+        results[recurrence] = (annotations.numpy()[mask.numpy()], summary.numpy(),
+                               [g.numpy() if not isinstance(g, tf.IndexedSlices)
+                                else tf.convert_to_tensor(g).numpy() for g in gradients])
+    fused, via_keras = results["fused"], results["keras"]
+    np.testing.assert_allclose(fused[0], via_keras[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(fused[1], via_keras[1], rtol=1e-5, atol=1e-6)
+    for a, b in zip(fused[2], via_keras[2]):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_encoder_recurrence_by_device():
+    from keras_nmt.layers.encoder import Encoder, default_recurrence
+
+    assert default_recurrence() == ("keras" if tf.config.list_logical_devices("GPU") else "fused")
+    with pytest.raises(ValueError, match="recurrence must be one of"):
+        Encoder(10, 4, 4, recurrence="cudnn")
+    assert Encoder(10, 4, 4, recurrence="keras").get_config()["recurrence"] == "keras"

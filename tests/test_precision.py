@@ -1,7 +1,13 @@
 """--precision and --jit: each setting trains with a finite loss and resumes; the beam
-search compiled with XLA finds the same tokens as without."""
+search compiled with XLA finds the same tokens as without; and each precision works on
+every path a user takes: train.py to its report, Translator (beam and greedy), the
+SavedModel through both loaders and onnxruntime."""
 
+import json
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -10,18 +16,14 @@ import tensorflow as tf
 from test_training import _batches, _trainer
 
 from keras_nmt import search
-from keras_nmt.config import variant_config
+from keras_nmt.config import PRECISIONS, variant_config
 from keras_nmt.models import TranslationModel
 from keras_nmt.training import Limits
 
-
-@pytest.fixture
-def policy():
-    def use(name):
-        keras.mixed_precision.set_global_policy(name)
-
-    yield use
-    keras.mixed_precision.set_global_policy("float32")
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ["--set", "embedding=16", "--set", "hidden=16", "--set", "attention=16", "--set", "maxout=8",
+        "--set", "batch_size=16", "--set", "beam_size=2", "--set", "shuffle_buffer=200",
+        "--set", "optimizer=adam", "--set", "learning_rate=0.01", "--set", "eval_every=10"]
 
 
 @pytest.mark.parametrize("precision, jit", [
@@ -29,8 +31,7 @@ def policy():
     ("mixed_bfloat16", False),
     ("mixed_float16", False),
 ])
-def test_precision_trains_and_resumes(tmp_path, policy, precision, jit):
-    policy(precision)
+def test_precision_trains_and_resumes(tmp_path, precision, jit):
     trainer = _trainer(tmp_path, optimizer="adam", learning_rate=0.01, precision=precision,
                        checkpoint_every=2)
     trainer.train_step = tf.function(trainer._train_step, jit_compile=jit)
@@ -68,3 +69,142 @@ def test_beam_search_under_jit_finds_the_same_tokens():
     np.testing.assert_array_equal(compiled["ids"].numpy(), plain["ids"].numpy())
     np.testing.assert_array_equal(compiled["lengths"].numpy(), plain["lengths"].numpy())
     np.testing.assert_allclose(compiled["scores"].numpy(), plain["scores"].numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def runs(tiny_corpus, tmp_path_factory):
+    """train.py end to end once per precision: 20 updates, then the held-out report. The
+    float16 run keeps its best weights by development BLEU (a decode during training)."""
+    out = {}
+    for precision in PRECISIONS:
+        run = tmp_path_factory.mktemp("precision") / precision
+        extra = ["--set", "early_stop_metric=bleu"] if precision == "mixed_float16" else []
+        result = subprocess.run(
+            [sys.executable, str(ROOT / "train.py"), "--variant", "search30", "--data",
+             str(tiny_corpus), "--out", str(run), "--max-steps", "20", "--precision", precision,
+             *TINY, *extra], capture_output=True, text=True, timeout=600, cwd=ROOT,
+        )
+        assert result.returncode == 0, result.stderr
+        assert "BLEU" in result.stdout + result.stderr, result.stdout
+        out[precision] = run
+    return out
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_train_py_writes_the_summary(runs, precision):
+    summary = json.loads((runs[precision] / "summary.json").read_text(encoding="utf-8"))
+    assert summary["config"]["precision"] == precision
+    assert summary["updates"] == 20
+    assert math.isfinite(summary["held_out"]["bleu"]) and summary["held_out"]["sentences"] == 40
+    assert math.isfinite(summary["dev_nll"]) and math.isfinite(summary["train_nll"])
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_translator_decodes_in_the_runs_precision(runs, tiny_corpus, precision):
+    from keras_nmt.translator import Translator
+
+    translator = Translator.from_run_dir(runs[precision])
+    assert translator.model.compute_dtype == precision.replace("mixed_", "")
+    lines = (tiny_corpus / "valid.en").read_text(encoding="utf-8").splitlines()[:12] + [""]
+    for beam in (1, 3):
+        results = translator.translate(lines, beam_size=beam, nbest=min(beam, 2))
+        assert len(results) == len(lines) and results[-1].text == ""
+        assert all(math.isfinite(h.score) for r in results for h in r.hypotheses)
+        assert all(r.text for r in results[:-1])
+
+
+def test_the_three_precisions_find_the_same_tokens(runs, tiny_corpus):
+    """The same float32 weights decoded in each precision: the same greedy output where
+    the margins allow, so on most sentences of a trained model."""
+    from keras_nmt.translator import Translator
+
+    lines = (tiny_corpus / "valid.en").read_text(encoding="utf-8").splitlines()
+    outputs = {}
+    for precision in PRECISIONS:
+        translator = Translator.from_run_dir(runs["float32"], precision=precision)
+        outputs[precision] = [r.tokens for r in translator.translate(lines, beam_size=1)]
+    for precision in PRECISIONS[1:]:
+        same = sum(a == b for a, b in zip(outputs["float32"], outputs[precision]))
+        print(f"{precision}: {same} of {len(lines)} greedy outputs equal to float32's")
+        assert same >= 0.7 * len(lines), (precision, same, len(lines))
+
+
+@pytest.mark.parametrize("precision", PRECISIONS[1:])
+def test_a_mixed_precision_run_exports_and_serves(runs, precision, tmp_path):
+    """Exports compute in float32 (the weights are float32): the SavedModel through both
+    loaders and onnxruntime translate as the float32 Translator of the same weights."""
+    from conftest import savedmodel_loaders
+    from keras_nmt.cli import export
+    from keras_nmt.serving.onnx_translator import OnnxTranslator
+    from keras_nmt.translator import Translator
+
+    assert export.main([str(runs[precision]), "--out", str(tmp_path), "--onnx"]) == 0
+    lines = ["The queen is strange .", "", "an uncle draws the cars ."]
+    expected = [t.text for t in Translator.from_run_dir(runs[precision], precision="float32")
+                .translate(lines, beam_size=2)]
+    for name, model in savedmodel_loaders(tmp_path).items():
+        out = model.run("serving_default", sentences=lines)
+        assert [t.decode("utf-8") for t in out["translations"]] == expected, name
+        assert np.isfinite(out["scores"]).all()
+    onnx = OnnxTranslator.from_export_dir(tmp_path).translate(lines)
+    assert [t.text for t in onnx] == expected
+
+
+def _tiny_pipeline(tiny_corpus, length_multiple, batch_size=8):
+    from keras_nmt import data
+    from keras_nmt.corpus.readers import find_corpus, scan_training_split
+    from keras_nmt.text.word_graph import WordEncoder
+    from keras_nmt.vocab import Vocabulary
+
+    files = find_corpus(tiny_corpus, "en", "fr")["train"]
+    stats = scan_training_split(files, "en", "fr", 40)
+    encoders = (WordEncoder(Vocabulary.from_counts(stats.source_counts, 60), "en"),
+                WordEncoder(Vocabulary.from_counts(stats.target_counts, 60), "fr"))
+    return data.training_batches(files, *encoders, max_len=40, batch_size=batch_size,
+                                 sort_batches=4, seed=1, shuffle_buffer=100,
+                                 length_multiple=length_multiple)
+
+
+def test_bounded_shapes_pad_to_a_few_widths(tiny_corpus):
+    exact = list(_tiny_pipeline(tiny_corpus, 0).take(60))
+    bounded = list(_tiny_pipeline(tiny_corpus, 8).take(60))
+    exact_shapes = {(s.shape, t.shape) for (s, t), _ in exact}
+    bounded_shapes = {(s.shape, t.shape, o.shape) for (s, t), o in bounded}
+    assert len(exact_shapes) > 10  # a corpus of many lengths: a new shape most batches
+    assert {shape[0] for shape in bounded_shapes} <= {(8, w) for w in range(8, 48, 8)}
+    assert all(a == b == c for a, b, c in bounded_shapes)
+    for ((s0, t0), o0), ((s1, t1), o1) in zip(exact, bounded):  # same pairs, more padding
+        for small, large in ((s0, s1), (t0, t1), (o0, o1)):
+            width = small.shape[1]
+            np.testing.assert_array_equal(large[:, :width].numpy(), small.numpy())
+            assert not large[:, width:].numpy().any()
+
+
+def test_jit_training_compiles_once_per_width(tmp_path, tiny_corpus):
+    keras.utils.set_random_seed(0)
+    config = variant_config("search50", {"embedding": 8, "hidden": 8, "attention": 8,
+                                         "maxout": 4, "src_vocab_size": 60,
+                                         "tgt_vocab_size": 60, "batch_size": 8,
+                                         "length_multiple": 8, "eval_every": 1000})
+    from keras_nmt.rundir import RunDir
+    from keras_nmt.training import Trainer
+
+    batches = _tiny_pipeline(tiny_corpus, 8)
+    trainer = Trainer(config, TranslationModel(config), RunDir(tmp_path), batches,
+                      lambda: batches.take(1), train_pairs=400, jit_compile=True)
+    outcome = trainer.fit(Limits(max_steps=40))
+    assert outcome.steps == 40 and math.isfinite(outcome.train_nll)
+    widths = {s.shape[1] for (s, _), _ in _tiny_pipeline(tiny_corpus, 8).take(40)}
+    assert trainer.compilations() == len(widths) <= 5
+
+
+def test_translator_under_jit_decodes_whole_blocks_alike(tiny_run, tiny_corpus):
+    from keras_nmt.translator import Translator
+
+    plain = Translator.from_run_dir(tiny_run)
+    compiled = Translator(plain.model, plain.source_codec, plain.target_codec, jit_compile=True)
+    lines = (tiny_corpus / "valid.en").read_text(encoding="utf-8").splitlines()[:10]
+    for a, b in zip(plain.translate(lines, beam_size=2, batch_size=4),
+                    compiled.translate(lines, beam_size=2, batch_size=4)):
+        assert a.tokens == b.tokens and a.score == pytest.approx(b.score, abs=1e-4)
+    assert compiled._search_fn(1).experimental_get_tracing_count() == 1

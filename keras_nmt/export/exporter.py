@@ -169,7 +169,9 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
     from keras_nmt.export import savedmodel, serving_files
     from keras_nmt.translator import Translator, default_max_source_len
 
-    model = run.run.load_model(files=run)
+    # Exports compute in float32 whatever the run trained in: the weights are float32,
+    # CPUs serve float32 fastest, and onnxruntime has few bfloat16 kernels.
+    model = run.run.load_model(files=run, precision="float32")
     # The run's own text codecs (word or SentencePiece): the Python ones for the
     # reference translations, their graph twins for the SavedModel.
     tokenizer = run.source_codec.kind

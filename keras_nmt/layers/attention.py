@@ -44,7 +44,9 @@ class AdditiveAttention(keras.layers.Layer):
         """query s_(i-1) [B, n] -> (context c_i [B, 2n], weights alpha_i [B, Tx])."""
         projected = tf.expand_dims(tf.matmul(query, self.query_kernel), 1)
         energies = tf.linalg.matvec(tf.tanh(keys + projected), self.energy_kernel)
-        energies = tf.where(mask, energies, tf.constant(-1e9, energies.dtype))
+        # The most negative finite value of the compute dtype: -1e9 is -inf in float16,
+        # and a row of -inf (a padding row of the batch) would give NaN weights.
+        energies = tf.where(mask, energies, tf.constant(energies.dtype.min, energies.dtype))
         weights = tf.nn.softmax(energies, axis=-1)
         context = tf.einsum("bt,btd->bd", weights, annotations)
         return context, weights

@@ -40,12 +40,15 @@ class Decoder(keras.layers.Layer):
         self.maxout_units = maxout_units
         self.use_attention = use_attention
         self.reset_after = reset_after
+        policy = self.dtype_policy  # the model's, handed to every sublayer
         self.embedding = keras.layers.Embedding(
-            vocab_size, embedding_dim, embeddings_initializer=initializers.weight(), name="embedding"
+            vocab_size, embedding_dim, embeddings_initializer=initializers.weight(),
+            name="embedding", dtype=policy,
         )
-        self.cell = ConditionalGRUCell(units, reset_after=reset_after, name="cell")
-        self.attention = AdditiveAttention(attention_units, name="attention") if use_attention else None
-        self.readout = MaxoutReadout(maxout_units, vocab_size, name="readout")
+        self.cell = ConditionalGRUCell(units, reset_after=reset_after, name="cell", dtype=policy)
+        self.attention = (AdditiveAttention(attention_units, name="attention", dtype=policy)
+                          if use_attention else None)
+        self.readout = MaxoutReadout(maxout_units, vocab_size, name="readout", dtype=policy)
 
     def build(self, annotation_dim: int, summary_dim: int):
         annotation_dim, summary_dim = int(annotation_dim), int(summary_dim)

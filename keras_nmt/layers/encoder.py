@@ -10,6 +10,14 @@ from keras_nmt.layers.linear import apply_kernel
 from keras_nmt.constants import PAD_ID
 
 
+RECURRENCES = ("auto", "fused", "keras")
+
+
+def default_recurrence() -> str:
+    """``"keras"`` (cuDNN) when TensorFlow sees a GPU, else ``"fused"``."""
+    return "keras" if tf.config.list_logical_devices("GPU") else "fused"
+
+
 @keras.saving.register_keras_serializable(package="keras_nmt")
 class Encoder(keras.layers.Layer):
     """Source ids -> annotations h_j and the summary vector that starts the decoder.
@@ -18,6 +26,13 @@ class Encoder(keras.layers.Layer):
     backward state after reading the whole sentence. Unidirectional (RNNencdec): h_j =
     h->_j and the summary is h->_Tx, the fixed context c of the encoder-decoder.
     Padding (id 0) is masked, so a sentence encodes the same whatever batch it is in.
+
+    Two recurrences over the same weights (the Keras GRU layers'), chosen by
+    ``recurrence``: ``"fused"`` runs both directions in one ``tf.scan`` (:func:`_recur`),
+    the fast path on a CPU; ``"keras"`` calls the Keras GRU layers, whose cuDNN kernel is
+    the fast path on a GPU (cuDNN needs ``reset_after=True``; with the paper's
+    reset-before gate Keras runs its own loop). ``"auto"``, the default, takes ``"keras"``
+    when TensorFlow sees a GPU. Checkpoints are the same either way.
     """
 
     def __init__(
@@ -27,16 +42,21 @@ class Encoder(keras.layers.Layer):
         units: int,
         bidirectional: bool = True,
         reset_after: bool = False,
+        recurrence: str = "auto",
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if recurrence not in RECURRENCES:
+            raise ValueError(f"recurrence must be one of {', '.join(RECURRENCES)}, got {recurrence!r}")
+        self.recurrence = recurrence
         self.vocab_size = vocab_size
         self.embedding_dim = embedding_dim
         self.units = units
         self.bidirectional = bidirectional
         self.reset_after = reset_after
         self.embedding = keras.layers.Embedding(
-            vocab_size, embedding_dim, embeddings_initializer=initializers.weight(), name="embedding"
+            vocab_size, embedding_dim, embeddings_initializer=initializers.weight(),
+            name="embedding", dtype=self.dtype_policy,
         )
         # Keras GRU layers hold the weights (in the layout checkpoints and the cuDNN
         # kernel use); the recurrence itself is _recur, which reverses the backward
@@ -54,6 +74,7 @@ class Encoder(keras.layers.Layer):
             recurrent_initializer=initializers.recurrent(),
             bias_initializer="zeros",
             name=name,
+            dtype=self.dtype_policy,
         )
 
     @property
@@ -72,6 +93,9 @@ class Encoder(keras.layers.Layer):
         mask = tf.not_equal(source_ids, PAD_ID)
         embedded = self.embedding(source_ids)
         lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)
+        recurrence = default_recurrence() if self.recurrence == "auto" else self.recurrence
+        if recurrence == "keras":
+            return self._keras_recurrence(embedded, mask, lengths, training)
         cells = [self.forward_rnn.cell]
         inputs = [embedded]
         if self.backward_rnn is not None:
@@ -87,6 +111,19 @@ class Encoder(keras.layers.Layer):
         backward = tf.reverse_sequence(states[1], lengths, seq_axis=1, batch_axis=0)
         return tf.concat([states[0], backward], axis=-1), mask, summaries[1]
 
+    def _keras_recurrence(self, embedded, mask, lengths, training):
+        """The Keras GRU layers' own calls (cuDNN on a GPU); the backward one reads each
+        sentence reversed by its length, so its padding stays at the end as cuDNN needs.
+        Padded positions of the annotations differ from the fused loop's; nothing reads
+        them (attention masks them)."""
+        forward, forward_last = self.forward_rnn(embedded, mask=mask, training=training)
+        if self.backward_rnn is None:
+            return forward, mask, forward_last
+        reversed_input = tf.reverse_sequence(embedded, lengths, seq_axis=1, batch_axis=0)
+        backward, backward_last = self.backward_rnn(reversed_input, mask=mask, training=training)
+        backward = tf.reverse_sequence(backward, lengths, seq_axis=1, batch_axis=0)
+        return tf.concat([forward, backward], axis=-1), mask, backward_last
+
     def get_config(self):
         return {
             **super().get_config(),
@@ -95,6 +132,7 @@ class Encoder(keras.layers.Layer):
             "units": self.units,
             "bidirectional": self.bidirectional,
             "reset_after": self.reset_after,
+            "recurrence": self.recurrence,
         }
 
 
