@@ -202,16 +202,24 @@ def test_block_orthogonal_rejects_non_block_shapes():
         BlockOrthogonal()((4, 6))
 
 
+def _random_encoder(arch, reset_after, seed):
+    """A tiny model whose encoder weights are large random values (no near-zero
+    initialisation hiding a difference), a batch of three sentences of different
+    lengths, and the random generator."""
+    keras.utils.set_random_seed(seed)
+    model = TranslationModel(variant_config(f"{arch}50", {**TINY, "reset_after": reset_after}))
+    rng = np.random.default_rng(seed)
+    for w in model.encoder.weights:
+        w.assign(rng.normal(0, 0.4, w.shape).astype("float32"))
+    source = tf.constant([[4, 5, 6, 7, 3], [8, 3, 0, 0, 0], [9, 10, 3, 0, 0]])
+    return model, source, rng
+
+
 @pytest.mark.parametrize("arch,reset_after", [("search", False), ("search", True), ("encdec", False)])
 def test_encoder_equals_keras_gru_layers(arch, reset_after):
     # The encoder runs its directions in one fused loop over the Keras GRU layers'
     # weights; on the real positions it must give what those layers give themselves.
-    keras.utils.set_random_seed(3)
-    model = TranslationModel(variant_config(f"{arch}50", {**TINY, "reset_after": reset_after}))
-    rng = np.random.default_rng(3)
-    for w in model.encoder.weights:
-        w.assign(rng.normal(0, 0.4, w.shape).astype("float32"))
-    source = tf.constant([[4, 5, 6, 7, 3], [8, 3, 0, 0, 0], [9, 10, 3, 0, 0]])
+    model, source, rng = _random_encoder(arch, reset_after, seed=3)
     annotations, mask, summary = model.encoder(source)
     encoder = model.encoder
     embedded = encoder.embedding(source)
@@ -238,12 +246,7 @@ def test_encoder_recurrences_agree_with_gradients(arch, reset_after):
     """The fused CPU loop and the Keras GRU calls (cuDNN's path on a GPU), forced in
     turn on the same weights: the same annotations on real positions, the same summary,
     and the same gradients for every weight."""
-    keras.utils.set_random_seed(5)
-    model = TranslationModel(variant_config(f"{arch}50", {**TINY, "reset_after": reset_after}))
-    rng = np.random.default_rng(5)
-    for w in model.encoder.weights:
-        w.assign(rng.normal(0, 0.4, w.shape).astype("float32"))
-    source = tf.constant([[4, 5, 6, 7, 3], [8, 3, 0, 0, 0], [9, 10, 3, 0, 0]])
+    model, source, rng = _random_encoder(arch, reset_after, seed=5)
     probe = tf.constant(rng.normal(size=(3, 5, model.encoder.output_dim)).astype("float32"))
     results = {}
     for recurrence in ("fused", "keras"):
