@@ -60,9 +60,11 @@ class Config:
     # sees at most ceil((max_len + 1) / length_multiple) shapes. 0: each batch its own
     # lengths (--jit makes it 8). Needs batch_tokens = 0, the fixed batch size.
     length_multiple: int = 0
-    # Pairs shuffled together while streaming; it is saved in every checkpoint (about
-    # 0.6 KB a pair), so resuming continues with exactly the next batch.
-    shuffle_buffer: int = 10000
+    # 0: every epoch is a permutation of the whole training split, held in memory (the
+    # paper shuffles the whole corpus). > 0: pairs are streamed through a shuffle buffer
+    # of this many pairs, saved in every checkpoint (about 0.6 KB a pair); the order on
+    # disk then shows through. Either way --resume continues with exactly the next batch.
+    shuffle_buffer: int = 0
     # Computation dtype (train.py --precision). Fixed for a run: float16 adds loss
     # scaling state to the checkpoint.
     precision: str = "float32"
@@ -93,7 +95,7 @@ class Config:
             raise ConfigError(f"early_stop_metric must be 'nll' or 'bleu', got {self.early_stop_metric!r}")
         for name in (
             "embedding", "hidden", "attention", "maxout", "max_len", "batch_size",
-            "sort_batches", "shuffle_buffer", "checkpoint_every", "eval_every", "beam_size",
+            "sort_batches", "checkpoint_every", "eval_every", "beam_size",
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {getattr(self, name)}")
@@ -106,6 +108,10 @@ class Config:
             raise ConfigError(
                 f"batch_tokens={self.batch_tokens} cannot hold one sentence of max_len={self.max_len} "
                 f"tokens plus EOS; use at least {self.max_len + 1}"
+            )
+        if self.shuffle_buffer < 0:
+            raise ConfigError(
+                f"shuffle_buffer must be >= 0 (0 = a permutation of the whole corpus), got {self.shuffle_buffer}"
             )
         if self.length_multiple < 0:
             raise ConfigError(f"length_multiple must be >= 0 (0 = exact lengths), got {self.length_multiple}")

@@ -1,8 +1,11 @@
 """tf.data pipelines: text files -> tokenized, length-bucketed, padded batches.
 
-Files are streamed with TextLineDataset, so memory does not grow with the corpus, and
-tokenized with the run's graph encoders (:mod:`keras_nmt.text`). Batches are
-``((source_ids, target_in), target_out)``, int32, padded with PAD_ID (0).
+Training pairs come in a new random order every epoch, whatever their order on disk
+(many corpora are sorted by length): a permutation of the whole training split, held in
+memory (:func:`permuted_pairs`), or for a corpus too large for that, a streaming shuffle
+buffer. Evaluation files are streamed. Text is tokenized with the run's graph encoders
+(:mod:`keras_nmt.text`). Batches are ``((source_ids, target_in), target_out)``, int32,
+padded with PAD_ID (0).
 """
 
 from __future__ import annotations
@@ -24,6 +27,32 @@ def _lines(files: ParallelFiles) -> tf.data.Dataset:
         )
 
     return tf.data.Dataset.zip((read(files.source), read(files.target)))
+
+
+def permuted_pairs(files: ParallelFiles, seed: int) -> tf.data.Dataset:
+    """The training pairs, endlessly, each epoch a new permutation of the whole split.
+
+    The lines are read into memory once (about the files' size); the order comes from
+    ``tf.random.experimental.index_shuffle``, a stateless function of (seed, epoch,
+    position). The pipeline's only state is a counter, so a checkpoint of it is a few
+    bytes and ``--resume`` continues with exactly the next pair of the same permutation."""
+    sources, targets = [], []
+    for source, target in files.pairs():
+        sources.append(source)
+        targets.append(target)
+    count = len(sources)
+    if count == 0:
+        raise ValueError(f"{files.source} holds no sentence pairs")
+    sources, targets = tf.constant(sources, tf.string), tf.constant(targets, tf.string)
+    seed = tf.constant(seed, tf.int64)
+    size = tf.constant(count, tf.int64)
+
+    def pair(position):
+        epoch, index = position // size, position % size
+        chosen = tf.random.experimental.index_shuffle(index, tf.stack([seed, epoch]), size - 1)
+        return tf.gather(sources, chosen), tf.gather(targets, chosen)
+
+    return tf.data.Dataset.counter().map(pair)
 
 
 def decoder_io(target_ids: tf.RaggedTensor) -> tuple[tf.RaggedTensor, tf.RaggedTensor]:
@@ -88,6 +117,10 @@ def training_batches(
     ``length_multiple`` > 0 pads each batch to one width, a multiple of it (see
     :func:`_padder`), for XLA: with ``batch_tokens`` = 0 every batch then has
     ``batch_size`` rows and one of ``ceil((max_len + 1) / length_multiple)`` widths.
+
+    ``shuffle_buffer`` = 0 gives each epoch as a permutation of the whole split
+    (:func:`permuted_pairs`); > 0 streams the files through a shuffle buffer of that many
+    pairs (memory bounded, but the order on disk shows through).
     """
     limit = max_len + 1  # + EOS
 
@@ -105,10 +138,14 @@ def training_batches(
         order = tf.argsort(key, stable=True)
         return tf.gather(source, order), tf.gather(target, order)
 
+    if shuffle_buffer:
+        ordered = (_lines(files)
+                   .shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+                   .repeat())
+    else:
+        ordered = permuted_pairs(files, seed)
     pairs = (
-        _lines(files)
-        .shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-        .repeat()
+        ordered
         .batch(_ENCODE_CHUNK)
         .map(_encode(source_encoder, target_encoder))
         .unbatch()

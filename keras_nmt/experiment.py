@@ -40,6 +40,10 @@ BUILTIN = "builtin"
 # Without limits, a run on the built-in corpus stops after this much training so that
 # the main command finishes in minutes on a laptop.
 BUILTIN_DEFAULT_MINUTES = 6.0
+# A training split larger than this (both files, on disk) is not permuted in memory but
+# streamed through a shuffle buffer of LARGE_CORPUS_SHUFFLE_BUFFER pairs.
+PERMUTATION_MAX_BYTES = 2 * 2**30
+LARGE_CORPUS_SHUFFLE_BUFFER = 1_000_000
 # How long a multi-worker non-chief process waits for the chief to set the run up.
 CHIEF_SETUP_SECONDS = 600.0
 # Fields that may change when a run is resumed: they do not change the model's shape.
@@ -295,10 +299,17 @@ def train(options: TrainOptions) -> dict[str, Any]:
     with distribute.scope(strategy):
         model = TranslationModel(config)
     train_files, valid_files = _files(info, "train"), _files(info, "valid")
+    shuffle_buffer = config.shuffle_buffer
+    corpus_bytes = sum(path.stat().st_size for path in (train_files.source, train_files.target))
+    if not shuffle_buffer and corpus_bytes > PERMUTATION_MAX_BYTES:
+        shuffle_buffer = LARGE_CORPUS_SHUFFLE_BUFFER
+        warn(f"the training split holds {corpus_bytes / 2**30:.1f} GiB, more than a whole-corpus "
+             f"permutation keeps in memory ({PERMUTATION_MAX_BYTES / 2**30:.0f} GiB): pairs are "
+             f"shuffled in a streaming buffer of {shuffle_buffer:,} pairs instead")
     train_batches = data.training_batches(
         train_files, source_encoder, target_encoder,
         max_len=config.max_len, batch_size=config.batch_size,
-        sort_batches=config.sort_batches, seed=config.seed, shuffle_buffer=config.shuffle_buffer,
+        sort_batches=config.sort_batches, seed=config.seed, shuffle_buffer=shuffle_buffer,
         batch_tokens=config.batch_tokens, mean_length=mean_pair_length(info["train"]),
         length_multiple=config.length_multiple,
     )

@@ -6,7 +6,7 @@ from keras_nmt.corpus import builtin
 
 TINY_SETTINGS = {
     "embedding": 16, "hidden": 16, "attention": 16, "maxout": 8,
-    "batch_size": 16, "beam_size": 2, "shuffle_buffer": 200, "eval_every": 5,
+    "batch_size": 16, "beam_size": 2, "eval_every": 5,
 }
 
 

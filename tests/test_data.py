@@ -99,3 +99,77 @@ def test_batch_tokens_setting_is_checked():
         variant_config("search50", {"batch_tokens": 50})
     with pytest.raises(ConfigError, match="batch_tokens must be >= 0"):
         variant_config("search50", {"batch_tokens": -1})
+
+
+@pytest.fixture(scope="module")
+def sorted_corpus(tmp_path_factory):
+    """1,000 pairs sorted by length, as Anki's files are: pair i has i // 40 + 1 words."""
+    directory = tmp_path_factory.mktemp("sorted")
+    pairs = [(" ".join(f"e{i}" for _ in range(i // 40 + 1)), f"f{i}") for i in range(1000)]
+    for lang, side in (("en", 0), ("fr", 1)):
+        (directory / f"train.{lang}").write_text("".join(p[side] + "\n" for p in pairs))
+    return find_corpus_files(directory)
+
+
+def find_corpus_files(directory):
+    from keras_nmt.corpus.readers import ParallelFiles
+
+    return ParallelFiles(directory / "train.en", directory / "train.fr")
+
+
+def _order(dataset, count):
+    return [int(target.numpy().decode()[1:]) for _, target in dataset.take(count)]
+
+
+def test_every_epoch_is_a_new_permutation_of_the_whole_corpus(sorted_corpus):
+    order = _order(data.permuted_pairs(sorted_corpus, seed=5), 3000)
+    epochs = [order[:1000], order[1000:2000], order[2000:]]
+    for epoch in epochs:
+        assert sorted(epoch) == list(range(1000))  # every pair exactly once
+    assert epochs[0] != epochs[1] != epochs[2]
+    assert _order(data.permuted_pairs(sorted_corpus, seed=5), 1000) == epochs[0]  # seeded
+    assert _order(data.permuted_pairs(sorted_corpus, seed=6), 1000) != epochs[0]
+
+
+def test_the_order_is_uncorrelated_with_length_on_a_sorted_corpus(sorted_corpus):
+    """Lengths grow along the file. A permutation of the whole corpus has no trend in
+    the first epoch; a 100-pair streaming buffer keeps the file's order."""
+    lengths = np.arange(1000) // 40 + 1
+    permuted = lengths[_order(data.permuted_pairs(sorted_corpus, seed=5), 1000)]
+    streamed = lengths[_order(data._lines(sorted_corpus).shuffle(100, seed=5), 1000)]
+    position = np.arange(1000)
+    assert abs(np.corrcoef(position, permuted)[0, 1]) < 0.1
+    assert np.corrcoef(position, streamed)[0, 1] > 0.9
+    # The first tenth of the epoch spans nearly every length.
+    assert len(set(permuted[:100])) > 20 and len(set(streamed[:100])) < 8
+
+
+def test_resume_continues_the_same_permutation(pipeline, noisy_corpus, tmp_path):
+    _, stats = pipeline
+    files = find_corpus(noisy_corpus, "en", "fr")["train"]
+
+    def batches(shuffle_buffer=0):
+        return iter(data.training_batches(
+            files, WordEncoder(Vocabulary.from_counts(stats.source_counts, 1000), "en"),
+            WordEncoder(Vocabulary.from_counts(stats.target_counts, 1000), "fr"),
+            max_len=MAX_LEN, batch_size=16, sort_batches=5, seed=3,
+            shuffle_buffer=shuffle_buffer,
+        ))
+
+    first = batches()
+    for _ in range(50):  # past the first epoch (600 pairs, 37 batches)
+        next(first)
+    saved = tf.train.Checkpoint(iterator=first).write(str(tmp_path / "ckpt"))
+    expected = [next(first) for _ in range(10)]
+    resumed = batches()
+    tf.train.Checkpoint(iterator=resumed).read(saved).assert_consumed()
+    for ((s0, t0), o0), ((s1, t1), o1) in zip(expected, (next(resumed) for _ in range(10))):
+        for a, b in ((s0, s1), (t0, t1), (o0, o1)):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+    # The permutation's state is a counter: the checkpoint holds only the batching
+    # stages' buffers, several times less than a buffer as large as the corpus.
+    streamed = batches(shuffle_buffer=600)
+    next(streamed)
+    tf.train.Checkpoint(iterator=streamed).write(str(tmp_path / "streamed" / "ckpt"))
+    size = lambda d: sum(p.stat().st_size for p in d.iterdir() if p.is_file())  # noqa: E731
+    assert 3 * size(tmp_path) < size(tmp_path / "streamed")

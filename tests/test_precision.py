@@ -22,7 +22,7 @@ from keras_nmt.training import Limits
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--set", "embedding=16", "--set", "hidden=16", "--set", "attention=16", "--set", "maxout=8",
-        "--set", "batch_size=16", "--set", "beam_size=2", "--set", "shuffle_buffer=200",
+        "--set", "batch_size=16", "--set", "beam_size=2",
         "--set", "optimizer=adam", "--set", "learning_rate=0.01", "--set", "eval_every=10"]
 
 
