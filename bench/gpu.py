@@ -80,7 +80,7 @@ def main(argv=None) -> int:
         translator = Translator.from_run_dir(args.run)
         decoded_with = str(args.run)
     else:
-        setting = next(s for s in trainers if s[0] == "compact" and s[2] == "float32")
+        setting = next(s for s in trainers if s[0] == "compact" and s[2] == "float32")  # any jit
         translator = Translator(trainers[setting].model, *RunDir(scratch / "run").codecs())
         decoded_with = f"the benchmark's {setting} model"
     valid = ParallelFiles(pathlib.Path(info["splits"]["valid"]["source"]),

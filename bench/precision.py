@@ -1,4 +1,5 @@
-"""Training throughput of each --precision x --jit setting, by model size and batch size.
+"""Training throughput of each --precision x --jit setting, by model size and batch size
+(and by the values of any one Config field with --compare).
 
 Trains one RNNsearch per setting, all fed the same kind of batches from one corpus, and
 times the training step (input pipeline included) in interleaved rounds: round 1 of
@@ -14,7 +15,7 @@ slots of the timed batches), and on a GPU the peak GPU memory of its warm-up.
 
     python bench/precision.py [--data builtin|DIR] [--sizes compact,paper] [--batches 80]
         [--precisions float32,mixed_bfloat16,mixed_float16] [--jit both|on|off]
-        [--rounds 3] [--steps 20] [--warmup 10] [--json precision.json]
+        [--compare FIELD=V1,V2] [--rounds 3] [--steps 20] [--warmup 10] [--json precision.json]
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser, batches: str = "80",
     parser.add_argument("--steps", type=int, default=20, help="training steps per round")
     parser.add_argument("--warmup", type=int, default=10, help="untimed steps per setting first")
     parser.add_argument("--variant", default="search50")
+    parser.add_argument("--compare", metavar="FIELD=V1,V2",
+                        help="one more grid axis: a Config field and its values, e.g. "
+                        "sampled_softmax=0,4096 (relative figures are against the first)")
 
 
 def parse_args(argv=None):
@@ -64,11 +68,22 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def settings_of(args) -> list[tuple[str, int, str, bool]]:
+def compared(args) -> tuple[str | None, list]:
+    """The --compare field and its values, parsed as that Config field's type."""
+    if not args.compare:
+        return None, [None]
+    from keras_nmt.config import parse_overrides
+
+    field, _, values = args.compare.partition("=")
+    return field, [parse_overrides([f"{field}={v}"])[field] for v in values.split(",")]
+
+
+def settings_of(args) -> list[tuple]:
+    """(size, batch, precision, jit, compared value) for every setting of the grid."""
     jits = {"both": (False, True), "on": (True,), "off": (False,)}[args.jit]
     return list(itertools.product(
         args.sizes.split(","), [int(b) for b in args.batches.split(",")],
-        args.precisions.split(","), jits,
+        args.precisions.split(","), jits, compared(args)[1],
     ))
 
 
@@ -92,17 +107,19 @@ def make_trainers(args, scratch: pathlib.Path):
     encoders = run.graph_encoders()
     files = experiment._files(info, "train")
     trainers = {}
-    for size, batch, precision, jit in settings_of(args):
+    field = compared(args)[0]
+    for size, batch, precision, jit, value in settings_of(args):
         keras.utils.set_random_seed(config.seed)
         setting = config.replace(**SIZES[size], batch_size=batch, precision=precision,
-                                 length_multiple=JIT_LENGTH_MULTIPLE if jit else 0)
+                                 length_multiple=JIT_LENGTH_MULTIPLE if jit else 0,
+                                 **({field: value} if field else {}))
         batches = data.training_batches(
             files, *encoders, max_len=setting.max_len, batch_size=batch,
             sort_batches=setting.sort_batches, seed=setting.seed,
             shuffle_buffer=setting.shuffle_buffer, length_multiple=setting.length_multiple,
         )
-        name = f"{size}-{batch}-{precision}-{'jit' if jit else 'nojit'}"
-        trainers[size, batch, precision, jit] = Trainer(
+        name = f"{size}-{batch}-{precision}-{'jit' if jit else 'nojit'}-{value}"
+        trainers[size, batch, precision, jit, value] = Trainer(
             setting, TranslationModel(setting), RunDir(scratch / name), batches, lambda: None,
             train_pairs=info["train"]["kept"], jit_compile=jit,
         )
@@ -149,31 +166,32 @@ def measure(trainers: dict, args, log=lambda text: None) -> list[dict]:
             rounds[setting].append(run_steps(trainer, args.steps))
         log(f"round {number + 1}/{args.rounds} done")
     rows = []
-    for (size, batch, precision, jit), results in rounds.items():
+    for setting, results in rounds.items():
+        size, batch, precision, jit, value = setting
         token_rates = [r["tokens"] / r["seconds"] for r in results]
         sentence_rates = [r["sentences"] / r["seconds"] for r in results]
         rows.append({
-            "size": size, "batch": batch, "precision": precision, "jit": jit,
+            "size": size, "batch": batch, "precision": precision, "jit": jit, "compare": value,
             "target_tokens_per_second": token_rates,
             "median": statistics.median(token_rates),
             "sentences_per_second": statistics.median(sentence_rates),
-            "compilations": trainers[size, batch, precision, jit].compilations(),
+            "compilations": trainers[setting].compilations(),
             "padding_efficiency": sum(r["tokens"] for r in results) / sum(r["slots"] for r in results),
-            "peak_gpu_mib": None if peaks[size, batch, precision, jit] is None
-            else peaks[size, batch, precision, jit] / 2**20,
+            "peak_gpu_mib": None if peaks[setting] is None else peaks[setting] / 2**20,
             "last_loss": results[-1]["loss"],
         })
-    for row in rows:  # against float32 without jit at the same size and batch
-        base = next((r for r in rows if (r["size"], r["batch"], r["precision"], r["jit"])
-                     == (row["size"], row["batch"], "float32", False)), None)
+    first = rows[0]["compare"]
+    for row in rows:  # against float32 without jit (and the first compared value)
+        base = next((r for r in rows if (r["size"], r["batch"], r["precision"], r["jit"], r["compare"])
+                     == (row["size"], row["batch"], "float32", False, first)), None)
         row["relative_to_float32"] = row["median"] / base["median"] if base else None
     return rows
 
 
 COLUMNS = [
     ("size", "size", "s"), ("batch", "batch", "d"), ("precision", "precision", "s"),
-    ("jit", "jit", ""), ("median", "tgt tok/s", ",.0f"), ("sentences_per_second", "sent/s", ",.1f"),
-    ("relative_to_float32", "vs fp32", ".2f"), ("compilations", "compiles", "d"),
+    ("jit", "jit", ""), ("compare", "compared", ""), ("median", "tgt tok/s", ",.0f"), ("sentences_per_second", "sent/s", ",.1f"),
+    ("relative_to_float32", "relative", ".2f"), ("compilations", "compiles", "d"),
     ("padding_efficiency", "pad eff", ".3f"), ("peak_gpu_mib", "GPU MiB", ",.0f"),
     ("last_loss", "loss", ".2f"),
 ]
@@ -190,6 +208,7 @@ def main(argv=None) -> int:
     print(_common.table(rows, COLUMNS))
     result = {
         "data": args.data, "variant": args.variant, "config": config.to_dict(),
+        "compare": args.compare,
         "rounds": args.rounds, "steps_per_round": args.steps, "warmup_steps": args.warmup,
         "matmul": _common.matmul_flops(), "machine": _common.machine(), "results": rows,
     }

@@ -55,6 +55,11 @@ class Config:
     # Beyond the paper: > 0 fills each minibatch up to this many padded token slots
     # (sentences x longest side) instead of batch_size sentences; 0 keeps batch_size.
     batch_tokens: int = 0
+    # Beyond the paper (Jean et al., 2015): > 0 trains with a softmax over this many
+    # output words per batch (the batch's own target words, then uniformly drawn ones,
+    # corrected for their sampling probability); dev NLL and decoding use the full
+    # softmax. It must hold every target word a batch can have. 0: the full softmax.
+    sampled_softmax: int = 0
     # Beyond the paper, for XLA (--jit compiles once per batch shape): > 0 pads every
     # training batch's source and target to one length, a multiple of this, so a run
     # sees at most ceil((max_len + 1) / length_multiple) shapes. 0: each batch its own
@@ -112,6 +117,15 @@ class Config:
         if self.shuffle_buffer < 0:
             raise ConfigError(
                 f"shuffle_buffer must be >= 0 (0 = a permutation of the whole corpus), got {self.shuffle_buffer}"
+            )
+        if self.sampled_softmax < 0:
+            raise ConfigError(f"sampled_softmax must be >= 0 (0 = the full softmax), got {self.sampled_softmax}")
+        most = (self.batch_tokens or self.batch_size * (self.max_len + 1)) + 1  # + PAD
+        if 0 < self.sampled_softmax < most:
+            raise ConfigError(
+                f"sampled_softmax={self.sampled_softmax} cannot hold the {most} distinct target "
+                f"words a batch can have (batch of {self.batch_tokens or self.batch_size} x "
+                f"max_len {self.max_len} + EOS, + PAD); use at least {most}"
             )
         if self.length_multiple < 0:
             raise ConfigError(f"length_multiple must be >= 0 (0 = exact lengths), got {self.length_multiple}")

@@ -74,16 +74,18 @@ class TranslationModel(keras.Model):
 
     def call(self, inputs, training=False, mode="logits"):
         """``mode`` "logits" (what Keras and training call): (source ids [B, Tx], target
-        input ids [B, T]) -> logits [B, T, V]; "forced", "encode" and "step": the methods
-        of the same names (they call this, so that Keras casts the variables)."""
+        input ids [B, T]) -> logits [B, T, V]; "hidden": the same inputs -> the deep
+        output's maxout layer [B, T, l], for a sampled softmax; "forced", "encode" and
+        "step": the methods of the same names (they call this, so that Keras casts the
+        variables)."""
         if mode == "encode":
             annotations, mask, summary = self.encoder(inputs, training=training)
             return self.decoder.start(annotations, mask, summary)
         if mode == "step":
             return self.decoder.step(*inputs)
         state, memory = self.encode(inputs[0], training=training)
-        logits, weights = self.decoder(inputs[1], state, memory)
-        return logits if mode == "logits" else (logits, weights)
+        outputs, weights = self.decoder(inputs[1], state, memory, hidden_only=mode == "hidden")
+        return (outputs, weights) if mode == "forced" else outputs
 
     def get_config(self):
         return {"config": self.config.to_dict(), "precision": self.dtype_policy.name,
@@ -102,4 +104,39 @@ def sentence_nll(logits, targets):
     logits = tf.cast(logits, tf.float32)
     mask = tf.cast(tf.not_equal(targets, PAD_ID), tf.float32)
     token_nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=targets, logits=logits)
+    return tf.reduce_sum(token_nll * mask, axis=1)
+
+
+def sampled_candidates(targets, vocab_size: int, count: int, seed):
+    """The output words a sampled softmax scores for a batch: every id in ``targets``
+    (PAD included) and, filling up to ``count``, others drawn uniformly without
+    replacement. Returns (ids [count], log q [count]) where q is each word's probability
+    of being among them: 1 for the batch's own words, (count - n) / (V - n) for a drawn
+    one (n = the batch's distinct ids). Fixed shapes, so XLA compiles it once."""
+    present = tf.scatter_nd(tf.reshape(targets, [-1, 1]),
+                            tf.ones([tf.size(targets)], tf.float32), [vocab_size]) > 0
+    noise = tf.random.stateless_uniform([vocab_size], seed, dtype=tf.float32)
+    # The batch's words rank above every drawn one (keys >= 2 against [0, 1)).
+    _, ids = tf.math.top_k(tf.where(present, 2.0 + noise, noise), k=count)
+    n = tf.reduce_sum(tf.cast(present, tf.float32))
+    drawn_q = (count - n) / tf.maximum(float(vocab_size) - n, 1.0)
+    log_q = tf.where(tf.gather(present, ids), 0.0, tf.math.log(tf.maximum(drawn_q, 1e-30)))
+    return ids, log_q
+
+
+def sampled_sentence_nll(hidden, targets, output_kernel, output_bias, count: int, seed):
+    """Per-sentence NLL [B] with the softmax over :func:`sampled_candidates` only (Jean et
+    al., 2015, with a uniform proposal): each drawn word's logit is corrected by -log q,
+    so the sum over the drawn words estimates the sum over every word the batch lacks.
+    With ``count`` = V every word is a candidate (q = 1): exactly :func:`sentence_nll`.
+    ``hidden``: the maxout layer [B, T, l]; ``output_kernel`` [l, V], ``output_bias`` [V]."""
+    vocab_size = int(output_kernel.shape[-1])
+    ids, log_q = sampled_candidates(targets, vocab_size, count, seed)
+    kernel = tf.cast(tf.gather(output_kernel, ids, axis=1), hidden.dtype)
+    bias = tf.cast(tf.gather(output_bias, ids), hidden.dtype)
+    logits = tf.cast(tf.nn.bias_add(tf.einsum("btl,lk->btk", hidden, kernel), bias), tf.float32)
+    position = tf.scatter_nd(ids[:, None], tf.range(count), [vocab_size])  # word -> column
+    labels = tf.gather(position, targets)
+    mask = tf.cast(tf.not_equal(targets, PAD_ID), tf.float32)
+    token_nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits - log_q)
     return tf.reduce_sum(token_nll * mask, axis=1)

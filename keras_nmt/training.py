@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from keras_nmt import distribute, faults, optimizers
 from keras_nmt.config import Config
-from keras_nmt.models import TranslationModel, sentence_nll
+from keras_nmt.models import TranslationModel, sampled_sentence_nll, sentence_nll
 from keras_nmt.progress import Progress, format_duration
 from keras_nmt.rundir import RunDir, RunDirError
 from keras_nmt.constants import PAD_ID
@@ -201,10 +201,22 @@ class Trainer:
         )
 
     # -- compiled steps ---------------------------------------------------------------
+    def _training_nll(self, source_ids, target_in, target_out):
+        """Per-sentence NLL [B] of the training loss: the full softmax, or with
+        ``config.sampled_softmax`` a softmax over that many words, drawn anew each step
+        (seeded by the run's seed and the step, so a resumed run draws the same)."""
+        count = min(self.config.sampled_softmax, self.model.config.tgt_vocab_size)
+        if not count:
+            return sentence_nll(self.model((source_ids, target_in), training=True), target_out)
+        hidden = self.model((source_ids, target_in), training=True, mode="hidden")
+        readout = self.model.decoder.readout
+        seed = tf.stack([tf.constant(self.config.seed, tf.int64), self.step])
+        return sampled_sentence_nll(hidden, target_out, readout.output_kernel,
+                                    readout.output_bias, count, seed)
+
     def _train_step(self, source_ids, target_in, target_out):
         with tf.GradientTape() as tape:
-            logits = self.model((source_ids, target_in), training=True)
-            nll = sentence_nll(logits, target_out)
+            nll = self._training_nll(source_ids, target_in, target_out)
             loss = tf.reduce_mean(nll)
             scaled = self._scale_loss(loss)
         variables = self.model.trainable_variables
@@ -253,8 +265,7 @@ class Trainer:
             source_ids, target_in, target_out = rows
             replica = tf.distribute.get_replica_context()
             with tf.GradientTape() as tape:
-                logits = self.model((source_ids, target_in), training=True)
-                nll_sum = tf.reduce_sum(sentence_nll(logits, target_out))
+                nll_sum = tf.reduce_sum(self._training_nll(source_ids, target_in, target_out))
                 loss = nll_sum / sentences
                 scaled = self._scale_loss(loss)
             variables = self.model.trainable_variables

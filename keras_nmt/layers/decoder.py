@@ -98,10 +98,12 @@ class Decoder(keras.layers.Layer):
         new_state = self.cell(self.cell.project_inputs(embedded), projected_context, state)
         return logits, new_state, weights
 
-    def call(self, target_in, state, memory):
+    def call(self, target_in, state, memory, hidden_only=False):
         """Teacher forcing over whole target sequences: [B, T] -> (logits [B, T, V],
         attention weights [B, T, Tx]). Only the recurrence runs step by step; the word
-        projections before it and the deep output after it see the whole sequence."""
+        projections before it and the deep output after it see the whole sequence.
+        ``hidden_only``: the maxout layer t [B, T, l] instead of the logits (a sampled
+        softmax projects it on a few output columns only)."""
         embedded = self.embedding(target_in)
         projected_inputs = tf.transpose(self.cell.project_inputs(embedded), [1, 0, 2])
         kernels = self.cell.recurrent_kernels()
@@ -122,12 +124,13 @@ class Decoder(keras.layers.Layer):
         states, contexts, weights = tf.scan(recur, projected_inputs, initializer=initial)
         # The readout of step i uses s_(i-1): shift the states right by one.
         previous_states = tf.concat([state[None], states[:-1]], axis=0)
-        logits = self.readout(
+        readout = self.readout.hidden if hidden_only else self.readout
+        outputs = readout(
             tf.transpose(previous_states, [1, 0, 2]),
             embedded,
             tf.transpose(contexts, [1, 0, 2]),
         )
-        return logits, tf.transpose(weights, [1, 0, 2])
+        return outputs, tf.transpose(weights, [1, 0, 2])
 
     def get_config(self):
         return {

@@ -1,0 +1,79 @@
+"""The model's losses: the sampled softmax against the full one, and by hand."""
+
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_nmt.config import ConfigError, variant_config
+from keras_nmt.models import sampled_candidates, sampled_sentence_nll, sentence_nll
+
+
+def _random(seed, batch=3, time=4, units=6, vocab=11):
+    rng = np.random.default_rng(seed)
+    hidden = tf.constant(rng.normal(size=(batch, time, units)).astype("float32"))
+    kernel = tf.Variable(rng.normal(size=(units, vocab)).astype("float32"))
+    bias = tf.Variable(rng.normal(size=(vocab,)).astype("float32"))
+    targets = tf.constant(rng.integers(1, vocab, size=(batch, time)).astype("int32"))
+    targets = tf.tensor_scatter_nd_update(targets, [[0, time - 1]], [0])  # one padded slot
+    return hidden, kernel, bias, targets
+
+
+def test_every_word_a_candidate_is_the_full_softmax_with_its_gradients():
+    hidden, kernel, bias, targets = _random(0)
+    with tf.GradientTape(persistent=True) as tape:
+        full = sentence_nll(tf.einsum("btl,lv->btv", hidden, kernel) + bias, targets)
+        sampled = sampled_sentence_nll(hidden, targets, kernel, bias, 11, tf.constant([1, 2]))
+    np.testing.assert_allclose(sampled.numpy(), full.numpy(), rtol=1e-5)
+    for a, b in zip(tape.gradient(full, [kernel, bias]), tape.gradient(sampled, [kernel, bias])):
+        np.testing.assert_allclose(tf.convert_to_tensor(b).numpy(), tf.convert_to_tensor(a).numpy(),
+                                   rtol=1e-5, atol=1e-6)
+
+
+def test_the_correction_on_five_words_by_hand():
+    # One sentence of one token, word 1; logits z_w = w + 1 (hidden 1, kernel [1..5]).
+    hidden = tf.ones([1, 1, 1])
+    kernel = tf.constant([[1.0, 2.0, 3.0, 4.0, 5.0]])
+    bias = tf.zeros([5])
+    targets = tf.constant([[1]])
+    seed = tf.constant([7, 3])
+    ids, log_q = sampled_candidates(targets, 5, 3, seed)
+    ids, log_q = ids.numpy().tolist(), log_q.numpy()
+    assert ids[0] == 1 and len(set(ids)) == 3  # the batch's word first, two drawn
+    # Drawn words: 2 of the 4 others, so q = 2/4 each.
+    np.testing.assert_allclose(log_q, [0.0, math.log(0.5), math.log(0.5)], rtol=1e-6)
+    z = {w: w + 1.0 for w in range(5)}
+    by_hand = -z[1] + math.log(math.exp(z[1]) + sum(math.exp(z[w]) / 0.5 for w in ids[1:]))
+    loss = sampled_sentence_nll(hidden, targets, kernel, bias, 3, seed)
+    assert loss.numpy()[0] == pytest.approx(by_hand, rel=1e-6)
+
+
+def test_the_drawn_words_estimate_the_missing_mass_without_bias():
+    z = np.linspace(-2.0, 3.0, 40).astype("float32")
+    kernel, bias = tf.constant(z[None, :]), tf.zeros([40])
+    targets = tf.constant([[5, 9]])
+    partition = []
+    for draw in range(1500):
+        ids, log_q = sampled_candidates(targets, 40, 12, tf.constant([draw, 0]))
+        partition.append(np.sum(np.exp(z[ids.numpy()] - log_q.numpy())))
+    assert np.mean(partition) == pytest.approx(np.exp(z).sum(), rel=0.03)
+
+
+def test_sampled_softmax_must_hold_a_batch():
+    with pytest.raises(ConfigError, match="cannot hold the 4081 distinct target words"):
+        variant_config("search50", {"sampled_softmax": 100})
+    assert variant_config("search50", {"sampled_softmax": 4081}).sampled_softmax == 4081
+
+
+def test_training_with_a_sampled_softmax_lowers_the_full_nll(tmp_path):
+    from test_training import _trainer
+
+    from keras_nmt.training import Limits
+
+    trainer = _trainer(tmp_path, optimizer="adam", learning_rate=0.05, patience=100,
+                       tgt_vocab_size=300, max_len=5, sampled_softmax=20)
+    before = trainer.dev_nll()  # full softmax
+    outcome = trainer.fit(Limits(max_steps=30))
+    assert math.isfinite(outcome.train_nll)
+    assert trainer.dev_nll() < before / 2
