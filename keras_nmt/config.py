@@ -16,6 +16,7 @@ ARCHITECTURES = ("search", "encdec")
 OPTIMIZERS = ("adadelta", "adam", "sgd")
 # keras.mixed_precision policies: variables stay float32 in all three.
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+AVERAGE_FROM = ("last", "best")
 # Batch widths under --jit are multiples of this (Config.length_multiple, when it is 0;
 # Translator's decoding batches always): XLA compiles once per shape.
 JIT_LENGTH_MULTIPLE = 8
@@ -74,6 +75,11 @@ class Config:
     # scaling state to the checkpoint.
     precision: str = "float32"
     checkpoint_every: int = 500  # steps between checkpoints
+    # Beyond the paper: > 0 keeps the model weights of the last N checkpoints (recent/)
+    # or the best N development scores (best/, average_from="best"), and at the end of
+    # training reports with their average (averaged/). 0: no averaging.
+    average_checkpoints: int = 0
+    average_from: str = "last"  # "last" or "best"
     eval_every: int = 500  # steps between development-set evaluations
     patience: int = 10  # evaluations without improvement before early stopping
     early_stop_metric: str = "nll"  # "nll" or "bleu"
@@ -118,6 +124,10 @@ class Config:
             raise ConfigError(
                 f"shuffle_buffer must be >= 0 (0 = a permutation of the whole corpus), got {self.shuffle_buffer}"
             )
+        if self.average_checkpoints < 0:
+            raise ConfigError(f"average_checkpoints must be >= 0 (0 = none), got {self.average_checkpoints}")
+        if self.average_from not in AVERAGE_FROM:
+            raise ConfigError(f"average_from must be one of {', '.join(AVERAGE_FROM)}, got {self.average_from!r}")
         if self.sampled_softmax < 0:
             raise ConfigError(f"sampled_softmax must be >= 0 (0 = the full softmax), got {self.sampled_softmax}")
         most = (self.batch_tokens or self.batch_size * (self.max_len + 1)) + 1  # + PAD

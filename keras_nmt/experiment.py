@@ -18,7 +18,7 @@ import keras
 import tensorflow as tf
 
 from keras_nmt import config as config_lib
-from keras_nmt import data, distribute
+from keras_nmt import averaging, data, distribute
 from keras_nmt.config import Config, ConfigError
 from keras_nmt.corpus import builtin, wmt14
 from keras_nmt.corpus.readers import (
@@ -350,8 +350,13 @@ def train(options: TrainOptions) -> dict[str, Any]:
     if problem:
         warn(f"the best weights {best} are unreadable ({problem}); reporting with the last ones")
         best = None
+    weights = "last"
     if best:
         tf.train.Checkpoint(model=model).read(best).expect_partial()
+        weights = "best"
+    if config.average_checkpoints:
+        averaging.average(run, config.average_from, config.average_checkpoints, model, log)
+        weights = "averaged"
     dev_nll = trainer.dev_nll()
     held_out = _files(info, "test") or valid_files
     log(f"translating the held-out {held_out.source.name} with beam {config.beam_size}")
@@ -373,6 +378,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
         "dev_nll": dev_nll,
         "best_weights_step": checkpoint_step(best),
         "held_out": report,
+        "report_weights": weights,
         "parameters": int(sum(math.prod(w.shape) for w in model.trainable_weights)),
         "length_multiple": config.length_multiple,
         "train_step_compilations": trainer.compilations() if options.jit else None,

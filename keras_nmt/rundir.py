@@ -6,7 +6,9 @@
     RUN_DIR/vocab.TGT.txt      target vocabulary
     RUN_DIR/spm.LANG.model     SentencePiece models (``--tokenizer sentencepiece`` only)
     RUN_DIR/checkpoints/       model + optimizer + step + data position (for --resume)
-    RUN_DIR/best/              the weights with the best development score
+    RUN_DIR/best/              the weights with the best development score(s)
+    RUN_DIR/recent/            the model weights of the last checkpoints (averaging only)
+    RUN_DIR/averaged/          their average (keras-nmt average, or average_checkpoints)
     RUN_DIR/tensorboard/       scalars
     RUN_DIR/summary.json       the final report (the paper's Table 2 columns)
 
@@ -30,7 +32,7 @@ from keras_nmt.config import Config
 from keras_nmt.text import CodecError, codecs
 from keras_nmt.vocab import Vocabulary
 
-WEIGHTS = ("best", "last")
+WEIGHTS = ("best", "last", "averaged")
 
 
 class RunDirError(ValueError):
@@ -92,6 +94,8 @@ class RunDir:
     summary_path = property(lambda self: self.path / "summary.json")
     checkpoints = property(lambda self: self.path / "checkpoints")
     best = property(lambda self: self.path / "best")
+    recent = property(lambda self: self.path / "recent")
+    averaged = property(lambda self: self.path / "averaged")
     tensorboard = property(lambda self: self.path / "tensorboard")
     corpus = property(lambda self: self.path / "corpus")
 
@@ -163,7 +167,8 @@ class RunDir:
     def inspect(self, weights: str = "best") -> RunFiles:
         """Read the configuration, languages and codecs, and find where the weights are:
         ``best/`` then ``checkpoints/`` for ``weights="best"`` (a run stopped before its
-        first evaluation has no best weights yet), only ``checkpoints/`` for ``"last"``.
+        first evaluation has no best weights yet), only ``checkpoints/`` for ``"last"``,
+        only ``averaged/`` for ``"averaged"``.
 
         Raises :class:`RunDirError` (or ``ConfigError``, ``VocabularyError``, all
         ``ValueError``) with a one-line message."""
@@ -189,8 +194,11 @@ class RunDir:
             ) from None
         except OSError as error:
             raise RunDirError(f"cannot read {self.path}: {error.strerror or error}") from None
-        candidates = [self.best, self.checkpoints] if weights == "best" else [self.checkpoints]
+        candidates = {"best": [self.best, self.checkpoints], "last": [self.checkpoints],
+                      "averaged": [self.averaged]}[weights]
         found = tuple(d for d in candidates if (d / "checkpoint").is_file())
+        if not found and weights == "averaged":
+            raise RunDirError(f"{self.path} holds no averaged weights (run keras-nmt average)")
         if not found:
             raise RunDirError(f"{self.path} holds no trained weights (no checkpoint)")
         return RunFiles(self, config, src, tgt, source_codec, target_codec, found)

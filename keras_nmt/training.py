@@ -181,11 +181,19 @@ class Trainer:
         self.scratch = None if self.is_chief else tempfile.mkdtemp(prefix="keras-nmt-worker-")
         self.checkpoint_dir = run.checkpoints if self.is_chief else pathlib.Path(self.scratch, "checkpoints")
         self.manager = self._checkpoint_manager()
+        averaging = config.average_checkpoints
         self.best_manager = tf.train.CheckpointManager(
             tf.train.Checkpoint(model=model),
             str(run.best if self.is_chief else pathlib.Path(self.scratch, "best")),
-            max_to_keep=1, step_counter=self.step,
+            max_to_keep=averaging if averaging and config.average_from == "best" else 1,
+            step_counter=self.step,
         )
+        # The model weights of the last N checkpoints, for averaging (keras_nmt.averaging).
+        self.recent_manager = tf.train.CheckpointManager(
+            tf.train.Checkpoint(model=model),
+            str(run.recent if self.is_chief else pathlib.Path(self.scratch, "recent")),
+            max_to_keep=averaging, step_counter=self.step,
+        ) if averaging and config.average_from == "last" else None
         step_fn = self._train_step if strategy is None else self._distributed_train_step
         # XLA compiles once per batch shape whatever the signature says; without one,
         # tf.function traces once per shape too, so its tracing count is the number of
@@ -367,6 +375,8 @@ class Trainer:
         try:
             with faults.watch_writing(self.checkpoint_dir, step):
                 path = self.manager.save(checkpoint_number=step, options=options)
+            if self.recent_manager is not None:
+                self.recent_manager.save(checkpoint_number=step)
         except WRITE_ERRORS as error:
             raise self._write_error(f"checkpoint of step {step}", error) from None
         faults.point("checkpoint-state-written", step)

@@ -3,6 +3,7 @@
     keras-nmt train          train RNNsearch / RNNencdec (also: python train.py)
     keras-nmt translate      translate stdin with trained runs (ensembles, n-best)
     keras-nmt evaluate       BLEU / chrF, No-UNK, Fig. 2, Fig. 3, Table 2, AER
+    keras-nmt average        average a run's last or best N checkpoints
     keras-nmt export         SavedModel for TF Serving, and ONNX (also: python -m export)
     keras-nmt onnx-translate translate stdin with onnxruntime, without TensorFlow
     keras-nmt tfserving-client  translate stdin through a running TF Serving
@@ -23,6 +24,7 @@ COMMANDS = {
     "train": ("train", "train RNNsearch / RNNencdec on a corpus (python train.py is the same)"),
     "translate": ("translate", "translate stdin with one or more trained runs"),
     "evaluate": ("evaluate", "BLEU/chrF (All, No-UNK), BLEU by length, heat maps, Table 2, AER"),
+    "average": ("average", "average a run's last or best N checkpoints (--weights averaged)"),
     "export": ("export", "export a run as a TF Serving SavedModel (and ONNX with --onnx)"),
     "onnx-translate": ("onnx_translate", "translate stdin with an ONNX export and onnxruntime"),
     "tfserving-client": ("tfserving_client", "translate stdin through a running TF Serving"),

@@ -40,6 +40,15 @@ positive_float = _number(float, lambda v: v > 0, "a positive number")
 non_negative_float = _number(float, lambda v: v >= 0, "a number >= 0")
 
 
+def add_weights_argument(parser: argparse.ArgumentParser) -> None:
+    """``--weights best|last|averaged``: which of a run's weights a command loads."""
+    parser.add_argument(
+        "--weights", choices=("best", "last", "averaged"), default="best",
+        help="'best' development weights (the default; the last checkpoint when there are "
+        "none), the 'last' checkpoint, or the 'averaged' ones of keras-nmt average",
+    )
+
+
 def quiet_tensorflow() -> None:
     """Keep TensorFlow's C++ start-up lines off the terminal: on a machine without a GPU
     they include an error, "failed call to cuInit", that a new user reads as a failure.

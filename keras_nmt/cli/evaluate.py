@@ -19,7 +19,8 @@ import pathlib
 from typing import Any, Sequence
 
 from keras_nmt.cli.common import (
-    OneLineParser, non_negative_int, positive_int, quiet_tensorflow, run_command, std_streams,
+    OneLineParser, add_weights_argument, non_negative_int, positive_int, quiet_tensorflow,
+    run_command, std_streams,
 )
 from keras_nmt.config import ConfigError
 from keras_nmt.corpus.readers import CorpusError
@@ -70,6 +71,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                         help=f"attention heat maps per run with --plots (default 4: the first sentences "
                         f"with {HEATMAP_MIN_TOKENS}-{HEATMAP_MAX_TOKENS} source tokens)")
     parser.add_argument("--sentences", metavar="I,J,K", help="heat maps for these line numbers of --src (1-based) instead")
+    add_weights_argument(parser)
     parser.add_argument(
         "--ensemble", action="store_true",
         help="also evaluate the ensemble of all RUN_DIRs (same vocabularies needed), as one more row",
@@ -123,7 +125,7 @@ class _Job:
 def _main(args: argparse.Namespace, stdout, stderr) -> int:
     # Everything that can be checked without TensorFlow is checked first.
     sources, references = read_parallel(args.src, args.ref)
-    runs = [RunDir(path).inspect() for path in args.run_dirs]
+    runs = [RunDir(path).inspect(args.weights) for path in args.run_dirs]
     pairs = {(run.src, run.tgt) for run in runs}
     if len(pairs) > 1:
         raise EvaluationError(
@@ -170,7 +172,7 @@ def _main(args: argparse.Namespace, stdout, stderr) -> int:
     for job in jobs:
         key = tuple(path.resolve() for path in job.paths)
         if key not in loaded:
-            loaded[key] = Translator.from_run_dirs(job.paths)
+            loaded[key] = Translator.from_run_dirs(job.paths, weights=args.weights)
         translator = loaded[key]
         beam = args.beam or job.config.beam_size
         alpha = job.config.length_alpha if args.alpha is None else args.alpha

@@ -10,7 +10,8 @@ import time
 from typing import Sequence
 
 from keras_nmt.cli.common import (
-    OneLineParser, non_negative_int, positive_int, quiet_tensorflow, run_command, std_streams,
+    OneLineParser, add_weights_argument, non_negative_int, positive_int, quiet_tensorflow,
+    run_command, std_streams,
 )
 from keras_nmt.config import ConfigError
 from keras_nmt.export import ExportError
@@ -49,6 +50,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser.add_argument("--onnx", action="store_true",
                         help="also write EXPORT_DIR/NAME.onnx (translate_ids, for onnxruntime) "
                              "with its vocabularies and NAME.onnx.json")
+    add_weights_argument(parser)
     return parser
 
 
@@ -72,6 +74,7 @@ def _run(args: argparse.Namespace, stderr, prog: str) -> int:
     request = ExportRequest(
         run_dir=args.run_dir, out=args.out, name=args.name, version=args.version,
         beam=args.beam, nbest=args.nbest, attention=args.attention, onnx=args.onnx,
+        weights=args.weights,
     )
     quiet_tensorflow()
     try:

@@ -16,8 +16,8 @@ import time
 from typing import Sequence, TextIO
 
 from keras_nmt.cli.common import (
-    OneLineParser, binary, non_negative_float, positive_int, quiet_tensorflow, run_command,
-    std_streams,
+    OneLineParser, add_weights_argument, binary, non_negative_float, positive_int,
+    quiet_tensorflow, run_command, std_streams,
 )
 from keras_nmt.config import ConfigError
 from keras_nmt.constants import EOS
@@ -105,11 +105,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         "--max-source-len", type=positive_int, metavar="N",
         help="truncate sentences to N source tokens (default: max(100, 2 * the run's max_len))",
     )
-    parser.add_argument(
-        "--weights", choices=("best", "last"), default="best",
-        help="'best' development weights (the default; the last checkpoint when there are "
-        "none) or the 'last' checkpoint",
-    )
+    add_weights_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     return parser
 

@@ -43,6 +43,7 @@ class ExportRequest:
     nbest: int = 1
     attention: bool = False
     onnx: bool = False
+    weights: str = "best"  # "best", "last" or "averaged" (RunDir.inspect)
 
 
 def next_version(model_dir: pathlib.Path) -> int:
@@ -157,7 +158,7 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
     """Do the export; returns the version directory. ``log`` hears each stage."""
     if not NAME.fullmatch(args.name):
         raise ExportError(f"the model name must be letters, digits, '_', '.', '-', got {args.name!r}")
-    run = RunDir(args.run_dir).inspect()
+    run = RunDir(args.run_dir).inspect(args.weights)
     beam_size = args.beam or run.config.beam_size
     if args.nbest > beam_size:
         raise ExportError(f"--nbest ({args.nbest}) cannot exceed the beam size ({beam_size})")

@@ -1,0 +1,65 @@
+"""Checkpoint averaging: the element-wise mean of a run's last or best N model weights.
+
+Averaging the parameters of the last checkpoints of a run (or of its best ones) smooths
+the noise of the final updates, a common recipe beyond the paper. The sources are
+``recent/`` (the model weights of the last ``average_checkpoints`` checkpoints, kept when
+that is set; else ``checkpoints/``, which keeps two) or ``best/``; the mean is written to
+``averaged/`` as a model checkpoint, which every command loads with ``--weights averaged``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from keras_nmt.rundir import RunDir, RunDirError
+
+SOURCES = ("last", "best")
+
+
+def checkpoints_to_average(run: RunDir, source: str, count: int) -> list[str]:
+    """The checkpoint prefixes to average, oldest first: the ``count`` newest of
+    ``best/`` (source "best") or of ``recent/``, else ``checkpoints/`` (source "last")."""
+    import tensorflow as tf
+
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
+    directories = [run.best] if source == "best" else [run.recent, run.checkpoints]
+    for directory in directories:
+        state = tf.train.get_checkpoint_state(str(directory))
+        if state and state.all_model_checkpoint_paths:
+            paths = list(state.all_model_checkpoint_paths)[-count:]
+            if len(paths) < count:
+                raise RunDirError(
+                    f"{directory} holds {len(paths)} checkpoint(s), fewer than the {count} to "
+                    f"average (train with --set average_checkpoints={count}"
+                    + (" --set average_from=best" if source == "best" else "") + ")"
+                )
+            return paths
+    raise RunDirError(f"{run.path} holds no checkpoints to average in "
+                      + " or ".join(d.name + "/" for d in directories))
+
+
+def average(run: RunDir, source: str = "last", count: int = 2, model=None,
+            log: Callable[[str], None] = lambda text: None) -> str:
+    """Write the mean of the chosen checkpoints' model weights to ``averaged/``; returns
+    the checkpoint written. ``model`` (the run's, built) is reused when given; its
+    weights are left holding the average."""
+    import numpy as np
+    import tensorflow as tf
+
+    paths = checkpoints_to_average(run, source, count)
+    model = model if model is not None else run.load_model(weights="last" if source == "last"
+                                                           else "best")
+    total = None
+    for path in paths:
+        log(f"reading {path}")
+        tf.train.Checkpoint(model=model).read(path).expect_partial()
+        values = [w.numpy().astype(np.float64) for w in model.weights]
+        total = values if total is None else [t + v for t, v in zip(total, values)]
+    for weight, summed in zip(model.weights, total):
+        weight.assign((summed / len(paths)).astype(weight.dtype))
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model), str(run.averaged),
+                                         max_to_keep=1)
+    written = manager.save()
+    log(f"wrote the average of {len(paths)} checkpoint(s) to {written}")
+    return written

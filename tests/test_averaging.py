@@ -1,0 +1,92 @@
+"""Checkpoint averaging: the mean of the last or best N checkpoints, as a command and at
+the end of training, and the averaged weights on every path (translate, evaluate, export)."""
+
+import io
+import json
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import TINY_SETTINGS
+from keras_nmt.cli import average as average_cli
+from keras_nmt.rundir import RunDir
+
+
+@pytest.fixture(scope="module")
+def averaged_run(tiny_corpus, tmp_path_factory):
+    """10 updates keeping the model weights of the last 2 checkpoints (steps 5 and 10),
+    reported with their average."""
+    from keras_nmt import experiment
+
+    out = tmp_path_factory.mktemp("avg") / "run"
+    experiment.train(experiment.TrainOptions(
+        variant="search30", data=str(tiny_corpus), out=str(out), max_steps=10, quiet=True,
+        overrides={**TINY_SETTINGS, "checkpoint_every": 5, "average_checkpoints": 2},
+    ))
+    return out
+
+
+def _weights(run, prefix):
+    model = run.load_model(weights="last")
+    tf.train.Checkpoint(model=model).read(prefix).expect_partial()
+    return [w.numpy() for w in model.weights]
+
+
+def test_the_average_is_the_mean_of_every_weight(averaged_run):
+    run = RunDir(averaged_run)
+    state = tf.train.get_checkpoint_state(str(run.recent))
+    assert [p.rsplit("-", 1)[1] for p in state.all_model_checkpoint_paths] == ["5", "10"]
+    first, second = (_weights(run, p) for p in state.all_model_checkpoint_paths)
+    averaged = [w.numpy() for w in run.load_model(weights="averaged").weights]
+    assert any(not np.array_equal(a, b) for a, b in zip(first, second))
+    for a, b, mean in zip(first, second, averaged):
+        np.testing.assert_allclose(mean, (a + b) / 2, rtol=1e-6, atol=1e-7)
+    summary = json.loads(run.summary_path.read_text())
+    assert summary["report_weights"] == "averaged"
+
+
+def test_the_averaged_run_translates_evaluates_and_exports(averaged_run, tiny_corpus, tmp_path):
+    from keras_nmt.cli import evaluate, export, translate
+    from keras_nmt.export.loaders import SessionModel
+    from keras_nmt.translator import Translator
+
+    lines = ["The queen is strange .", ""]
+    expected = [t.text for t in Translator.from_run_dir(averaged_run, weights="averaged")
+                .translate(lines, beam_size=2)]
+    stdout, stderr = io.StringIO(), io.StringIO()
+    assert translate.main([str(averaged_run), "--weights", "averaged", "--beam", "2", "--quiet"],
+                          stdin=io.BytesIO("\n".join(lines).encode() + b"\n"),
+                          stdout=stdout, stderr=stderr) == 0, stderr.getvalue()
+    assert stdout.getvalue().splitlines() == expected
+    report = tmp_path / "evaluation"
+    assert evaluate.main([str(averaged_run), "--weights", "averaged", "--src",
+                          str(tiny_corpus / "valid.en"), "--ref", str(tiny_corpus / "valid.fr"),
+                          "--beam", "1", "--plots", str(report), "--heatmaps", "0"],
+                         stdout=io.StringIO(), stderr=io.StringIO()) == 0
+    assert json.loads((report / "evaluation.json").read_text())["runs"][0]["sentences"] == 30
+    assert export.main([str(averaged_run), "--weights", "averaged", "--out", str(tmp_path / "x")],
+                       stdout=io.StringIO(), stderr=io.StringIO()) == 0
+    served = SessionModel(tmp_path / "x" / "nmt" / "1").run("serving_default", sentences=lines)
+    assert [t.decode("utf-8") for t in served["translations"]] == [
+        t.text for t in Translator.from_run_dir(averaged_run, weights="averaged")
+        .translate(lines, beam_size=5)]
+
+
+def test_the_average_command_and_its_errors(tiny_run, tmp_path):
+    run_dir = tmp_path / "copy"
+    shutil.copytree(tiny_run, run_dir)
+    stderr = io.StringIO()
+    assert average_cli.main([str(run_dir)], stdout=io.StringIO(), stderr=stderr) == 0
+    assert (run_dir / "averaged" / "checkpoint").is_file()
+    assert "average of 2 checkpoint(s)" in stderr.getvalue()
+    stderr = io.StringIO()
+    assert average_cli.main([str(run_dir), "--last", "5"], stdout=io.StringIO(), stderr=stderr) == 2
+    [line] = stderr.getvalue().strip().splitlines()
+    assert line.startswith("keras-nmt average: error: ") and "fewer than the 5 to average" in line
+    stderr = io.StringIO()
+    assert average_cli.main([str(tmp_path / "missing")], stdout=io.StringIO(), stderr=stderr) == 2
+    assert "run directory not found" in stderr.getvalue()
+    with pytest.raises(Exception, match="no averaged weights"):
+        RunDir(tiny_run).inspect("averaged")
