@@ -56,6 +56,10 @@ class Config:
     # Beyond the paper: > 0 fills each minibatch up to this many padded token slots
     # (sentences x longest side) instead of batch_size sentences; 0 keeps batch_size.
     batch_tokens: int = 0
+    # Beyond the paper (trained on 348M words; small corpora overfit): the dropout rate
+    # on the word embeddings, the annotations and the deep output's maxout layer during
+    # training. 0 in the paper's variants.
+    dropout: float = 0.0
     # Beyond the paper (Jean et al., 2015): > 0 trains with a softmax over this many
     # output words per batch (the batch's own target words, then uniformly drawn ones,
     # corrected for their sampling probability); dev NLL and decoding use the full
@@ -128,6 +132,8 @@ class Config:
             raise ConfigError(f"average_checkpoints must be >= 0 (0 = none), got {self.average_checkpoints}")
         if self.average_from not in AVERAGE_FROM:
             raise ConfigError(f"average_from must be one of {', '.join(AVERAGE_FROM)}, got {self.average_from!r}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.sampled_softmax < 0:
             raise ConfigError(f"sampled_softmax must be >= 0 (0 = the full softmax), got {self.sampled_softmax}")
         most = (self.batch_tokens or self.batch_size * (self.max_len + 1)) + 1  # + PAD

@@ -39,6 +39,7 @@ class TranslationModel(keras.Model):
             config.hidden,
             bidirectional=config.uses_attention,
             reset_after=config.reset_after,
+            dropout=config.dropout,
             name="encoder",
             dtype=self.dtype_policy,
         )
@@ -50,6 +51,7 @@ class TranslationModel(keras.Model):
             config.maxout,
             use_attention=config.uses_attention,
             reset_after=config.reset_after,
+            dropout=config.dropout,
             name="decoder",
             dtype=self.dtype_policy,
         )
@@ -84,7 +86,8 @@ class TranslationModel(keras.Model):
         if mode == "step":
             return self.decoder.step(*inputs)
         state, memory = self.encode(inputs[0], training=training)
-        outputs, weights = self.decoder(inputs[1], state, memory, hidden_only=mode == "hidden")
+        outputs, weights = self.decoder(inputs[1], state, memory, hidden_only=mode == "hidden",
+                                        training=training)
         return (outputs, weights) if mode == "forced" else outputs
 
     def get_config(self):

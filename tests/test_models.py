@@ -77,3 +77,30 @@ def test_training_with_a_sampled_softmax_lowers_the_full_nll(tmp_path):
     outcome = trainer.fit(Limits(max_steps=30))
     assert math.isfinite(outcome.train_nll)
     assert trainer.dev_nll() < before / 2
+
+
+def test_dropout_acts_in_training_only_and_is_off_in_the_paper_variants():
+    import keras
+
+    from keras_nmt.models import TranslationModel
+
+    tiny = {"embedding": 8, "hidden": 8, "attention": 8, "maxout": 4, "src_vocab_size": 12,
+            "tgt_vocab_size": 12}
+    for variant in ("search30", "search50", "encdec30", "encdec50"):
+        assert variant_config(variant).dropout == 0.0
+    keras.utils.set_random_seed(1)
+    plain = TranslationModel(variant_config("search50", tiny))
+    dropped = TranslationModel(variant_config("search50", {**tiny, "dropout": 0.3}))
+    rng = np.random.default_rng(2)
+    for mine, theirs in zip(dropped.trainable_weights, plain.trainable_weights):
+        # The same large weights in both: dropout then shows in every logit.
+        value = rng.normal(0, 0.5, mine.shape).astype("float32")
+        mine.assign(value)
+        theirs.assign(value)
+    batch = (tf.constant([[4, 5, 6, 3]]), tf.constant([[2, 7, 8, 9]]))
+    np.testing.assert_allclose(dropped(batch, training=False).numpy(), plain(batch).numpy(),
+                               rtol=1e-6)
+    first, second = dropped(batch, training=True).numpy(), dropped(batch, training=True).numpy()
+    assert not np.allclose(first, second) and not np.allclose(first, plain(batch).numpy())
+    with pytest.raises(ConfigError, match="dropout must be in"):
+        variant_config("search50", {"dropout": 1.0})

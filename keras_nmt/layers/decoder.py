@@ -30,9 +30,11 @@ class Decoder(keras.layers.Layer):
         maxout_units: int,
         use_attention: bool = True,
         reset_after: bool = False,
+        dropout: float = 0.0,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.dropout = dropout
         self.vocab_size = vocab_size
         self.embedding_dim = embedding_dim
         self.units = units
@@ -49,6 +51,9 @@ class Decoder(keras.layers.Layer):
         self.attention = (AdditiveAttention(attention_units, name="attention", dtype=policy)
                           if use_attention else None)
         self.readout = MaxoutReadout(maxout_units, vocab_size, name="readout", dtype=policy)
+        # On the target embeddings and the maxout layer, in training only (beyond the paper).
+        self.embedding_dropout = keras.layers.Dropout(dropout, dtype=policy) if dropout else None
+        self.output_dropout = keras.layers.Dropout(dropout, dtype=policy) if dropout else None
 
     def build(self, annotation_dim: int, summary_dim: int):
         annotation_dim, summary_dim = int(annotation_dim), int(summary_dim)
@@ -98,13 +103,15 @@ class Decoder(keras.layers.Layer):
         new_state = self.cell(self.cell.project_inputs(embedded), projected_context, state)
         return logits, new_state, weights
 
-    def call(self, target_in, state, memory, hidden_only=False):
+    def call(self, target_in, state, memory, hidden_only=False, training=False):
         """Teacher forcing over whole target sequences: [B, T] -> (logits [B, T, V],
         attention weights [B, T, Tx]). Only the recurrence runs step by step; the word
         projections before it and the deep output after it see the whole sequence.
         ``hidden_only``: the maxout layer t [B, T, l] instead of the logits (a sampled
         softmax projects it on a few output columns only)."""
         embedded = self.embedding(target_in)
+        if self.embedding_dropout is not None:
+            embedded = self.embedding_dropout(embedded, training=training)
         projected_inputs = tf.transpose(self.cell.project_inputs(embedded), [1, 0, 2])
         kernels = self.cell.recurrent_kernels()
 
@@ -124,12 +131,14 @@ class Decoder(keras.layers.Layer):
         states, contexts, weights = tf.scan(recur, projected_inputs, initializer=initial)
         # The readout of step i uses s_(i-1): shift the states right by one.
         previous_states = tf.concat([state[None], states[:-1]], axis=0)
-        readout = self.readout.hidden if hidden_only else self.readout
-        outputs = readout(
+        hidden = self.readout.hidden(
             tf.transpose(previous_states, [1, 0, 2]),
             embedded,
             tf.transpose(contexts, [1, 0, 2]),
         )
+        if self.output_dropout is not None:
+            hidden = self.output_dropout(hidden, training=training)
+        outputs = hidden if hidden_only else self.readout.project(hidden)
         return outputs, tf.transpose(weights, [1, 0, 2])
 
     def get_config(self):
@@ -142,4 +151,5 @@ class Decoder(keras.layers.Layer):
             "maxout_units": self.maxout_units,
             "use_attention": self.use_attention,
             "reset_after": self.reset_after,
+            "dropout": self.dropout,
         }

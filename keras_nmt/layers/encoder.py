@@ -43,9 +43,14 @@ class Encoder(keras.layers.Layer):
         bidirectional: bool = True,
         reset_after: bool = False,
         recurrence: str = "auto",
+        dropout: float = 0.0,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.dropout = dropout
+        # On the embeddings and on the annotations, in training only (beyond the paper).
+        self.embedding_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy) if dropout else None
+        self.annotation_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy) if dropout else None
         if recurrence not in RECURRENCES:
             raise ValueError(f"recurrence must be one of {', '.join(RECURRENCES)}, got {recurrence!r}")
         self.recurrence = recurrence
@@ -90,8 +95,16 @@ class Encoder(keras.layers.Layer):
 
     def call(self, source_ids, training=False):
         """Returns (annotations [B, Tx, output_dim], mask [B, Tx] bool, summary [B, units])."""
+        annotations, mask, summary = self._annotate(source_ids, training)
+        if self.annotation_dropout is not None:
+            annotations = self.annotation_dropout(annotations, training=training)
+        return annotations, mask, summary
+
+    def _annotate(self, source_ids, training):
         mask = tf.not_equal(source_ids, PAD_ID)
         embedded = self.embedding(source_ids)
+        if self.embedding_dropout is not None:
+            embedded = self.embedding_dropout(embedded, training=training)
         lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)
         recurrence = default_recurrence() if self.recurrence == "auto" else self.recurrence
         if recurrence == "keras":
@@ -133,6 +146,7 @@ class Encoder(keras.layers.Layer):
             "bidirectional": self.bidirectional,
             "reset_after": self.reset_after,
             "recurrence": self.recurrence,
+            "dropout": self.dropout,
         }
 
 

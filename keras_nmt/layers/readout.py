@@ -51,12 +51,15 @@ class MaxoutReadout(keras.layers.Layer):
         pairs = tf.reshape(pre, tf.concat([tf.shape(pre)[:-1], [self.units, 2]], axis=0))
         return tf.reduce_max(pairs, axis=-1)
 
-    def call(self, state, embedded, context):
-        """Unnormalised log-probabilities over the target shortlist: [..., V]."""
+    def project(self, hidden):
+        """The maxout layer [..., l] -> unnormalised log-probabilities [..., V]."""
         # bias_add, not +: TF's graph optimizer fuses MatMul + BiasAdd into one kernel,
         # which saves a pass over [..., V] floats in every decoding step.
-        return tf.nn.bias_add(apply_kernel(self.hidden(state, embedded, context), self.output_kernel),
-                              self.output_bias)
+        return tf.nn.bias_add(apply_kernel(hidden, self.output_kernel), self.output_bias)
+
+    def call(self, state, embedded, context):
+        """Unnormalised log-probabilities over the target shortlist: [..., V]."""
+        return self.project(self.hidden(state, embedded, context))
 
     def get_config(self):
         return {**super().get_config(), "units": self.units, "vocab_size": self.vocab_size}
