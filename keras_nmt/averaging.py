@@ -16,9 +16,11 @@ from keras_nmt.rundir import RunDir, RunDirError
 SOURCES = ("last", "best")
 
 
-def checkpoints_to_average(run: RunDir, source: str, count: int) -> list[str]:
+def checkpoints_to_average(run: RunDir, source: str, count: int, strict: bool = True) -> list[str]:
     """The checkpoint prefixes to average, oldest first: the ``count`` newest of
-    ``best/`` (source "best") or of ``recent/``, else ``checkpoints/`` (source "last")."""
+    ``best/`` (source "best") or of ``recent/``, else ``checkpoints/`` (source "last").
+    Fewer than ``count`` is an error, unless ``strict`` is False (a run that ended before
+    it wrote that many averages what it has)."""
     import tensorflow as tf
 
     if source not in SOURCES:
@@ -28,7 +30,7 @@ def checkpoints_to_average(run: RunDir, source: str, count: int) -> list[str]:
         state = tf.train.get_checkpoint_state(str(directory))
         if state and state.all_model_checkpoint_paths:
             paths = list(state.all_model_checkpoint_paths)[-count:]
-            if len(paths) < count:
+            if len(paths) < count and strict:
                 raise RunDirError(
                     f"{directory} holds {len(paths)} checkpoint(s), fewer than the {count} to "
                     f"average (train with --set average_checkpoints={count}"
@@ -40,14 +42,14 @@ def checkpoints_to_average(run: RunDir, source: str, count: int) -> list[str]:
 
 
 def average(run: RunDir, source: str = "last", count: int = 2, model=None,
-            log: Callable[[str], None] = lambda text: None) -> str:
+            log: Callable[[str], None] = lambda text: None, strict: bool = True) -> str:
     """Write the mean of the chosen checkpoints' model weights to ``averaged/``; returns
     the checkpoint written. ``model`` (the run's, built) is reused when given; its
-    weights are left holding the average."""
+    weights are left holding the average. ``strict``: see :func:`checkpoints_to_average`."""
     import numpy as np
     import tensorflow as tf
 
-    paths = checkpoints_to_average(run, source, count)
+    paths = checkpoints_to_average(run, source, count, strict)
     model = model if model is not None else run.load_model(weights="last" if source == "last"
                                                            else "best")
     total = None

@@ -17,6 +17,7 @@ OPTIMIZERS = ("adadelta", "adam", "sgd")
 # keras.mixed_precision policies: variables stay float32 in all three.
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 AVERAGE_FROM = ("last", "best")
+LR_SCHEDULES = ("constant", "budget")
 # Batch widths under --jit are multiples of this (Config.length_multiple, when it is 0;
 # Translator's decoding batches always): XLA compiles once per shape.
 JIT_LENGTH_MULTIPLE = 8
@@ -56,6 +57,12 @@ class Config:
     # Beyond the paper: > 0 fills each minibatch up to this many padded token slots
     # (sentences x longest side) instead of batch_size sentences; 0 keeps batch_size.
     batch_tokens: int = 0
+    # Beyond the paper: "constant" (the paper's), or "budget": a linear warm-up over
+    # warmup_steps, then a cosine decay that reaches learning_rate * final_lr_fraction at
+    # the end of the budget (--max-minutes or --max-steps, whichever ends first).
+    lr_schedule: str = "constant"
+    warmup_steps: int = 0
+    final_lr_fraction: float = 0.1
     # Beyond the paper (trained on 348M words; small corpora overfit): the dropout rate
     # on the word embeddings, the annotations and the deep output's maxout layer during
     # training. 0 in the paper's variants.
@@ -132,6 +139,10 @@ class Config:
             raise ConfigError(f"average_checkpoints must be >= 0 (0 = none), got {self.average_checkpoints}")
         if self.average_from not in AVERAGE_FROM:
             raise ConfigError(f"average_from must be one of {', '.join(AVERAGE_FROM)}, got {self.average_from!r}")
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ConfigError(f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}, got {self.lr_schedule!r}")
+        if self.warmup_steps < 0 or not 0.0 <= self.final_lr_fraction <= 1.0:
+            raise ConfigError("warmup_steps must be >= 0 and final_lr_fraction in [0, 1]")
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.sampled_softmax < 0:
@@ -196,6 +207,28 @@ COMPACT: dict[str, Any] = {
     "batch_size": 64,
     "checkpoint_every": 100,
     "eval_every": 100,
+}
+
+
+# Training recipes beyond the paper (train.py --recipe NAME): applied after the compact
+# sizes and before --set, which wins. "budget": the most from a fixed training time on
+# one machine. Adam at the rate the README's real-corpus runs use, a warm-up and a decay
+# that ends with the budget, dropout at the rate of JoeyNMT's Anki recipe, a sampled
+# softmax over 4,096 words (1.61x target tokens/s on Anki, docs/training.md), and the
+# average of the last 3 checkpoints. Its BLEU against the default is measured in
+# docs/benchmarks.md.
+RECIPES: dict[str, dict[str, Any]] = {
+    "budget": {
+        "optimizer": "adam",
+        "learning_rate": 2e-3,
+        "batch_size": 64,
+        "lr_schedule": "budget",
+        "warmup_steps": 200,
+        "final_lr_fraction": 0.1,
+        "dropout": 0.2,
+        "sampled_softmax": 4096,
+        "average_checkpoints": 3,
+    },
 }
 
 

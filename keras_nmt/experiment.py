@@ -74,6 +74,7 @@ class TrainOptions:
     tokenizer: str | None = None  # "word" (the paper's, default) or "sentencepiece"
     strategy: str = "default"  # see keras_nmt.distribute
     jit: bool = False  # XLA-compile the training step and the beam search
+    recipe: str | None = None  # a name of config.RECIPES
 
 
 def default_run_dir(variant: str) -> pathlib.Path:
@@ -83,10 +84,12 @@ def default_run_dir(variant: str) -> pathlib.Path:
 
 def resolve_config(options: TrainOptions) -> Config:
     """The variant's configuration with the built-in corpus's compact sizes (unless the
-    paper's sizes are asked for) and the user's overrides, in that order."""
+    paper's sizes are asked for), the recipe and the user's overrides, in that order."""
     values: dict[str, Any] = {}
     if options.data == BUILTIN and not options.paper_size:
         values.update(config_lib.COMPACT)
+    if options.recipe:
+        values.update(config_lib.RECIPES[options.recipe])
     values.update(options.overrides)
     if options.seed is not None:
         values["seed"] = options.seed
@@ -355,7 +358,8 @@ def train(options: TrainOptions) -> dict[str, Any]:
         tf.train.Checkpoint(model=model).read(best).expect_partial()
         weights = "best"
     if config.average_checkpoints:
-        averaging.average(run, config.average_from, config.average_checkpoints, model, log)
+        averaging.average(run, config.average_from, config.average_checkpoints, model, log,
+                          strict=False)
         weights = "averaged"
     dev_nll = trainer.dev_nll()
     held_out = _files(info, "test") or valid_files

@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_nmt import distribute, faults, optimizers
-from keras_nmt.config import Config
+from keras_nmt.config import Config, ConfigError
 from keras_nmt.models import TranslationModel, sampled_sentence_nll, sentence_nll
 from keras_nmt.progress import Progress, format_duration
 from keras_nmt.rundir import RunDir, RunDirError
@@ -93,10 +93,33 @@ def make_optimizer(config: Config) -> keras.optimizers.Optimizer:
     return keras.optimizers.SGD(learning_rate=config.learning_rate)
 
 
+def scheduled_learning_rate(config: Config, step: int, progress: float) -> float:
+    """The learning rate of update ``step`` (0-based) once ``progress`` (0 to 1) of the
+    budget will be spent: ``config.learning_rate``, or with ``lr_schedule="budget"`` a
+    linear warm-up over ``warmup_steps``, then a cosine decay from the full rate at
+    progress 0 to ``final_lr_fraction`` of it at progress 1."""
+    if config.lr_schedule == "constant":
+        return config.learning_rate
+    warm = min(1.0, (step + 1) / config.warmup_steps) if config.warmup_steps else 1.0
+    final = config.final_lr_fraction
+    decay = final + (1.0 - final) * 0.5 * (1.0 + math.cos(math.pi * min(1.0, max(0.0, progress))))
+    return config.learning_rate * warm * decay
+
+
 @dataclasses.dataclass
 class Limits:
     max_steps: int | None = None
     max_minutes: float | None = None  # total training time, summed over resumed sessions
+
+    def progress(self, steps: int, seconds: float) -> float:
+        """The share of the budget spent after ``steps`` updates and ``seconds`` of
+        training: the larger of the two limits' shares (0 with no limit)."""
+        shares = [0.0]
+        if self.max_steps:
+            shares.append(steps / self.max_steps)
+        if self.max_minutes:
+            shares.append(seconds / (60.0 * self.max_minutes))
+        return min(1.0, max(shares))
 
 
 @dataclasses.dataclass
@@ -433,6 +456,12 @@ class Trainer:
         def elapsed() -> float:
             return elapsed_before + time.monotonic() - session_start
 
+        scheduled = config.lr_schedule != "constant"
+        if scheduled and limits.max_steps is None and limits.max_minutes is None:
+            raise ConfigError("lr_schedule='budget' decays over the budget: give --max-minutes "
+                              "or --max-steps")
+        first_step = int(self.step.numpy())
+
         while True:
             step = int(self.step.numpy())
             if limits.max_steps is not None and step >= limits.max_steps:
@@ -443,6 +472,13 @@ class Trainer:
                 stop_reason = "max_minutes"
                 break
             (source_ids, target_in), target_out = next(self.iterator)
+            if scheduled:
+                # The budget share this update ends at (time: now plus this session's mean
+                # step), so the last update gets the final rate.
+                mean_step = (elapsed() - elapsed_before) / (step - first_step) if step > first_step else 0.0
+                learning_rate = scheduled_learning_rate(
+                    config, step, limits.progress(step + 1, elapsed() + mean_step))
+                self.optimizer.learning_rate.assign(learning_rate)
             loss, tokens, norm = self.train_step(source_ids, target_in, target_out)
             loss = float(loss)
             if not math.isfinite(loss):
@@ -464,6 +500,7 @@ class Trainer:
                 tokens_per_second = recent_tokens / (now - window_start)
                 recent_tokens, window_start = 0, now
             with self.writer.as_default(step=step):
+                tf.summary.scalar("train/learning_rate", float(self.optimizer.learning_rate))
                 tf.summary.scalar("train/nll", loss)
                 tf.summary.scalar("train/grad_norm", norm)
 

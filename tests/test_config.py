@@ -46,3 +46,15 @@ def test_round_trip_and_compact_fields_exist():
     config = variant_config("encdec50", {"hidden": 32})
     assert Config.from_dict(config.to_dict()) == config
     assert set(COMPACT) <= set(config.to_dict())
+
+
+def test_the_budget_recipe_comes_before_set():
+    from keras_nmt.experiment import TrainOptions, resolve_config
+
+    config = resolve_config(TrainOptions(variant="search50", data="somewhere", recipe="budget",
+                                         overrides={"dropout": 0.1}))
+    assert (config.optimizer, config.lr_schedule, config.sampled_softmax) == ("adam", "budget", 4096)
+    assert config.average_checkpoints == 3 and config.dropout == 0.1  # --set wins
+    paper = resolve_config(TrainOptions(variant="search50", data="somewhere"))
+    assert (paper.optimizer, paper.lr_schedule, paper.dropout, paper.sampled_softmax) == (
+        "adadelta", "constant", 0.0, 0)

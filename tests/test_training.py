@@ -2,11 +2,13 @@
 
 import math
 
+import numpy as np
+
 import keras
 import pytest
 import tensorflow as tf
 
-from keras_nmt.config import variant_config
+from keras_nmt.config import ConfigError, variant_config
 from keras_nmt.optimizers import FusedAdadelta
 from keras_nmt.models import TranslationModel
 from keras_nmt.rundir import RunDir
@@ -83,3 +85,51 @@ def test_restore_continues_counters_and_data(tmp_path):
     assert int(again.step.numpy()) == 4 and int(again.sentences.numpy()) == 8
     for restored, saved in zip(again.model.weights, weights):
         assert (restored.numpy() == saved).all()
+
+
+def test_the_budget_schedule_by_hand():
+    from keras_nmt.training import scheduled_learning_rate
+
+    config = variant_config("search50", {**TINY, "lr_schedule": "budget", "learning_rate": 1.0,
+                                         "warmup_steps": 4, "final_lr_fraction": 0.1})
+    assert scheduled_learning_rate(config, 0, 0.0) == pytest.approx(0.25)  # warming up
+    assert scheduled_learning_rate(config, 3, 0.0) == pytest.approx(1.0)
+    assert scheduled_learning_rate(config, 10, 0.5) == pytest.approx(0.55)  # half way down
+    assert scheduled_learning_rate(config, 99, 1.0) == pytest.approx(0.1)
+    constant = variant_config("search50", TINY)
+    assert scheduled_learning_rate(constant, 99, 1.0) == constant.learning_rate
+    assert Limits(max_steps=10, max_minutes=1.0).progress(5, 45.0) == pytest.approx(0.75)
+    assert Limits().progress(5, 45.0) == 0.0
+
+
+def test_the_schedule_ends_at_its_final_rate_also_across_resume(tmp_path):
+    settings = dict(optimizer="adam", learning_rate=0.02, lr_schedule="budget", warmup_steps=2,
+                    final_lr_fraction=0.1, patience=100, eval_every=100, checkpoint_every=5)
+    whole = _trainer(tmp_path / "whole", **settings)
+    whole.fit(Limits(max_steps=10))
+    assert float(whole.optimizer.learning_rate) == pytest.approx(0.002, rel=1e-5)
+
+    first = _trainer(tmp_path / "resumed", **settings)
+    step_fn, calls = first.train_step, []
+
+    def crash_after_five(*batch):
+        calls.append(1)
+        if len(calls) > 5:
+            raise KeyboardInterrupt
+        return step_fn(*batch)
+
+    first.train_step = crash_after_five
+    with pytest.raises(KeyboardInterrupt):
+        first.fit(Limits(max_steps=10))
+    again = _trainer(tmp_path / "resumed", **settings)
+    assert again.restore(log=lambda text: None) and int(again.step.numpy()) == 5
+    again.fit(Limits(max_steps=10))
+    assert float(again.optimizer.learning_rate) == pytest.approx(0.002, rel=1e-5)
+    for mine, theirs in zip(again.model.weights, whole.model.weights):  # the same updates
+        np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_budget_schedule_needs_a_budget(tmp_path):
+    trainer = _trainer(tmp_path, lr_schedule="budget")
+    with pytest.raises(ConfigError, match="give --max-minutes or --max-steps"):
+        trainer.fit(Limits())

@@ -8,7 +8,9 @@ from keras_nmt import distribute
 from keras_nmt.cli.common import (
     OneLineParser, positive_float, positive_int, quiet_tensorflow, run_command, std_streams,
 )
-from keras_nmt.config import PRECISIONS, VARIANTS, ConfigError, parse_overrides, variant_config
+from keras_nmt.config import (
+    PRECISIONS, RECIPES, VARIANTS, ConfigError, parse_overrides, variant_config,
+)
 from keras_nmt.corpus.readers import CorpusError
 from keras_nmt.corpus.wmt14 import DownloadError
 from keras_nmt.rundir import RunDirError
@@ -87,6 +89,12 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         help="computation dtype (default float32; fixed for a run, kept by --resume)",
     )
     parser.add_argument(
+        "--recipe", choices=tuple(RECIPES),
+        help="a training recipe beyond the paper, before --set (which wins): 'budget' = Adam "
+        "2e-3 with warm-up and a decay to the end of --max-minutes/--max-steps, dropout 0.2, "
+        "sampled softmax over 4,096 words, average of the last 3 checkpoints",
+    )
+    parser.add_argument(
         "--jit", action="store_true",
         help="compile the training step and the beam search with XLA (--strategy default "
         "only); batches are padded to widths that are multiples of 8 (--set length_multiple) "
@@ -114,7 +122,8 @@ def _run(args, user_errors: list) -> int:
     distribute.check(args.strategy)
     if args.jit and args.strategy != "default":
         raise distribute.StrategyError("--jit works with --strategy default only")
-    variant_config(args.variant, overrides)  # unknown variant or bad value: fail before any work
+    # An unknown variant or a bad value fails here, before any work.
+    variant_config(args.variant, {**(RECIPES[args.recipe] if args.recipe else {}), **overrides})
     if args.resume and not args.out:
         raise RunDirError("--resume needs --out RUN_DIR (the run to continue)")
     quiet_tensorflow()
@@ -129,7 +138,7 @@ def _run(args, user_errors: list) -> int:
         resume=args.resume, seed=args.seed, paper_size=args.paper_size, quiet=args.quiet,
         cache_dir=args.cache_dir, mirror=args.mirror, max_train_pairs=args.max_train_pairs,
         tokenizer=args.tokenizer,
-        strategy=args.strategy, jit=args.jit,
+        strategy=args.strategy, jit=args.jit, recipe=args.recipe,
     )
     experiment.train(options)
     return 0
