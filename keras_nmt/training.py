@@ -461,6 +461,7 @@ class Trainer:
             raise ConfigError("lr_schedule='budget' decays over the budget: give --max-minutes "
                               "or --max-steps")
         first_step = int(self.step.numpy())
+        learning_rate = config.learning_rate
 
         while True:
             step = int(self.step.numpy())
@@ -500,7 +501,7 @@ class Trainer:
                 tokens_per_second = recent_tokens / (now - window_start)
                 recent_tokens, window_start = 0, now
             with self.writer.as_default(step=step):
-                tf.summary.scalar("train/learning_rate", float(self.optimizer.learning_rate))
+                tf.summary.scalar("train/learning_rate", learning_rate)
                 tf.summary.scalar("train/nll", loss)
                 tf.summary.scalar("train/grad_norm", norm)
 

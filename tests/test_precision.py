@@ -138,7 +138,10 @@ def test_a_mixed_precision_run_exports_and_serves(runs, precision, tmp_path):
     from keras_nmt.serving.onnx_translator import OnnxTranslator
     from keras_nmt.translator import Translator
 
-    assert export.main([str(runs[precision]), "--out", str(tmp_path), "--onnx"]) == 0
+    # Exports compute in float32 whatever the run's precision: one ONNX conversion (~20 s)
+    # covers both.
+    onnx = precision == "mixed_float16"
+    assert export.main([str(runs[precision]), "--out", str(tmp_path)] + ["--onnx"] * onnx) == 0
     lines = ["The queen is strange .", "", "an uncle draws the cars ."]
     expected = [t.text for t in Translator.from_run_dir(runs[precision], precision="float32")
                 .translate(lines, beam_size=2)]
@@ -146,8 +149,9 @@ def test_a_mixed_precision_run_exports_and_serves(runs, precision, tmp_path):
         out = model.run("serving_default", sentences=lines)
         assert [t.decode("utf-8") for t in out["translations"]] == expected, name
         assert np.isfinite(out["scores"]).all()
-    onnx = OnnxTranslator.from_export_dir(tmp_path).translate(lines)
-    assert [t.text for t in onnx] == expected
+    if onnx:
+        served = OnnxTranslator.from_export_dir(tmp_path).translate(lines)
+        assert [t.text for t in served] == expected
 
 
 def _tiny_pipeline(tiny_corpus, length_multiple, batch_size=8):
