@@ -104,9 +104,14 @@ def sentence_nll(logits, targets):
     (id 0) masked. The paper's training cost and its Table 2 figure. Computed in
     float32 whatever the logits' dtype (mixed precision): a float16 softmax over 30,000
     words loses the small probabilities."""
-    logits = tf.cast(logits, tf.float32)
+    return _summed_nll(tf.cast(logits, tf.float32), targets, targets)
+
+
+def _summed_nll(logits, labels, targets):
+    """Softmax cross-entropy of ``labels`` (columns of ``logits``) summed over each
+    sentence's tokens, the padding of ``targets`` masked: [B]."""
     mask = tf.cast(tf.not_equal(targets, PAD_ID), tf.float32)
-    token_nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=targets, logits=logits)
+    token_nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
     return tf.reduce_sum(token_nll * mask, axis=1)
 
 
@@ -139,7 +144,4 @@ def sampled_sentence_nll(hidden, targets, output_kernel, output_bias, count: int
     bias = tf.cast(tf.gather(output_bias, ids), hidden.dtype)
     logits = tf.cast(tf.nn.bias_add(tf.einsum("btl,lk->btk", hidden, kernel), bias), tf.float32)
     position = tf.scatter_nd(ids[:, None], tf.range(count), [vocab_size])  # word -> column
-    labels = tf.gather(position, targets)
-    mask = tf.cast(tf.not_equal(targets, PAD_ID), tf.float32)
-    token_nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits - log_q)
-    return tf.reduce_sum(token_nll * mask, axis=1)
+    return _summed_nll(logits - log_q, tf.gather(position, targets), targets)
