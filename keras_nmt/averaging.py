@@ -50,15 +50,20 @@ def average(run: RunDir, source: str = "last", count: int = 2, model=None,
     import tensorflow as tf
 
     paths = checkpoints_to_average(run, source, count, strict)
-    model = model if model is not None else run.load_model(weights="last" if source == "last"
-                                                           else "best")
+    if model is None:  # its weights come from the checkpoints read below
+        from keras_nmt.models import TranslationModel
+
+        model = TranslationModel(run.load_config())
+    # Float weights are averaged; any other state (a dropout layer's random-number
+    # generator) keeps the newest checkpoint's value, the last one read.
+    weights = [w for w in model.weights if np.issubdtype(np.dtype(w.dtype), np.floating)]
     total = None
     for path in paths:
         log(f"reading {path}")
         tf.train.Checkpoint(model=model).read(path).expect_partial()
-        values = [w.numpy().astype(np.float64) for w in model.weights]
+        values = [w.numpy().astype(np.float64) for w in weights]
         total = values if total is None else [t + v for t, v in zip(total, values)]
-    for weight, summed in zip(model.weights, total):
+    for weight, summed in zip(weights, total):
         weight.assign((summed / len(paths)).astype(weight.dtype))
     manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model), str(run.averaged),
                                          max_to_keep=1)
