@@ -60,6 +60,7 @@ class Corpus:
             self.splits["train"], self.source_encoder, self.target_encoder,
             max_len=self.max_len, batch_size=batch_size, sort_batches=20, seed=seed,
             batch_tokens=batch_tokens, mean_length=mean_pair_length(self.train),
+            shuffle_buffer=10_000,  # the streaming order its published figures were measured with
         )
 
 

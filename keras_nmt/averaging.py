@@ -54,8 +54,8 @@ def average(run: RunDir, source: str = "last", count: int = 2, model=None,
         from keras_nmt.models import TranslationModel
 
         model = TranslationModel(run.load_config())
-    # Float weights are averaged; any other state (a dropout layer's random-number
-    # generator) keeps the newest checkpoint's value, the last one read.
+    # Float weights are averaged; any other state keeps the newest checkpoint's value,
+    # the last one read.
     weights = [w for w in model.weights if np.issubdtype(np.dtype(w.dtype), np.floating)]
     total = None
     for path in paths:

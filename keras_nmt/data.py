@@ -95,7 +95,7 @@ def training_batches(
     batch_size: int,
     sort_batches: int,
     seed: int,
-    shuffle_buffer: int = 10_000,
+    shuffle_buffer: int = 0,
     batch_tokens: int = 0,
     mean_length: float | None = None,
     length_multiple: int = 0,

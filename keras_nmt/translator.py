@@ -109,7 +109,7 @@ class Translator:
         precision: str | None = None,
     ) -> "Translator":
         """Load a run directory's model; ``weights`` is "best" (falling back to the last
-        checkpoint when no best one was kept) or "last".
+        checkpoint when no best one was kept), "last" or "averaged" (``averaged/``).
 
         Raises :class:`~keras_nmt.rundir.RunDirError` for a missing or unusable directory
         (no config, no checkpoint, unreadable weights)."""
