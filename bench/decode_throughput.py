@@ -4,21 +4,26 @@ sizes; and the time per sentence against source length.
 
 Usage (one command; prints tables, writes JSON and a PNG)::
 
-    PYTHONPATH=. python bench/decode_throughput.py RUN_DIR [--export-dir EXPORT_DIR] \\
+    PYTHONPATH=. python bench/decode_throughput.py RUN_DIR [--weights best] \\
         [--sentences FILE] [--count 512] [--beams 1,5,10] [--batches 1,16,64] \\
+        [--shortlist 1000,20] [--selection off,on] \\
         [--json bench-decode.json] [--plot bench-decode-length.png]
 
 Paths (``--paths``):
 
-- ``keras``: :class:`keras_nmt.translator.Translator` (the run's best weights), Python
+- ``keras``: :class:`keras_nmt.translator.Translator` (the run's weights), Python
   tokenization around the model's compiled beam search;
 - ``savedmodel``: the export's ``translate`` signature (raw text in and out, beam and
   alpha as inputs) through ``tf.saved_model.load``;
 - ``onnx``: :class:`keras_nmt.serving.onnx_translator.OnnxTranslator`, the export's id-in/id-out
-  search in onnxruntime, Python tokenization.
+  search in onnxruntime, Python tokenization;
+- ``onnx-int8``: the same with the export's int8 model (``--int8``).
 
-Without ``--export-dir`` the run is exported first (``python -m export RUN_DIR --onnx``)
-into a temporary directory, removed at the end. Sentences: ``--count`` non-empty lines
+Each path runs with vocabulary selection off (the exact search over every word) and on
+(``--shortlist F,B``, the run's lexical table), as ``--selection`` says. The run is
+exported twice into a temporary directory, removed at the end: as it is (the exact
+SavedModel, the baseline of the targets) and with ``--shortlist F,B --onnx --int8``
+(the selecting SavedModel; the ONNX models, whose selection inputs turn it on and off). Sentences: ``--count`` non-empty lines
 of ``--sentences`` (default: the run's valid source file), evenly spaced through the
 file (corpora sorted by length, as Anki's valid split is, still give every length). Every path
 gets the same sentences in batches of similar length (Translator and OnnxTranslator sort
@@ -34,9 +39,18 @@ Time against length: at batch 1 every sentence is timed alone; at ``--length-bea
 of the source length (tokens), reported as slope, intercept and R^2, with the means of
 5-token buckets, and plotted to ``--plot``.
 
-Targets (pass/fail columns; "n/a" when the grid leaves out beam 5 or batch 64):
-onnxruntime >= 2x the SavedModel's sentences/s at beam 5, batch 64; the SavedModel
->= 120 sentences/s at beam 5, batch 64.
+FLOPs: each cell reports the model's useful FLOP/s, an estimate counted from the
+configuration: per sentence the encoder over its source tokens and, for each of the
+``beam`` hypotheses, one decoder step per output token (EOS included) with the output
+layer over the batch's candidate words (every word without selection); divided by the
+cell's seconds and compared with numpy's float32 matmul rate measured in the same run.
+Work a batch spends on finished sentences or padding is not counted: the ratio says how
+far the search is from the machine's limit.
+
+Targets at beam 5, batch 64 (pass/fail; "n/a" when the grid leaves the cell out): the
+selecting SavedModel >= 2.5x the exact SavedModel's sentences/s; the fastest path >= 4x
+the exact SavedModel and >= 300 sentences/s (an AMD EPYC machine; 400 on an Intel Xeon);
+greedy (beam 1), batch 64, the fastest path >= 1,500 sentences/s.
 """
 
 from __future__ import annotations
@@ -56,24 +70,27 @@ if str(ROOT) not in sys.path:
 from bench import _common  # noqa: E402
 
 PROG = "decode_throughput"
-PATHS = ("keras", "savedmodel", "onnx")
+PATHS = ("keras", "savedmodel", "onnx", "onnx-int8")
 BUCKET = 5  # source tokens per bucket of the length table and plot
 TARGET_BEAM, TARGET_BATCH = 5, 64
-SAVEDMODEL_TARGET = 120.0  # sentences/s
-ONNX_SPEEDUP_TARGET = 2.0
+SELECTION_SPEEDUP_TARGET = 2.5  # selecting SavedModel / exact SavedModel
+FASTEST_SPEEDUP_TARGET = 4.0  # fastest path / exact SavedModel
+FASTEST_TARGET = {"AMD": 300.0, "Intel": 400.0}  # sentences/s, beam 5, batch 64
+GREEDY_TARGET = 1500.0  # sentences/s, beam 1, batch 64
 
 
 # ---------------------------------------------------------------------------- the paths
 
 class KerasPath:
-    def __init__(self, run_dir: str, alpha: float):
+    def __init__(self, run_dir: str, weights: str, alpha: float, shortlist):
         from keras_nmt.translator import Translator
 
-        self.translator = Translator.from_run_dir(run_dir)
-        self.alpha = alpha
+        self.translator = Translator.from_run_dir(run_dir, weights=weights)
+        self.alpha, self.shortlist = alpha, shortlist
 
     def __call__(self, lines: Sequence[str], beam: int, batch: int) -> list[int]:
-        out = self.translator.translate(lines, beam_size=beam, alpha=self.alpha, batch_size=batch)
+        out = self.translator.translate(lines, beam_size=beam, alpha=self.alpha, batch_size=batch,
+                                        shortlist=self.shortlist)
         return [len(t.tokens) for t in out]
 
 
@@ -106,15 +123,63 @@ class SavedModelPath:
 
 
 class OnnxPath:
-    def __init__(self, export_dir: pathlib.Path, name: str, alpha: float):
+    def __init__(self, export_dir: pathlib.Path, name: str, alpha: float, int8: bool, select: bool):
         from keras_nmt.serving.onnx_translator import OnnxTranslator
 
-        self.translator = OnnxTranslator.from_export_dir(export_dir, name)
-        self.alpha = alpha
+        self.translator = OnnxTranslator.from_export_dir(export_dir, name, int8=int8)
+        self.alpha, self.select = alpha, select
 
     def __call__(self, lines: Sequence[str], beam: int, batch: int) -> list[int]:
-        out = self.translator.translate(lines, beam_size=beam, alpha=self.alpha, batch_size=batch)
+        out = self.translator.translate(lines, beam_size=beam, alpha=self.alpha, batch_size=batch,
+                                        shortlist=self.select)
         return [len(t.tokens) for t in out]
+
+
+# ---------------------------------------------------------------------------- FLOPs
+
+def step_flops(config, source_len: float, columns: float) -> float:
+    """FLOPs of one decoder step of one hypothesis (multiply-adds count 2)."""
+    n, e, a, l = config.hidden, config.embedding, config.attention, config.maxout
+    context = 2 * n if config.uses_attention else n
+    flops = 2 * e * 3 * n + 2 * n * 3 * n + 2 * context * 3 * n  # GRU: input, state, context
+    flops += 2 * (n + e + context) * 2 * l + 2 * l * columns  # deep output, output layer
+    if config.uses_attention:
+        flops += 2 * n * a + 3 * source_len * a + 2 * source_len * context  # scores, context
+    return flops
+
+
+def encoder_flops(config, source_len: float) -> float:
+    n, e = config.hidden, config.embedding
+    directions = 2 if config.uses_attention else 1
+    keys = 2 * 2 * n * config.attention if config.uses_attention else 0
+    return source_len * (directions * (2 * e * 3 * n + 2 * n * 3 * n) + keys)
+
+
+def useful_flops(config, source_lens, output_lens, beam: int, columns) -> float:
+    """The search's useful work over sentences (see the module docstring); ``columns``:
+    per sentence, the output words its batch was scored on."""
+    return float(sum(encoder_flops(config, s + 1) + beam * (t + 1) * step_flops(config, s + 1, c)
+                     for s, t, c in zip(source_lens, output_lens, columns)))
+
+
+def batch_columns(source_ids: Sequence[Sequence[int]], batch: int, vocab_size: int,
+                  table=None, shortlist=None) -> list[int]:
+    """Per sentence, the output words of its batch (batches formed as the Translator forms
+    them: sorted by source length): every word, or the shortlist's candidates."""
+    import numpy as np
+
+    columns = [vocab_size] * len(source_ids)
+    if table is None or shortlist is None:
+        return columns
+    frequent, best = shortlist
+    order = sorted(range(len(source_ids)), key=lambda i: len(source_ids[i]))
+    for start in range(0, len(order), batch):
+        chosen = order[start : start + batch]
+        words = {int(t) for i in chosen for s in source_ids[i] for t in table[s, :best]}
+        count = len(words | set(range(4 + frequent))) if frequent else len(words | set(range(4)))
+        for i in chosen:
+            columns[i] = int(np.minimum(count, vocab_size))
+    return columns
 
 
 # ---------------------------------------------------------------------------- measuring
@@ -187,21 +252,38 @@ def length_figure(fits: dict[str, dict], points: dict[str, tuple], beam: int, pa
     figure.savefig(path, dpi=110)
 
 
-def targets(cells: Sequence[dict]) -> list[dict[str, Any]]:
-    rate = {c["path"]: c["sentences_per_second"] for c in cells
-            if c["beam"] == TARGET_BEAM and c["batch"] == TARGET_BATCH}
-    saved, onnx = rate.get("savedmodel"), rate.get("onnx")
-    speedup = onnx / saved if saved and onnx else None
+def targets(cells: Sequence[dict], vendor: str) -> list[dict[str, Any]]:
+    def rates(beam):
+        return {(c["path"], c["selection"]): c["sentences_per_second"] for c in cells
+                if c["beam"] == beam and c["batch"] == TARGET_BATCH}
+
+    rate, greedy = rates(TARGET_BEAM), rates(1)
+    exact = rate.get(("savedmodel", "off"))
+    selecting = rate.get(("savedmodel", "on"))
+    fastest = max(rate.items(), key=lambda item: item[1]) if rate else None
+    fastest_greedy = max(greedy.values()) if greedy else None
+
+    def ratio(value):
+        return value / exact if value and exact else None
 
     def verdict(value, goal):
         return "n/a" if value is None else ("PASS" if value >= goal else "FAIL")
 
     where = f"beam {TARGET_BEAM}, batch {TARGET_BATCH}"
+    name = f"{fastest[0][0]} selection {fastest[0][1]}" if fastest else "-"
+    goal = FASTEST_TARGET.get(vendor, FASTEST_TARGET["Intel"])
     return [
-        {"target": f"onnxruntime / SavedModel sentences/s ({where})", "measured": speedup,
-         "goal": ONNX_SPEEDUP_TARGET, "result": verdict(speedup, ONNX_SPEEDUP_TARGET)},
-        {"target": f"SavedModel sentences/s ({where})", "measured": saved,
-         "goal": SAVEDMODEL_TARGET, "result": verdict(saved, SAVEDMODEL_TARGET)},
+        {"target": f"selecting / exact SavedModel sentences/s ({where})", "measured": ratio(selecting),
+         "goal": SELECTION_SPEEDUP_TARGET, "result": verdict(ratio(selecting), SELECTION_SPEEDUP_TARGET)},
+        {"target": f"fastest ({name}) / exact SavedModel ({where})",
+         "measured": ratio(fastest[1]) if fastest else None, "goal": FASTEST_SPEEDUP_TARGET,
+         "result": verdict(ratio(fastest[1]) if fastest else None, FASTEST_SPEEDUP_TARGET)},
+        {"target": f"fastest sentences/s ({where}, {vendor or 'unknown'} CPU)",
+         "measured": fastest[1] if fastest else None, "goal": goal,
+         "result": verdict(fastest[1] if fastest else None, goal)},
+        {"target": f"fastest greedy sentences/s (beam 1, batch {TARGET_BATCH})",
+         "measured": fastest_greedy, "goal": GREEDY_TARGET,
+         "result": verdict(fastest_greedy, GREEDY_TARGET)},
     ]
 
 
@@ -215,18 +297,24 @@ def _int_list(text: str) -> list[int]:
 
 
 def build_parser():
-    from keras_nmt.cli.common import OneLineParser, positive_int
+    from keras_nmt.cli.common import OneLineParser, positive_int, shortlist
 
     parser = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0])
-    parser.add_argument("run_dir", help="a run directory (its best weights)")
-    parser.add_argument("--export-dir", help="an existing export of RUN_DIR made with --onnx "
-                                             "(default: export into a temporary directory)")
-    parser.add_argument("--name", default="nmt", help="model name in the export (default nmt)")
+    parser.add_argument("run_dir", help="a run directory")
+    parser.add_argument("--weights", choices=("best", "last", "averaged"), default="best",
+                        help="which of the run's weights (default best)")
+    parser.add_argument("--export-dir", help="keep the exports here (EXPORT_DIR/exact, "
+                                             "EXPORT_DIR/selected; reused when present) "
+                                             "instead of a temporary directory")
+    parser.add_argument("--name", default="nmt", help="model name in the exports (default nmt)")
     parser.add_argument("--sentences", help="source lines (default: the run's valid source file)")
     parser.add_argument("--count", type=positive_int, default=512, help="sentences (default 512)")
     parser.add_argument("--beams", default="1,5,10")
     parser.add_argument("--batches", default="1,16,64")
-    parser.add_argument("--paths", default=",".join(PATHS), help="keras, savedmodel, onnx")
+    parser.add_argument("--paths", default=",".join(PATHS), help=", ".join(PATHS))
+    parser.add_argument("--shortlist", type=shortlist, default=(1000, 20), metavar="F,B",
+                        help="vocabulary selection of the 'on' cells (default 1000,20)")
+    parser.add_argument("--selection", default="off,on", help="off, on or both (default off,on)")
     parser.add_argument("--length-beam", type=positive_int, default=5,
                         help="beam of the time-against-length fit (batch 1 cells)")
     parser.add_argument("--note", default="", help="stored in the JSON (e.g. 'under load')")
@@ -236,10 +324,14 @@ def build_parser():
     return parser
 
 
-def _export(run_dir: str, out: pathlib.Path, name: str) -> None:
+def _export(run_dir: str, out: pathlib.Path, name: str, weights: str, extra: list[str]) -> None:
     from keras_nmt.cli import export as cli
 
-    if cli.main([run_dir, "--out", str(out), "--name", name, "--onnx"]) != 0:
+    made = (out / f"{name}.onnx.json").is_file() if extra else (out / name).is_dir()
+    if made:
+        return  # made by an earlier run of this benchmark
+    print(f"{PROG}: exporting {run_dir} to {out} {' '.join(extra)}", file=sys.stderr, flush=True)
+    if cli.main([run_dir, "--out", str(out), "--name", name, "--weights", weights, *extra]) != 0:
         raise SystemExit(f"{PROG}: error: the export of {run_dir} failed (its message is above)")
 
 
@@ -260,15 +352,20 @@ def main(argv=None) -> int:
     paths = [p for p in args.paths.split(",") if p]
     if not paths or any(p not in PATHS for p in paths):
         parser.error(f"--paths: choose from {', '.join(PATHS)}")
+    selections = [s for s in args.selection.split(",") if s]
+    if not selections or any(s not in ("off", "on") for s in selections):
+        parser.error("--selection: off, on or off,on")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+    from keras_nmt.lexicon import LexiconError
     from keras_nmt.text import word as tokenizer
     from keras_nmt.rundir import RunDir, RunDirError
 
     run = RunDir(args.run_dir)
     try:
         config, info = run.load_config(), run.load_data_info()
-    except (RunDirError, OSError, ValueError) as error:
+        table = run.load_lexicon().targets if "on" in selections else None
+    except (RunDirError, LexiconError, OSError, ValueError) as error:
         parser.error(f"{args.run_dir}: {error}")
     source_file = args.sentences or info["splits"].get("valid", {}).get("source")
     if not source_file:
@@ -282,33 +379,66 @@ def main(argv=None) -> int:
         parser.error(f"{source_file} has no non-empty line")
     lengths = [len(tokenizer.tokenize(line, info["src"])) for line in lines]
     alpha = config.length_alpha
+    matmul = _common.matmul_flops()
+    print(f"{PROG}: numpy float32 matmul {matmul['flops_per_second'] / 1e9:.1f} GFLOP/s", file=sys.stderr, flush=True)
 
     cells, per_sentence = [], {}
+    source_ids = None
     with tempfile.TemporaryDirectory(prefix="decode_throughput_") as tmp:
         export_dir = pathlib.Path(args.export_dir or tmp)
-        if not args.export_dir and {"savedmodel", "onnx"} & set(paths):
-            print(f"{PROG}: exporting {args.run_dir} (SavedModel + ONNX)", file=sys.stderr, flush=True)
-            _export(args.run_dir, export_dir, args.name)
+        frequent, best = args.shortlist
+        needs_exact = "savedmodel" in paths and "off" in selections
+        needs_selected = ("savedmodel" in paths and "on" in selections) or any(
+            p.startswith("onnx") for p in paths)
+        if needs_exact:
+            _export(args.run_dir, export_dir / "exact", args.name, args.weights, [])
+        if needs_selected:
+            extra = ["--onnx", "--shortlist", f"{frequent},{best}"]
+            extra += ["--int8"] if "onnx-int8" in paths else []
+            _export(args.run_dir, export_dir / "selected", args.name, args.weights, extra)
         for name in paths:
-            if name == "keras":
-                run_path = KerasPath(args.run_dir, alpha)
-            elif name == "savedmodel":
-                run_path = SavedModelPath(_savedmodel_dir(export_dir, args.name), alpha, info["src"], info["tgt"])
-            else:
-                run_path = OnnxPath(export_dir, args.name, alpha)
-            for beam in beams:
-                for batch in batches:
-                    print(f"{PROG}: {name} beam {beam} batch {batch}: {len(lines)} sentences",
-                          file=sys.stderr, flush=True)
-                    seconds, outputs, each = time_cell(run_path, lines, beam, batch)
-                    tokens = run_path.count_tokens(outputs) if name == "savedmodel" else outputs
-                    cells.append({"path": name, "beam": beam, "batch": batch, "sentences": len(lines),
-                                  "seconds": seconds, "sentences_per_second": len(lines) / seconds,
-                                  "output_tokens": int(sum(tokens)),
-                                  "output_tokens_per_second": sum(tokens) / seconds})
-                    if batch == 1 and beam == args.length_beam:
-                        per_sentence[name] = each
-            del run_path
+            for selection in selections:
+                select = selection == "on"
+                if name == "keras":
+                    run_path = KerasPath(args.run_dir, args.weights, alpha,
+                                         args.shortlist if select else None)
+                    if source_ids is None:
+                        source_ids = run_path.translator.encode(lines)
+                elif name == "savedmodel":
+                    where = export_dir / ("selected" if select else "exact")
+                    run_path = SavedModelPath(_savedmodel_dir(where, args.name), alpha,
+                                              info["src"], info["tgt"])
+                else:
+                    run_path = OnnxPath(export_dir / "selected", args.name, alpha,
+                                        int8=name == "onnx-int8", select=select)
+                    if source_ids is None:
+                        source_ids = [run_path.translator.source_ids(line)[0] for line in lines]
+                label = f"{name} selection {selection}"
+                for beam in beams:
+                    for batch in batches:
+                        print(f"{PROG}: {label} beam {beam} batch {batch}: {len(lines)} sentences",
+                              file=sys.stderr, flush=True)
+                        seconds, outputs, each = time_cell(run_path, lines, beam, batch)
+                        tokens = run_path.count_tokens(outputs) if name == "savedmodel" else outputs
+                        cells.append({"path": name, "selection": selection, "beam": beam,
+                                      "batch": batch, "sentences": len(lines), "seconds": seconds,
+                                      "sentences_per_second": len(lines) / seconds,
+                                      "output_tokens": int(sum(tokens)),
+                                      "output_tokens_per_second": sum(tokens) / seconds,
+                                      "_tokens": tokens})
+                        if batch == 1 and beam == args.length_beam:
+                            per_sentence[label] = each
+                del run_path
+    if source_ids is None:  # only SavedModel paths ran: ids from the run's codec
+        codec = run.codecs()[0]
+        source_ids = [codec.encode(line) + [3] for line in lines]
+    for cell in cells:
+        columns = batch_columns(source_ids, cell["batch"], config.tgt_vocab_size, table,
+                                args.shortlist if cell["selection"] == "on" else None)
+        flops = useful_flops(config, lengths, cell.pop("_tokens"), cell["beam"], columns)
+        cell["mean_columns"] = sum(columns) / len(columns)
+        cell["gflop_per_second"] = flops / cell["seconds"] / 1e9
+        cell["of_matmul_rate"] = cell["gflop_per_second"] * 1e9 / matmul["flops_per_second"]
 
     fits = {name: linear_fit(lengths, each) for name, each in per_sentence.items()}
     plot = None
@@ -316,10 +446,14 @@ def main(argv=None) -> int:
         plot = pathlib.Path(args.plot)
         length_figure(fits, {name: (lengths, each) for name, each in per_sentence.items()},
                       args.length_beam, plot)
-    checks = targets(cells)
+    machine = _common.machine()
+    vendor = "AMD" if "AMD" in (machine["cpu"] or "") else "Intel" if "Intel" in (machine["cpu"] or "") else ""
+    checks = targets(cells, vendor)
     report = {
-        "benchmark": "decode_throughput", "note": args.note, "machine": _common.machine(),
-        "settings": {"run_dir": str(args.run_dir), "export_dir": args.export_dir,
+        "benchmark": "decode_throughput", "note": args.note, "machine": machine, "matmul": matmul,
+        "settings": {"run_dir": str(args.run_dir), "weights": args.weights,
+                     "shortlist": list(args.shortlist), "selection": selections,
+                     "export_dir": args.export_dir,
                      "sentences_file": str(source_file), "sentences": len(lines),
                      "mean_source_tokens": sum(lengths) / len(lengths), "alpha": alpha,
                      "beams": beams, "batches": batches, "paths": paths,
@@ -330,9 +464,12 @@ def main(argv=None) -> int:
         "targets": checks,
     }
     print(_common.table(cells, [
-        ("path", "path", ""), ("beam", "beam", "d"), ("batch", "batch", "d"),
-        ("sentences_per_second", "sent/s", ",.1f"), ("output_tokens_per_second", "out tok/s", ",.0f"),
+        ("path", "path", ""), ("selection", "selection", ""), ("beam", "beam", "d"),
+        ("batch", "batch", "d"), ("sentences_per_second", "sent/s", ",.1f"),
+        ("output_tokens_per_second", "out tok/s", ",.0f"), ("mean_columns", "words", ",.0f"),
+        ("gflop_per_second", "GFLOP/s", ".1f"), ("of_matmul_rate", "of matmul", ".1%"),
         ("seconds", "seconds", ".2f")]))
+    print(f"numpy float32 matmul in this run: {matmul['flops_per_second'] / 1e9:.1f} GFLOP/s")
     if fits:
         print(f"\ntime per sentence against source length (beam {args.length_beam}, batch 1):")
         print(_common.table([{"path": k, **v} for k, v in fits.items()], [

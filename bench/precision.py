@@ -58,7 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser, batches: str = "80",
     parser.add_argument("--variant", default="search50")
     parser.add_argument("--compare", metavar="FIELD=V1,V2",
                         help="one more grid axis: a Config field and its values, e.g. "
-                        "sampled_softmax=0,4096 (relative figures are against the first)")
+                        "sampled_softmax=0,4096, or recipe=none,budget (a training recipe of "
+                        "config.RECIPES, its batch size left to --batches); relative figures "
+                        "are against the first")
 
 
 def parse_args(argv=None):
@@ -75,7 +77,24 @@ def compared(args) -> tuple[str | None, list]:
     from keras_nmt.config import parse_overrides
 
     field, _, values = args.compare.partition("=")
+    if field == "recipe":
+        from keras_nmt.config import RECIPES
+
+        names = values.split(",")
+        unknown = [name for name in names if name != "none" and name not in RECIPES]
+        if unknown:
+            raise ValueError(f"--compare recipe: unknown recipe {unknown[0]!r}")
+        return field, names
     return field, [parse_overrides([f"{field}={v}"])[field] for v in values.split(",")]
+
+
+def compared_values(field: str | None, value) -> dict:
+    """The Config fields one value of the --compare axis sets."""
+    from keras_nmt.config import RECIPES
+
+    if field == "recipe":
+        return {k: v for k, v in RECIPES.get(value, {}).items() if k != "batch_size"}
+    return {field: value} if field else {}
 
 
 def settings_of(args) -> list[tuple]:
@@ -112,7 +131,7 @@ def make_trainers(args, scratch: pathlib.Path):
         keras.utils.set_random_seed(config.seed)
         setting = config.replace(**SIZES[size], batch_size=batch, precision=precision,
                                  length_multiple=JIT_LENGTH_MULTIPLE if jit else 0,
-                                 **({field: value} if field else {}))
+                                 **compared_values(field, value))
         batches = data.training_batches(
             files, *encoders, max_len=setting.max_len, batch_size=batch,
             sort_batches=setting.sort_batches, seed=setting.seed,

@@ -3,7 +3,8 @@
 Usage (one command; prints a table, writes Markdown, JSON and Fig. 2)::
 
     PYTHONPATH=. python bench/quality.py --data ../shared/data/anki-fra-eng --minutes 30 \\
-        [--out bench-quality] [--optimizer adam --learning-rate 2e-3] [--beam 5]
+        [--out bench-quality] [--optimizer adam --learning-rate 2e-3] [--beam 5] \\
+        [--recipe budget] [--set KEY=VALUE ...]
 
 Trains RNNsearch-50 and then RNNencdec-50 (``--models``), one after the other, each for
 ``--minutes`` of training (``experiment.train`` with ``max_minutes``: its clock counts
@@ -12,10 +13,15 @@ l=128 (``--dims``), shortlists of 30,000 words per side (``--vocab-size``), batc
 Default optimizer: Adam, learning rate 2e-3, what the README's Anki runs use. (On the
 small built-in corpus 2e-3 had not made attention work within 700 updates where 5e-3
 had; at 256 units on a real corpus 2e-3 is the tried setting. Change it with
-``--learning-rate``.)
+``--learning-rate``.) ``--recipe budget`` applies ``config.RECIPES["budget"]`` over those
+(its optimizer and rate win over ``--optimizer`` / ``--learning-rate``), and ``--set
+KEY=VALUE`` (repeatable) comes last and wins: ``--recipe budget --set dropout=0`` is the
+recipe without dropout, one row of the ablation in docs/benchmarks.md.
 
 Each model is then scored on the valid split with beam ``--beam`` (5) and the run's
-alpha by ``keras_nmt.evaluation.scoring.evaluate_run`` (best development weights): BLEU and chrF
+alpha by ``keras_nmt.evaluation.scoring.evaluate_run`` with the weights the run reported
+(the averaged checkpoints when the config averages, else the best development weights;
+``--weights`` picks others): BLEU and chrF
 with their sacreBLEU signatures on All sentences and on the No-UNK subset (UNK forbidden
 while decoding), and BLEU by source length.
 
@@ -51,6 +57,7 @@ MODELS = {"search": ("search50", "RNNsearch-50"), "encdec": ("encdec50", "RNNenc
 
 def build_parser():
     from keras_nmt.cli.common import OneLineParser, positive_float, positive_int
+    from keras_nmt.config import RECIPES
 
     parser = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, help="corpus directory (train and valid splits)")
@@ -68,19 +75,34 @@ def build_parser():
     parser.add_argument("--beam", type=positive_int, default=5)
     parser.add_argument("--count", type=positive_int, help="score only the first N valid pairs")
     parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--recipe", choices=tuple(RECIPES),
+                        help="a training recipe of config.RECIPES, applied after the options above")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config field, applied last (repeatable)")
+    parser.add_argument("--weights", choices=("best", "last", "averaged"),
+                        help="weights to score (default: those the run reported)")
     parser.add_argument("--note", default="", help="stored in the JSON (e.g. 'under load')")
     return parser
 
 
 def overrides(args) -> dict[str, Any]:
+    from keras_nmt.config import RECIPES, ConfigError, parse_overrides
+
     try:
         embedding, hidden, attention, maxout = (int(x) for x in args.dims.split("/"))
     except ValueError:
         raise ValueError(f"--dims: expected E/H/N/L, got {args.dims!r}") from None
-    return {"embedding": embedding, "hidden": hidden, "attention": attention, "maxout": maxout,
-            "src_vocab_size": args.vocab_size, "tgt_vocab_size": args.vocab_size,
-            "batch_size": args.batch_size, "optimizer": args.optimizer,
-            "learning_rate": args.learning_rate, "seed": args.seed}
+    values = {"embedding": embedding, "hidden": hidden, "attention": attention, "maxout": maxout,
+              "src_vocab_size": args.vocab_size, "tgt_vocab_size": args.vocab_size,
+              "batch_size": args.batch_size, "optimizer": args.optimizer,
+              "learning_rate": args.learning_rate, "seed": args.seed}
+    if args.recipe:
+        values.update(RECIPES[args.recipe])
+    try:
+        values.update(parse_overrides(args.overrides))
+    except ConfigError as error:
+        raise ValueError(str(error)) from None
+    return values
 
 
 def finished(run_dir: pathlib.Path, minutes: float) -> bool:
@@ -124,8 +146,9 @@ def evaluate(args, label: str, run_dir: pathlib.Path, out: pathlib.Path) -> dict
     if valid is None:
         raise ValueError(f"{args.data} has no valid split")
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    weights = args.weights or summary.get("report_weights", "best")
     key = {"beam": args.beam, "count": args.count, "weights_step": summary.get("best_weights_step"),
-           "updates": summary["updates"]}
+           "updates": summary["updates"], "weights": weights}
     cache = out / f"eval-{config.variant}.json"
     if cache.is_file():
         stored = json.loads(cache.read_text(encoding="utf-8"))
@@ -136,10 +159,11 @@ def evaluate(args, label: str, run_dir: pathlib.Path, out: pathlib.Path) -> dict
     if args.count:
         sources, references = sources[: args.count], references[: args.count]
     result = scoring.evaluate_run(
-        Translator.from_run_dir(run_dir), sources, references, beam_size=args.beam,
+        Translator.from_run_dir(run_dir, weights=weights), sources, references, beam_size=args.beam,
         alpha=config.length_alpha, progress=Progress(), label=label,
     )
-    result.update(label=label, run_dir=str(run_dir), src_lang=info["src"], tgt_lang=info["tgt"])
+    result.update(label=label, run_dir=str(run_dir), src_lang=info["src"], tgt_lang=info["tgt"],
+                  weights=weights)
     _common.write_report(cache, {"key": key, "result": scoring.public(result)})
     return result
 
@@ -199,6 +223,8 @@ def main(argv=None) -> int:
                      "chrf": result["chrf"], "bleu_no_unk": result["no_unk"]["bleu"],
                      "chrf_no_unk": result["no_unk"]["chrf"],
                      "no_unk_sentences": result["no_unk"]["sentences"], "dev_nll": summary["dev_nll"],
+                     "weights": result["weights"],
+                     "target_tokens_per_second": summary["target_tokens_per_second"],
                      "run_dir": str(run_dir)})
     table2 = [scoring.table2_row(r["label"], r, scoring.run_summary(r["run_dir"])) for r in results]
     files = plots.write_plots(results, out, table2)
@@ -206,7 +232,7 @@ def main(argv=None) -> int:
     report = {
         "benchmark": "quality", "note": args.note, "machine": _common.machine(),
         "settings": {"data": args.data, "minutes": args.minutes, "beam": args.beam, "count": args.count,
-                     "overrides": values},
+                     "recipe": args.recipe, "overrides": values},
         "models": rows, "evaluations": [scoring.public(r) for r in results],
         "files": {"markdown": str(out / "quality.md"), **files},
     }

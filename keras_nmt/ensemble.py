@@ -103,12 +103,20 @@ class Ensemble:
             memories.append(memory)
         return tuple(states), tuple(memories)
 
-    def step(self, previous_ids, state, memory):
+    def output_projection(self, columns, count):
+        return tuple(model.output_projection(columns, count) for model in self.models)
+
+    def step(self, previous_ids, state, memory, projection=None):
         import tensorflow as tf  # see the module docstring
 
         log_probs, new_states, weights = [], [], []
-        for model, member_state, member_memory in zip(self.models, state, memory):
-            logits, new_state, attention = model.step(previous_ids, member_state, member_memory)
+        projections = projection if projection is not None else (None,) * len(self.models)
+        for model, member_state, member_memory, member_projection in zip(
+            self.models, state, memory, projections
+        ):
+            logits, new_state, attention = model.step(
+                previous_ids, member_state, member_memory, member_projection
+            )
             log_probs.append(tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1))
             new_states.append(new_state)
             weights.append(tf.cast(attention, tf.float32))

@@ -18,7 +18,7 @@ import keras
 import tensorflow as tf
 
 from keras_nmt import config as config_lib
-from keras_nmt import averaging, data, distribute
+from keras_nmt import averaging, data, distribute, lexicon
 from keras_nmt.config import Config, ConfigError
 from keras_nmt.corpus import builtin, wmt14
 from keras_nmt.corpus.readers import (
@@ -75,6 +75,7 @@ class TrainOptions:
     strategy: str = "default"  # see keras_nmt.distribute
     jit: bool = False  # XLA-compile the training step and the beam search
     recipe: str | None = None  # a name of config.RECIPES
+    lexicon: bool = True  # build the lexical table for vocabulary selection at the end
 
 
 def default_run_dir(variant: str) -> pathlib.Path:
@@ -204,11 +205,12 @@ def _read_lines(path: pathlib.Path) -> list[str]:
 
 
 def held_out_report(
-    translator: Translator, files: ParallelFiles, beam_size: int, alpha: float, log
+    translator: Translator, files: ParallelFiles, beam_size: int, alpha: float, log,
+    quiet: bool = False,
 ) -> dict[str, Any]:
     """Translate a held-out split and score it with sacreBLEU, overall and by length."""
     sources, references = _read_lines(files.source), _read_lines(files.target)
-    progress = Progress(log_seconds=30.0)
+    progress = Progress(log_seconds=30.0, enabled=not quiet)
     done = [0]
 
     def advance(count: int) -> None:
@@ -364,7 +366,8 @@ def train(options: TrainOptions) -> dict[str, Any]:
     dev_nll = trainer.dev_nll()
     held_out = _files(info, "test") or valid_files
     log(f"translating the held-out {held_out.source.name} with beam {config.beam_size}")
-    report = held_out_report(translator, held_out, config.beam_size, config.length_alpha, log)
+    report = held_out_report(translator, held_out, config.beam_size, config.length_alpha, log,
+                             quiet=quiet)
     summary = {
         "variant": config.variant,
         "architecture": config.architecture,
@@ -404,6 +407,11 @@ def train(options: TrainOptions) -> dict[str, Any]:
         f"tokens: {report['bleu_longer_than_30']:.2f}"
     )
     log(f"sacreBLEU signature: {report['bleu_signature']}")
+    if options.lexicon:
+        # After the report: the training is safe before this extra minute starts.
+        table = lexicon.build_for_run(run, log=log)
+        log(f"lexical table for --shortlist: {run.lexicon_path} "
+            f"({table.info['total_seconds']:.1f} s)")
     log(f"run directory: {run.path}  (summary.json, checkpoints/, best/, tensorboard/)")
     distribute.barrier(strategy)
     return summary

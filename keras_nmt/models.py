@@ -66,9 +66,18 @@ class TranslationModel(keras.Model):
         """Source ids [B, Tx] -> (s_0 [B, n], memory dict for :meth:`step`)."""
         return self(source_ids, training=training, mode="encode")
 
-    def step(self, previous_ids, state, memory):
-        """(y_(i-1) [B], s_(i-1), memory) -> (logits [B, V], s_i, attention [B, Tx])."""
-        return self((previous_ids, state, memory), mode="step")
+    def step(self, previous_ids, state, memory, projection=None):
+        """(y_(i-1) [B], s_(i-1), memory) -> (logits [B, V], s_i, attention [B, Tx]);
+        logits [B, C] over the columns of ``projection`` (:meth:`output_projection`)."""
+        if projection is None:
+            return self((previous_ids, state, memory), mode="step")
+        return self((previous_ids, state, memory, projection), mode="step")
+
+    def output_projection(self, columns, count):
+        """The output layer restricted to the words ``columns`` (int [C], the first
+        ``count`` real, the rest padding), for :meth:`step`: computed once per batch by
+        a search, instead of gathering (or padding) over the vocabulary every step."""
+        return self((columns, count), mode="columns")
 
     def forced(self, source_ids, target_in, training=False):
         """Teacher forcing that also returns the attention weights [B, T, Tx]."""
@@ -77,14 +86,16 @@ class TranslationModel(keras.Model):
     def call(self, inputs, training=False, mode="logits"):
         """``mode`` "logits" (what Keras and training call): (source ids [B, Tx], target
         input ids [B, T]) -> logits [B, T, V]; "hidden": the same inputs -> the deep
-        output's maxout layer [B, T, l], for a sampled softmax; "forced", "encode" and
-        "step": the methods of the same names (they call this, so that Keras casts the
+        output's maxout layer [B, T, l], for a sampled softmax; "forced", "encode",
+        "step" and "columns" (:meth:`output_projection`): the methods of the same names (they call this, so that Keras casts the
         variables)."""
         if mode == "encode":
             annotations, mask, summary = self.encoder(inputs, training=training)
             return self.decoder.start(annotations, mask, summary)
         if mode == "step":
             return self.decoder.step(*inputs)
+        if mode == "columns":
+            return self.decoder.readout.columns(*inputs)
         state, memory = self.encode(inputs[0], training=training)
         outputs, weights = self.decoder(inputs[1], state, memory, hidden_only=mode == "hidden",
                                         training=training)

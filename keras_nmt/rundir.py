@@ -9,6 +9,11 @@
     RUN_DIR/best/              the weights with the best development score(s)
     RUN_DIR/recent/            the model weights of the last checkpoints (averaging only)
     RUN_DIR/averaged/          their average (keras-nmt average, or average_checkpoints)
+    RUN_DIR/lexicon.npz        the lexical table p(t|s) for vocabulary selection, and how
+                               it was built (keras-nmt lexicon, or the end of training)
+    RUN_DIR/search.json        beam size and alpha tuned on a development set
+                               (keras-nmt evaluate --tune); translate, evaluate and
+                               export decode with them unless told otherwise
     RUN_DIR/tensorboard/       scalars
     RUN_DIR/summary.json       the final report (the paper's Table 2 columns)
 
@@ -41,10 +46,15 @@ class RunDirError(ValueError):
 
 def write_text_atomic(path: pathlib.Path, content: str) -> None:
     """Write a text file so that a crash leaves either the old file or the new one, never half."""
+    write_bytes_atomic(path, content.encode("utf-8"))
+
+
+def write_bytes_atomic(path: pathlib.Path, content: bytes) -> None:
+    """Write a file so that a crash leaves either the old file or the new one, never half."""
     path = pathlib.Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "wb") as f:
             f.write(content)
             f.flush()
             os.fsync(f.fileno())
@@ -98,6 +108,8 @@ class RunDir:
     averaged = property(lambda self: self.path / "averaged")
     tensorboard = property(lambda self: self.path / "tensorboard")
     corpus = property(lambda self: self.path / "corpus")
+    lexicon_path = property(lambda self: self.path / "lexicon.npz")
+    search_path = property(lambda self: self.path / "search.json")
 
     def vocab_path(self, lang: str) -> pathlib.Path:
         return self.path / f"vocab.{lang}.txt"
@@ -136,6 +148,68 @@ class RunDir:
             return json.loads(self.data_path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise RunDirError(f"{self.path} is not a run directory (no data.json)") from None
+
+    def split_files(self, split: str, info: dict[str, Any] | None = None):
+        """The :class:`~keras_nmt.corpus.readers.ParallelFiles` of a split data.json names,
+        or None."""
+        from keras_nmt.corpus.readers import ParallelFiles
+
+        info = self.load_data_info() if info is None else info
+        entry = info.get("splits", {}).get(split)
+        if entry is None:
+            return None
+        return ParallelFiles(pathlib.Path(entry["source"]), pathlib.Path(entry["target"]))
+
+    def write_lexicon(self, lexicon) -> None:
+        """Store a :class:`~keras_nmt.lexicon.Lexicon` (atomically: a crash keeps the old one)."""
+        import io
+
+        import numpy as np
+
+        buffer = io.BytesIO()
+        np.savez(buffer, targets=lexicon.targets, probs=lexicon.probs,
+                 info=np.array(json.dumps(lexicon.info, sort_keys=True)))
+        write_bytes_atomic(self.lexicon_path, buffer.getvalue())
+
+    def load_lexicon(self):
+        """The run's :class:`~keras_nmt.lexicon.Lexicon`, checked against its vocabularies.
+        Raises :class:`~keras_nmt.lexicon.LexiconError` when there is none or it is unusable."""
+        import numpy as np
+
+        from keras_nmt.lexicon import Lexicon, LexiconError
+
+        if not self.lexicon_path.is_file():
+            raise LexiconError(f"{self.path} has no lexical table: build it with "
+                               f"keras-nmt lexicon {self.path}")
+        try:
+            with np.load(self.lexicon_path, allow_pickle=False) as data:
+                lexicon = Lexicon(data["targets"], data["probs"], json.loads(str(data["info"])))
+        except (OSError, ValueError, KeyError) as error:
+            raise LexiconError(f"cannot read {self.lexicon_path}: {error}") from None
+        source, target = self.load_vocabularies()
+        lexicon.check(len(source), len(target))
+        return lexicon
+
+    def write_search_settings(self, tuned: dict[str, Any]) -> None:
+        """Store tuned search settings (``beam_size``, ``alpha`` and how they were found)."""
+        write_json_atomic(self.search_path, tuned)
+
+    def search_settings(self, config: Config | None = None) -> dict[str, Any]:
+        """The beam size and alpha to decode with: those of ``search.json`` when the run
+        was tuned (``tuned`` True, with the tuning's record), else the config's."""
+        config = config or self.load_config()
+        settings = {"beam_size": config.beam_size, "alpha": config.length_alpha, "tuned": False}
+        if not self.search_path.is_file():
+            return settings
+        try:
+            tuned = json.loads(self.search_path.read_text(encoding="utf-8"))
+            beam, alpha = int(tuned["beam_size"]), float(tuned["alpha"])
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise RunDirError(f"{self.search_path} is unreadable ({error}): remove it or tune "
+                              f"again (keras-nmt evaluate --tune)") from None
+        if beam < 1 or not alpha >= 0:
+            raise RunDirError(f"{self.search_path}: beam_size must be >= 1 and alpha >= 0")
+        return {**tuned, "beam_size": beam, "alpha": alpha, "tuned": True}
 
     def tokenizer(self, info: dict[str, Any] | None = None) -> str:
         """The tokenizer ``data.json`` names (``word`` for runs made before it named one)."""

@@ -44,13 +44,14 @@ sentences are frozen (their live hypotheses are dead) while the others go on.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
-from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID, RESERVED, UNK_ID
 
 # Log-probability of a dead or empty hypothesis. Finite on purpose: tf2onnx lowers
 # tf.where to arithmetic (cond * x + (1 - cond) * y), where -inf would give NaN.
@@ -58,10 +59,12 @@ _DEAD = -1e9
 _ALIVE = -5e8  # anything above this is a real hypothesis
 
 __all__ = [
+    "Shortlist",
     "beam_search",
     "decode_limits",
     "greedy_search",
     "make_translate_fn",
+    "output_columns",
     "stepwise_greedy",
 ]
 
@@ -108,36 +111,77 @@ def _take_along_rows(x, index):
     return tf.gather(tf.reshape(x, [-1]), index + tf.range(rows)[:, None] * width)
 
 
-# Words per block of the two-stage top-k (_top_k_over_vocabulary).
+# Words per block of the two-stage top-k (_top_k_over_vocabulary); the output columns
+# come in whole blocks (output_columns), so no step pads its logits.
 _BLOCK = 128
+
+
+@dataclasses.dataclass(frozen=True)
+class Shortlist:
+    """Vocabulary selection (Jean et al., 2015; Marian's ``--shortlist``): each batch is
+    scored on the ``frequent`` most frequent target words, the ``best`` most probable
+    translations of every source word in the batch (rows of ``table``, a lexical table
+    p(t | s) of :mod:`keras_nmt.lexicon`: int32 [source vocabulary, >= best], PAD-padded)
+    and the reserved ids (EOS; UNK unless the search forbids it). ``frequent`` and
+    ``best`` may be scalar tensors (signature inputs); both <= 0 turns selection off
+    (every word). Vocabulary ids are sorted by training frequency, so the most frequent
+    words are the ids right after the reserved ones."""
+
+    table: Any
+    frequent: Any
+    best: Any
+
+
+def output_columns(source_ids, vocab_size: int, shortlist: Shortlist | None = None):
+    """The target words a batch is scored on: (``columns`` int32 [C], ``count`` int32 []).
+
+    ``columns`` holds ``count`` word ids in ascending order (the reserved ids first, at
+    their own positions: column i is word i for i < 4), then PAD up to a whole number of
+    blocks of 128; the model masks those padding columns out
+    (:meth:`~keras_nmt.models.TranslationModel.output_projection`). Without a shortlist,
+    or with it turned off, every word of the vocabulary."""
+    words = tf.range(vocab_size, dtype=tf.int32)
+    if shortlist is None:
+        chosen = words
+    else:
+        table = tf.convert_to_tensor(shortlist.table, tf.int32)
+        frequent = tf.cast(shortlist.frequent, tf.int32)
+        best = tf.clip_by_value(tf.cast(shortlist.best, tf.int32), 0, tf.shape(table)[1])
+        translations = tf.reshape(tf.gather(table[:, :best], source_ids), [-1, 1])
+        hits = tf.scatter_nd(translations, tf.ones(tf.shape(translations)[:1], tf.float32),
+                             [vocab_size])
+        off = (frequent <= 0) & (best <= 0)
+        keep = (hits > 0) | (words < len(RESERVED) + frequent) | off
+        chosen = tf.cast(tf.reshape(tf.where(keep), [-1]), tf.int32)
+    count = tf.shape(chosen)[0]
+    padded = (count + _BLOCK - 1) // _BLOCK * _BLOCK
+    return tf.pad(chosen, [[0, padded - count]], constant_values=PAD_ID), count
 
 
 def _top_k_over_vocabulary(logits, k):
     """tf.math.top_k(logits, k) for rows of many words, in two stages.
 
     TensorFlow's CPU top-k over a 30,000-word row costs about ten times a pass over it.
-    So each row is cut into blocks of 128 words (the last one padded), the k blocks
-    with the highest maxima are kept (a word among the k best is in one of them: k
+    So each row is cut into blocks of 128 words (rows come in whole blocks:
+    :func:`output_columns`), the k blocks with the highest maxima are kept (a word among the k best is in one of them: k
     other blocks would otherwise each hold a larger word), and the top k of their
     k * 128 words is taken. The kept blocks are put back in word order first, so ties
     go to the lower word id, as tf.math.top_k breaks them.
     """
-    rows, vocab_size = tf.shape(logits)[0], tf.shape(logits)[1]
-    blocks = (vocab_size + _BLOCK - 1) // _BLOCK
-    padded = tf.pad(logits, [[0, 0], [0, blocks * _BLOCK - vocab_size]],
-                    constant_values=logits.dtype.min)
-    maxima = tf.reduce_max(tf.reshape(padded, [rows, blocks, _BLOCK]), axis=2)
+    rows, blocks = tf.shape(logits)[0], tf.shape(logits)[1] // _BLOCK
+    maxima = tf.reduce_max(tf.reshape(logits, [rows, blocks, _BLOCK]), axis=2)
     _, kept = tf.math.top_k(maxima, k=tf.minimum(k, blocks))
     # Sorted as floats: block numbers are small integers, and ONNX's TopK takes floats.
     kept = tf.cast(-tf.math.top_k(-tf.cast(kept, tf.float32), k=tf.shape(kept)[1])[0], tf.int32)
     words = tf.reshape(kept[:, :, None] * _BLOCK + tf.range(_BLOCK)[None, None, :], [rows, -1])
-    values, position = tf.math.top_k(_take_along_rows(padded, words), k=k)
+    values, position = tf.math.top_k(_take_along_rows(logits, words), k=k)
     return values, _take_along_rows(words, position)
 
 
-def _row_candidates(logits, k, forced, forbid_unk):
-    """The best extensions of every hypothesis: (log-probs, tokens), each [B*K, R] with
-    R = min(K, V), best first.
+def _row_candidates(logits, k, forced, forbid_unk, count):
+    """The best extensions of every hypothesis: (log-probs, columns), each [B*K, R] with
+    R = min(K, C), best first. ``logits`` [B*K, C] are over the output columns of
+    :func:`output_columns`, ``count`` of them real words (column i < 4 is reserved word i).
 
     The K best extensions of a sentence are among the K best of each of its rows, and
     within a row log-softmax keeps the order of the logits. So the vocabulary-wide work
@@ -147,10 +191,9 @@ def _row_candidates(logits, k, forced, forbid_unk):
     included, exactly as ``log_softmax`` followed by a ban would. Rows at their limit
     (``forced``) get EOS with its model log-probability and nothing else.
     """
-    vocab_size = tf.shape(logits)[1]
     # Three more than K, so that K remain after dropping PAD, BOS and UNK.
-    wide = tf.minimum(k + 3, vocab_size)
-    narrow = tf.minimum(k, vocab_size)
+    wide = tf.minimum(k + 3, count)
+    narrow = tf.minimum(k, count)
     top_logits, top_tokens = _top_k_over_vocabulary(logits, wide)
     peak = top_logits[:, :1]  # the row's maximum, log_softmax's shift, without another pass
     log_norm = tf.math.log(tf.reduce_sum(tf.exp(logits - peak), axis=1, keepdims=True))
@@ -159,6 +202,7 @@ def _row_candidates(logits, k, forced, forbid_unk):
         tf.equal(top_tokens, PAD_ID)
         | tf.equal(top_tokens, BOS_ID)
         | (forbid_unk & tf.equal(top_tokens, UNK_ID))
+        | (top_tokens >= count)  # a padding column
     )
     lp, order = tf.math.top_k(tf.where(banned, _DEAD, lp), k=narrow)
     tokens = _take_along_rows(top_tokens, order)
@@ -180,6 +224,7 @@ def beam_search(
     nbest: int = 1,
     max_decode_ratio=2.0,
     early_stopping: bool = True,
+    shortlist: Shortlist | None = None,
 ) -> dict[str, tf.Tensor]:
     """Translate a batch of source sentences with beam search.
 
@@ -198,6 +243,8 @@ def beam_search(
       early_stopping: stop a sentence as soon as its result is settled (see the module
         docstring). False runs every sentence until no live hypothesis is left, which
         gives the same result more slowly; it exists to test that claim.
+      shortlist: vocabulary selection (:class:`Shortlist`): every step scores only the
+        batch's candidate words, and the softmax normalises over them. None: every word.
 
     Returns a dict with N = min(nbest, beam_size), hypotheses sorted by ``scores``:
       ``ids`` int32 [B, N, T]: tokens, EOS included, 0 after it;
@@ -229,6 +276,9 @@ def beam_search(
     dead = tf.constant(_DEAD, tf.float32)
 
     state, memory = model.encode(source_ids)
+    # The output layer's rows of the batch's words, gathered once for every step.
+    columns, count = output_columns(source_ids, model.config.tgt_vocab_size, shortlist)
+    projection = model.output_projection(columns, count)
     state = tf.nest.map_structure(lambda x: _tile_rows(x, k), state)
     memory = tf.nest.map_structure(lambda x: _tile_rows(x, k), memory)
 
@@ -271,11 +321,14 @@ def beam_search(
 
     def body(t, done, previous_ids, state, live_lp, live_ids, live_attn,
              pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn):
-        logits, new_state, weights = model.step(previous_ids, state, memory)
-        logits = tf.cast(logits, tf.float32)  # [B*K, V]
+        logits, new_state, weights = model.step(previous_ids, state, memory, projection)
+        logits = tf.cast(logits, tf.float32)  # [B*K, C]
         length = t + 1  # tokens of the hypotheses made by this step
         forced = length >= limits  # [B]: only EOS allowed at the limit
-        row_lp, row_tokens = _row_candidates(logits, k, _tile_rows(forced, k), forbid_unk)  # [B*K, R]
+        row_lp, row_columns = _row_candidates(
+            logits, k, _tile_rows(forced, k), forbid_unk, count
+        )  # [B*K, R]
+        row_tokens = tf.gather(columns, row_columns)
         width = tf.shape(row_lp)[1]
 
         candidates = tf.reshape(tf.reshape(live_lp, [-1, 1]) + row_lp, [batch, k * width])
@@ -399,7 +452,7 @@ def stepwise_greedy(
 
 def make_translate_fn(
     model, nbest: int = 1, max_decode_ratio: float | None = None, autograph: bool = True,
-    jit_compile: bool = False,
+    jit_compile: bool = False, lexicon_table: np.ndarray | None = None,
 ):
     """A ``tf.function`` around :func:`beam_search` that traces once.
 
@@ -408,6 +461,11 @@ def make_translate_fn(
     :func:`beam_search`; ``max_length <= 0`` selects the ratio rule (the model's
     ``config.max_decode_ratio`` unless ``max_decode_ratio`` is given). ``nbest`` is
     fixed here, as a Python constant.
+
+    ``lexicon_table`` (int32 [source vocabulary, best], a :class:`~keras_nmt.lexicon.Lexicon`'s
+    ``targets``) becomes a constant of the graph and the signature gains two inputs,
+    ``shortlist_frequent`` and ``shortlist_best`` (int32 []), the :class:`Shortlist` of
+    every call: both <= 0 decodes over the whole vocabulary.
 
     ``jit_compile`` compiles the model's ``encode`` and ``step`` with XLA: the decoder
     step (GRU, attention, deep output over the vocabulary) is where decoding spends its
@@ -420,8 +478,20 @@ def make_translate_fn(
     ratio = float(model.config.max_decode_ratio if max_decode_ratio is None else max_decode_ratio)
     if math.isnan(ratio) or ratio < 0:
         raise ValueError(f"max_decode_ratio must be >= 0, got {ratio}")
+    signature: list[Any] = [
+        tf.TensorSpec([None, None], tf.int32, name="source_ids"),
+        tf.TensorSpec([], tf.int32, name="beam_size"),
+        tf.TensorSpec([], tf.float32, name="alpha"),
+        tf.TensorSpec([], tf.bool, name="forbid_unk"),
+        tf.TensorSpec([], tf.int32, name="max_length"),
+    ]
 
-    def translate(source_ids, beam_size, alpha, forbid_unk, max_length):
+    def translate(source_ids, beam_size, alpha, forbid_unk, max_length, *selection):
+        shortlist = None
+        if selection:
+            # Built in the traced function, so the table is a constant of the graph
+            # (a SavedModel and an ONNX model carry it) rather than a captured tensor.
+            shortlist = Shortlist(tf.constant(lexicon_table, tf.int32), *selection)
         return beam_search(
             model,
             source_ids,
@@ -431,15 +501,13 @@ def make_translate_fn(
             max_length=max_length,
             nbest=nbest,
             max_decode_ratio=ratio,
+            shortlist=shortlist,
         )
 
-    signature: list[Any] = [
-        tf.TensorSpec([None, None], tf.int32, name="source_ids"),
-        tf.TensorSpec([], tf.int32, name="beam_size"),
-        tf.TensorSpec([], tf.float32, name="alpha"),
-        tf.TensorSpec([], tf.bool, name="forbid_unk"),
-        tf.TensorSpec([], tf.int32, name="max_length"),
-    ]
+    if lexicon_table is not None:
+        lexicon_table = np.asarray(lexicon_table, np.int32)
+        signature += [tf.TensorSpec([], tf.int32, name="shortlist_frequent"),
+                      tf.TensorSpec([], tf.int32, name="shortlist_best")]
     return tf.function(translate, input_signature=signature, autograph=autograph)
 
 
@@ -450,3 +518,4 @@ class _XlaSteps:
         self.config = model.config
         self.encode = tf.function(model.encode, jit_compile=True, autograph=False)
         self.step = tf.function(model.step, jit_compile=True, autograph=False)
+        self.output_projection = model.output_projection

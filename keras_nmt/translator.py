@@ -6,6 +6,10 @@ this class, and Python users call it directly::
     translator = Translator.from_run_dir("runs/search50")
     translator.translate(["The man is here."], beam_size=5)
 
+    # vocabulary selection: the 1,000 most frequent target words and the 20 best
+    # translations of each source word (the run's lexical table, keras-nmt lexicon)
+    translator.translate(lines, beam_size=5, shortlist=(1000, 20))
+
     # an ensemble of runs that share their vocabularies, 3-best lists, UNK replacement
     translator = Translator.from_run_dirs(["runs/a", "runs/b"])
     for t in translator.translate(lines, beam_size=5, nbest=3, unk_replace=True):
@@ -26,6 +30,7 @@ from keras_nmt import search
 from keras_nmt.config import JIT_LENGTH_MULTIPLE
 from keras_nmt.constants import EOS_ID
 from keras_nmt.ensemble import Ensemble, check_compatible
+from keras_nmt.lexicon import shortlist_inputs
 from keras_nmt.models import TranslationModel
 from keras_nmt.rundir import RunDir
 from keras_nmt.unk_replace import load_dictionary, replace_unknowns
@@ -81,8 +86,11 @@ class Translator:
         target_codec,
         max_source_len: int | None = None,
         jit_compile: bool = False,
+        lexicon=None,
     ):
         self.model = model
+        # A keras_nmt.lexicon.Lexicon, for translate(shortlist=...); None: no selection.
+        self.lexicon = lexicon
         self.jit_compile = jit_compile  # XLA-compile the beam search
         # How text becomes ids and back (keras_nmt.text codecs: words or SentencePiece).
         self.source_codec = source_codec
@@ -134,17 +142,20 @@ class Translator:
             paths = [paths]
         runs = [RunDir(path).inspect(weights) for path in paths]
         check_compatible(runs)
+        # Members share their vocabularies, so the first run's lexical table serves all.
+        lexicon = runs[0].run.load_lexicon() if runs[0].run.lexicon_path.is_file() else None
         models = [run.run.load_model(files=run, precision=precision) for run in runs]
         model = models[0] if len(models) == 1 else Ensemble(models)
         return cls(model, runs[0].source_codec, runs[0].target_codec,
-                   max_source_len=max_source_len)
+                   max_source_len=max_source_len, lexicon=lexicon)
 
     def _search_fn(self, nbest: int) -> Callable:
         if nbest not in self._search_fns:
             # search.beam_search is plain TensorFlow ops (no Python control flow on
             # tensors), so autograph is not needed: tracing without it is ~3x faster.
             self._search_fns[nbest] = search.make_translate_fn(
-                self.model, nbest=nbest, autograph=False, jit_compile=self.jit_compile
+                self.model, nbest=nbest, autograph=False, jit_compile=self.jit_compile,
+                lexicon_table=None if self.lexicon is None else self.lexicon.targets,
             )
         return self._search_fns[nbest]
 
@@ -171,6 +182,7 @@ class Translator:
         nbest: int = 1,
         unk_replace: bool = False,
         dictionary: Mapping[str, str] | str | os.PathLike | None = None,
+        shortlist: tuple[int, int] | None = None,
     ) -> list[Translation]:
         """Translate ``lines``; the output has one Translation per line, in order.
 
@@ -189,6 +201,11 @@ class Translator:
         Attention is computed for it in any case; ``attention`` is only kept with
         ``with_attention``.
 
+        ``shortlist`` = (F, B): vocabulary selection, each batch scored on the F most
+        frequent target words, the B best translations of its source words by the
+        lexical table and the reserved words (:class:`keras_nmt.search.Shortlist`);
+        scores are normalised over those words. None: the whole vocabulary.
+
         ``progress`` is called with the number of sentences finished after each batch.
         """
         _check_positive("beam_size", beam_size)
@@ -198,6 +215,7 @@ class Translator:
             raise ValueError(f"nbest ({nbest}) cannot exceed beam_size ({beam_size})")
         if not alpha >= 0:
             raise ValueError(f"alpha must be >= 0, got {alpha}")
+        selection = shortlist_inputs(shortlist, self.lexicon)
         if isinstance(dictionary, (str, os.PathLike)):
             dictionary = load_dictionary(dictionary)
         need_attention = with_attention or unk_replace
@@ -236,6 +254,7 @@ class Translator:
                 tf.constant(alpha, tf.float32),
                 tf.constant(bool(forbid_unk)),
                 tf.constant(0, tf.int32),
+                *[tf.constant(value, tf.int32) for value in selection],
             )
             out_ids, lengths = out["ids"].numpy(), out["lengths"].numpy()
             scores = out["scores"].numpy()

@@ -48,6 +48,20 @@ def tiny_export(tiny_run, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def tiny_selecting_export(tiny_run, tmp_path_factory):
+    """``keras-nmt export`` of ``tiny_run`` with vocabulary selection and int8, done once:
+    beam 3, ``--onnx --shortlist 5,2 --int8`` (the int8 check allows a drop of 5 BLEU:
+    the barely trained model scores about 0 anyway)."""
+    from keras_nmt.cli import export as cli
+
+    out = tmp_path_factory.mktemp("selecting-export")
+    argv = [str(tiny_run), "--out", str(out), "--beam", "3", "--onnx", "--shortlist", "5,2",
+            "--int8", "--int8-max-drop", "5"]
+    assert cli.main(argv) == 0
+    return out
+
+
+@pytest.fixture(scope="session")
 def tiny_spm_run(tiny_corpus, tmp_path_factory):
     """A search30 run with ``--tokenizer sentencepiece`` (120 / 150 pieces) trained for 3
     steps on ``tiny_corpus``, on token batches of <= 200 slots; its summary is

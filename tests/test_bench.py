@@ -110,32 +110,78 @@ def test_sentences_are_spread_through_the_file():
     assert _common.spread_sentences("0\n\n1\n \n2\n", 5) == ["0", "1", "2"]
 
 
-def test_decode_throughput_on_every_path(tiny_run, tiny_export, tmp_path, capsys):
+def test_decode_throughput_keras_columns_flops_and_targets(tiny_run, tmp_path, capsys):
+    decode = load("decode_throughput")
+    out = tmp_path / "decode.json"
+    assert decode.main([str(tiny_run), "--paths", "keras", "--count", "6", "--beams", "1,5",
+                        "--batches", "64", "--shortlist", "5,2", "--json", str(out),
+                        "--plot", str(tmp_path / "length.png")]) == 0
+    report = json.loads(out.read_text())
+    cells = {(c["selection"], c["beam"]): c for c in report["results"]}
+    assert set(cells) == {("off", 1), ("off", 5), ("on", 1), ("on", 5)}
+    vocab = json.loads((tiny_run / "config.json").read_text())["tgt_vocab_size"]
+    assert cells[("off", 5)]["mean_columns"] == vocab > cells[("on", 5)]["mean_columns"] >= 4 + 5
+    for cell in cells.values():
+        assert cell["gflop_per_second"] > 0 and cell["of_matmul_rate"] > 0
+    # Without the SavedModel no target can be judged; with one path, the fastest is Keras.
+    assert [t["result"] for t in report["targets"]][:2] == ["n/a", "n/a"]
+    assert report["targets"][3]["measured"] == max(
+        cells[("off", 1)]["sentences_per_second"], cells[("on", 1)]["sentences_per_second"])
+
+
+def test_useful_flops_by_hand():
+    decode = load("decode_throughput")
+    from keras_nmt.config import variant_config
+
+    config = variant_config("search50", {"embedding": 2, "hidden": 3, "attention": 4, "maxout": 5})
+    # GRU: 2*2*9 + 2*3*9 + 2*6*9 = 198; deep output 2*(3+2+6)*10 = 220, output 2*5*C;
+    # attention 2*3*4 + 3*Tx*4 + 2*Tx*6 = 24 + 24 Tx.
+    assert decode.step_flops(config, 2, 7) == 198 + 220 + 70 + 24 + 48
+    # Encoder per token: 2 directions * (2*2*9 + 2*3*9) + keys 2*6*4 = 228.
+    assert decode.encoder_flops(config, 2) == 2 * 228
+    # A 1-token source (2 with EOS), 2 output tokens (3 steps with EOS), beam 2.
+    assert decode.useful_flops(config, [1], [2], 2, [7]) == 2 * 228 + 2 * 3 * (198 + 220 + 70 + 72)
+
+
+@SLOW
+def test_decode_throughput_on_every_path(tiny_run, tmp_path, capsys):
     decode = load("decode_throughput")
     out, plot = tmp_path / "decode.json", tmp_path / "length.png"
-    assert decode.main([str(tiny_run), "--export-dir", str(tiny_export), "--count", "6",
-                        "--beams", "1,5", "--batches", "1,64", "--json", str(out),
-                        "--plot", str(plot)]) == 0
+    assert decode.main([str(tiny_run), "--export-dir", str(tmp_path / "exports"), "--count", "6",
+                        "--beams", "5", "--batches", "1,64", "--shortlist", "5,2",
+                        "--json", str(out), "--plot", str(plot)]) == 0
     report = json.loads(out.read_text())
-    cells = {(c["path"], c["beam"], c["batch"]): c for c in report["results"]}
-    assert len(cells) == 3 * 2 * 2
-    for cell in cells.values():
+    cells = {(c["path"], c["selection"], c["beam"], c["batch"]): c for c in report["results"]}
+    assert len(cells) == 4 * 2 * 2
+    vocab = json.loads((tiny_run / "config.json").read_text())["tgt_vocab_size"]
+    for (path, selection, beam, batch), cell in cells.items():
         assert cell["sentences"] == 6
         assert cell["sentences_per_second"] > 0 and cell["output_tokens_per_second"] > 0
-    # Same outputs whatever the batch: the Keras and ONNX paths report the same tokens.
-    assert cells[("keras", 5, 1)]["output_tokens"] == cells[("keras", 5, 64)]["output_tokens"]
-    assert cells[("onnx", 1, 64)]["output_tokens"] == cells[("keras", 1, 64)]["output_tokens"]
+        assert 0 < cell["gflop_per_second"] and 0 < cell["of_matmul_rate"]
+        # Without selection every word is scored; with it, fewer.
+        assert (cell["mean_columns"] == vocab) == (selection == "off"), (path, selection)
+    # The exact search gives the same outputs whatever the batch (a selecting one need not:
+    # a batch's candidate words are those of all its sentences); the ONNX paths are within
+    # a token or two of Keras (the barely trained model has equally scored hypotheses of
+    # different lengths, which onnxruntime's rounding may order differently).
+    assert (cells[("keras", "off", 5, 1)]["output_tokens"]
+            == cells[("keras", "off", 5, 64)]["output_tokens"])
+    for selection in ("off", "on"):
+        keras = cells[("keras", selection, 5, 64)]["output_tokens"]
+        assert abs(cells[("onnx", selection, 5, 64)]["output_tokens"] - keras) <= 2
     fits = report["time_against_length"]["fits"]
-    assert set(fits) == {"keras", "savedmodel", "onnx"}
+    assert set(fits) == {f"{p} selection {s}" for p in decode.PATHS for s in ("off", "on")}
     for fit in fits.values():
         assert fit["sentences"] == 6 and fit["buckets"]
         assert math.isfinite(fit["slope_ms_per_token"]) and math.isfinite(fit["intercept_ms"])
         assert fit["r2"] is None or fit["r2"] <= 1
     assert plot.stat().st_size > 0 and plot.read_bytes()[:4] == b"\x89PNG"
-    results = {t["target"]: t for t in report["targets"]}
-    assert all(t["result"] in ("PASS", "FAIL") for t in results.values())
-    ratio = cells[("onnx", 5, 64)]["sentences_per_second"] / cells[("savedmodel", 5, 64)]["sentences_per_second"]
-    assert [t["measured"] for t in report["targets"]][0] == pytest.approx(ratio)
+    # Greedy is not in this grid: its target is n/a; the beam-5 ones are measured.
+    assert [t["result"] in ("PASS", "FAIL") for t in report["targets"]] == [True] * 3 + [False]
+    exact = cells[("savedmodel", "off", 5, 64)]["sentences_per_second"]
+    selecting = cells[("savedmodel", "on", 5, 64)]["sentences_per_second"]
+    assert report["targets"][0]["measured"] == pytest.approx(selecting / exact)
+    assert report["matmul"]["flops_per_second"] > 0
     printed = capsys.readouterr().out
     assert "sent/s" in printed and ("PASS" in printed or "FAIL" in printed)
 
@@ -224,6 +270,23 @@ def test_precision_grid_reports_compilations_and_padding(tiny_corpus, tmp_path, 
     assert "compiles" in capsys.readouterr().out
 
 
+def test_precision_compares_recipes_at_the_grids_batch():
+    import argparse
+
+    from keras_nmt.config import RECIPES
+
+    precision = load("precision")
+    args = argparse.Namespace(compare="recipe=none,budget")
+    assert precision.compared(args) == ("recipe", ["none", "budget"])
+    assert precision.compared_values("recipe", "none") == {}
+    budget = precision.compared_values("recipe", "budget")
+    assert budget["sampled_softmax"] == RECIPES["budget"]["sampled_softmax"]
+    assert "batch_size" not in budget  # the grid's --batches decides
+    assert precision.compared_values("dropout", 0.2) == {"dropout": 0.2}
+    with pytest.raises(ValueError, match="unknown recipe"):
+        precision.compared(argparse.Namespace(compare="recipe=none,fast"))
+
+
 def test_gpu_benchmark_refuses_without_a_gpu(tiny_corpus):
     import tensorflow as tf
 
@@ -235,3 +298,18 @@ def test_gpu_benchmark_refuses_without_a_gpu(tiny_corpus):
     lines = [line for line in result.stderr.splitlines() if line.startswith("gpu.py")]
     assert lines == ["gpu.py: error: TensorFlow sees no GPU on this machine; this benchmark "
                      "measures one (bench/precision.py measures the CPU)"], result.stderr
+
+
+def test_selection_bleu_against_the_exact_search(tiny_run, tiny_corpus, tmp_path, capsys):
+    bench = load("selection_bleu")
+    out = tmp_path / "selection.json"
+    vocab = json.loads((tiny_run / "config.json").read_text())["tgt_vocab_size"]
+    assert bench.main([str(tiny_run), "--src", str(tiny_corpus / "valid.en"),
+                       "--ref", str(tiny_corpus / "valid.fr"), "--beam", "2",
+                       "--shortlists", f"5,2:{vocab},1", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["shortlist"] for r in rows] == [None, [5, 2], [vocab, 1]]
+    # A shortlist of every word is the exact search.
+    assert rows[2]["bleu"] == pytest.approx(rows[0]["bleu"]) and rows[2]["against_exact"] == 0
+    assert all(r["seconds"] > 0 for r in rows)
+    assert "vs exact" in capsys.readouterr().out

@@ -71,7 +71,8 @@ def translator(tiny_run):
 @fuzz(EXAMPLES)
 @given(lines=st.lists(LINE, min_size=1, max_size=LINES_PER_BATCH))
 def test_translator_returns_one_translation_per_line(translator, lines):
-    translations = translator.translate(lines, beam_size=2)
+    # With vocabulary selection: a batch's candidate words come from its input.
+    translations = translator.translate(lines, beam_size=2, shortlist=(5, 2))
     assert len(translations) == len(lines)
     for line, translation in zip(lines, translations):
         assert isinstance(translation.text, str) and "\n" not in translation.text

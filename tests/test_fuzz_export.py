@@ -1,14 +1,11 @@
 """Hostile and odd input through the exported model (contract: _notes/EXPORT_CONTRACT.md):
 the SavedModel's ``serving_default`` signature and the onnxruntime path never fail and
 return one output per input line, for any Unicode text (see tests/test_fuzz.py for the
-strategies and KERAS_NMT_FUZZ_EXAMPLES).
+strategies and KERAS_NMT_FUZZ_EXAMPLES). The export decodes with vocabulary selection
+(``--shortlist``), the harder path: a batch's candidate words depend on its input.
 
 The onnxruntime path is :class:`keras_nmt.serving.onnx_translator.OnnxTranslator`.
 """
-
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -22,20 +19,13 @@ from keras_nmt.text import word as tokenizer  # noqa: E402
 from keras_nmt.serving import onnx_translator  # noqa: E402
 from keras_nmt.translator import default_max_source_len  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 NAME = "nmt"
 
 
 @pytest.fixture(scope="module")
-def export_dir(tiny_run, tmp_path_factory):
-    out = tmp_path_factory.mktemp("export")
-    result = subprocess.run(
-        [sys.executable, "-m", "export", str(tiny_run), "--out", str(out), "--name", NAME,
-         "--onnx", "--beam", "2"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return out
+def export_dir(tiny_selecting_export):
+    """tiny_run exported once (conftest) with --onnx --shortlist 5,2 --int8."""
+    return tiny_selecting_export
 
 
 @pytest.fixture(scope="module")

@@ -117,10 +117,15 @@ def test_beam_one_is_stepwise_greedy(arch, search_model, encdec_model):
 MAX_LENGTH = 4
 
 
-def brute_force(model, source, forbid_unk, alpha):
+def brute_force(model, source, forbid_unk, alpha, candidates=None):
     """All candidate sequences with their (normalised score, log-prob), best first,
-    each scored by an eager loop over model.step."""
+    each scored by an eager loop over model.step. ``candidates``: the words a
+    vocabulary selection keeps (the softmax normalised over them and the reserved ids)."""
     words = ([UNK_ID] if not forbid_unk else []) + list(range(EOS_ID + 1, model.config.tgt_vocab_size))
+    if candidates is not None:
+        words = [w for w in words if w == UNK_ID or w in candidates]
+        dropped = [w for w in range(model.config.tgt_vocab_size)
+                   if w > EOS_ID and w not in candidates]
     seqs = [
         prefix + (EOS_ID,)
         for length in range(MAX_LENGTH)
@@ -137,6 +142,8 @@ def brute_force(model, source, forbid_unk, alpha):
     for t in range(MAX_LENGTH):
         logits, state, _ = model.step(tf.constant(previous), state, memory)
         logits = logits.numpy().astype(np.float64)
+        if candidates is not None:
+            logits[:, dropped] = -np.inf
         shifted = logits - logits.max(1, keepdims=True)
         log_probs = shifted - np.log(np.exp(shifted).sum(1, keepdims=True))
         active = t < lengths
@@ -174,6 +181,74 @@ def test_beam_search_matches_brute_force(arch):
                         np.testing.assert_allclose(
                             out["scores"][0], [s for _, s, _ in ranked[:nbest]], atol=1e-5
                         )
+
+
+# A lexical table for the tiny models: source word s translates to word 4 + s % 4, then
+# 4 + (s + 1) % 4; the reserved source ids translate to nothing.
+TINY_TABLE = np.array([[0, 0]] * 4 + [[4 + s % 4, 4 + (s + 1) % 4] for s in range(4, 12)],
+                      np.int32)
+
+
+def selected(model, source, beam, alpha, forbid_unk, frequent, best, nbest=3, max_length=0):
+    fn = search.make_translate_fn(model, nbest=nbest, lexicon_table=TINY_TABLE, autograph=False)
+    out = fn(tf.constant(source, tf.int32), tf.constant(beam), tf.constant(alpha, tf.float32),
+             tf.constant(forbid_unk), tf.constant(max_length), tf.constant(frequent),
+             tf.constant(best))
+    return {key: value.numpy() for key, value in out.items()}
+
+
+def test_output_columns_are_the_shortlist_in_whole_blocks():
+    source = tf.constant([[4, 5, 3, 0], [9, 3, 0, 0]])
+    shortlist = search.Shortlist(TINY_TABLE, frequent=1, best=1)
+    columns, count = search.output_columns(source, 300, shortlist)
+    # Reserved 0-3, the most frequent word 4, translations 4, 5 (of 4, 5) and 5 (of 9).
+    assert int(count) == 6
+    np.testing.assert_array_equal(columns.numpy()[:6], [0, 1, 2, 3, 4, 5])
+    assert columns.shape[0] == 128 and not columns.numpy()[6:].any()
+    two = search.output_columns(source, 300, search.Shortlist(TINY_TABLE, 0, 2))
+    np.testing.assert_array_equal(two[0].numpy()[: int(two[1])], [0, 1, 2, 3, 4, 5, 6])
+    # Both sizes 0: selection off, every word, in 3 blocks.
+    every, count = search.output_columns(source, 300, search.Shortlist(TINY_TABLE, 0, 0))
+    assert int(count) == 300 and every.shape[0] == 384
+    np.testing.assert_array_equal(every.numpy()[:300], np.arange(300))
+
+
+@pytest.mark.parametrize("arch", ["search50", "encdec50"])
+def test_selection_with_every_word_is_the_exact_search(arch):
+    model = build_model(arch, seed=5, tgt_vocab_size=9)
+    for beam, alpha, forbid in [(1, 1.0, False), (3, 0.0, True), (5, 1.0, False)]:
+        exact = translate(model, SOURCES, beam, alpha, forbid)
+        # Every word is a frequent one, or (off) the sizes are 0: the same search.
+        for frequent, best in [(model.config.tgt_vocab_size, 1), (0, 0)]:
+            got = selected(model, SOURCES, beam, alpha, forbid, frequent, best)
+            for key in ("ids", "lengths"):
+                np.testing.assert_array_equal(got[key], exact[key])
+            np.testing.assert_allclose(got["scores"], exact["scores"], atol=1e-6)
+            np.testing.assert_allclose(got["attention"], exact["attention"], atol=1e-6)
+
+
+@pytest.mark.parametrize("arch", ["search50", "encdec50"])
+def test_selected_search_matches_brute_force_over_the_candidates(arch):
+    model = build_model(arch, seed=3, tgt_vocab_size=8, gain=1.5)
+    nbest = 6
+    for source, (frequent, best) in [(SOURCES[0], (0, 1)), (SOURCES[1], (0, 2)),
+                                     (SOURCES[4], (1, 1))]:
+        words = set(range(EOS_ID + 1, EOS_ID + 1 + frequent))
+        words |= {int(t) for s in source for t in TINY_TABLE[s, :best] if t}
+        assert len(words) < 4  # the selection leaves words out
+        for forbid_unk in (True, False):
+            for alpha in (0.0, 1.0):
+                ranked, count = brute_force(model, source, forbid_unk, alpha, candidates=words)
+                beam = count ** (MAX_LENGTH - 2) * (count + 1)  # never prunes
+                out = selected(model, [source], beam, alpha, forbid_unk, frequent, best,
+                               nbest=nbest, max_length=MAX_LENGTH)
+                want = ranked[:nbest]
+                got = [tuple(hypothesis(out, 0, n)) for n in range(len(want))]
+                assert got == [seq for seq, _, _ in want]
+                np.testing.assert_allclose(out["scores"][0, : len(want)],
+                                           [score for _, score, _ in want], atol=1e-5)
+                np.testing.assert_allclose(out["log_probs"][0, : len(want)],
+                                           [lp for _, _, lp in want], atol=1e-5)
 
 
 def test_early_stopping_is_exact():
@@ -356,8 +431,10 @@ def test_row_candidates_match_log_softmax(k, vocab, forbid_unk):
     logits = rng.normal(0.0, 3.0, size=(6, vocab)).astype(np.float32)
     logits[1, [PAD_ID, BOS_ID, UNK_ID]] = 50.0  # banned words on top must not be picked
     forced = np.array([False, False, True, False, True, False])
-    lp, tokens = search._row_candidates(tf.constant(logits), tf.constant(k), tf.constant(forced),
-                                        tf.constant(forbid_unk))
+    # Rows come over whole blocks of output columns, the padding ones masked by the model.
+    padded = np.pad(logits, [[0, 0], [0, -vocab % search._BLOCK]], constant_values=-1e9)
+    lp, tokens = search._row_candidates(tf.constant(padded), tf.constant(k), tf.constant(forced),
+                                        tf.constant(forbid_unk), tf.constant(vocab))
     lp, tokens = lp.numpy(), tokens.numpy()
     full = tf.nn.log_softmax(logits).numpy()  # normalised over every word, banned ones too
     banned = [PAD_ID, BOS_ID] + ([UNK_ID] if forbid_unk else [])
@@ -386,7 +463,8 @@ def test_two_stage_top_k_equals_top_k(vocab, k):
     logits[0, :] = 1.0
     logits[1, [3, 200 % vocab, vocab - 1]] = 9.0
     logits[2] = np.round(logits[2])
-    got = search._top_k_over_vocabulary(tf.constant(logits), tf.constant(k))
+    padded = np.pad(logits, [[0, 0], [0, -vocab % search._BLOCK]], constant_values=-1e9)
+    got = search._top_k_over_vocabulary(tf.constant(padded), tf.constant(k))
     want = tf.math.top_k(logits, k=k)
     np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())
     np.testing.assert_array_equal(got[0].numpy(), want[0].numpy())

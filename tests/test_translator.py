@@ -46,8 +46,12 @@ class UnkLovingModel:
     def encode(self, source_ids):
         return self.model.encode(source_ids)
 
-    def step(self, previous_ids, state, memory):
-        logits, state, attention = self.model.step(previous_ids, state, memory)
+    def output_projection(self, columns, count):
+        return self.model.output_projection(columns, count)
+
+    def step(self, previous_ids, state, memory, projection=None):
+        # Column UNK_ID is UNK whether the logits cover every word or a shortlist.
+        logits, state, attention = self.model.step(previous_ids, state, memory, projection)
         return logits + self.bias * tf.one_hot(UNK_ID, tf.shape(logits)[-1]), state, attention
 
 

@@ -4,6 +4,7 @@
     keras-nmt translate      translate stdin with trained runs (ensembles, n-best)
     keras-nmt evaluate       BLEU / chrF, No-UNK, Fig. 2, Fig. 3, Table 2, AER
     keras-nmt average        average a run's last or best N checkpoints
+    keras-nmt lexicon        build a run's lexical table p(t|s) for vocabulary selection
     keras-nmt export         SavedModel for TF Serving, and ONNX (also: python -m export)
     keras-nmt onnx-translate translate stdin with onnxruntime, without TensorFlow
     keras-nmt tfserving-client  translate stdin through a running TF Serving
@@ -25,6 +26,7 @@ COMMANDS = {
     "translate": ("translate", "translate stdin with one or more trained runs"),
     "evaluate": ("evaluate", "BLEU/chrF (All, No-UNK), BLEU by length, heat maps, Table 2, AER"),
     "average": ("average", "average a run's last or best N checkpoints (--weights averaged)"),
+    "lexicon": ("lexicon", "build a run's lexical table p(t|s), for --shortlist F,B"),
     "export": ("export", "export a run as a TF Serving SavedModel (and ONNX with --onnx)"),
     "onnx-translate": ("onnx_translate", "translate stdin with an ONNX export and onnxruntime"),
     "tfserving-client": ("tfserving_client", "translate stdin through a running TF Serving"),

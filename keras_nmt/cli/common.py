@@ -49,6 +49,29 @@ def add_weights_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def shortlist(text: str) -> tuple[int, int]:
+    """``F,B`` (argparse type): the F most frequent target words and the B best
+    translations of each source word (:class:`keras_nmt.search.Shortlist`)."""
+    parts = text.split(",")
+    try:
+        frequent, best = (int(part) for part in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected F,B (two integers >= 0), got {text!r}") from None
+    if frequent < 0 or best < 0 or frequent + best == 0:
+        raise argparse.ArgumentTypeError(f"expected F,B (integers >= 0, not both 0), got {text!r}")
+    return frequent, best
+
+
+def add_shortlist_argument(parser: argparse.ArgumentParser, what: str = "decode") -> None:
+    """``--shortlist F,B``: vocabulary selection with the run's lexical table."""
+    parser.add_argument(
+        "--shortlist", type=shortlist, metavar="F,B",
+        help=f"{what} over the F most frequent target words and the B best translations of "
+        "each source word of the batch (the run's lexical table, keras-nmt lexicon) instead "
+        "of the whole vocabulary: faster, scores normalised over those words; e.g. 1000,20",
+    )
+
+
 def quiet_tensorflow() -> None:
     """Keep TensorFlow's C++ start-up lines off the terminal: on a machine without a GPU
     they include an error, "failed call to cuInit", that a new user reads as a failure.

@@ -19,17 +19,19 @@ import pathlib
 from typing import Any, Sequence
 
 from keras_nmt.cli.common import (
-    OneLineParser, add_weights_argument, non_negative_int, positive_int, quiet_tensorflow,
+    OneLineParser, add_shortlist_argument, add_weights_argument, non_negative_float, non_negative_int, positive_int, quiet_tensorflow,
     run_command, std_streams,
 )
 from keras_nmt.config import ConfigError
 from keras_nmt.corpus.readers import CorpusError
 from keras_nmt.ensemble import EnsembleError, check_compatible
+from keras_nmt.lexicon import LexiconError, shortlist_inputs
 from keras_nmt.evaluation import EvaluationError, plots
 from keras_nmt.evaluation.alignment import AlignmentError, default_alignment_path, read_gold
 from keras_nmt.evaluation.plots import (
     HEATMAP_MAX_TOKENS, HEATMAP_MIN_TOKENS, choose_heatmap_sentences, write_plots,
 )
+from keras_nmt.evaluation.tuning import DEFAULT_ALPHAS, DEFAULT_BEAMS
 from keras_nmt.evaluation.scoring import (
     TABLE2_FIELDS, evaluate_run, format_report, public, read_parallel, run_labels, run_summary,
     table2_row,
@@ -41,7 +43,7 @@ from keras_nmt.vocab import VocabularyError
 PROG = "keras-nmt evaluate"
 USER_ERRORS: tuple[type[Exception], ...] = (
     EvaluationError, AlignmentError, ConfigError, CorpusError, RunDirError, VocabularyError,
-    EnsembleError,
+    EnsembleError, LexiconError,
 )
 
 
@@ -55,8 +57,19 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories to evaluate and compare")
     parser.add_argument("--src", required=True, help="source sentences, one per line")
     parser.add_argument("--ref", required=True, help="reference translations, line-aligned with --src")
-    parser.add_argument("--beam", type=positive_int, help="beam size (default: each run's config)")
-    parser.add_argument("--alpha", type=float, help="length normalisation exponent (default: each run's config)")
+    parser.add_argument("--beam", type=positive_int,
+                        help="beam size (default: each run's tuned one, else its config's)")
+    parser.add_argument("--alpha", type=non_negative_float,
+                        help="length normalisation exponent (default: each run's tuned one, else "
+                        "its config's)")
+    parser.add_argument("--tune", action="store_true",
+                        help="first pick the beam and alpha with the best BLEU on --src/--ref "
+                        "over --tune-beams x --tune-alphas, store them in the run (search.json: "
+                        "translate, evaluate and export then use them), and evaluate with them")
+    parser.add_argument("--tune-beams", type=_positive_ints, default=DEFAULT_BEAMS, metavar="K,K",
+                        help="beam sizes to try (default %(default)s)")
+    parser.add_argument("--tune-alphas", type=_alphas, default=DEFAULT_ALPHAS, metavar="A,A",
+                        help="alphas to try (default %(default)s)")
     parser.add_argument("--batch-size", type=positive_int, default=32, help="sentences per decoding batch (default 32)")
     parser.add_argument(
         "--plots", metavar="DIR",
@@ -71,12 +84,22 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                         help=f"attention heat maps per run with --plots (default 4: the first sentences "
                         f"with {HEATMAP_MIN_TOKENS}-{HEATMAP_MAX_TOKENS} source tokens)")
     parser.add_argument("--sentences", metavar="I,J,K", help="heat maps for these line numbers of --src (1-based) instead")
+    add_shortlist_argument(parser)
     add_weights_argument(parser)
     parser.add_argument(
         "--ensemble", action="store_true",
         help="also evaluate the ensemble of all RUN_DIRs (same vocabularies needed), as one more row",
     )
     return parser
+
+
+def _positive_ints(text: str) -> tuple[int, ...]:
+    values = tuple(positive_int(item) for item in text.split(","))
+    return values
+
+
+def _alphas(text: str) -> tuple[float, ...]:
+    return tuple(non_negative_float(item) for item in text.split(","))
 
 
 def _heatmap_lines(text: str, sources: Sequence[str], source_codec) -> list[int]:
@@ -153,6 +176,12 @@ def _main(args: argparse.Namespace, stdout, stderr) -> int:
         else:
             lengths = [len(source_codec.tokenize(line)) for line in sources]
             keep = choose_heatmap_sentences(lengths, args.heatmaps)
+    if args.shortlist:
+        for run in runs:
+            shortlist_inputs(args.shortlist, run.run.load_lexicon())
+    if args.tune and (len(runs) > 1 or args.ensemble):
+        raise EvaluationError("--tune tunes one run: give one RUN_DIR, without --ensemble")
+    settings = {run.run.path: run.run.search_settings(run.config) for run in runs}
     labels = run_labels(args.run_dirs, [run.config.variant for run in runs])
     jobs = [
         _Job(label, [run.run.path], run.config, run_summary(run.run.path))
@@ -174,14 +203,19 @@ def _main(args: argparse.Namespace, stdout, stderr) -> int:
         if key not in loaded:
             loaded[key] = Translator.from_run_dirs(job.paths, weights=args.weights)
         translator = loaded[key]
-        beam = args.beam or job.config.beam_size
-        alpha = job.config.length_alpha if args.alpha is None else args.alpha
+        if args.tune:
+            settings[job.paths[0]] = _tune(args, translator, sources, references, job.paths[0],
+                                           report)
+        defaults = settings.get(job.paths[0]) or {"beam_size": job.config.beam_size,
+                                                   "alpha": job.config.length_alpha}
+        beam = args.beam or defaults["beam_size"]
+        alpha = defaults["alpha"] if args.alpha is None else args.alpha
         # RNNencdec has no attention: no alignments to score, no heat maps to draw.
         attends = job.config.uses_attention
         result = evaluate_run(
             translator, sources, references, beam, alpha, batch_size=args.batch_size,
             gold=gold if attends else None, keep_attention=keep if attends else [],
-            progress=Progress(), label=job.label,
+            progress=Progress(), label=job.label, shortlist=args.shortlist,
         )
         ensemble = len(job.paths) > 1
         result = {
@@ -221,6 +255,20 @@ def _main(args: argparse.Namespace, stdout, stderr) -> int:
         json.dump(output, stdout, indent=2, ensure_ascii=False)
         stdout.write("\n")
     return 0
+
+
+def _tune(args, translator, sources, references, run_dir: pathlib.Path, report) -> dict:
+    """Tune the beam and alpha of one run on (sources, references) and store them."""
+    from keras_nmt.evaluation.tuning import tune_search
+
+    tuned = tune_search(translator, sources, references, args.tune_beams, args.tune_alphas,
+                        batch_size=args.batch_size, shortlist=args.shortlist,
+                        log=lambda text: print(text, file=report, flush=True))
+    tuned.update(src=str(args.src), ref=str(args.ref), weights=args.weights)
+    RunDir(run_dir).write_search_settings(tuned)
+    print(f"tuned: beam {tuned['beam_size']}, alpha {tuned['alpha']:g} (BLEU {tuned['bleu']:.2f}); "
+          f"stored in {RunDir(run_dir).search_path}", file=report, flush=True)
+    return {**tuned, "tuned": True}
 
 
 if __name__ == "__main__":

@@ -10,12 +10,14 @@ import time
 from typing import Sequence
 
 from keras_nmt.cli.common import (
-    OneLineParser, add_weights_argument, non_negative_int, positive_int, quiet_tensorflow,
+    OneLineParser, add_shortlist_argument, add_weights_argument, non_negative_float,
+    non_negative_int, positive_int, quiet_tensorflow,
     run_command, std_streams,
 )
 from keras_nmt.config import ConfigError
 from keras_nmt.export import ExportError
-from keras_nmt.export.exporter import NAME, ExportRequest, export
+from keras_nmt.export.exporter import INT8_MAX_DROP, NAME, ExportRequest, export
+from keras_nmt.lexicon import LexiconError
 from keras_nmt.progress import format_duration
 from keras_nmt.rundir import RunDirError
 from keras_nmt.text import CodecError
@@ -23,7 +25,7 @@ from keras_nmt.vocab import VocabularyError
 
 PROG = "keras-nmt export"
 USER_ERRORS: tuple[type[Exception], ...] = (
-    ConfigError, RunDirError, VocabularyError, CodecError, ExportError,
+    ConfigError, RunDirError, VocabularyError, CodecError, ExportError, LexiconError,
 )
 DESCRIPTION = (
     "Export a training run: EXPORT_DIR/NAME/VERSION/ (a SavedModel in TF Serving's layout, "
@@ -42,7 +44,9 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser.add_argument("--version", type=non_negative_int, default=None,
                         help="version number (default: 1 + the highest existing, 1 if none)")
     parser.add_argument("--beam", type=positive_int, default=None, metavar="K",
-                        help="beam size of serving_default (default: the run's beam_size)")
+                        help="beam size of serving_default (default: the run's tuned beam, "
+                             "keras-nmt evaluate --tune, else its beam_size); alpha: the tuned "
+                             "one, else the config's")
     parser.add_argument("--nbest", type=positive_int, default=1, metavar="N",
                         help="N > 1: serving_default also returns the N best translations")
     parser.add_argument("--attention", action="store_true",
@@ -50,6 +54,16 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser.add_argument("--onnx", action="store_true",
                         help="also write EXPORT_DIR/NAME.onnx (translate_ids, for onnxruntime) "
                              "with its vocabularies and NAME.onnx.json")
+    parser.add_argument("--int8", action="store_true",
+                        help="with --onnx, also write EXPORT_DIR/NAME.int8.onnx (int8 weights, "
+                             "onnxruntime dynamic quantization), refused when its BLEU on a "
+                             "sample of the run's sentences falls more than --int8-max-drop "
+                             "below the float model's")
+    parser.add_argument("--int8-max-drop", type=non_negative_float, default=INT8_MAX_DROP,
+                        metavar="BLEU", help="the BLEU the int8 model may lose on the sample "
+                                             "(default %(default)s)")
+    add_shortlist_argument(parser, what="serving_default and onnx-translate decode (the "
+                           "table goes into both graphs; shortlist inputs turn it off)")
     add_weights_argument(parser)
     return parser
 
@@ -74,7 +88,8 @@ def _run(args: argparse.Namespace, stderr, prog: str) -> int:
     request = ExportRequest(
         run_dir=args.run_dir, out=args.out, name=args.name, version=args.version,
         beam=args.beam, nbest=args.nbest, attention=args.attention, onnx=args.onnx,
-        weights=args.weights,
+        weights=args.weights, shortlist=args.shortlist, int8=args.int8,
+        int8_max_drop=args.int8_max_drop,
     )
     quiet_tensorflow()
     try:

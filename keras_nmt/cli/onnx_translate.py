@@ -11,7 +11,8 @@ import time
 from typing import Sequence, TextIO
 
 from keras_nmt.cli.common import (
-    OneLineParser, binary, non_negative_float, positive_int, run_command, std_streams,
+    OneLineParser, binary, non_negative_float, positive_int, run_command, shortlist,
+    std_streams,
 )
 from keras_nmt.corpus.readers import InputError, read_lines
 from keras_nmt.export import ExportError
@@ -46,6 +47,14 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                         help="write the N best translations as 'INDEX ||| translation ||| score'"
                         " (at most the export's --nbest)")
     parser.add_argument("--no-unk", action="store_true", help="never generate <unk>")
+    parser.add_argument("--int8", action="store_true",
+                        help="run NAME.int8.onnx (exported with --int8) instead of NAME.onnx")
+    selection = parser.add_mutually_exclusive_group()
+    selection.add_argument("--shortlist", type=shortlist, metavar="F,B",
+                           help="vocabulary selection with other sizes than the export's (an "
+                                "export made with --shortlist holds the lexical table)")
+    selection.add_argument("--full-vocabulary", action="store_true",
+                           help="decode over every word although the export selects")
     parser.add_argument("--batch-size", type=positive_int, default=32, metavar="B",
                         help="sentences decoded together (default 32)")
     parser.add_argument("--threads", type=positive_int, metavar="N",
@@ -63,11 +72,13 @@ def main(argv: Sequence[str] | None = None, stdin=None, stdout: TextIO | None = 
 
 
 def _run(args, stdin, stdout: TextIO, stderr: TextIO, prog: str) -> int:
-    translator = OnnxTranslator.from_export_dir(args.export_dir, args.name, args.threads)
+    translator = OnnxTranslator.from_export_dir(args.export_dir, args.name, args.threads,
+                                                int8=args.int8)
     nbest = args.nbest or 1
     beam = args.beam if args.beam is not None else max(translator.beam_size, nbest)
     options = dict(beam_size=beam, alpha=args.alpha, nbest=nbest, forbid_unk=args.no_unk,
-                   batch_size=args.batch_size)
+                   batch_size=args.batch_size,
+                   shortlist=False if args.full_vocabulary else (args.shortlist or True))
     try:
         translator.translate([], **options)  # checks the options before reading stdin
     except ValueError as error:

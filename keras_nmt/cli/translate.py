@@ -16,13 +16,14 @@ import time
 from typing import Sequence, TextIO
 
 from keras_nmt.cli.common import (
-    OneLineParser, add_weights_argument, binary, non_negative_float, positive_int,
-    quiet_tensorflow, run_command, std_streams,
+    OneLineParser, add_shortlist_argument, add_weights_argument, binary, non_negative_float,
+    positive_int, quiet_tensorflow, run_command, std_streams,
 )
 from keras_nmt.config import ConfigError
 from keras_nmt.constants import EOS
 from keras_nmt.corpus.readers import InputError, decode_line, read_lines
 from keras_nmt.ensemble import EnsembleError, check_compatible
+from keras_nmt.lexicon import LexiconError, shortlist_inputs
 from keras_nmt.progress import Progress, format_duration
 from keras_nmt.rundir import RunDir, RunDirError
 from keras_nmt.unk_replace import DictionaryError, load_dictionary
@@ -30,7 +31,7 @@ from keras_nmt.vocab import VocabularyError
 
 PROG = "keras-nmt translate"
 USER_ERRORS: tuple[type[Exception], ...] = (
-    ConfigError, DictionaryError, EnsembleError, RunDirError, VocabularyError,
+    ConfigError, DictionaryError, EnsembleError, LexiconError, RunDirError, VocabularyError,
 )
 # Sentences handed to Translator.translate at a time: they are sorted by length within
 # a chunk, and a chunk's output is written before the next one starts (bounded memory).
@@ -71,7 +72,8 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="a training run directory")
     parser.add_argument(
         "--beam", type=positive_int, metavar="K",
-        help="beam size (default: the run's beam_size, raised to N with --nbest N)",
+        help="beam size (default: the run's tuned beam (keras-nmt evaluate --tune), else its "
+        "beam_size; raised to N with --nbest N)",
     )
     parser.add_argument(
         "--nbest", type=positive_int, metavar="N",
@@ -81,7 +83,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser.add_argument(
         "--alpha", type=non_negative_float, metavar="A",
         help="length normalisation: hypotheses rank by log-prob / length**A "
-        "(default: the run's length_alpha; 0 = raw log-probability)",
+        "(default: the run's tuned alpha, else its length_alpha; 0 = raw log-probability)",
     )
     parser.add_argument("--no-unk", action="store_true", help="never generate <unk>")
     parser.add_argument(
@@ -105,6 +107,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         "--max-source-len", type=positive_int, metavar="N",
         help="truncate sentences to N source tokens (default: max(100, 2 * the run's max_len))",
     )
+    add_shortlist_argument(parser)
     add_weights_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     return parser
@@ -184,11 +187,14 @@ def _run(args, stdin, stdout: TextIO, stderr: TextIO, prog: str) -> int:
     runs = [RunDir(path).inspect(args.weights) for path in args.run_dirs]
     check_compatible(runs)
     config = runs[0].config
+    settings = runs[0].run.search_settings(config)  # tuned on a development set, or the config's
     nbest = args.nbest or 1
-    beam = args.beam if args.beam is not None else max(config.beam_size, nbest)
-    alpha = args.alpha if args.alpha is not None else config.length_alpha
+    beam = args.beam if args.beam is not None else max(settings["beam_size"], nbest)
+    alpha = args.alpha if args.alpha is not None else settings["alpha"]
     dictionary = load_dictionary(args.dictionary) if args.dictionary else None
     unk_replace = args.unk_replace or dictionary is not None
+    if args.shortlist:
+        shortlist_inputs(args.shortlist, runs[0].run.load_lexicon())
     interactive = bool(getattr(stdin, "isatty", lambda: False)())
     lines = None if interactive else read_lines(binary(stdin).read())
     if hasattr(stdout, "reconfigure"):
@@ -204,7 +210,7 @@ def _run(args, stdin, stdout: TextIO, stderr: TextIO, prog: str) -> int:
         options = dict(
             beam_size=beam, alpha=alpha, forbid_unk=args.no_unk, batch_size=args.batch_size,
             with_attention=bool(args.attention), nbest=nbest, unk_replace=unk_replace,
-            dictionary=dictionary,
+            dictionary=dictionary, shortlist=args.shortlist,
         )
         writer = _Writer(stdout, args.nbest, attention, interactive)
         if interactive:

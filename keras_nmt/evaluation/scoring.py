@@ -146,9 +146,10 @@ def evaluate_run(
     translator, sources: Sequence[str], references: Sequence[str],
     beam_size: int = 5, alpha: float = 1.0, *, batch_size: int = 32,
     gold: Sequence[GoldAlignment] | None = None, keep_attention: Sequence[int] = (),
-    progress: Progress | None = None, label: str = "",
+    progress: Progress | None = None, label: str = "", shortlist: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
-    """Score one translator on (sources, references).
+    """Score one translator on (sources, references), decoding over the whole vocabulary
+    or, with ``shortlist`` = (F, B), with vocabulary selection (Translator.translate).
 
     Returns a JSON-ready dict: sentences, beam_size, alpha, bleu, chrf (All), signatures,
     no_unk {sentences, bleu, chrf}, bleu_by_length (Fig. 2 rows), aer (None without
@@ -163,12 +164,13 @@ def evaluate_run(
     translations = translator.translate(
         sources, beam_size=beam_size, alpha=alpha, forbid_unk=False, batch_size=batch_size,
         with_attention=bool(keep), progress=_counter(progress, f"{prefix}translating", len(sources)),
+        shortlist=shortlist,
     )
     hypotheses = [t.text for t in translations]
     subset = no_unk_indices(sources, references, translator.source_codec, translator.target_codec)
     subset_translations = translator.translate(
         [sources[i] for i in subset], beam_size=beam_size, alpha=alpha, forbid_unk=True,
-        batch_size=batch_size,
+        batch_size=batch_size, shortlist=shortlist,
         progress=_counter(progress, f"{prefix}translating the No-UNK subset (UNK forbidden)", len(subset)),
     )
     seconds = time.monotonic() - start
@@ -182,6 +184,7 @@ def evaluate_run(
         "sentences": len(sources),
         "beam_size": int(beam_size),
         "alpha": float(alpha),
+        "shortlist": list(shortlist) if shortlist else None,
         "bleu": all_scores["bleu"],
         "chrf": all_scores["chrf"],
         "signatures": {"bleu": all_scores["bleu_signature"], "chrf": all_scores["chrf_signature"]},

@@ -6,13 +6,16 @@ directory next to its final place, loaded back with the TF1 session loader (the 
 path TF Serving uses) and checked against the Keras model's own beam search on a few
 sentences, and only then renamed to VERSION. With --onnx, EXPORT_DIR/NAME.onnx (the
 translate_ids signature converted by tf2onnx), NAME.onnx.json and the vocabularies are
-written too, after onnx.checker and an onnxruntime check. An export that fails leaves
-nothing behind.
+written too, after onnx.checker and an onnxruntime check; with --int8 also NAME.int8.onnx,
+its weights quantized to int8 (:mod:`keras_nmt.export.quantize`), written only when its
+BLEU on a sample of the run's sentences is within a stated bound of the float model's.
+An export that fails leaves nothing behind.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import pathlib
 import re
 import shutil
@@ -20,6 +23,7 @@ import tempfile
 from typing import Callable
 
 from keras_nmt.export import ExportError
+from keras_nmt.lexicon import shortlist_inputs
 from keras_nmt.rundir import RunDir, write_json_atomic, write_text_atomic
 from keras_nmt.text import codecs
 
@@ -29,6 +33,11 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 # sentences made of source-vocabulary words (see _check_sentences).
 BAD_INPUTS = ("", " \t ", "😀 \x07\x1b «ok» !", "word " * 2000)
 SENTENCEPIECE_SPACE = "\u2581"  # "▁", how a SentencePiece piece marks a word start
+# The int8 check: BLEU on INT8_SAMPLE sentences of the run's valid split (the training
+# split when it has none), evenly spread; the int8 model is refused when it scores more
+# than INT8_MAX_DROP BLEU below the float model there.
+INT8_SAMPLE = 300
+INT8_MAX_DROP = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +53,9 @@ class ExportRequest:
     attention: bool = False
     onnx: bool = False
     weights: str = "best"  # "best", "last" or "averaged" (RunDir.inspect)
+    shortlist: tuple[int, int] | None = None  # (F, B): vocabulary selection by default
+    int8: bool = False  # also NAME.int8.onnx (needs onnx)
+    int8_max_drop: float = INT8_MAX_DROP  # BLEU the int8 model may lose on the sample
 
 
 def next_version(model_dir: pathlib.Path) -> int:
@@ -76,13 +88,14 @@ def _check_sentences(source_vocab) -> list[str]:
     return made + list(BAD_INPUTS)
 
 
-def self_check(savedmodel_dir: pathlib.Path, translator, beam_size: int, alpha: float) -> None:
+def self_check(savedmodel_dir: pathlib.Path, translator, beam_size: int, alpha: float,
+               shortlist: tuple[int, int] | None = None) -> None:
     """The SavedModel in the TF1 session loader translates like the Keras model."""
     from keras_nmt.export import parity
     from keras_nmt.export.loaders import SessionModel
 
     lines = _check_sentences(translator.source_vocab)
-    reference = translator.translate(lines, beam_size=beam_size, alpha=alpha)
+    reference = translator.translate(lines, beam_size=beam_size, alpha=alpha, shortlist=shortlist)
     session = SessionModel(savedmodel_dir)
     try:
         outputs = session.run("serving_default", sentences=lines)
@@ -100,30 +113,93 @@ def self_check(savedmodel_dir: pathlib.Path, translator, beam_size: int, alpha: 
         )
 
 
-def onnx_check(onnx_path: pathlib.Path, translator, beam_size: int, alpha: float) -> None:
+def onnx_check(onnx_path: pathlib.Path, translator, beam_size: int, alpha: float,
+               shortlist: tuple[int, int] | None = None) -> None:
     """The ONNX model in onnxruntime decodes like the Keras model."""
     from keras_nmt.export import parity
     from keras_nmt.export.onnx import OnnxModel
 
     # Empty sentences never reach the model: the onnxruntime path answers "" itself.
     lines = [line for line in _check_sentences(translator.source_vocab) if line.strip()]
-    reference = translator.translate(lines, beam_size=beam_size, alpha=alpha)
+    reference = translator.translate(lines, beam_size=beam_size, alpha=alpha, shortlist=shortlist)
     decoded = parity.run_ids(OnnxModel(onnx_path).run, translator.encode(lines),
-                             translator.target_vocab, beam_size, alpha)
+                             translator.target_vocab, beam_size, alpha, shortlist=shortlist)
     result = parity.compare(parity.from_translations(reference), decoded)
     if not parity.agrees(result, allow_ties=True):
         raise ExportError(f"self-check failed: the ONNX model differs from the Keras model ({result})")
 
 
+def _sample_pairs(run, count: int) -> tuple[list[str], list[str]]:
+    """``count`` pairs spread evenly through the run's valid split (else its training split)."""
+    files = run.run.split_files("valid") or run.run.split_files("train")
+    if files is None:
+        raise ExportError(f"{run.run.path} names no valid or training split to check int8 on")
+    pairs = [(s, t) for s, t in files.pairs() if s.strip() and t.strip()]
+    if not pairs:
+        raise ExportError(f"{files.source} has no sentence to check int8 on")
+    step = max(1, len(pairs) // count)
+    chosen = pairs[::step][:count]
+    return [s for s, _ in chosen], [t for _, t in chosen]
+
+
+def int8_check(float_path: pathlib.Path, int8_path: pathlib.Path, run, translator,
+               beam_size: int, alpha: float, shortlist, max_drop: float,
+               count: int = INT8_SAMPLE) -> dict:
+    """BLEU of the float and the int8 ONNX models on a sample of the run's sentences;
+    :class:`ExportError` when the int8 one is more than ``max_drop`` below."""
+    from keras_nmt.evaluation.scoring import bleu
+    from keras_nmt.export import parity
+    from keras_nmt.export.onnx import OnnxModel
+
+    sources, references = _sample_pairs(run, count)
+    source_ids = translator.encode(sources)
+    scores = {}
+    for label, path in (("float", float_path), ("int8", int8_path)):
+        decoded = parity.run_ids(OnnxModel(path).run, source_ids, translator.target_vocab,
+                                 beam_size, alpha, batch_size=64, shortlist=shortlist)
+        texts = [translator.target_codec.detokenize(d.tokens) for d in decoded]
+        scores[label] = bleu(texts, references)[0]
+    drop = scores["float"] - scores["int8"]
+    report = {"sentences": len(sources), "bleu_float": scores["float"],
+              "bleu_int8": scores["int8"], "max_drop": max_drop}
+    if drop > max_drop:
+        raise ExportError(
+            f"the int8 model is refused: BLEU {scores['int8']:.2f} against {scores['float']:.2f} "
+            f"for the float model on {len(sources)} sentences of the run (a drop of {drop:.2f}, "
+            f"more than {max_drop:g}); export without --int8, or allow more with --int8-max-drop"
+        )
+    return report
+
+
+def write_int8(directory: pathlib.Path, name: str, run, translator, settings, max_drop: float,
+               log) -> dict:
+    """NAME.int8.onnx next to NAME.onnx, checked (:func:`int8_check`); its entry for
+    NAME.onnx.json."""
+    from keras_nmt.export import quantize
+
+    log("quantizing the ONNX model to int8 (onnxruntime dynamic quantization)")
+    float_path, int8_path = directory / f"{name}.onnx", directory / f"{name}.int8.onnx"
+    done = quantize.quantize(float_path, int8_path)
+    log(f"checking the int8 model's BLEU against the float model's on {INT8_SAMPLE} sentences")
+    check = int8_check(float_path, int8_path, run, translator, settings.beam_size,
+                       settings.alpha, settings.shortlist, max_drop)
+    log(f"int8 BLEU {check['bleu_int8']:.2f}, float {check['bleu_float']:.2f} "
+        f"({check['sentences']} sentences)")
+    return {"model": int8_path.name, "check": check, "gemm_split": done["gemm_split"],
+            "hoisted": done["hoisted"], "folded": done["folded"],
+            "quantized_ops": {op: n for op, n in done["int8_ops"].items()
+                              if "Integer" in op or "Quant" in op}}
+
+
 def write_onnx(directory: pathlib.Path, name: str, run, model, settings, tokenizer: str,
-               log) -> list[pathlib.Path]:
+               log, lexicon_table=None) -> list[pathlib.Path]:
     """NAME.onnx, NAME.onnx.json and the vocabularies (and, for a SentencePiece run, its
     models NAME.spm.SRC.model / NAME.spm.TGT.model), written into ``directory``."""
     from keras_nmt.export import onnx as onnx_export
 
     log(f"converting translate_ids to ONNX (opset {onnx_export.OPSET}; takes a while)")
     path = directory / f"{name}.onnx"
-    proto = onnx_export.convert(model, settings.nbest, path)
+    proto = onnx_export.convert(model, settings.nbest, path, lexicon_table=lexicon_table)
     vocabularies = {}
     for role, lang, vocabulary in (("source_vocab", run.src, run.source_vocab),
                                    ("target_vocab", run.tgt, run.target_vocab)):
@@ -146,10 +222,12 @@ def write_onnx(directory: pathlib.Path, name: str, run, model, settings, tokeniz
         "beam_size": settings.beam_size,
         "alpha": settings.alpha,
         "nbest": settings.nbest,
+        "shortlist": list(settings.shortlist) if settings.shortlist else None,
         "max_decode_ratio": float(run.config.max_decode_ratio),
         "opset": onnx_export.OPSET,
         "inputs": onnx_export.input_names(proto),
         "outputs": onnx_export.output_names(proto),
+        "int8": None,
     })
     return sorted(directory.iterdir())
 
@@ -159,9 +237,16 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
     if not NAME.fullmatch(args.name):
         raise ExportError(f"the model name must be letters, digits, '_', '.', '-', got {args.name!r}")
     run = RunDir(args.run_dir).inspect(args.weights)
-    beam_size = args.beam or run.config.beam_size
+    search_settings = run.run.search_settings(run.config)  # tuned, or the config's
+    beam_size = args.beam or search_settings["beam_size"]
     if args.nbest > beam_size:
         raise ExportError(f"--nbest ({args.nbest}) cannot exceed the beam size ({beam_size})")
+    if args.int8 and not args.onnx:
+        raise ExportError("--int8 quantizes the ONNX model: add --onnx")
+    lexicon = None
+    if args.shortlist:
+        lexicon = run.run.load_lexicon()
+        shortlist_inputs(args.shortlist, lexicon)
     out = pathlib.Path(args.out)
     model_dir, version = _prepare_out(out, args.name, args.version)
     final = model_dir / str(version)
@@ -176,32 +261,43 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
     # The run's own text codecs (word or SentencePiece): the Python ones for the
     # reference translations, their graph twins for the SavedModel.
     tokenizer = run.source_codec.kind
-    translator = Translator(model, run.source_codec, run.target_codec)
+    translator = Translator(model, run.source_codec, run.target_codec, lexicon=lexicon)
+    table = None if lexicon is None else lexicon.targets
     settings = savedmodel.ExportSettings(
         beam_size=beam_size,
-        alpha=float(run.config.length_alpha),
+        alpha=float(search_settings["alpha"]),
         nbest=args.nbest,
         attention=args.attention,
         max_source_len=default_max_source_len(run.config.max_len),
+        shortlist=args.shortlist,
     )
     # Everything is written into temporary directories (names TF Serving ignores, not
     # integers) and moved into place only once all of it is written and checked.
     staging = pathlib.Path(tempfile.mkdtemp(dir=model_dir, prefix=f".{version}.tmp-"))
     onnx_staging = pathlib.Path(tempfile.mkdtemp(dir=out, prefix=f".{args.name}.onnx.tmp-"))
     try:
-        log(f"exporting SavedModel (beam {beam_size}, alpha {settings.alpha:g})")
+        selection = f", shortlist {args.shortlist[0]},{args.shortlist[1]}" if args.shortlist else ""
+        log(f"exporting SavedModel (beam {beam_size}, alpha {settings.alpha:g}{selection})")
         archive = savedmodel.build_archive(
-            model, run.run.graph_encoders(), settings,
+            model, run.run.graph_encoders(), settings, lexicon_table=table,
         )
         savedmodel.write_savedmodel(archive, staging)
         log("checking the SavedModel with the TF1 session loader")
-        self_check(staging, translator, beam_size, settings.alpha)
+        self_check(staging, translator, beam_size, settings.alpha, args.shortlist)
         onnx_files = []
         if args.onnx:
-            onnx_files = write_onnx(onnx_staging, args.name, run, model, settings, tokenizer,
-                                    log)
+            write_onnx(onnx_staging, args.name, run, model, settings, tokenizer,
+                       log, lexicon_table=table if args.shortlist else None)
             log("checking the ONNX model with onnx.checker and onnxruntime")
-            onnx_check(onnx_staging / f"{args.name}.onnx", translator, beam_size, settings.alpha)
+            onnx_check(onnx_staging / f"{args.name}.onnx", translator, beam_size, settings.alpha,
+                       args.shortlist)
+            if args.int8:
+                int8 = write_int8(onnx_staging, args.name, run, translator, settings,
+                                  args.int8_max_drop, log)
+                metadata_path = onnx_staging / f"{args.name}.onnx.json"
+                metadata = json.loads(metadata_path.read_text(encoding="utf-8"))
+                write_json_atomic(metadata_path, {**metadata, "int8": int8})
+            onnx_files = sorted(onnx_staging.iterdir())
         if final.exists():
             raise ExportError(f"{final} already exists (pick another --version)")
         staging.chmod(0o755)  # mkdtemp makes it private; a server may run as another user

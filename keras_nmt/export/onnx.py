@@ -19,12 +19,14 @@ from keras_nmt.models import TranslationModel
 OPSET = 17
 
 
-def convert(model: TranslationModel, nbest: int, path: str | pathlib.Path, opset: int = OPSET):
-    """Convert and write ``path``; returns the checked ONNX ModelProto."""
+def convert(model: TranslationModel, nbest: int, path: str | pathlib.Path, opset: int = OPSET,
+            lexicon_table=None):
+    """Convert and write ``path``; returns the checked ONNX ModelProto. With
+    ``lexicon_table`` the graph holds it and takes the two shortlist inputs."""
     import onnx
     import tf2onnx
 
-    fn, signature = translate_ids_function(model, nbest)
+    fn, signature = translate_ids_function(model, nbest, lexicon_table)
     function = tf.function(fn, input_signature=signature, autograph=False)
     proto, _ = tf2onnx.convert.from_function(function, input_signature=signature, opset=opset)
     onnx.checker.check_model(proto)

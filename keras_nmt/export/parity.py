@@ -51,9 +51,15 @@ def run_ids(
     beam_size: int,
     alpha: float,
     batch_size: int = 32,
+    shortlist: tuple[int, int] | None = None,
 ) -> list[Decoded]:
     """Decode source ids (EOS appended, as Translator.encode gives them) through a
-    ``translate_ids`` path, ``batch_size`` sentences at a time."""
+    ``translate_ids`` path, ``batch_size`` sentences at a time; ``shortlist`` feeds the
+    selection inputs of an export that has them."""
+    extra = {} if shortlist is None else {
+        "shortlist_frequent": np.array(shortlist[0], np.int32),
+        "shortlist_best": np.array(shortlist[1], np.int32),
+    }
     decoded: list[Decoded] = []
     for start in range(0, len(source_ids), batch_size):
         out = run({
@@ -62,6 +68,7 @@ def run_ids(
             "alpha": np.array(alpha, np.float32),
             "forbid_unk": np.array(False),
             "max_length": np.array(0, np.int32),
+            **extra,
         })
         ids, lengths, scores = out["ids"], out["lengths"], out["scores"]
         for row in range(ids.shape[0]):

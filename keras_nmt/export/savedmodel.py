@@ -9,6 +9,12 @@ Signatures (see the export contract in the README):
 - ``translate_ids``: token ids -> token ids and scores, the signature of
   :func:`keras_nmt.search.make_translate_fn` (the function ONNX is made from).
 
+Exported with a shortlist (``keras-nmt export --shortlist F,B``), the run's lexical table
+is a constant of the graph: ``serving_default`` and ``translate`` decode with vocabulary
+selection (F, B) (their inputs stay those of any export, so clients need no change), and
+``translate_ids`` takes ``shortlist_frequent`` and ``shortlist_best`` inputs (both 0: the
+whole vocabulary, the exact search).
+
 Everything the string signatures do happens in the graph: source encoding, truncation to
 the maximum source length (counted in the run's tokens), beam search (one
 ``tf.while_loop``) and target decoding. The text codecs are the run's graph encoders,
@@ -49,17 +55,21 @@ class ExportSettings:
     nbest: int = 1  # > 1: the string signatures also return the n-best list
     attention: bool = False  # the string signatures also return the best hypothesis' attention
     max_source_len: int = 100  # source tokens kept (EOS not counted)
+    shortlist: tuple[int, int] | None = None  # (F, B) of serving_default; None: every word
 
 
-def translate_ids_function(model: TranslationModel, nbest: int) -> tuple[Callable, list]:
+def translate_ids_function(model: TranslationModel, nbest: int,
+                           lexicon_table=None) -> tuple[Callable, list]:
     """The ``translate_ids`` function (plain Python, to be traced) and its input signature:
-    :func:`keras_nmt.search.make_translate_fn`'s, without the attention output."""
-    translate_fn = search.make_translate_fn(model, nbest=max(1, nbest), autograph=False)
+    :func:`keras_nmt.search.make_translate_fn`'s (with the shortlist inputs when
+    ``lexicon_table`` is given), without the attention output."""
+    translate_fn = search.make_translate_fn(model, nbest=max(1, nbest), autograph=False,
+                                            lexicon_table=lexicon_table)
     # The plain Python function: callers trace it themselves, no nested tf.function.
     search_fn = translate_fn.python_function
 
-    def translate_ids(source_ids, beam_size, alpha, forbid_unk, max_length):
-        out = search_fn(source_ids, beam_size, alpha, forbid_unk, max_length)
+    def translate_ids(*inputs):
+        out = search_fn(*inputs)
         return {key: out[key] for key in ID_OUTPUTS}
 
     return translate_ids, list(translate_fn.input_signature)
@@ -79,12 +89,14 @@ def make_string_translate(
     settings: ExportSettings,
     search_fn: Callable,
 ) -> Callable:
-    """``(sentences, beam_size, alpha) -> dict`` of the string signatures. ``encoder``:
-    sentences -> ragged source ids (a graph encoder of :mod:`keras_nmt.text`);
-    ``decode_text``: search output ids [B, N, T] -> text [B, N]."""
+    """``(sentences, beam_size, alpha[, shortlist_frequent, shortlist_best]) -> dict`` of
+    the string signatures. ``encoder``: sentences -> ragged source ids (a graph encoder of
+    :mod:`keras_nmt.text`); ``decode_text``: search output ids [B, N, T] -> text [B, N];
+    ``search_fn``: :func:`keras_nmt.search.make_translate_fn`'s function (the shortlist
+    sizes go to it when it takes them)."""
     max_len = int(settings.max_source_len)
 
-    def translate(sentences, beam_size, alpha):
+    def translate(sentences, beam_size, alpha, *shortlist):
         tokens = encoder(sentences, add_eos=False)  # ragged [B, None]
         counts = tf.cast(tokens.row_lengths(), tf.int32)
         truncated = tf.maximum(counts - max_len, 0)
@@ -92,7 +104,7 @@ def make_string_translate(
         # An empty batch gives [0, 0]; the encoder's RNN needs at least one time step.
         source_ids = tf.pad(source_ids, [[0, 0], [0, 1 - tf.minimum(tf.shape(source_ids)[1], 1)]])
         out = search_fn(
-            source_ids, beam_size, alpha, tf.constant(False), tf.constant(0, tf.int32)
+            source_ids, beam_size, alpha, tf.constant(False), tf.constant(0, tf.int32), *shortlist
         )
         # Empty and whitespace-only sentences translate to "" with score 0.0, as
         # Translator does (the search still ran on their lone EOS; its result is dropped).
@@ -121,13 +133,18 @@ def build_archive(
     model: TranslationModel,
     encoders: tuple,
     settings: ExportSettings,
+    lexicon_table=None,
 ) -> keras.export.ExportArchive:
     """The ExportArchive with the three signatures (not yet written). ``encoders``: the
-    run's (source, target) graph encoders, :meth:`keras_nmt.rundir.RunDir.graph_encoders`."""
+    run's (source, target) graph encoders, :meth:`keras_nmt.rundir.RunDir.graph_encoders`;
+    ``lexicon_table``: the run's lexical table (targets), needed with ``settings.shortlist``."""
     encoder, target_encoder = encoders
+    if settings.shortlist and lexicon_table is None:
+        raise ValueError("a shortlist export needs the lexical table")
+    table = lexicon_table if settings.shortlist else None
     # The string signatures need the attention output, translate_ids does not.
     search_fn = search.make_translate_fn(
-        model, nbest=max(1, settings.nbest), autograph=False
+        model, nbest=max(1, settings.nbest), autograph=False, lexicon_table=table
     ).python_function
     string_translate = make_string_translate(
         encoder, lambda ids: ids_to_text(ids, target_encoder), settings, search_fn
@@ -145,21 +162,22 @@ def build_archive(
 
     beam_size = tf.constant(int(settings.beam_size), tf.int32)
     alpha = tf.constant(float(settings.alpha), tf.float32)
+    shortlist = [tf.constant(int(n), tf.int32) for n in settings.shortlist or ()]
     archive.add_endpoint(
         "serving_default",
-        lambda sentences: string_translate(sentences, beam_size, alpha),
+        lambda sentences: string_translate(sentences, beam_size, alpha, *shortlist),
         input_signature=[SENTENCES],
     )
     archive.add_endpoint(
         "translate",
-        string_translate,
+        lambda sentences, beam, alpha_: string_translate(sentences, beam, alpha_, *shortlist),
         input_signature=[
             SENTENCES,
             tf.TensorSpec([], tf.int32, name="beam_size"),
             tf.TensorSpec([], tf.float32, name="alpha"),
         ],
     )
-    translate_ids, ids_signature = translate_ids_function(model, settings.nbest)
+    translate_ids, ids_signature = translate_ids_function(model, settings.nbest, table)
     archive.add_endpoint("translate_ids", translate_ids, input_signature=ids_signature)
     return archive
 
@@ -179,13 +197,21 @@ def signature_summary(settings: ExportSettings) -> dict[str, str]:
     outputs = ("`translations` string [N], `scores` float32 [N] (length-normalised "
                "log-probability), `truncated` int32 [N] (source tokens dropped beyond "
                f"{settings.max_source_len})" + extra)
+    selection, inputs = "", ""
+    if settings.shortlist:
+        frequent, best = settings.shortlist
+        selection = (f"; vocabulary selection: the {frequent} most frequent target words and "
+                     f"the {best} best translations of each source word")
+        inputs = (", `shortlist_frequent` int32, `shortlist_best` int32 (both 0: the whole "
+                  "vocabulary)")
     return {
         "serving_default": f"`sentences` string [N] (raw text) -> {outputs}; beam "
-                           f"{settings.beam_size}, alpha {settings.alpha:g}",
+                           f"{settings.beam_size}, alpha {settings.alpha:g}{selection}",
         "translate": "`sentences` string [N], `beam_size` int32, `alpha` float32 -> the "
-                     "outputs of serving_default",
+                     f"outputs of serving_default{selection}",
         "translate_ids": "`source_ids` int32 [N, S] (0-padded, EOS=3 appended), `beam_size` "
                          "int32, `alpha` float32, `forbid_unk` bool, `max_length` int32 "
-                         "(<= 0: the decode-ratio rule) -> `ids` int32 [N, n, T], `lengths` "
-                         "int32 [N, n], `scores` float32 [N, n], `log_probs` float32 [N, n]",
+                         f"(<= 0: the decode-ratio rule){inputs} -> `ids` int32 [N, n, T], "
+                         "`lengths` int32 [N, n], `scores` float32 [N, n], `log_probs` "
+                         "float32 [N, n]",
     }

@@ -95,11 +95,12 @@ class Decoder(keras.layers.Layer):
         weights = tf.zeros(tf.shape(memory["mask"]), dtype=state.dtype)
         return memory["context"], memory["context_projection"], weights
 
-    def step(self, previous_ids, state, memory):
-        """One decoding step: y_(i-1) [B] and s_(i-1) [B, n] -> (logits_i, s_i, alpha_i)."""
+    def step(self, previous_ids, state, memory, projection=None):
+        """One decoding step: y_(i-1) [B] and s_(i-1) [B, n] -> (logits_i, s_i, alpha_i);
+        the logits over the columns of ``projection`` (``readout.columns``) when given."""
         embedded = self.embedding(previous_ids)
         context, projected_context, weights = self._context(state, memory)
-        logits = self.readout(state, embedded, context)
+        logits = self.readout.project(self.readout.hidden(state, embedded, context), projection)
         new_state = self.cell(self.cell.project_inputs(embedded), projected_context, state)
         return logits, new_state, weights
 

@@ -51,11 +51,24 @@ class MaxoutReadout(keras.layers.Layer):
         pairs = tf.reshape(pre, tf.concat([tf.shape(pre)[:-1], [self.units, 2]], axis=0))
         return tf.reduce_max(pairs, axis=-1)
 
-    def project(self, hidden):
-        """The maxout layer [..., l] -> unnormalised log-probabilities [..., V]."""
+    def project(self, hidden, projection=None):
+        """The maxout layer [..., l] -> unnormalised log-probabilities [..., V], or over
+        the columns of ``projection`` (from :meth:`columns`): [..., C]."""
+        kernel, bias = projection if projection is not None else (self.output_kernel, self.output_bias)
         # bias_add, not +: TF's graph optimizer fuses MatMul + BiasAdd into one kernel,
         # which saves a pass over [..., V] floats in every decoding step.
-        return tf.nn.bias_add(apply_kernel(hidden, self.output_kernel), self.output_bias)
+        return tf.nn.bias_add(apply_kernel(hidden, kernel), bias)
+
+    def columns(self, columns, count):
+        """W_o and its bias restricted to the words ``columns`` (int [C]), for
+        :meth:`project`: (kernel [l, C], bias [C]). Columns from ``count`` on are padding:
+        their bias is so low that their probability is 0 (a search never picks them)."""
+        kernel = tf.gather(self.output_kernel, columns, axis=1)
+        bias = tf.gather(self.output_bias, columns)
+        # -1e9, or half the most negative float16 (whose -1e9 is -inf).
+        low = max(-1e9, float(bias.dtype.min) / 2)
+        padding = tf.cast(tf.range(tf.shape(columns)[0]) >= count, bias.dtype)
+        return kernel, bias + padding * tf.constant(low, bias.dtype)
 
     def call(self, state, embedded, context):
         """Unnormalised log-probabilities over the target shortlist: [..., V]."""

@@ -132,7 +132,8 @@ class OnnxTranslator:
     running the export's ``translate_ids`` beam search."""
 
     def __init__(self, session, source_codec, target_codec, max_source_len: int,
-                 beam_size: int = 5, alpha: float = 1.0, max_nbest: int = 1):
+                 beam_size: int = 5, alpha: float = 1.0, max_nbest: int = 1,
+                 shortlist: tuple[int, int] | None = None):
         self.session = session
         # keras_nmt.text codecs: the word tokenizer or SentencePiece, as exported.
         self.source_codec = source_codec
@@ -145,12 +146,15 @@ class OnnxTranslator:
         self.beam_size = int(beam_size)
         self.alpha = float(alpha)
         self.max_nbest = int(max_nbest)  # hypotheses per sentence the graph returns
+        # The export's vocabulary selection (F, B), when its graph holds a lexical table.
+        self.selects = any(i.name == "shortlist_best" for i in session.get_inputs())
+        self.shortlist = tuple(shortlist) if shortlist and self.selects else None
 
     @classmethod
     def from_export_dir(cls, export_dir: str | os.PathLike, name: str = "nmt",
-                        threads: int | None = None) -> "OnnxTranslator":
+                        threads: int | None = None, int8: bool = False) -> "OnnxTranslator":
         """Load EXPORT_DIR/NAME.onnx.json, its vocabularies (and SentencePiece models),
-        then NAME.onnx (raises
+        then NAME.onnx, or with ``int8`` NAME.int8.onnx (raises
         :class:`ExportError` or VocabularyError naming what is missing or broken)."""
         export_dir = pathlib.Path(export_dir)
         if not export_dir.is_dir():
@@ -161,9 +165,16 @@ class OnnxTranslator:
             max_source_len = int(metadata["max_source_len"])
             beam_size = int(metadata["beam_size"])
             alpha = float(metadata["alpha"])
-        except (TypeError, ValueError) as error:
+            shortlist = metadata.get("shortlist")
+            shortlist = None if shortlist is None else (int(shortlist[0]), int(shortlist[1]))
+        except (TypeError, ValueError, IndexError) as error:
             raise ExportError(f"{name}.onnx.json: {error}") from None
-        session = _session(export_dir / str(metadata.get("model", f"{name}.onnx")), threads)
+        model = metadata.get("model", f"{name}.onnx")
+        if int8:
+            if not isinstance(metadata.get("int8"), dict) or "model" not in metadata["int8"]:
+                raise ExportError(f"{name}.onnx.json names no int8 model (export with --int8)")
+            model = metadata["int8"]["model"]
+        session = _session(export_dir / str(model), threads)
         # The graph's n-best width is fixed when it is traced: read it off the output
         # shape when the converter kept it static, else from the metadata.
         width = next(o.shape for o in session.get_outputs() if o.name == "lengths")
@@ -171,7 +182,7 @@ class OnnxTranslator:
             metadata.get("nbest", 1)
         )
         return cls(session, source_codec, target_codec, max_source_len, beam_size, alpha,
-                   max_nbest)
+                   max_nbest, shortlist)
 
     def source_ids(self, line: str) -> tuple[list[int], int]:
         """A line's source ids with EOS, cut to ``max_source_len`` tokens, and the number
@@ -184,8 +195,12 @@ class OnnxTranslator:
     def translate(self, lines: Sequence[str], beam_size: int | None = None,
                   alpha: float | None = None, nbest: int = 1, forbid_unk: bool = False,
                   batch_size: int = 32,
-                  progress: Callable[[int], None] | None = None) -> list[OnnxTranslation]:
-        """One translation per line, in order (see :meth:`Translator.translate`)."""
+                  progress: Callable[[int], None] | None = None,
+                  shortlist: tuple[int, int] | bool | None = True) -> list[OnnxTranslation]:
+        """One translation per line, in order (see :meth:`Translator.translate`).
+        ``shortlist``: True, the export's vocabulary selection (if it was exported with
+        one); (F, B) another one (the export must hold a lexical table); False or None:
+        the whole vocabulary."""
         beam_size = self.beam_size if beam_size is None else int(beam_size)
         alpha = self.alpha if alpha is None else float(alpha)
         if not 1 <= nbest <= self.max_nbest:
@@ -195,6 +210,15 @@ class OnnxTranslator:
             raise ValueError(f"nbest ({nbest}) cannot exceed the beam size ({beam_size})")
         if batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
+        if shortlist is True:
+            shortlist = self.shortlist
+        elif shortlist and not self.selects:
+            raise ValueError("this export has no lexical table (export with --shortlist F,B)")
+        selection = {}
+        if self.selects:
+            frequent, best = shortlist or (0, 0)
+            selection = {"shortlist_frequent": np.array(frequent, np.int32),
+                         "shortlist_best": np.array(best, np.int32)}
         prepared = [self.source_ids(line) for line in lines]
         empty = OnnxTranslation("", (), 0.0, 0, (Hypothesis("", (), 0.0),))
         results: list[OnnxTranslation] = [empty] * len(lines)
@@ -212,6 +236,7 @@ class OnnxTranslator:
                 "alpha": np.array(alpha, np.float32),
                 "forbid_unk": np.array(bool(forbid_unk)),
                 "max_length": np.array(0, np.int32),  # the max_decode_ratio rule
+                **selection,
             })
             for row, i in enumerate(chosen):
                 hypotheses = []

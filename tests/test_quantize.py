@@ -1,0 +1,126 @@
+"""The int8 ONNX export: Gemm split into MatMul + Add, dynamic quantization of the Loop
+body, and the BLEU check that refuses a degraded int8 model."""
+
+import io
+import json
+
+import numpy as np
+import pytest
+
+from keras_nmt.cli import export as export_cli
+from keras_nmt.cli import onnx_translate as onnx_cli
+from keras_nmt.export import ExportError, exporter, quantize
+
+BEAM = 2
+SHORTLIST = (5, 2)  # the shared export's (conftest.tiny_selecting_export)
+
+
+def _gemm_model(trans_b: int):
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(trans_b)
+    weight = rng.normal(size=(3, 4) if trans_b else (4, 3)).astype(np.float32)
+    bias = rng.normal(size=(3,)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Gemm", ["x", "w", "b"], ["y"], name="dense", transB=trans_b)],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+        [numpy_helper.from_array(weight, "w"), numpy_helper.from_array(bias, "b")])
+    # IR version 8 (onnx 1.23 writes a newer one than onnxruntime reads by default).
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.mark.parametrize("trans_b", [0, 1])
+def test_split_gemm_keeps_the_function(trans_b):
+    import onnx
+    import onnxruntime as ort
+
+    model = _gemm_model(trans_b)
+    x = np.random.default_rng(9).normal(size=(2, 4)).astype(np.float32)
+
+    def run(m):
+        session = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+        return session.run(None, {"x": x})[0]
+
+    before = run(model)
+    assert quantize.split_gemm(model) == 1
+    onnx.checker.check_model(model)
+    assert quantize.op_counts(model) == {"Add": 1, "MatMul": 1}
+    np.testing.assert_allclose(run(model), before, rtol=1e-5, atol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def int8_export(tiny_selecting_export):
+    """tiny_run exported once (conftest) with --onnx --shortlist 5,2 --int8."""
+    return tiny_selecting_export
+
+
+def test_int8_export_quantizes_the_loop_body(int8_export, capsys):
+    import onnx
+
+    meta = json.loads((int8_export / "nmt.onnx.json").read_text(encoding="utf-8"))
+    entry = meta["int8"]
+    # tf2onnx wrote the decoder's weights as loop-carried values: the body reads them now.
+    assert entry["model"] == "nmt.int8.onnx" and entry["hoisted"] > 0
+    assert sum(entry["quantized_ops"].values()) > 0
+    check = entry["check"]
+    assert check["sentences"] > 0 and check["bleu_float"] - check["bleu_int8"] <= 5
+    quantized = onnx.load(str(int8_export / "nmt.int8.onnx"))
+    # The decoder step runs in the Loop body: its matrix products are int8 there.
+    loop = next(n for n in quantized.graph.node if n.op_type == "Loop")
+    body_ops = quantize.op_counts(onnx.helper.make_model(loop.attribute[0].g))
+    assert any("Integer" in op or "QuantizeMatMul" in op for op in body_ops), body_ops
+    assert "Gemm" not in quantize.op_counts(quantized)
+    # onnx-translate runs it (one line out per line in).
+    lines = "a b c\n\nthe man\n"
+    assert onnx_cli.main([str(int8_export), "--int8", "--quiet"],
+                         stdin=io.BytesIO(lines.encode())) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 3 and out[1] == ""
+
+
+def _corrupted(path, tmp_path):
+    """A copy of the int8 model with every weight scale multiplied by 30."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(path))
+    graphs = [model.graph]
+    graphs += [a.g for n in model.graph.node for a in n.attribute if a.g.node]
+    corrupted = 0
+    for graph in graphs:
+        for i, initializer in enumerate(graph.initializer):
+            if initializer.name.endswith("_scale"):
+                value = numpy_helper.to_array(initializer) * 30.0
+                graph.initializer[i].CopyFrom(numpy_helper.from_array(value, initializer.name))
+                corrupted += 1
+    assert corrupted > 0
+    target = tmp_path / "corrupt.int8.onnx"
+    onnx.save_model(model, str(target))
+    return target
+
+
+def test_int8_check_refuses_a_degraded_model(int8_export, tiny_run, tmp_path, monkeypatch):
+    from keras_nmt.rundir import RunDir
+    from keras_nmt.translator import Translator
+
+    run = RunDir(tiny_run).inspect("best")
+    translator = Translator.from_run_dir(tiny_run)
+    # References the float model matches (its own translations): a degraded int8 model
+    # must lose BLEU against them. The barely trained model's real BLEU is about 0.
+    words = translator.source_vocab.tokens[4:40]
+    sentences = [" ".join(words[i : i + 4]) for i in range(0, 32, 4)]
+    own = [t.text for t in translator.translate(sentences, beam_size=BEAM, shortlist=SHORTLIST)]
+    monkeypatch.setattr(exporter, "_sample_pairs", lambda run, count: (sentences, own))
+    float_path = int8_export / "nmt.onnx"
+    good = exporter.int8_check(float_path, int8_export / "nmt.int8.onnx", run, translator,
+                               BEAM, 1.0, SHORTLIST, max_drop=30.0)
+    assert good["bleu_float"] > 99
+    with pytest.raises(ExportError, match="int8 model is refused"):
+        exporter.int8_check(float_path, _corrupted(int8_export / "nmt.int8.onnx", tmp_path),
+                            run, translator, BEAM, 1.0, SHORTLIST, max_drop=30.0)
+
+
+def test_int8_needs_onnx(tiny_run, tmp_path, capsys):
+    assert export_cli.main([str(tiny_run), "--out", str(tmp_path), "--int8"]) == 2
+    assert "add --onnx" in capsys.readouterr().err
