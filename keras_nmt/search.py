@@ -111,8 +111,8 @@ def _take_along_rows(x, index):
     return tf.gather(tf.reshape(x, [-1]), index + tf.range(rows)[:, None] * width)
 
 
-# Words per block of the two-stage top-k (_top_k_over_vocabulary); the output columns
-# come in whole blocks (output_columns), so no step pads its logits.
+# Words per block of the two-stage top-k (_top_k_over_vocabulary). A shortlist's output
+# columns come in whole blocks (output_columns), so its steps never pad their logits.
 _BLOCK = 128
 
 
@@ -158,16 +158,21 @@ def output_columns(source_ids, vocab_size: int, shortlist: Shortlist | None = No
     return tf.pad(chosen, [[0, padded - count]], constant_values=PAD_ID), count
 
 
-def _top_k_over_vocabulary(logits, k):
+def _top_k_over_vocabulary(logits, k, whole_blocks: bool = False):
     """tf.math.top_k(logits, k) for rows of many words, in two stages.
 
     TensorFlow's CPU top-k over a 30,000-word row costs about ten times a pass over it.
-    So each row is cut into blocks of 128 words (rows come in whole blocks:
-    :func:`output_columns`), the k blocks with the highest maxima are kept (a word among the k best is in one of them: k
+    So each row is cut into blocks of 128 words (the last one padded, unless the rows
+    come in ``whole_blocks``, as a shortlist's do: :func:`output_columns`), the k blocks
+    with the highest maxima are kept (a word among the k best is in one of them: k
     other blocks would otherwise each hold a larger word), and the top k of their
     k * 128 words is taken. The kept blocks are put back in word order first, so ties
     go to the lower word id, as tf.math.top_k breaks them.
     """
+    if not whole_blocks:
+        width = tf.shape(logits)[1]
+        logits = tf.pad(logits, [[0, 0], [0, (_BLOCK - width % _BLOCK) % _BLOCK]],
+                        constant_values=logits.dtype.min)
     rows, blocks = tf.shape(logits)[0], tf.shape(logits)[1] // _BLOCK
     maxima = tf.reduce_max(tf.reshape(logits, [rows, blocks, _BLOCK]), axis=2)
     _, kept = tf.math.top_k(maxima, k=tf.minimum(k, blocks))
@@ -178,10 +183,11 @@ def _top_k_over_vocabulary(logits, k):
     return values, _take_along_rows(words, position)
 
 
-def _row_candidates(logits, k, forced, forbid_unk, count):
+def _row_candidates(logits, k, forced, forbid_unk, count=None):
     """The best extensions of every hypothesis: (log-probs, columns), each [B*K, R] with
-    R = min(K, C), best first. ``logits`` [B*K, C] are over the output columns of
-    :func:`output_columns`, ``count`` of them real words (column i < 4 is reserved word i).
+    R = min(K, C), best first. ``logits`` [B*K, C] are over the whole vocabulary (column
+    = word), or with ``count`` over the output columns of :func:`output_columns`, whole
+    blocks of which the first ``count`` are words (column i < 4 is reserved word i).
 
     The K best extensions of a sentence are among the K best of each of its rows, and
     within a row log-softmax keeps the order of the logits. So the vocabulary-wide work
@@ -191,10 +197,13 @@ def _row_candidates(logits, k, forced, forbid_unk, count):
     included, exactly as ``log_softmax`` followed by a ban would. Rows at their limit
     (``forced``) get EOS with its model log-probability and nothing else.
     """
+    whole_blocks = count is not None
+    if count is None:
+        count = tf.shape(logits)[1]
     # Three more than K, so that K remain after dropping PAD, BOS and UNK.
     wide = tf.minimum(k + 3, count)
     narrow = tf.minimum(k, count)
-    top_logits, top_tokens = _top_k_over_vocabulary(logits, wide)
+    top_logits, top_tokens = _top_k_over_vocabulary(logits, wide, whole_blocks)
     peak = top_logits[:, :1]  # the row's maximum, log_softmax's shift, without another pass
     log_norm = tf.math.log(tf.reduce_sum(tf.exp(logits - peak), axis=1, keepdims=True))
     lp = (top_logits - peak) - log_norm
@@ -276,9 +285,12 @@ def beam_search(
     dead = tf.constant(_DEAD, tf.float32)
 
     state, memory = model.encode(source_ids)
-    # The output layer's rows of the batch's words, gathered once for every step.
-    columns, count = output_columns(source_ids, model.config.tgt_vocab_size, shortlist)
-    projection = model.output_projection(columns, count)
+    columns = count = projection = None  # every word: the model's own output layer
+    if shortlist is not None:
+        # The output layer's rows of the batch's words, gathered once for every step. Not
+        # without a shortlist: a batch of one sentence would copy the whole layer.
+        columns, count = output_columns(source_ids, model.config.tgt_vocab_size, shortlist)
+        projection = model.output_projection(columns, count)
     state = tf.nest.map_structure(lambda x: _tile_rows(x, k), state)
     memory = tf.nest.map_structure(lambda x: _tile_rows(x, k), memory)
 
@@ -328,7 +340,7 @@ def beam_search(
         row_lp, row_columns = _row_candidates(
             logits, k, _tile_rows(forced, k), forbid_unk, count
         )  # [B*K, R]
-        row_tokens = tf.gather(columns, row_columns)
+        row_tokens = row_columns if columns is None else tf.gather(columns, row_columns)
         width = tf.shape(row_lp)[1]
 
         candidates = tf.reshape(tf.reshape(live_lp, [-1, 1]) + row_lp, [batch, k * width])

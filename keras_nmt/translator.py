@@ -104,7 +104,8 @@ class Translator:
         ):
             raise ValueError(f"max_source_len must be a positive integer, got {max_source_len!r}")
         self.max_source_len = int(max_source_len)
-        self._search_fns: dict[int, Callable] = {}  # nbest -> tf.function, traced once
+        # (nbest, with a shortlist) -> tf.function, traced once
+        self._search_fns: dict[tuple[int, bool], Callable] = {}
 
     source_vocab = property(lambda self: self.source_codec.vocabulary)
     target_vocab = property(lambda self: self.target_codec.vocabulary)
@@ -149,15 +150,17 @@ class Translator:
         return cls(model, runs[0].source_codec, runs[0].target_codec,
                    max_source_len=max_source_len, lexicon=lexicon)
 
-    def _search_fn(self, nbest: int) -> Callable:
-        if nbest not in self._search_fns:
+    def _search_fn(self, nbest: int, selecting: bool) -> Callable:
+        key = (nbest, selecting)
+        if key not in self._search_fns:
             # search.beam_search is plain TensorFlow ops (no Python control flow on
             # tensors), so autograph is not needed: tracing without it is ~3x faster.
-            self._search_fns[nbest] = search.make_translate_fn(
+            # Without a shortlist, a function without the table: the exact search.
+            self._search_fns[key] = search.make_translate_fn(
                 self.model, nbest=nbest, autograph=False, jit_compile=self.jit_compile,
-                lexicon_table=None if self.lexicon is None else self.lexicon.targets,
+                lexicon_table=self.lexicon.targets if selecting else None,
             )
-        return self._search_fns[nbest]
+        return self._search_fns[key]
 
     def encode(self, lines: Sequence[str]) -> list[list[int]]:
         """Source ids of each line, EOS appended (truncated to ``max_source_len`` tokens)."""
@@ -215,7 +218,7 @@ class Translator:
             raise ValueError(f"nbest ({nbest}) cannot exceed beam_size ({beam_size})")
         if not alpha >= 0:
             raise ValueError(f"alpha must be >= 0, got {alpha}")
-        selection = shortlist_inputs(shortlist, self.lexicon)
+        selection = shortlist_inputs(shortlist, self.lexicon) if shortlist else ()
         if isinstance(dictionary, (str, os.PathLike)):
             dictionary = load_dictionary(dictionary)
         need_attention = with_attention or unk_replace
@@ -234,7 +237,7 @@ class Translator:
                     empty = dataclasses.replace(empty, alternatives=(empty,))
                 results[i] = empty
         todo.sort(key=lambda i: len(ids[i]))
-        translate_fn = self._search_fn(int(nbest))
+        translate_fn = self._search_fn(int(nbest), bool(selection))
         for start in range(0, len(todo), batch_size):
             chosen = todo[start : start + batch_size]
             width = max(len(ids[i]) for i in chosen)
