@@ -29,6 +29,11 @@ The algorithm, per source sentence, with K = beam size:
   length counted without padding. At step ``limit`` only EOS is allowed, so every live
   hypothesis is forced to finish (EOS appended with its model probability).
 
+Vocabulary selection (a :class:`Shortlist`) scores each batch on its candidate words only:
+the output layer's rows for them are gathered once per batch (:func:`output_columns`), the
+softmax normalises over them, and the chosen columns map back to word ids. Without one,
+every step uses the model's whole output layer.
+
 Stopping is exact for what is returned: with N = min(nbest, K) hypotheses asked for, a
 sentence stops when its pool holds N finished hypotheses and no live hypothesis can
 still enter those N. A live hypothesis with log-probability ``lp <= 0`` ends with some
@@ -234,6 +239,7 @@ def beam_search(
     max_decode_ratio=2.0,
     early_stopping: bool = True,
     shortlist: Shortlist | None = None,
+    compact: bool = True,
 ) -> dict[str, tf.Tensor]:
     """Translate a batch of source sentences with beam search.
 
@@ -254,6 +260,10 @@ def beam_search(
         gives the same result more slowly; it exists to test that claim.
       shortlist: vocabulary selection (:class:`Shortlist`): every step scores only the
         batch's candidate words, and the softmax normalises over them. None: every word.
+      compact: sentences that have stopped leave the batch (their rows are gathered out of
+        the state, the history and the encoder's memory), so a step costs what the
+        sentences still decoded need. False keeps them (frozen) to the end: the same
+        result, and every step the same shapes, which XLA wants.
 
     Returns a dict with N = min(nbest, beam_size), hypotheses sorted by ``scores``:
       ``ids`` int32 [B, N, T]: tokens, EOS included, 0 after it;
@@ -294,19 +304,22 @@ def beam_search(
     state = tf.nest.map_structure(lambda x: _tile_rows(x, k), state)
     memory = tf.nest.map_structure(lambda x: _tile_rows(x, k), memory)
 
-    row_offsets = tf.range(batch)[:, None]  # [B, 1]
-
     returned = tf.minimum(tf.constant(nbest, tf.int32), k)  # N: hypotheses returned
     first_live = tf.where(tf.equal(tf.range(k), 0), 0.0, dead)
     hypotheses = batch * k
+    # The live part of the search covers the A sentences still decoded ("active", their
+    # numbers in the batch): A = B at the start, fewer as sentences stop when ``compact``.
+    # The pool of finished hypotheses always covers the whole batch.
     loop_vars = (
         tf.constant(0, tf.int32),  # t: tokens generated so far
-        tf.zeros([batch], tf.bool),  # done
-        tf.fill([hypotheses], BOS_ID),  # previous ids [B*K]
-        state,  # decoder state [B*K, n]
-        tf.tile(first_live[None, :], [batch, 1]),  # live log-probs [B, K]
-        tf.zeros([hypotheses, 0], tf.int32),  # live ids [B*K, t]
-        tf.zeros([hypotheses, 0, source_time], tf.float32),  # live attention [B*K, t, Tx]
+        tf.range(batch),  # active: the batch rows of the decoded sentences [A]
+        tf.zeros([batch], tf.bool),  # done [A]
+        tf.fill([hypotheses], BOS_ID),  # previous ids [A*K]
+        state,  # decoder state [A*K, n]
+        memory,  # the encoder's memory for every hypothesis [A*K, ...]
+        tf.tile(first_live[None, :], [batch, 1]),  # live log-probs [A, K]
+        tf.zeros([hypotheses, 0], tf.int32),  # live ids [A*K, t]
+        tf.zeros([hypotheses, 0, source_time], tf.float32),  # live attention [A*K, t, Tx]
         tf.fill([batch, k], dead),  # pool scores [B, K], sorted
         tf.fill([batch, k], dead),  # pool log-probs [B, K]
         tf.zeros([batch, k], tf.int32),  # pool lengths [B, K]; 0 = empty slot
@@ -317,7 +330,9 @@ def beam_search(
         tf.TensorShape([]),
         tf.TensorShape([None]),
         tf.TensorShape([None]),
+        tf.TensorShape([None]),
         tf.nest.map_structure(lambda x: _loose_shape(x, [0]), state),
+        tf.nest.map_structure(lambda x: _loose_shape(x, [0]), memory),
         tf.TensorShape([None, None]),
         tf.TensorShape([None, None]),
         tf.TensorShape([None, None, None]),
@@ -328,26 +343,31 @@ def beam_search(
         tf.TensorShape([None, None, None, None]),
     )
 
-    def cond(t, done, *_):
-        return tf.logical_and(t < max_steps, tf.logical_not(tf.reduce_all(done)))
+    def cond(t, active, done, *_):
+        # A count, not reduce_all: with every sentence gone ``done`` is empty, and ONNX's
+        # reductions of an empty tensor are not all defined.
+        running = tf.reduce_sum(tf.cast(tf.logical_not(done), tf.int32))
+        return tf.logical_and(t < max_steps, running > 0)
 
-    def body(t, done, previous_ids, state, live_lp, live_ids, live_attn,
+    def body(t, active, done, previous_ids, state, memory, live_lp, live_ids, live_attn,
              pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn):
+        sentences = tf.shape(active)[0]  # A
+        row_offsets = tf.range(sentences)[:, None]  # [A, 1]
         logits, new_state, weights = model.step(previous_ids, state, memory, projection)
-        logits = tf.cast(logits, tf.float32)  # [B*K, C]
+        logits = tf.cast(logits, tf.float32)  # [A*K, C]
         length = t + 1  # tokens of the hypotheses made by this step
-        forced = length >= limits  # [B]: only EOS allowed at the limit
+        forced = length >= tf.gather(limits, active)  # [A]: only EOS allowed at the limit
         row_lp, row_columns = _row_candidates(
             logits, k, _tile_rows(forced, k), forbid_unk, count
-        )  # [B*K, R]
+        )  # [A*K, R]
         row_tokens = row_columns if columns is None else tf.gather(columns, row_columns)
         width = tf.shape(row_lp)[1]
 
-        candidates = tf.reshape(tf.reshape(live_lp, [-1, 1]) + row_lp, [batch, k * width])
-        top_lp, top_index = tf.math.top_k(candidates, k=k)  # [B, K]
+        candidates = tf.reshape(tf.reshape(live_lp, [-1, 1]) + row_lp, [sentences, k * width])
+        top_lp, top_index = tf.math.top_k(candidates, k=k)  # [A, K]
         top_lp = tf.maximum(top_lp, dead)  # dead stays exactly dead, never drifts lower
-        tokens = _take_along_rows(tf.reshape(row_tokens, [batch, k * width]), top_index)
-        parents = tf.reshape(top_index // width + row_offsets * k, [-1])  # [B*K]
+        tokens = _take_along_rows(tf.reshape(row_tokens, [sentences, k * width]), top_index)
+        parents = tf.reshape(top_index // width + row_offsets * k, [-1])  # [A*K]
         flat_tokens = tf.reshape(tokens, [-1])
 
         # One gather per tensor reorders the state and the history by parent.
@@ -356,7 +376,7 @@ def beam_search(
         step_attn = tf.cast(weights, tf.float32)[:, None, :]
         seq_attn = tf.gather(tf.concat([live_attn, step_attn], axis=1), parents)
 
-        ended = tf.equal(tokens, EOS_ID) & (top_lp > _ALIVE)  # [B, K]
+        ended = tf.equal(tokens, EOS_ID) & (top_lp > _ALIVE)  # [A, K]
         ended_lp = tf.where(ended, top_lp, dead)
         ended_scores = tf.where(
             ended, top_lp / tf.pow(tf.cast(length, tf.float32), alpha), dead
@@ -364,25 +384,30 @@ def beam_search(
         ended_lengths = tf.where(ended, length, 0)
         live_lp = tf.where(tf.equal(tokens, EOS_ID), dead, top_lp)
 
-        # Merge the new finished hypotheses into the pool (pool first: top_k keeps the
-        # lower index on ties, so a stopped sentence's pool stays as it is).
+        # Merge the new finished hypotheses into the active sentences' pools (pool first:
+        # top_k keeps the lower index on ties, so a stopped sentence's pool stays as it
+        # is), then write those pools back into the batch's.
         pool_ids = tf.pad(pool_ids, [[0, 0], [0, 0], [0, 1]])
         pool_attn = tf.pad(pool_attn, [[0, 0], [0, 0], [0, 1], [0, 0]])
-        merged_scores = tf.concat([pool_scores, ended_scores], axis=1)  # [B, 2K]
-        pool_scores, pick = tf.math.top_k(merged_scores, k=k)
+        merged_scores = tf.concat([tf.gather(pool_scores, active), ended_scores], axis=1)
+        active_scores, pick = tf.math.top_k(merged_scores, k=k)  # [A, K]
         pick = tf.stack([tf.broadcast_to(row_offsets, tf.shape(pick)), pick], axis=-1)
         seq_shape = tf.shape(seq_ids)
-        pool_ids = tf.gather_nd(
-            tf.concat([pool_ids, tf.reshape(seq_ids, [batch, k, seq_shape[1]])], axis=1), pick
-        )
-        pool_attn = tf.gather_nd(
-            tf.concat(
-                [pool_attn, tf.reshape(seq_attn, [batch, k, seq_shape[1], source_time])], axis=1
-            ),
-            pick,
-        )
-        pool_lp = tf.gather_nd(tf.concat([pool_lp, ended_lp], axis=1), pick)
-        pool_lengths = tf.gather_nd(tf.concat([pool_lengths, ended_lengths], axis=1), pick)
+        active_ids = tf.gather_nd(tf.concat(
+            [tf.gather(pool_ids, active), tf.reshape(seq_ids, [sentences, k, seq_shape[1]])],
+            axis=1), pick)
+        active_attn = tf.gather_nd(tf.concat(
+            [tf.gather(pool_attn, active),
+             tf.reshape(seq_attn, [sentences, k, seq_shape[1], source_time])], axis=1), pick)
+        active_lp = tf.gather_nd(tf.concat([tf.gather(pool_lp, active), ended_lp], axis=1), pick)
+        active_lengths = tf.gather_nd(
+            tf.concat([tf.gather(pool_lengths, active), ended_lengths], axis=1), pick)
+        rows = active[:, None]
+        pool_scores = tf.tensor_scatter_nd_update(pool_scores, rows, active_scores)
+        pool_lp = tf.tensor_scatter_nd_update(pool_lp, rows, active_lp)
+        pool_lengths = tf.tensor_scatter_nd_update(pool_lengths, rows, active_lengths)
+        pool_ids = tf.tensor_scatter_nd_update(pool_ids, rows, active_ids)
+        pool_attn = tf.tensor_scatter_nd_update(pool_attn, rows, active_attn)
 
         # Stop a sentence when no live hypothesis is left or, exactly, when none can
         # still enter the N best finished ones that are returned: log-probs only fall
@@ -391,16 +416,26 @@ def beam_search(
         settled = best_live <= _ALIVE
         if early_stopping:
             # The pool is sorted and empty slots come last: slot N-1 is the N-th best.
-            full = tf.gather(pool_lengths, returned - 1, axis=1) > 0
-            bound = best_live / limit_penalty
-            settled = settled | (full & (bound <= tf.gather(pool_scores, returned - 1, axis=1)))
+            full = tf.gather(active_lengths, returned - 1, axis=1) > 0
+            bound = best_live / tf.gather(limit_penalty, active)
+            settled = settled | (full & (bound <= tf.gather(active_scores, returned - 1, axis=1)))
         done = done | forced | settled
         live_lp = tf.where(done[:, None], dead, live_lp)
-        return (length, done, flat_tokens, new_state, live_lp, seq_ids, seq_attn,
-                pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn)
+        if compact:
+            # Sentences that stopped leave: every later step costs what the ones still
+            # decoded need, not what the batch's longest one does.
+            keep = tf.cast(tf.reshape(tf.where(tf.logical_not(done)), [-1]), tf.int32)
+            keep_rows = tf.reshape(keep[:, None] * k + tf.range(k)[None, :], [-1])
+            active, done, live_lp = (tf.gather(x, keep) for x in (active, done, live_lp))
+            flat_tokens, seq_ids, seq_attn = (
+                tf.gather(x, keep_rows) for x in (flat_tokens, seq_ids, seq_attn))
+            new_state = tf.nest.map_structure(lambda x: tf.gather(x, keep_rows), new_state)
+            memory = tf.nest.map_structure(lambda x: tf.gather(x, keep_rows), memory)
+        return (length, active, done, flat_tokens, new_state, memory, live_lp, seq_ids,
+                seq_attn, pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn)
 
     final = tf.while_loop(cond, body, loop_vars, shape_invariants=shape_invariants)
-    pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn = final[7:]
+    pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn = final[9:]
 
     lengths = pool_lengths[:, :returned]
     valid = lengths > 0
@@ -514,6 +549,7 @@ def make_translate_fn(
             nbest=nbest,
             max_decode_ratio=ratio,
             shortlist=shortlist,
+            compact=not jit_compile,  # XLA compiles once per shape: keep the batch whole
         )
 
     if lexicon_table is not None:

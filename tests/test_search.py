@@ -251,6 +251,59 @@ def test_selected_search_matches_brute_force_over_the_candidates(arch):
                                            [lp for _, _, lp in want], atol=1e-5)
 
 
+class RowCounter:
+    """A model wrapper that records how many hypotheses each step is given (eager)."""
+
+    def __init__(self, model):
+        self.model, self.config, self.rows = model, model.config, []
+
+    def encode(self, source_ids):
+        return self.model.encode(source_ids)
+
+    def output_projection(self, columns, count):
+        return self.model.output_projection(columns, count)
+
+    def step(self, previous_ids, state, memory, projection=None):
+        self.rows.append(int(previous_ids.shape[0]))
+        return self.model.step(previous_ids, state, memory, projection)
+
+
+@pytest.mark.parametrize("arch", ["search50", "encdec50"])
+def test_compact_batches_give_the_uncompacted_result(arch):
+    # A likely EOS: sentences stop at different steps, so compaction has work to do.
+    model = build_model(arch, seed=1, gain=0.5, eos_bias=2.0)
+
+    def make(compact, nbest, shortlist):
+        def run(source, beam, alpha):
+            return search.beam_search(model, source, beam, alpha=alpha, nbest=nbest,
+                                      compact=compact, shortlist=shortlist)
+        return tf.function(run, autograph=False)
+
+    source = tf.constant(SOURCES)
+    for nbest in (1, 3):
+        for shortlist in (None, search.Shortlist(TINY_TABLE, 1, 1)):
+            compacted, whole = make(True, nbest, shortlist), make(False, nbest, shortlist)
+            for beam in (1, 3):
+                for alpha in (0.0, 1.0):
+                    args = (source, tf.constant(beam), tf.constant(alpha))
+                    a, b = compacted(*args), whole(*args)
+                    for key in ("ids", "lengths"):
+                        np.testing.assert_array_equal(a[key].numpy(), b[key].numpy(), err_msg=key)
+                    for key in ("scores", "log_probs", "attention"):
+                        np.testing.assert_allclose(a[key].numpy(), b[key].numpy(), atol=1e-6,
+                                                   err_msg=key)
+    # Eagerly, the steps see fewer and fewer rows as sentences stop; without compaction,
+    # every step sees the whole batch.
+    for compact in (True, False):
+        counter = RowCounter(model)
+        search.beam_search(counter, source, 3, alpha=1.0, compact=compact)
+        assert counter.rows[0] == 3 * len(SOURCES)
+        if compact:
+            assert counter.rows == sorted(counter.rows, reverse=True) and counter.rows[-1] < counter.rows[0]
+        else:
+            assert set(counter.rows) == {3 * len(SOURCES)}
+
+
 def test_early_stopping_is_exact():
     # Flat distributions and a likely EOS: the pool fills early and live hypotheses
     # fall behind it, so sentences stop well before their limit (2 to 8 steps instead
