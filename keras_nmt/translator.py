@@ -150,7 +150,7 @@ class Translator:
         return cls(model, runs[0].source_codec, runs[0].target_codec,
                    max_source_len=max_source_len, lexicon=lexicon)
 
-    def _search_fn(self, nbest: int, selecting: bool) -> Callable:
+    def _search_fn(self, nbest: int, selecting: bool = False) -> Callable:
         key = (nbest, selecting)
         if key not in self._search_fns:
             # search.beam_search is plain TensorFlow ops (no Python control flow on
