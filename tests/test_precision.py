@@ -107,10 +107,14 @@ def test_translator_decodes_in_the_runs_precision(runs, tiny_corpus, precision):
     assert translator.model.compute_dtype == precision.replace("mixed_", "")
     lines = (tiny_corpus / "valid.en").read_text(encoding="utf-8").splitlines()[:12] + [""]
     for beam in (1, 3):
-        results = translator.translate(lines, beam_size=beam, nbest=min(beam, 2))
-        assert len(results) == len(lines) and results[-1].text == ""
-        assert all(math.isfinite(h.score) for r in results for h in r.hypotheses)
-        assert all(r.text for r in results[:-1])
+        # With vocabulary selection too: the gathered output rows and their masked
+        # padding columns are computed in the run's precision.
+        for shortlist in (None, (5, 2)):
+            results = translator.translate(lines, beam_size=beam, nbest=min(beam, 2),
+                                           shortlist=shortlist)
+            assert len(results) == len(lines) and results[-1].text == ""
+            assert all(math.isfinite(h.score) for r in results for h in r.hypotheses)
+            assert all(r.text for r in results[:-1])
 
 
 def test_the_three_precisions_find_the_same_tokens(runs, tiny_corpus):
