@@ -192,13 +192,6 @@ def _resume_config(options: TrainOptions, run: RunDir) -> tuple[Config, dict[str
     return config.replace(**changes), run.load_data_info()
 
 
-def _files(info: dict[str, Any], split: str) -> ParallelFiles | None:
-    entry = info["splits"].get(split)
-    if entry is None:
-        return None
-    return ParallelFiles(pathlib.Path(entry["source"]), pathlib.Path(entry["target"]))
-
-
 def _read_lines(path: pathlib.Path) -> list[str]:
     with open_text(path) as f:
         return [line.rstrip("\r\n") for line in f]
@@ -303,7 +296,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
     source_encoder, target_encoder = run.graph_encoders()
     with distribute.scope(strategy):
         model = TranslationModel(config)
-    train_files, valid_files = _files(info, "train"), _files(info, "valid")
+    train_files, valid_files = run.split_files("train", info), run.split_files("valid", info)
     shuffle_buffer = config.shuffle_buffer
     corpus_bytes = sum(path.stat().st_size for path in (train_files.source, train_files.target))
     if not shuffle_buffer and corpus_bytes > PERMUTATION_MAX_BYTES:
@@ -364,7 +357,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
                           strict=False)
         weights = "averaged"
     dev_nll = trainer.dev_nll()
-    held_out = _files(info, "test") or valid_files
+    held_out = run.split_files("test", info) or valid_files
     log(f"translating the held-out {held_out.source.name} with beam {config.beam_size}")
     report = held_out_report(translator, held_out, config.beam_size, config.length_alpha, log,
                              quiet=quiet)

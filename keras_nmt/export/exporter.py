@@ -192,7 +192,7 @@ def write_int8(directory: pathlib.Path, name: str, run, translator, settings, ma
 
 
 def write_onnx(directory: pathlib.Path, name: str, run, model, settings, tokenizer: str,
-               log, lexicon_table=None) -> list[pathlib.Path]:
+               log, lexicon_table=None) -> None:
     """NAME.onnx, NAME.onnx.json and the vocabularies (and, for a SentencePiece run, its
     models NAME.spm.SRC.model / NAME.spm.TGT.model), written into ``directory``."""
     from keras_nmt.export import onnx as onnx_export
@@ -229,7 +229,6 @@ def write_onnx(directory: pathlib.Path, name: str, run, model, settings, tokeniz
         "outputs": onnx_export.output_names(proto),
         "int8": None,
     })
-    return sorted(directory.iterdir())
 
 
 def export(args: ExportRequest, log: Callable[[str], None] = lambda message: None) -> pathlib.Path:
@@ -286,8 +285,8 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
         self_check(staging, translator, beam_size, settings.alpha, args.shortlist)
         onnx_files = []
         if args.onnx:
-            write_onnx(onnx_staging, args.name, run, model, settings, tokenizer,
-                       log, lexicon_table=table if args.shortlist else None)
+            write_onnx(onnx_staging, args.name, run, model, settings, tokenizer, log,
+                       lexicon_table=table)
             log("checking the ONNX model with onnx.checker and onnxruntime")
             onnx_check(onnx_staging / f"{args.name}.onnx", translator, beam_size, settings.alpha,
                        args.shortlist)
