@@ -9,7 +9,8 @@ training part just trained (a barely trained model decodes to the length limit, 
 sentences/s understate a trained model's). Refuses with one line when TensorFlow sees
 no GPU.
 
-    python bench/gpu.py --data ../shared/data/anki-fra-eng [--run RUN_DIR] [--json gpu.json]
+    python bench/gpu.py --data ../shared/data/anki-fra-eng [--run RUN_DIR [--weights averaged]]
+        [--json gpu.json]
 """
 
 from __future__ import annotations
@@ -36,13 +37,15 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     precision.add_arguments(parser, batches="80,256", sizes="compact,paper")
     parser.add_argument("--run", help="a trained run directory to decode with")
+    parser.add_argument("--weights", choices=("best", "last", "averaged"), default="best",
+                        help="which of --run's weights decode")
     parser.add_argument("--sentences", type=int, default=1024,
                         help="valid sentences decoded per batch size")
     parser.add_argument("--json", default="gpu.json", help="where to write the results")
     return parser.parse_args(argv)
 
 
-def decode_rates(translator, lines: list[str]) -> list[dict]:
+def decode_rates(translator, lines: list[str], precision: str) -> list[dict]:
     rows = []
     for batch in DECODE_BATCHES:
         translator.translate(lines[:batch], beam_size=DECODE_BEAM, batch_size=batch)  # trace
@@ -50,7 +53,8 @@ def decode_rates(translator, lines: list[str]) -> list[dict]:
         results = translator.translate(lines, beam_size=DECODE_BEAM, batch_size=batch)
         seconds = time.perf_counter() - start
         tokens = sum(len(r.tokens) for r in results)
-        rows.append({"beam": DECODE_BEAM, "batch": batch, "sentences": len(lines),
+        rows.append({"precision": precision, "beam": DECODE_BEAM, "batch": batch,
+                     "sentences": len(lines),
                      "sentences_per_second": len(lines) / seconds,
                      "output_tokens_per_second": tokens / seconds})
     return rows
@@ -76,19 +80,23 @@ def main(argv=None) -> int:
     from keras_nmt.rundir import RunDir
     from keras_nmt.translator import Translator
 
+    valid = ParallelFiles(pathlib.Path(info["splits"]["valid"]["source"]),
+                          pathlib.Path(info["splits"]["valid"]["target"]))
+    lines = _common.spread([source for source, _ in valid.pairs()], args.sentences)
+    decoding = []
     if args.run:
-        translator = Translator.from_run_dir(args.run)
-        decoded_with = str(args.run)
+        # A trained model in each precision measured: mixed precision decodes too.
+        decoded_with = f"{args.run} ({args.weights} weights)"
+        for name in args.precisions.split(","):
+            translator = Translator.from_run_dir(args.run, weights=args.weights, precision=name)
+            decoding += decode_rates(translator, lines, name)
     else:
         setting = next(s for s in trainers if s[0] == "compact" and s[2] == "float32")  # any jit
         translator = Translator(trainers[setting].model, *RunDir(scratch / "run").codecs())
         decoded_with = f"the benchmark's {setting} model"
-    valid = ParallelFiles(pathlib.Path(info["splits"]["valid"]["source"]),
-                          pathlib.Path(info["splits"]["valid"]["target"]))
-    lines = _common.spread([source for source, _ in valid.pairs()], args.sentences)
-    decoding = decode_rates(translator, lines)
+        decoding = decode_rates(translator, lines, "float32")
     print(_common.table(decoding, [
-        ("beam", "beam", "d"), ("batch", "batch", "d"),
+        ("precision", "precision", "s"), ("beam", "beam", "d"), ("batch", "batch", "d"),
         ("sentences_per_second", "sent/s", ",.1f"), ("output_tokens_per_second", "tok/s", ",.0f"),
     ]))
     details = tf.config.experimental.get_device_details(gpus[0])

@@ -73,7 +73,8 @@ class TrainOptions:
     max_train_pairs: int | None = None
     tokenizer: str | None = None  # "word" (the paper's, default) or "sentencepiece"
     strategy: str = "default"  # see keras_nmt.distribute
-    jit: bool = False  # XLA-compile the training step and the beam search
+    # XLA-compile the training step and the beam search; None: where it wins (use_jit).
+    jit: bool | None = None
     recipe: str | None = None  # a name of config.RECIPES
     lexicon: bool = True  # build the lexical table for vocabulary selection at the end
 
@@ -246,6 +247,19 @@ def _wait_for_chief(options: TrainOptions, run: RunDir, log) -> tuple[Config, di
     return config.replace(**{k: v for k, v in options.overrides.items() if k in RESUMABLE_FIELDS}), run.load_data_info()
 
 
+def use_jit(jit: bool | None, strategy: str, batch_tokens: int = 0) -> bool:
+    """``--jit``'s default: on with a GPU, the default strategy and a fixed batch size (a
+    token budget would give XLA a new shape almost every step), off otherwise. On an H100
+    XLA gave 4.6x the target tokens/s of the same batches without it; on a 2-core CPU,
+    0.78-0.80x (docs/benchmarks.md, docs/training.md)."""
+    if jit is not None:
+        return jit
+    import tensorflow as tf
+
+    return (strategy == "default" and not batch_tokens
+            and bool(tf.config.list_physical_devices("GPU")))
+
+
 def train(options: TrainOptions) -> dict[str, Any]:
     """Train (or resume) a run and return its summary, also written to summary.json
     (on a multi-worker cluster, by the chief; the other workers return {})."""
@@ -288,7 +302,11 @@ def train(options: TrainOptions) -> dict[str, Any]:
         limits.max_minutes = BUILTIN_DEFAULT_MINUTES
         log(f"no --max-steps or --max-minutes: training for {BUILTIN_DEFAULT_MINUTES:g} minutes")
 
-    if options.jit and not config.length_multiple and not config.batch_tokens:
+    jit = use_jit(options.jit, options.strategy, config.batch_tokens)
+    if jit and options.jit is None:
+        log("a GPU is present: the training step and the search are compiled with XLA "
+            "(--no-jit to turn it off)")
+    if jit and not config.length_multiple and not config.batch_tokens:
         # XLA compiles once per batch shape: bound the shapes (not stored in config.json,
         # so the same run resumes with or without --jit).
         config = config.replace(length_multiple=config_lib.JIT_LENGTH_MULTIPLE)
@@ -317,7 +335,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
             valid_files, source_encoder, target_encoder, batch_size=config.batch_size
         )
 
-    translator = Translator(model, *run.codecs(), jit_compile=options.jit)
+    translator = Translator(model, *run.codecs(), jit_compile=jit)
     valid_sources = _read_lines(valid_files.source)
     valid_references = _read_lines(valid_files.target)
 
@@ -328,7 +346,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
     trainer = Trainer(
         config, model, run, train_batches, dev_batches,
         train_pairs=info["train"]["kept"], dev_bleu=dev_bleu,
-        progress=Progress(enabled=not quiet), strategy=strategy, jit_compile=options.jit,
+        progress=Progress(enabled=not quiet), strategy=strategy, jit_compile=jit,
     )
     if options.resume:
         trainer.restore(log=warn if chief else log)
@@ -381,7 +399,8 @@ def train(options: TrainOptions) -> dict[str, Any]:
         "report_weights": weights,
         "parameters": int(sum(math.prod(w.shape) for w in model.trainable_weights)),
         "length_multiple": config.length_multiple,
-        "train_step_compilations": trainer.compilations() if options.jit else None,
+        "jit": jit,
+        "train_step_compilations": trainer.compilations() if jit else None,
     }
     try:
         write_json_atomic(run.summary_path, summary)

@@ -40,6 +40,7 @@ def assert_one_line_error(result, expected):
     (["--set", "hidden=big"], "expected a value of type int"),
     (["--max-steps", "0"], "expected a positive integer"),
     (["--resume"], "--resume needs --out"),
+    (["--jit", "--no-jit"], "argument --no-jit: not allowed with argument --jit"),
 ])
 def test_bad_arguments_fail_in_one_line(args, expected):
     assert_one_line_error(run_train(*args, timeout=60), expected)
@@ -56,6 +57,23 @@ def test_unwritable_out_and_resume_without_checkpoint(tmp_path, corpus):
     assert_one_line_error(result, "corpus directory not found")
 
 
+def test_jit_is_the_default_where_a_gpu_is(monkeypatch):
+    import tensorflow as tf
+
+    from keras_nmt.cli.train import build_parser
+    from keras_nmt.experiment import use_jit
+
+    parser = build_parser("train.py")
+    assert [parser.parse_args(args).jit for args in ([], ["--jit"], ["--no-jit"])] == [None, True, False]
+    assert use_jit(None, "default") is bool(tf.config.list_physical_devices("GPU"))
+    monkeypatch.setattr(tf.config, "list_physical_devices",
+                        lambda kind=None: ["/physical_device:GPU:0"] if kind == "GPU" else [])
+    assert use_jit(None, "default") is True
+    assert use_jit(None, "mirrored") is False  # XLA works with the default strategy only
+    assert use_jit(None, "default", batch_tokens=2000) is False  # a new shape every step
+    assert use_jit(False, "default") is False and use_jit(True, "mirrored") is True
+
+
 def test_train_report_and_run_directory(tmp_path, corpus):
     out = tmp_path / "run"
     result = run_train("--variant", "encdec30", "--data", str(corpus), "--out", str(out),
@@ -65,6 +83,7 @@ def test_train_report_and_run_directory(tmp_path, corpus):
     assert f"run directory: {out}" in result.stdout
     summary = json.loads((out / "summary.json").read_text())
     assert summary["updates"] == 6 and summary["architecture"] == "encdec"
+    assert summary["jit"] is False  # no GPU here: XLA stays off unless asked for
     assert summary["data"]["train"]["pairs"] == 400
     assert summary["data"]["train"]["kept"] + summary["data"]["train"]["dropped_too_long"] == 400
     assert 0 < summary["train_nll"] < 1000 and 0 < summary["dev_nll"] < 1000

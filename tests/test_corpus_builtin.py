@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import pathlib
 import random
 import re
@@ -22,6 +21,7 @@ from keras_nmt.corpus.builtin import (
     write_corpus,
 )
 from keras_nmt.text.word import detokenize
+from child_env import child_env
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 SMALL = BuiltinCorpusSpec(seed=7, train_size=1000, valid_size=100, test_size=100)
@@ -373,8 +373,7 @@ def test_output_identical_across_processes(tmp_path):
             "print(hashlib.sha256(repr(c).encode()).hexdigest())")
     digests = set()
     for hash_seed in ("1", "2"):
-        env = dict(os.environ, PYTHONHASHSEED=hash_seed,
-                   PYTHONPATH=os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))
+        env = child_env(PYTHONHASHSEED=hash_seed)
         result = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO_ROOT,
                                 capture_output=True, text=True, check=True)
         digests.add(result.stdout.strip())

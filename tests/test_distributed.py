@@ -10,7 +10,6 @@ instead of after the all-reduce, moves them by ~1e-1.
 """
 
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from child_env import child_env
 
 ROOT = Path(__file__).resolve().parents[1]
 HELPER = Path(__file__).with_name("distributed_run.py")
@@ -33,7 +33,7 @@ def free_port() -> int:
 
 
 def start(strategy, out, run_dir, logical_cpus=1, tf_config=None):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = child_env()
     if tf_config:
         env["TF_CONFIG"] = json.dumps(tf_config)
     return subprocess.Popen(
@@ -99,7 +99,7 @@ def test_mirrored_and_multiworker_match_the_single_device_run(tmp_path):
 def test_bad_strategy_options_fail_in_one_line(tmp_path, args, env, expected):
     result = subprocess.run(
         [sys.executable, str(ROOT / "train.py"), "--out", str(tmp_path / "run"), *args],
-        env={**os.environ, "PYTHONPATH": str(ROOT), **env}, cwd=ROOT,
+        env=child_env(**env), cwd=ROOT,
         capture_output=True, text=True, timeout=60,
     )
     assert result.returncode == 2, result.stderr

@@ -3,7 +3,6 @@
 import csv
 import dataclasses
 import json
-import os
 import pathlib
 import shutil
 import subprocess
@@ -18,13 +17,14 @@ from keras_nmt.text.word import WordCodec
 from keras_nmt.constants import RESERVED
 from keras_nmt.vocab import Vocabulary
 from keras_nmt.text.word import tokenize
+from child_env import child_env
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 PROG = "keras-nmt evaluate"
 
 
 def run_cli(*args, timeout=240):
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = child_env()
     return subprocess.run(
         [sys.executable, "-m", "keras_nmt.cli", "evaluate", *map(str, args)],
         capture_output=True, text=True, cwd=REPO, env=env, timeout=timeout,

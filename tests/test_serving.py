@@ -12,7 +12,6 @@ from __future__ import annotations
 import http.server
 import io
 import json
-import os
 import pathlib
 import socket
 import subprocess
@@ -32,11 +31,12 @@ from keras_nmt.serving import onnx_translator, tfserving_client
 from keras_nmt.serving.tfserving_client import (
     GrpcTransport, RestTransport, ServingError, TFServingClient, Unreachable,
 )
+from child_env import child_env
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CLIENT = ROOT / "serving" / "tfserving_client.py"
 ONNX_TRANSLATE = ROOT / "serving" / "onnx_translate.py"
-ENV = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3"}
+ENV = child_env(TF_CPP_MIN_LOG_LEVEL="3")
 ECHO_WORDS = 3
 # Lines that have broken translators before: empty, blank, control characters, emoji,
 # combining marks, a 10,000-character line, a right-to-left script.

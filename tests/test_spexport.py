@@ -6,7 +6,6 @@ stand-in, and the evaluation on the run's pieces."""
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from keras_nmt.constants import EOS_ID, UNK_ID
 from keras_nmt.text.word import tokenize
 from conftest import run_translator, savedmodel_loaders
 from test_export import BAD_INPUTS  # empty, blank, emoji, control characters, 10,000 characters
+from child_env import child_env
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXPORT_BEAM = 5
@@ -152,7 +152,7 @@ def test_standin_loads_tf_text_ops_like_tf_serving(tiny_spm_export, translator):
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                             cwd=ROOT, timeout=180,
-                            env={**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3"})
+                            env=child_env(TF_CPP_MIN_LOG_LEVEL="3"))
     assert result.returncode == 0, result.stderr
     missing, before, needed, texts = json.loads(result.stdout.strip().splitlines()[-1])
     assert {"SentencepieceOp", "SentencepieceTokenizeOp", "SentencepieceDetokenizeOp"} <= set(missing)
