@@ -140,19 +140,22 @@ class OnnxPath:
 def step_flops(config, source_len: float, columns: float) -> float:
     """FLOPs of one decoder step of one hypothesis (multiply-adds count 2)."""
     n, e, a, l = config.hidden, config.embedding, config.attention, config.maxout
-    context = 2 * n if config.uses_attention else n
-    flops = 2 * e * 3 * n + 2 * n * 3 * n + 2 * context * 3 * n  # GRU: input, state, context
-    flops += 2 * (n + e + context) * 2 * l + 2 * l * columns  # deep output, output layer
+    flops = 2 * e * 3 * n + 2 * n * 3 * n  # GRU: input, state
+    flops += 2 * (n + e) * 2 * l + 2 * l * columns  # deep output (state, word), output layer
     if config.uses_attention:
-        flops += 2 * n * a + 3 * source_len * a + 2 * source_len * context  # scores, context
+        # Scores, and the context's two projections weighted by alpha (Decoder.start).
+        flops += 2 * n * a + 3 * source_len * a + 2 * source_len * (3 * n + 2 * l)
     return flops
 
 
 def encoder_flops(config, source_len: float) -> float:
-    n, e = config.hidden, config.embedding
+    """The encoder and what the search's memory computes once per sentence."""
+    n, e, l = config.hidden, config.embedding, config.maxout
     directions = 2 if config.uses_attention else 1
-    keys = 2 * 2 * n * config.attention if config.uses_attention else 0
-    return source_len * (directions * (2 * e * 3 * n + 2 * n * 3 * n) + keys)
+    flops = source_len * directions * (2 * e * 3 * n + 2 * n * 3 * n)
+    if config.uses_attention:  # U_a h_j, C h_j and C_o h_j at every position
+        return flops + source_len * 2 * 2 * n * (config.attention + 3 * n + 2 * l)
+    return flops + 2 * n * (3 * n + 2 * l)  # C c and C_o c of the fixed context
 
 
 def useful_flops(config, source_lens, output_lens, beam: int, columns) -> float:

@@ -40,6 +40,7 @@ class TranslationModel(keras.Model):
             bidirectional=config.uses_attention,
             reset_after=config.reset_after,
             dropout=config.dropout,
+            init=config.init,
             name="encoder",
             dtype=self.dtype_policy,
         )
@@ -52,6 +53,7 @@ class TranslationModel(keras.Model):
             use_attention=config.uses_attention,
             reset_after=config.reset_after,
             dropout=config.dropout,
+            init=config.init,
             name="decoder",
             dtype=self.dtype_policy,
         )
@@ -91,12 +93,13 @@ class TranslationModel(keras.Model):
         variables)."""
         if mode == "encode":
             annotations, mask, summary = self.encoder(inputs, training=training)
-            return self.decoder.start(annotations, mask, summary)
+            return self.decoder.start(annotations, mask, summary, stepwise=True)
         if mode == "step":
             return self.decoder.step(*inputs)
         if mode == "columns":
             return self.decoder.readout.columns(*inputs)
-        state, memory = self.encode(inputs[0], training=training)
+        annotations, mask, summary = self.encoder(inputs[0], training=training)
+        state, memory = self.decoder.start(annotations, mask, summary)
         outputs, weights = self.decoder(inputs[1], state, memory, hidden_only=mode == "hidden",
                                         training=training)
         return (outputs, weights) if mode == "forced" else outputs

@@ -10,8 +10,10 @@ time.
 
 The algorithm, per source sentence, with K = beam size:
 
-- the source is encoded once; the decoder state and every tensor of the memory dict
-  are tiled K times, giving B*K rows, one per hypothesis;
+- the source is encoded once; the decoder state is tiled K times, giving B*K rows, one
+  per hypothesis. The encoder's memory keeps one row per sentence: the model's step
+  reads each sentence's row for its K hypotheses (``Decoder.step``), so the memory is
+  neither copied K times nor gathered K times when sentences stop;
 - a hypothesis' score is the sum of the log-softmax of the step logits of its tokens.
   The search starts with one live hypothesis (the K-1 others dead, so copies of the
   same prefix never fill the beam). Dead and empty entries carry a large finite
@@ -302,7 +304,6 @@ def beam_search(
         columns, count = output_columns(source_ids, model.config.tgt_vocab_size, shortlist)
         projection = model.output_projection(columns, count)
     state = tf.nest.map_structure(lambda x: _tile_rows(x, k), state)
-    memory = tf.nest.map_structure(lambda x: _tile_rows(x, k), memory)
 
     returned = tf.minimum(tf.constant(nbest, tf.int32), k)  # N: hypotheses returned
     first_live = tf.where(tf.equal(tf.range(k), 0), 0.0, dead)
@@ -316,7 +317,7 @@ def beam_search(
         tf.zeros([batch], tf.bool),  # done [A]
         tf.fill([hypotheses], BOS_ID),  # previous ids [A*K]
         state,  # decoder state [A*K, n]
-        memory,  # the encoder's memory for every hypothesis [A*K, ...]
+        memory,  # the encoder's memory for every sentence [A, ...]
         tf.tile(first_live[None, :], [batch, 1]),  # live log-probs [A, K]
         tf.zeros([hypotheses, 0], tf.int32),  # live ids [A*K, t]
         tf.zeros([hypotheses, 0, source_time], tf.float32),  # live attention [A*K, t, Tx]
@@ -430,7 +431,7 @@ def beam_search(
             flat_tokens, seq_ids, seq_attn = (
                 tf.gather(x, keep_rows) for x in (flat_tokens, seq_ids, seq_attn))
             new_state = tf.nest.map_structure(lambda x: tf.gather(x, keep_rows), new_state)
-            memory = tf.nest.map_structure(lambda x: tf.gather(x, keep_rows), memory)
+            memory = tf.nest.map_structure(lambda x: tf.gather(x, keep), memory)
         return (length, active, done, flat_tokens, new_state, memory, live_lp, seq_ids,
                 seq_attn, pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn)
 

@@ -134,13 +134,14 @@ def test_useful_flops_by_hand():
     from keras_nmt.config import variant_config
 
     config = variant_config("search50", {"embedding": 2, "hidden": 3, "attention": 4, "maxout": 5})
-    # GRU: 2*2*9 + 2*3*9 + 2*6*9 = 198; deep output 2*(3+2+6)*10 = 220, output 2*5*C;
-    # attention 2*3*4 + 3*Tx*4 + 2*Tx*6 = 24 + 24 Tx.
-    assert decode.step_flops(config, 2, 7) == 198 + 220 + 70 + 24 + 48
-    # Encoder per token: 2 directions * (2*2*9 + 2*3*9) + keys 2*6*4 = 228.
-    assert decode.encoder_flops(config, 2) == 2 * 228
+    # GRU: 2*2*9 + 2*3*9 = 90; deep output 2*(3+2)*10 = 100, output 2*5*C; attention
+    # 2*3*4 + 3*Tx*4 and the weighted context projections 2*Tx*(9+10): 24 + 50 Tx.
+    assert decode.step_flops(config, 2, 7) == 90 + 100 + 70 + 24 + 100
+    # Encoder per token: 2 directions * (2*2*9 + 2*3*9) = 180, then U_a h, C h and C_o h
+    # of the 6-wide annotation: 2*6*(4+9+10) = 276.
+    assert decode.encoder_flops(config, 2) == 2 * (180 + 276)
     # A 1-token source (2 with EOS), 2 output tokens (3 steps with EOS), beam 2.
-    assert decode.useful_flops(config, [1], [2], 2, [7]) == 2 * 228 + 2 * 3 * (198 + 220 + 70 + 72)
+    assert decode.useful_flops(config, [1], [2], 2, [7]) == 2 * 456 + 2 * 3 * 384
 
 
 @SLOW
@@ -259,9 +260,14 @@ def test_precision_grid_reports_compilations_and_padding(tiny_corpus, tmp_path, 
                            "--json", str(out)]) == 0
     rows = json.loads(out.read_text())["results"]
     assert [(r["precision"], r["jit"]) for r in rows] == [("float32", False), ("float32", True)]
+    import tensorflow as tf
+
+    on_gpu = bool(tf.config.list_physical_devices("GPU"))
     for row in rows:
         assert row["median"] > 0 and row["sentences_per_second"] > 0
-        assert 0 < row["padding_efficiency"] <= 1 and row["peak_gpu_mib"] is None
+        assert 0 < row["padding_efficiency"] <= 1
+        # The peak GPU memory where there is a GPU, none on a CPU.
+        assert row["peak_gpu_mib"] > 0 if on_gpu else row["peak_gpu_mib"] is None
         # Without jit one graph serves every shape; with it, one per width (<= 5 here).
         assert row["compilations"] == 1 if not row["jit"] else 1 <= row["compilations"] <= 5
     plain, padded = rows[0], rows[1]

@@ -40,6 +40,9 @@ def test_bad_values_are_rejected():
         variant_config("search50", {"hidden": 0})
     with pytest.raises(ConfigError, match="optimizer"):
         variant_config("search50", {"optimizer": "lion"})
+    with pytest.raises(ConfigError, match="init must be one of paper, uniform, got 'xavier'"):
+        variant_config("search50", parse_overrides(["init=xavier"]))
+    assert variant_config("search50").init == "paper"  # the paper's variants keep B.1
 
 
 def test_round_trip_and_compact_fields_exist():
@@ -55,6 +58,7 @@ def test_the_budget_recipe_comes_before_set():
                                          overrides={"dropout": 0.1}))
     assert (config.optimizer, config.lr_schedule, config.sampled_softmax) == ("adam", "budget", 4096)
     assert config.average_checkpoints == 3 and config.dropout == 0.1  # --set wins
+    assert config.init == "uniform"
     paper = resolve_config(TrainOptions(variant="search50", data="somewhere"))
-    assert (paper.optimizer, paper.lr_schedule, paper.dropout, paper.sampled_softmax) == (
-        "adadelta", "constant", 0.0, 0)
+    assert (paper.optimizer, paper.lr_schedule, paper.dropout, paper.sampled_softmax, paper.init) == (
+        "adadelta", "constant", 0.0, 0, "paper")

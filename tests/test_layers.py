@@ -138,7 +138,43 @@ def test_encdec_context_is_last_forward_state():
     # h->_Tx: the forward state at the last real token, not after the padding.
     np.testing.assert_allclose(summary.numpy(), annotations.numpy()[:, 3], rtol=1e-5, atol=1e-6)
     _, memory = model.encode(source)
-    np.testing.assert_allclose(memory["context"].numpy(), summary.numpy())
+    # A search's memory holds the fixed context's two projections, C c and C_o c.
+    decoder = model.decoder
+    np.testing.assert_allclose(memory["context_projection"].numpy(),
+                               summary.numpy() @ decoder.cell.context_kernel.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(memory["readout_context"].numpy(),
+                               summary.numpy() @ decoder.readout.context_kernel.numpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("arch", ["search", "encdec"])
+def test_a_step_reads_each_sentences_memory_for_its_hypotheses(arch):
+    """The search keeps one memory row per sentence and K hypotheses per sentence: a step
+    over B*K rows equals each hypothesis stepped alone with its sentence's memory, and the
+    search's memory weights C h_j and C_o h_j instead of projecting the context."""
+    model = _model(arch)
+    source = tf.constant([[4, 5, 6, 3], [7, 3, 0, 0]])
+    state, memory = model.encode(source)
+    k = 3
+    rng = np.random.default_rng(0)
+    states = tf.constant(rng.normal(0, 1, (2 * k, TINY["hidden"])).astype("float32"))
+    previous = tf.constant([5, 9, 4, 8, 6, 2])
+    logits, new_states, weights = model.step(previous, states, memory)
+    assert logits.shape[0] == new_states.shape[0] == weights.shape[0] == 2 * k
+    for row in range(2 * k):
+        sentence = row // k
+        alone = tf.nest.map_structure(lambda x: x[sentence : sentence + 1], memory)
+        one_logits, one_state, one_weights = model.step(previous[row : row + 1], states[row : row + 1], alone)
+        np.testing.assert_allclose(logits[row].numpy(), one_logits[0].numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(new_states[row].numpy(), one_state[0].numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(weights[row].numpy(), one_weights[0].numpy(), rtol=1e-5, atol=1e-6)
+    if arch == "search":
+        annotations, _, _ = model.encoder(source)
+        kernel = np.concatenate([model.decoder.cell.context_kernel.numpy(),
+                                 model.decoder.readout.context_kernel.numpy()], axis=1)
+        np.testing.assert_allclose(memory["values"].numpy(), annotations.numpy() @ kernel,
+                                   rtol=1e-5, atol=1e-5)
+        assert not weights.numpy()[3:, 2:].any()  # the second sentence's padding
 
 
 @pytest.mark.parametrize("arch", ["search", "encdec"])
@@ -195,6 +231,34 @@ def test_paper_initialisation():
     for name in ("decoder/readout/output_kernel", "decoder/cell/input_kernel",
                  "encoder/embedding/embeddings", "decoder/init_kernel"):
         assert by_name[name].std() == pytest.approx(0.01, rel=0.1), name
+
+
+def test_uniform_initialisation_and_its_config():
+    """init="uniform": every weight matrix U(-0.1, 0.1), recurrent ones included; v_a and
+    the biases zero as in the paper's scheme; the layers' configs carry the scheme."""
+    keras.utils.set_random_seed(0)
+    config = variant_config("search50", {"embedding": 64, "hidden": 48, "attention": 40, "maxout": 32,
+                                         "src_vocab_size": 300, "tgt_vocab_size": 400,
+                                         "init": "uniform"})
+    model = TranslationModel(config)
+    by_name = {w.path.split("/", 1)[1]: w.numpy() for w in model.weights}
+    matrices = [name for name, value in by_name.items()
+                if "bias" not in name and name != "decoder/attention/energy_kernel"]
+    assert "decoder/cell/recurrent_kernel" in matrices and "decoder/attention/key_kernel" in matrices
+    for name in matrices:
+        value = by_name[name]
+        assert np.abs(value).max() <= 0.1, name
+        # U(-a, a) has standard deviation a / sqrt(3).
+        assert value.std() == pytest.approx(0.1 / math.sqrt(3), rel=0.1), name
+    assert not by_name["decoder/attention/energy_kernel"].any()
+    assert all(not value.any() for name, value in by_name.items() if "bias" in name)
+    for layer in (model.encoder, model.decoder, model.decoder.cell, model.decoder.attention,
+                  model.decoder.readout):
+        assert layer.get_config()["init"] == "uniform"
+    rebuilt = type(model.decoder.attention).from_config(model.decoder.attention.get_config())
+    assert rebuilt.init == "uniform"
+    with pytest.raises(ValueError, match="init must be one of paper, uniform"):
+        AdditiveAttention(8, init="xavier")
 
 
 def test_block_orthogonal_rejects_non_block_shapes():

@@ -8,6 +8,7 @@ import tensorflow as tf
 from keras_nmt.layers import initializers
 from keras_nmt.layers.attention import AdditiveAttention
 from keras_nmt.layers.decoder_cell import ConditionalGRUCell
+from keras_nmt.layers.linear import apply_kernel
 from keras_nmt.layers.readout import MaxoutReadout
 
 
@@ -31,10 +32,12 @@ class Decoder(keras.layers.Layer):
         use_attention: bool = True,
         reset_after: bool = False,
         dropout: float = 0.0,
+        init: str = "paper",
         **kwargs,
     ):
         super().__init__(**kwargs)
         self.dropout = dropout
+        self.init = initializers.check_scheme(init)
         self.vocab_size = vocab_size
         self.embedding_dim = embedding_dim
         self.units = units
@@ -44,13 +47,16 @@ class Decoder(keras.layers.Layer):
         self.reset_after = reset_after
         policy = self.dtype_policy  # the model's, handed to every sublayer
         self.embedding = keras.layers.Embedding(
-            vocab_size, embedding_dim, embeddings_initializer=initializers.weight(),
+            vocab_size, embedding_dim, embeddings_initializer=initializers.weight(init),
             name="embedding", dtype=policy,
         )
-        self.cell = ConditionalGRUCell(units, reset_after=reset_after, name="cell", dtype=policy)
-        self.attention = (AdditiveAttention(attention_units, name="attention", dtype=policy)
+        self.cell = ConditionalGRUCell(units, reset_after=reset_after, init=init, name="cell",
+                                       dtype=policy)
+        self.attention = (AdditiveAttention(attention_units, init=init, name="attention",
+                                            dtype=policy)
                           if use_attention else None)
-        self.readout = MaxoutReadout(maxout_units, vocab_size, name="readout", dtype=policy)
+        self.readout = MaxoutReadout(maxout_units, vocab_size, init=init, name="readout",
+                                     dtype=policy)
         # On the target embeddings and the maxout layer, in training only (beyond the paper).
         self.embedding_dropout = keras.layers.Dropout(dropout, dtype=policy) if dropout else None
         self.output_dropout = keras.layers.Dropout(dropout, dtype=policy) if dropout else None
@@ -64,27 +70,37 @@ class Decoder(keras.layers.Layer):
             self.attention.build((None, self.units), (None, None, annotation_dim))
         self.readout.build(self.units, self.embedding_dim, context_dim)
         self.init_kernel = self.add_weight(  # W_s
-            name="init_kernel", shape=(summary_dim, self.units), initializer=initializers.weight()
+            name="init_kernel", shape=(summary_dim, self.units),
+            initializer=initializers.weight(self.init),
         )
         self.init_bias = self.add_weight(name="init_bias", shape=(self.units,), initializer="zeros")
         self.built = True
 
-    def start(self, annotations, mask, summary):
-        """(s_0, memory) for a batch of encoded sentences."""
+    def start(self, annotations, mask, summary, stepwise=False):
+        """(s_0, memory) for a batch of encoded sentences: for teacher forcing (:meth:`call`),
+        or ``stepwise`` for :meth:`step`.
+
+        A step uses the context c_i only through C c_i (the GRU's gates) and C_o c_i (the
+        deep output), both linear in c_i = sum_j alpha_ij h_j. So a search's memory holds
+        C h_j and C_o h_j for every source position ("values"), computed once per
+        sentence, and a step weights them by alpha_i: Tx * (3n + 2l) products per
+        hypothesis instead of 2n * (3n + 2l), the largest matrix products of a step."""
         state = tf.tanh(tf.matmul(summary, self.init_kernel) + self.init_bias)
         if self.use_attention:
-            memory = {
-                "annotations": annotations,
-                "keys": self.attention.precompute_keys(annotations),
-                "mask": mask,
-            }
-        else:
-            memory = {
-                "context": summary,
-                "context_projection": self.cell.project_context(summary),
-                "mask": mask,
-            }
-        return state, memory
+            keys = self.attention.precompute_keys(annotations)
+            if stepwise:
+                values = apply_kernel(annotations, self._context_kernels())
+                return state, {"keys": keys, "values": values, "mask": mask}
+            return state, {"annotations": annotations, "keys": keys, "mask": mask}
+        context_projection = self.cell.project_context(summary)
+        if stepwise:
+            return state, {"context_projection": context_projection,
+                           "readout_context": self.readout.project_context(summary), "mask": mask}
+        return state, {"context": summary, "context_projection": context_projection, "mask": mask}
+
+    def _context_kernels(self):
+        """[C | C_o]: [2n, 3n + 2l], the context's two projections side by side."""
+        return tf.concat([self.cell.context_kernel, self.readout.context_kernel], axis=1)
 
     def _context(self, state, memory):
         if self.use_attention:
@@ -97,11 +113,29 @@ class Decoder(keras.layers.Layer):
 
     def step(self, previous_ids, state, memory, projection=None):
         """One decoding step: y_(i-1) [B] and s_(i-1) [B, n] -> (logits_i, s_i, alpha_i);
-        the logits over the columns of ``projection`` (``readout.columns``) when given."""
+        the logits over the columns of ``projection`` (``readout.columns``) when given.
+        ``memory`` is :meth:`start`'s ``stepwise`` one, with a row per sentence: B may be
+        a multiple of its rows, K consecutive hypotheses of each sentence (a beam)."""
         embedded = self.embedding(previous_ids)
-        context, projected_context, weights = self._context(state, memory)
-        logits = self.readout.project(self.readout.hidden(state, embedded, context), projection)
-        new_state = self.cell(self.cell.project_inputs(embedded), projected_context, state)
+        if self.use_attention:
+            projected, weights = self.attention(
+                state, memory["keys"], memory["values"], memory["mask"]
+            )
+            cell_context = projected[:, : 3 * self.units]
+            readout_context = projected[:, 3 * self.units:]
+        else:
+            rows, sentences = tf.shape(state)[0], tf.shape(memory["mask"])[0]
+
+            def per_row(x):  # [sentences, d] -> [rows, d], each sentence's row repeated
+                x = tf.broadcast_to(x[:, None], [sentences, rows // sentences, tf.shape(x)[1]])
+                return tf.reshape(x, [rows, -1])
+
+            cell_context = per_row(memory["context_projection"])
+            readout_context = per_row(memory["readout_context"])
+            weights = tf.zeros([tf.shape(state)[0], tf.shape(memory["mask"])[1]], dtype=state.dtype)
+        hidden = self.readout.hidden(state, embedded, projected_context=readout_context)
+        logits = self.readout.project(hidden, projection)
+        new_state = self.cell(self.cell.project_inputs(embedded), cell_context, state)
         return logits, new_state, weights
 
     def call(self, target_in, state, memory, hidden_only=False, training=False):
@@ -153,4 +187,5 @@ class Decoder(keras.layers.Layer):
             "use_attention": self.use_attention,
             "reset_after": self.reset_after,
             "dropout": self.dropout,
+            "init": self.init,
         }

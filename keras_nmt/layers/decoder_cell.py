@@ -24,21 +24,22 @@ class ConditionalGRUCell(keras.layers.Layer):
     r o (U s), offered for speed; the paper's form applies r before the product.
     """
 
-    def __init__(self, units: int, reset_after: bool = False, **kwargs):
+    def __init__(self, units: int, reset_after: bool = False, init: str = "paper", **kwargs):
         super().__init__(**kwargs)
+        self.init = initializers.check_scheme(init)
         self.units = units
         self.reset_after = reset_after
 
     def build(self, input_dim: int, context_dim: int):
         n = self.units
         self.input_kernel = self.add_weight(
-            name="input_kernel", shape=(int(input_dim), 3 * n), initializer=initializers.weight()
+            name="input_kernel", shape=(int(input_dim), 3 * n), initializer=initializers.weight(self.init)
         )
         self.context_kernel = self.add_weight(
-            name="context_kernel", shape=(int(context_dim), 3 * n), initializer=initializers.weight()
+            name="context_kernel", shape=(int(context_dim), 3 * n), initializer=initializers.weight(self.init)
         )
         self.recurrent_kernel = self.add_weight(
-            name="recurrent_kernel", shape=(n, 3 * n), initializer=initializers.recurrent()
+            name="recurrent_kernel", shape=(n, 3 * n), initializer=initializers.recurrent(self.init)
         )
         self.bias = self.add_weight(name="bias", shape=(3 * n,), initializer="zeros")
         if self.reset_after:
@@ -73,4 +74,5 @@ class ConditionalGRUCell(keras.layers.Layer):
         return (1.0 - z) * state + z * candidate
 
     def get_config(self):
-        return {**super().get_config(), "units": self.units, "reset_after": self.reset_after}
+        return {**super().get_config(), "units": self.units, "reset_after": self.reset_after,
+                "init": self.init}

@@ -44,10 +44,12 @@ class Encoder(keras.layers.Layer):
         reset_after: bool = False,
         recurrence: str = "auto",
         dropout: float = 0.0,
+        init: str = "paper",
         **kwargs,
     ):
         super().__init__(**kwargs)
         self.dropout = dropout
+        self.init = initializers.check_scheme(init)
         # On the embeddings and on the annotations, in training only (beyond the paper).
         self.embedding_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy) if dropout else None
         self.annotation_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy) if dropout else None
@@ -60,7 +62,7 @@ class Encoder(keras.layers.Layer):
         self.bidirectional = bidirectional
         self.reset_after = reset_after
         self.embedding = keras.layers.Embedding(
-            vocab_size, embedding_dim, embeddings_initializer=initializers.weight(),
+            vocab_size, embedding_dim, embeddings_initializer=initializers.weight(init),
             name="embedding", dtype=self.dtype_policy,
         )
         # Keras GRU layers hold the weights (in the layout checkpoints and the cuDNN
@@ -75,8 +77,8 @@ class Encoder(keras.layers.Layer):
             return_sequences=True,
             return_state=True,
             reset_after=self.reset_after,
-            kernel_initializer=initializers.weight(),
-            recurrent_initializer=initializers.recurrent(),
+            kernel_initializer=initializers.weight(self.init),
+            recurrent_initializer=initializers.recurrent(self.init),
             bias_initializer="zeros",
             name=name,
             dtype=self.dtype_policy,
@@ -147,6 +149,7 @@ class Encoder(keras.layers.Layer):
             "reset_after": self.reset_after,
             "recurrence": self.recurrence,
             "dropout": self.dropout,
+            "init": self.init,
         }
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import keras
 import numpy as np
 
+from keras_nmt.config import INITS
+
 
 @keras.saving.register_keras_serializable(package="keras_nmt")
 class BlockOrthogonal(keras.initializers.Initializer):
@@ -36,15 +38,40 @@ class BlockOrthogonal(keras.initializers.Initializer):
         return {"seed": self.seed}
 
 
-def weight(seed: int | None = None) -> keras.initializers.Initializer:
-    """Non-recurrent weight matrices: N(0, 0.01^2)."""
+# The schemes are Config.init's (config.INITS): "paper", Appendix B.1, tuned for
+# Adadelta; "uniform", every weight matrix U(-0.1, 0.1), as JoeyNMT's small-corpus
+# recipes do with Adam. Biases and v_a stay zero in both.
+SCHEMES = INITS
+UNIFORM_LIMIT = 0.1
+
+
+def check_scheme(scheme: str) -> str:
+    if scheme not in SCHEMES:
+        raise ValueError(f"init must be one of {', '.join(SCHEMES)}, got {scheme!r}")
+    return scheme
+
+
+def _uniform(seed: int | None) -> keras.initializers.Initializer:
+    return keras.initializers.RandomUniform(-UNIFORM_LIMIT, UNIFORM_LIMIT, seed=seed)
+
+
+def weight(scheme: str = "paper", seed: int | None = None) -> keras.initializers.Initializer:
+    """Non-recurrent weight matrices: N(0, 0.01^2) in the paper's scheme."""
+    if check_scheme(scheme) == "uniform":
+        return _uniform(seed)
     return keras.initializers.RandomNormal(stddev=0.01, seed=seed)
 
 
-def alignment_weight(seed: int | None = None) -> keras.initializers.Initializer:
-    """W_a and U_a of the alignment model: N(0, 0.001^2)."""
+def alignment_weight(scheme: str = "paper",
+                     seed: int | None = None) -> keras.initializers.Initializer:
+    """W_a and U_a of the alignment model: N(0, 0.001^2) in the paper's scheme."""
+    if check_scheme(scheme) == "uniform":
+        return _uniform(seed)
     return keras.initializers.RandomNormal(stddev=0.001, seed=seed)
 
 
-def recurrent(seed: int | None = None) -> keras.initializers.Initializer:
+def recurrent(scheme: str = "paper", seed: int | None = None) -> keras.initializers.Initializer:
+    """Recurrent matrices: each gate's block orthogonal in the paper's scheme."""
+    if check_scheme(scheme) == "uniform":
+        return _uniform(seed)
     return BlockOrthogonal(seed=seed)

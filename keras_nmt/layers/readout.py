@@ -15,37 +15,44 @@ class MaxoutReadout(keras.layers.Layer):
     logits = W_o t_i. Works on any leading shape, so teacher forcing runs it once over
     the whole target sequence instead of once per step."""
 
-    def __init__(self, units: int, vocab_size: int, **kwargs):
+    def __init__(self, units: int, vocab_size: int, init: str = "paper", **kwargs):
         super().__init__(**kwargs)
+        self.init = initializers.check_scheme(init)
         self.units = units  # l
         self.vocab_size = vocab_size
 
     def build(self, state_dim: int, embedding_dim: int, context_dim: int):
         two_l = 2 * self.units
         self.state_kernel = self.add_weight(  # U_o
-            name="state_kernel", shape=(int(state_dim), two_l), initializer=initializers.weight()
+            name="state_kernel", shape=(int(state_dim), two_l), initializer=initializers.weight(self.init)
         )
         self.embedding_kernel = self.add_weight(  # V_o
-            name="embedding_kernel", shape=(int(embedding_dim), two_l), initializer=initializers.weight()
+            name="embedding_kernel", shape=(int(embedding_dim), two_l), initializer=initializers.weight(self.init)
         )
         self.context_kernel = self.add_weight(  # C_o
-            name="context_kernel", shape=(int(context_dim), two_l), initializer=initializers.weight()
+            name="context_kernel", shape=(int(context_dim), two_l), initializer=initializers.weight(self.init)
         )
         self.bias = self.add_weight(name="bias", shape=(two_l,), initializer="zeros")
         self.output_kernel = self.add_weight(  # W_o
-            name="output_kernel", shape=(self.units, self.vocab_size), initializer=initializers.weight()
+            name="output_kernel", shape=(self.units, self.vocab_size), initializer=initializers.weight(self.init)
         )
         self.output_bias = self.add_weight(
             name="output_bias", shape=(self.vocab_size,), initializer="zeros"
         )
         self.built = True
 
-    def hidden(self, state, embedded, context):
-        """The maxout layer t_i: [..., l]."""
+    def project_context(self, context):
+        """C_o c: [..., context_dim] -> [..., 2l]."""
+        return apply_kernel(context, self.context_kernel)
+
+    def hidden(self, state, embedded, context=None, projected_context=None):
+        """The maxout layer t_i: [..., l], from the context c_i or its projection C_o c_i."""
+        if projected_context is None:
+            projected_context = self.project_context(context)
         pre = (
             apply_kernel(state, self.state_kernel)
             + apply_kernel(embedded, self.embedding_kernel)
-            + apply_kernel(context, self.context_kernel)
+            + projected_context
             + self.bias
         )
         pairs = tf.reshape(pre, tf.concat([tf.shape(pre)[:-1], [self.units, 2]], axis=0))
@@ -75,4 +82,5 @@ class MaxoutReadout(keras.layers.Layer):
         return self.project(self.hidden(state, embedded, context))
 
     def get_config(self):
-        return {**super().get_config(), "units": self.units, "vocab_size": self.vocab_size}
+        return {**super().get_config(), "units": self.units, "vocab_size": self.vocab_size,
+                "init": self.init}
