@@ -59,6 +59,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID, RESERVED, UNK_ID
+from keras_nmt.layers.beam_rows import tile_rows
 
 # Log-probability of a dead or empty hypothesis. Finite on purpose: tf2onnx lowers
 # tf.where to arithmetic (cond * x + (1 - cond) * y), where -inf would give NaN.
@@ -90,17 +91,6 @@ def decode_limits(source_ids, max_length=None, max_decode_ratio: float = 2.0):
         max_length = tf.cast(max_length, tf.int32)
         limits = tf.where(max_length > 0, tf.fill(tf.shape(limits), max_length), limits)
     return tf.maximum(limits, 1)
-
-
-def _tile_rows(x, beam_size):
-    """[B, ...] -> [B*K, ...], each row repeated K times in a row (hypotheses of a
-    sentence are contiguous). Static trailing dimensions are kept."""
-    x = tf.convert_to_tensor(x)
-    rank = x.shape.rank
-    tiled = tf.tile(tf.expand_dims(x, 1), [1, beam_size] + [1] * (rank - 1))
-    dynamic = tf.shape(x)
-    trailing = [x.shape[i] if x.shape[i] is not None else dynamic[i] for i in range(1, rank)]
-    return tf.reshape(tiled, [-1] + trailing)
 
 
 def _loose_shape(x, free_axes):
@@ -303,7 +293,7 @@ def beam_search(
         # without a shortlist: a batch of one sentence would copy the whole layer.
         columns, count = output_columns(source_ids, model.config.tgt_vocab_size, shortlist)
         projection = model.output_projection(columns, count)
-    state = tf.nest.map_structure(lambda x: _tile_rows(x, k), state)
+    state = tf.nest.map_structure(lambda x: tile_rows(x, k), state)
 
     returned = tf.minimum(tf.constant(nbest, tf.int32), k)  # N: hypotheses returned
     first_live = tf.where(tf.equal(tf.range(k), 0), 0.0, dead)
@@ -359,7 +349,7 @@ def beam_search(
         length = t + 1  # tokens of the hypotheses made by this step
         forced = length >= tf.gather(limits, active)  # [A]: only EOS allowed at the limit
         row_lp, row_columns = _row_candidates(
-            logits, k, _tile_rows(forced, k), forbid_unk, count
+            logits, k, tile_rows(forced, k), forbid_unk, count
         )  # [A*K, R]
         row_tokens = row_columns if columns is None else tf.gather(columns, row_columns)
         width = tf.shape(row_lp)[1]

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from keras_nmt.layers import initializers
 from keras_nmt.layers.attention import AdditiveAttention
+from keras_nmt.layers.beam_rows import tile_rows
 from keras_nmt.layers.decoder_cell import ConditionalGRUCell
 from keras_nmt.layers.linear import apply_kernel
 from keras_nmt.layers.readout import MaxoutReadout
@@ -124,15 +125,11 @@ class Decoder(keras.layers.Layer):
             cell_context = projected[:, : 3 * self.units]
             readout_context = projected[:, 3 * self.units:]
         else:
-            rows, sentences = tf.shape(state)[0], tf.shape(memory["mask"])[0]
-
-            def per_row(x):  # [sentences, d] -> [rows, d], each sentence's row repeated
-                x = tf.broadcast_to(x[:, None], [sentences, rows // sentences, tf.shape(x)[1]])
-                return tf.reshape(x, [rows, -1])
-
-            cell_context = per_row(memory["context_projection"])
-            readout_context = per_row(memory["readout_context"])
-            weights = tf.zeros([tf.shape(state)[0], tf.shape(memory["mask"])[1]], dtype=state.dtype)
+            rows = tf.shape(state)[0]
+            beam = rows // tf.shape(memory["mask"])[0]  # hypotheses per sentence
+            cell_context = tile_rows(memory["context_projection"], beam)
+            readout_context = tile_rows(memory["readout_context"], beam)
+            weights = tf.zeros([rows, tf.shape(memory["mask"])[1]], dtype=state.dtype)
         hidden = self.readout.hidden(state, embedded, projected_context=readout_context)
         logits = self.readout.project(hidden, projection)
         new_state = self.cell(self.cell.project_inputs(embedded), cell_context, state)
