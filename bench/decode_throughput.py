@@ -6,7 +6,7 @@ Usage (one command; prints tables, writes JSON and a PNG)::
 
     PYTHONPATH=. python bench/decode_throughput.py RUN_DIR [--weights best] \\
         [--sentences FILE] [--count 512] [--beams 1,5,10] [--batches 1,16,64] \\
-        [--shortlist 1000,20] [--selection off,on] \\
+        [--shortlist 1000,20] [--selection off,on] [--rounds 1] \\
         [--json bench-decode.json] [--plot bench-decode-length.png]
 
 Paths (``--paths``):
@@ -29,7 +29,9 @@ file (corpora sorted by length, as Anki's valid split is, still give every lengt
 gets the same sentences in batches of similar length (Translator and OnnxTranslator sort
 by length; the SavedModel's batches are sorted the same way here); alpha is the run's.
 Before each (path, beam, batch) cell the first batch is decoded once, untimed (tracing,
-session warm-up). Output tokens: the tokens of the best translation (EOS not counted;
+session warm-up). With ``--rounds N`` the whole grid is timed N times, round after round,
+and each cell reports its median (every round's seconds are in the JSON); numpy's matmul
+rate is measured before and after. Output tokens: the tokens of the best translation (EOS not counted;
 for the SavedModel, which returns text only, its text tokenized again with the
 project's tokenizer, outside the timing: fewer where detokenization joins tokens, as a
 barely trained model's ". . ." becoming "...").
@@ -57,6 +59,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import pathlib
 import sys
 import tempfile
@@ -320,6 +323,9 @@ def build_parser():
     parser.add_argument("--selection", default="off,on", help="off, on or both (default off,on)")
     parser.add_argument("--length-beam", type=positive_int, default=5,
                         help="beam of the time-against-length fit (batch 1 cells)")
+    parser.add_argument("--rounds", type=positive_int, default=1,
+                        help="time every cell this many times, round by round; "
+                             "report the medians (default 1)")
     parser.add_argument("--note", default="", help="stored in the JSON (e.g. 'under load')")
     parser.add_argument("--json", metavar="FILE", help="write the report here")
     parser.add_argument("--plot", metavar="PNG", default="bench-decode-length.png",
@@ -399,6 +405,7 @@ def main(argv=None) -> int:
             extra = ["--onnx", "--shortlist", f"{frequent},{best}"]
             extra += ["--int8"] if "onnx-int8" in paths else []
             _export(args.run_dir, export_dir / "selected", args.name, args.weights, extra)
+        runners = {}
         for name in paths:
             for selection in selections:
                 select = selection == "on"
@@ -416,22 +423,37 @@ def main(argv=None) -> int:
                                         int8=name == "onnx-int8", select=select)
                     if source_ids is None:
                         source_ids = [run_path.translator.source_ids(line)[0] for line in lines]
-                label = f"{name} selection {selection}"
+                runners[name, selection] = run_path
+        # Every cell once a round, the rounds one after another: a cell's figure is its
+        # median over the rounds, so a minute of a slower machine moves one figure of
+        # each cell, not every figure of one path.
+        timings: dict[tuple, list] = {}
+        for round_number in range(1, args.rounds + 1):
+            for (name, selection), run_path in runners.items():
                 for beam in beams:
                     for batch in batches:
-                        print(f"{PROG}: {label} beam {beam} batch {batch}: {len(lines)} sentences",
+                        print(f"{PROG}: round {round_number}/{args.rounds}: {name} selection "
+                              f"{selection} beam {beam} batch {batch}: {len(lines)} sentences",
                               file=sys.stderr, flush=True)
-                        seconds, outputs, each = time_cell(run_path, lines, beam, batch)
-                        tokens = run_path.count_tokens(outputs) if name == "savedmodel" else outputs
-                        cells.append({"path": name, "selection": selection, "beam": beam,
-                                      "batch": batch, "sentences": len(lines), "seconds": seconds,
-                                      "sentences_per_second": len(lines) / seconds,
-                                      "output_tokens": int(sum(tokens)),
-                                      "output_tokens_per_second": sum(tokens) / seconds,
-                                      "_tokens": tokens})
-                        if batch == 1 and beam == args.length_beam:
-                            per_sentence[label] = each
-                del run_path
+                        timings.setdefault((name, selection, beam, batch), []).append(
+                            time_cell(run_path, lines, beam, batch))
+        for (name, selection, beam, batch), measured in timings.items():
+            every = [m[0] for m in measured]
+            seconds = statistics.median(every)
+            outputs = measured[0][1]
+            tokens = runners[name, selection].count_tokens(outputs) if name == "savedmodel" else outputs
+            cells.append({"path": name, "selection": selection, "beam": beam,
+                          "batch": batch, "sentences": len(lines), "seconds": seconds,
+                          "seconds_each_round": every,
+                          "sentences_per_second": len(lines) / seconds,
+                          "output_tokens": int(sum(tokens)),
+                          "output_tokens_per_second": sum(tokens) / seconds,
+                          "_tokens": tokens})
+            if batch == 1 and beam == args.length_beam:
+                per_sentence[f"{name} selection {selection}"] = [
+                    statistics.median(times) for times in zip(*(m[2] for m in measured))]
+        del runners
+        matmul_after = _common.matmul_flops()
     if source_ids is None:  # only SavedModel paths ran: ids from the run's codec
         codec = run.codecs()[0]
         source_ids = [codec.encode(line) + [3] for line in lines]
@@ -454,6 +476,7 @@ def main(argv=None) -> int:
     checks = targets(cells, vendor)
     report = {
         "benchmark": "decode_throughput", "note": args.note, "machine": machine, "matmul": matmul,
+        "matmul_after": matmul_after, "rounds": args.rounds,
         "settings": {"run_dir": str(args.run_dir), "weights": args.weights,
                      "shortlist": list(args.shortlist), "selection": selections,
                      "export_dir": args.export_dir,
@@ -472,7 +495,9 @@ def main(argv=None) -> int:
         ("output_tokens_per_second", "out tok/s", ",.0f"), ("mean_columns", "words", ",.0f"),
         ("gflop_per_second", "GFLOP/s", ".1f"), ("of_matmul_rate", "of matmul", ".1%"),
         ("seconds", "seconds", ".2f")]))
-    print(f"numpy float32 matmul in this run: {matmul['flops_per_second'] / 1e9:.1f} GFLOP/s")
+    print(f"numpy float32 matmul in this run: {matmul['flops_per_second'] / 1e9:.1f} GFLOP/s "
+          f"before, {matmul_after['flops_per_second'] / 1e9:.1f} after; medians of "
+          f"{args.rounds} round(s)")
     if fits:
         print(f"\ntime per sentence against source length (beam {args.length_beam}, batch 1):")
         print(_common.table([{"path": k, **v} for k, v in fits.items()], [

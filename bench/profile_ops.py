@@ -8,7 +8,7 @@ Usage (one command; prints a table, writes JSON)::
     PYTHONPATH=. python bench/profile_ops.py decode RUN_DIR [--beam 5] [--batch 64] \\
         [--count 256] [--json profile-decode.json]
     PYTHONPATH=. python bench/profile_ops.py onnx EXPORT_DIR --sentences FILE [--beam 5] \\
-        [--batch 64] [--count 256] [--json profile-onnx.json]
+        [--batch 64] [--count 256] [--int8] [--json profile-onnx.json]
 
 ``train`` profiles the Trainer's compiled step on real batches held in memory, set up
 exactly as ``bench/train_throughput.py`` does; ``decode`` profiles the run's beam
@@ -151,7 +151,7 @@ def onnx_profile(args) -> tuple[float, dict[str, dict[str, float]], dict[str, An
 
     from keras_nmt.serving.onnx_translator import OnnxTranslator
 
-    translator = OnnxTranslator.from_export_dir(args.export_dir, args.name)
+    translator = OnnxTranslator.from_export_dir(args.export_dir, args.name, int8=args.int8)
     lines = _common.spread_sentences(pathlib.Path(args.sentences).read_text(encoding="utf-8"), args.count)
     translator.translate(lines[: args.batch], beam_size=args.beam, batch_size=args.batch)  # warm-up
     options = onnxruntime.SessionOptions()
@@ -159,6 +159,9 @@ def onnx_profile(args) -> tuple[float, dict[str, dict[str, float]], dict[str, An
     with tempfile.TemporaryDirectory(prefix="profile_ops_onnx_") as tmp:
         options.profile_file_prefix = str(pathlib.Path(tmp) / "ort")
         model = pathlib.Path(args.export_dir) / f"{args.name}.onnx"
+        if args.int8:
+            metadata = json.loads(model.with_suffix(".onnx.json").read_text(encoding="utf-8"))
+            model = model.with_name(metadata["int8"]["model"])
         translator.session = onnxruntime.InferenceSession(str(model), options,
                                                           providers=["CPUExecutionProvider"])
         translator.translate(lines[: args.batch], beam_size=args.beam, batch_size=args.batch)
@@ -175,8 +178,8 @@ def onnx_profile(args) -> tuple[float, dict[str, dict[str, float]], dict[str, An
     # The profile also holds the warm-up batch run on the new session; scale it out.
     share = len(lines) / (len(lines) + min(args.batch, len(lines)))
     totals = {k: {"seconds": v["seconds"] * share, "count": v["count"]} for k, v in totals.items()}
-    return wall, totals, {"export_dir": args.export_dir, "sentences": len(lines), "beam": args.beam,
-                          "batch": args.batch, "note": "op seconds scaled by the timed share of sentences"}
+    return wall, totals, {"export_dir": args.export_dir, "int8": args.int8,
+                          "sentences": len(lines), "beam": args.beam, "batch": args.batch, "note": "op seconds scaled by the timed share of sentences"}
 
 
 def build_parser():
@@ -204,6 +207,7 @@ def build_parser():
     onnx.add_argument("--beam", type=positive_int, default=5)
     onnx.add_argument("--batch", type=positive_int, default=64)
     onnx.add_argument("--count", type=positive_int, default=256)
+    onnx.add_argument("--int8", action="store_true", help="the export's int8 model")
     for p in (train, decode, onnx):
         p.add_argument("--top", type=positive_int, default=15, help="op types shown")
         p.add_argument("--json", metavar="FILE")

@@ -150,8 +150,8 @@ class Translator:
         return cls(model, runs[0].source_codec, runs[0].target_codec,
                    max_source_len=max_source_len, lexicon=lexicon)
 
-    def _search_fn(self, nbest: int, selecting: bool = False) -> Callable:
-        key = (nbest, selecting)
+    def _search_fn(self, nbest: int, selecting: bool = False, attention: bool = True) -> Callable:
+        key = (nbest, selecting, attention)
         if key not in self._search_fns:
             # search.beam_search is plain TensorFlow ops (no Python control flow on
             # tensors), so autograph is not needed: tracing without it is ~3x faster.
@@ -159,6 +159,7 @@ class Translator:
             self._search_fns[key] = search.make_translate_fn(
                 self.model, nbest=nbest, autograph=False, jit_compile=self.jit_compile,
                 lexicon_table=self.lexicon.targets if selecting else None,
+                attention=attention,
             )
         return self._search_fns[key]
 
@@ -237,7 +238,7 @@ class Translator:
                     empty = dataclasses.replace(empty, alternatives=(empty,))
                 results[i] = empty
         todo.sort(key=lambda i: len(ids[i]))
-        translate_fn = self._search_fn(int(nbest), bool(selection))
+        translate_fn = self._search_fn(int(nbest), bool(selection), need_attention)
         for start in range(0, len(todo), batch_size):
             chosen = todo[start : start + batch_size]
             width = max(len(ids[i]) for i in chosen)

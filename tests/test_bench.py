@@ -115,10 +115,16 @@ def test_decode_throughput_keras_columns_flops_and_targets(tiny_run, tmp_path, c
     out = tmp_path / "decode.json"
     assert decode.main([str(tiny_run), "--paths", "keras", "--count", "6", "--beams", "1,5",
                         "--batches", "64", "--shortlist", "5,2", "--json", str(out),
-                        "--plot", str(tmp_path / "length.png")]) == 0
+                        "--plot", str(tmp_path / "length.png"), "--rounds", "3"]) == 0
     report = json.loads(out.read_text())
     cells = {(c["selection"], c["beam"]): c for c in report["results"]}
     assert set(cells) == {("off", 1), ("off", 5), ("on", 1), ("on", 5)}
+    # Three rounds of every cell; each cell's figure is the median round.
+    assert report["rounds"] == 3 and report["matmul_after"]["flops_per_second"] > 0
+    for cell in cells.values():
+        assert len(cell["seconds_each_round"]) == 3
+        assert cell["seconds"] == sorted(cell["seconds_each_round"])[1]
+        assert cell["sentences_per_second"] == pytest.approx(6 / cell["seconds"])
     vocab = json.loads((tiny_run / "config.json").read_text())["tgt_vocab_size"]
     assert cells[("off", 5)]["mean_columns"] == vocab > cells[("on", 5)]["mean_columns"] >= 4 + 5
     for cell in cells.values():

@@ -9,7 +9,8 @@ import pytest
 
 from keras_nmt.cli import export as export_cli
 from keras_nmt.cli import onnx_translate as onnx_cli
-from keras_nmt.export import ExportError, exporter, quantize
+from keras_nmt.export import ExportError, exporter, onnx_graph, quantize
+from onnx_models import loop_model
 
 BEAM = 2
 SHORTLIST = (5, 2)  # the shared export's (conftest.tiny_selecting_export)
@@ -45,8 +46,59 @@ def test_split_gemm_keeps_the_function(trans_b):
     before = run(model)
     assert quantize.split_gemm(model) == 1
     onnx.checker.check_model(model)
-    assert quantize.op_counts(model) == {"Add": 1, "MatMul": 1}
+    assert onnx_graph.op_counts(model) == {"Add": 1, "MatMul": 1}
     np.testing.assert_allclose(run(model), before, rtol=1e-5, atol=1e-6)
+
+
+def test_gathered_columns_become_an_int8_product(tmp_path):
+    """The selecting search's output layer: W's columns gathered per batch, then a
+    product in the loop. It becomes DynamicQuantizeMatMul on int8 columns with one scale
+    per column, within int8 rounding of the float product; the float W is gone."""
+    import onnx
+    import onnxruntime as ort
+
+    rng = np.random.default_rng(3)
+    weight = rng.normal(size=(4, 50)).astype(np.float32)
+    weight[:, 7] *= 100.0  # one scale per column: a large column costs the others nothing
+    columns = np.array([1, 7, 9, 30, 49], np.int32)
+    x = rng.normal(size=(3, 4)).astype(np.float32)
+    float_path, int8_path = tmp_path / "f.onnx", tmp_path / "q.onnx"
+    onnx.save_model(loop_model(weight, columns), str(float_path))
+    done = quantize.quantize(float_path, int8_path)
+    assert done["int8_columns"] == 1 and done["carried_dropped"] == 3
+    model = onnx.load(str(int8_path))
+    assert onnx_graph.op_counts(model).get("DynamicQuantizeMatMul") == 1
+    assert "w" not in {i.name for i in model.graph.initializer}
+    session = ort.InferenceSession(str(int8_path), providers=["CPUExecutionProvider"])
+    got = session.run(["y"], {"x": x})[0][1]
+    want = x @ weight[:, columns]
+    # Relative to each column's size: int8 steps of max|W[:, c]| / 127, x quantized too.
+    error = np.abs(got - want) / np.abs(weight[:, columns]).max(axis=0)
+    assert error.max() < 0.05, error
+    assert np.abs(got[:, 1] - want[:, 1]).max() > 0  # int8, not the float product
+
+
+def test_the_quantizer_leaves_what_the_loop_reads_from_outside(tmp_path, monkeypatch):
+    """Without the column pass, the loop body reads the float Gather's output from the
+    enclosing graph: onnxruntime's quantizer, left to rewrite that Gather, loses its value
+    ("unknown initializers/tensors"). The export keeps such nodes out of its hands."""
+    import onnx
+    import onnxruntime as ort
+
+    monkeypatch.setattr(quantize, "quantize_gathered_columns", lambda model: [])
+    rng = np.random.default_rng(4)
+    weight = rng.normal(size=(4, 30)).astype(np.float32)
+    columns = np.array([2, 5, 29], np.int32)
+    model = loop_model(weight, columns)
+    onnx_graph.tidy(model)
+    assert onnx_graph.read_by_subgraphs(model) == ["columns"]
+    float_path, int8_path = tmp_path / "f.onnx", tmp_path / "q.onnx"
+    onnx.save_model(model, str(float_path))
+    quantize.quantize(float_path, int8_path)
+    x = rng.normal(size=(3, 4)).astype(np.float32)
+    session = ort.InferenceSession(str(int8_path), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(session.run(["y"], {"x": x})[0][0], x @ weight[:, columns],
+                               rtol=1e-5, atol=1e-6)  # the product stayed float
 
 
 @pytest.fixture(scope="module")
@@ -60,17 +112,24 @@ def test_int8_export_quantizes_the_loop_body(int8_export, capsys):
 
     meta = json.loads((int8_export / "nmt.onnx.json").read_text(encoding="utf-8"))
     entry = meta["int8"]
-    # tf2onnx wrote the decoder's weights as loop-carried values: the body reads them now.
-    assert entry["model"] == "nmt.int8.onnx" and entry["hoisted"] > 0
+    # The selecting search's output layer, gathered per batch, is an int8 product too.
+    assert entry["model"] == "nmt.int8.onnx" and entry["int8_columns"] == 1
     assert sum(entry["quantized_ops"].values()) > 0
     check = entry["check"]
     assert check["sentences"] > 0 and check["bleu_float"] - check["bleu_int8"] <= 5
     quantized = onnx.load(str(int8_export / "nmt.int8.onnx"))
     # The decoder step runs in the Loop body: its matrix products are int8 there.
-    loop = next(n for n in quantized.graph.node if n.op_type == "Loop")
-    body_ops = quantize.op_counts(onnx.helper.make_model(loop.attribute[0].g))
+    # The search's Loop: the largest body (the encoder's recurrence is a Loop too).
+    body = max((a.g for n in quantized.graph.node if n.op_type == "Loop" for a in n.attribute),
+               key=lambda g: len(g.node))
+    body_ops = onnx_graph.op_counts(onnx.helper.make_model(body))
     assert any("Integer" in op or "QuantizeMatMul" in op for op in body_ops), body_ops
-    assert "Gemm" not in quantize.op_counts(quantized)
+    assert "Gemm" not in onnx_graph.op_counts(quantized)
+    assert body_ops.get("DynamicQuantizeMatMul", 0) >= 1
+    # No weight is dequantized whole per call: only gathered rows are (an embedding's).
+    outer = [n for n in quantized.graph.node if n.op_type == "DequantizeLinear"]
+    initializers = {i.name for i in quantized.graph.initializer}
+    assert not [n.name for n in outer if n.input[0] in initializers]
     # onnx-translate runs it (one line out per line in).
     lines = "a b c\n\nthe man\n"
     assert onnx_cli.main([str(int8_export), "--int8", "--quiet"],

@@ -268,6 +268,27 @@ class RowCounter:
         return self.model.step(previous_ids, state, memory, projection)
 
 
+def test_a_search_without_attention_gives_the_same_hypotheses():
+    """``attention=False`` drops the attention histories from the loop, nothing else."""
+    model = build_model("search50", seed=1, gain=0.5, eos_bias=2.0)
+
+    def make(attention, compact):
+        def run(source, beam, alpha):
+            return search.beam_search(model, source, beam, alpha=alpha, nbest=2,
+                                      compact=compact, attention=attention)
+        return tf.function(run, autograph=False)
+
+    source = tf.constant(SOURCES)
+    for compact in (True, False):
+        with_it, without = make(True, compact), make(False, compact)
+        for beam in (1, 3):
+            args = (source, tf.constant(beam), tf.constant(1.0))
+            a, b = with_it(*args), without(*args)
+            assert "attention" in a and "attention" not in b
+            for key in ("ids", "lengths", "scores", "log_probs"):
+                np.testing.assert_array_equal(a[key].numpy(), b[key].numpy(), err_msg=key)
+
+
 @pytest.mark.parametrize("arch", ["search50", "encdec50"])
 def test_compact_batches_give_the_uncompacted_result(arch):
     # A likely EOS: sentences stop at different steps, so compaction has work to do.

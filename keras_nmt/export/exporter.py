@@ -186,7 +186,7 @@ def write_int8(directory: pathlib.Path, name: str, run, translator, settings, ma
     log(f"int8 BLEU {check['bleu_int8']:.2f}, float {check['bleu_float']:.2f} "
         f"({check['sentences']} sentences)")
     return {"model": int8_path.name, "check": check, "gemm_split": done["gemm_split"],
-            "hoisted": done["hoisted"], "folded": done["folded"],
+            "folded": done["folded"], "int8_columns": done["int8_columns"],
             "quantized_ops": {op: n for op, n in done["int8_ops"].items()
                               if "Integer" in op or "Quant" in op}}
 

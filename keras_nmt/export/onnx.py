@@ -13,6 +13,7 @@ import pathlib
 
 import tensorflow as tf
 
+from keras_nmt.export import onnx_graph
 from keras_nmt.export.savedmodel import ID_OUTPUTS, translate_ids_function
 from keras_nmt.models import TranslationModel
 
@@ -29,6 +30,7 @@ def convert(model: TranslationModel, nbest: int, path: str | pathlib.Path, opset
     fn, signature = translate_ids_function(model, nbest, lexicon_table)
     function = tf.function(fn, input_signature=signature, autograph=False)
     proto, _ = tf2onnx.convert.from_function(function, input_signature=signature, opset=opset)
+    onnx_graph.tidy(proto)  # the loop's weights read from outside it, not carried
     onnx.checker.check_model(proto)
     onnx.save_model(proto, str(path))
     return proto

@@ -1,18 +1,21 @@
 """An int8 twin of the exported ONNX model, for onnxruntime on CPUs.
 
 onnxruntime's dynamic quantization stores the weights of MatMul (and Gather) nodes as
-int8 and quantizes their activations on the fly, per call. Two things in our graph
+int8 and quantizes their activations on the fly, per call. Three things in our graph
 stand in its way, and this module removes them:
 
 - tf2onnx writes a matmul followed by a bias as one ``Gemm`` node, which
   ``quantize_dynamic`` leaves in float: :func:`split_gemm` rewrites every Gemm (in the
   main graph and in the Loop body, where decoding spends its time) as ``MatMul`` + ``Add``;
 - the beam search is one ``Loop``, whose body is a subgraph: it is quantized only with
-  ``EnableSubgraph``, and only where a weight is a constant there. tf2onnx hands the
-  weights to the body as loop-carried values, passed through unchanged each iteration,
-  and splits the GRU's kernel by gate inside the body: :func:`hoist_loop_constants`
-  makes the body read those weights from the enclosing graph (ONNX subgraphs see outer
-  names), and :func:`fold_constants` precomputes Split / Transpose of a constant.
+  ``EnableSubgraph``, and only where a weight is a constant there. The float export
+  already makes the body read its weights from the enclosing graph
+  (:func:`keras_nmt.export.onnx_graph.tidy`); tf2onnx also splits the GRU's kernel by
+  gate inside the body, and :func:`fold_constants` precomputes Split / Transpose of a
+  constant;
+- a selecting search's output layer is gathered from the whole one once per batch, so
+  its product's weight is no constant: :func:`quantize_gathered_columns` gathers it
+  from an int8 copy instead.
 
 Whether the result still translates well is the export's business
 (:func:`keras_nmt.export.exporter.int8_check`): it compares BLEU on a sample and refuses
@@ -26,66 +29,7 @@ import tempfile
 
 import numpy as np
 
-
-def _subgraphs(graph):
-    from onnx import AttributeProto
-
-    for node in graph.node:
-        for attribute in node.attribute:
-            if attribute.type == AttributeProto.GRAPH:
-                yield attribute.g
-            elif attribute.type == AttributeProto.GRAPHS:
-                yield from attribute.graphs
-
-
-def _constant_nodes(graph) -> dict:
-    from onnx import numpy_helper
-
-    values = {}
-    for node in graph.node:
-        if node.op_type == "Constant":
-            for attribute in node.attribute:
-                if attribute.name == "value":
-                    values[node.output[0]] = numpy_helper.to_array(attribute.t)
-    return values
-
-
-def _initializer_scope(graph, outer: dict) -> dict:
-    """The constants ``graph`` can read: its initializers and Constant nodes, and those
-    of the graphs around it."""
-    from onnx import numpy_helper
-
-    scope = dict(outer)
-    for initializer in graph.initializer:
-        scope[initializer.name] = numpy_helper.to_array(initializer)
-    scope.update(_constant_nodes(graph))
-    return scope
-
-
-def _rewrite(model, rewrite) -> int:
-    """Walk every graph, enclosing ones first, with the constants in scope:
-    ``rewrite(node, graph, scope)`` returns None to keep a node, or the nodes that
-    replace it. Returns how many nodes were replaced."""
-    count = 0
-
-    def visit(graph, outer: dict) -> None:
-        nonlocal count
-        scope = _initializer_scope(graph, outer)
-        nodes = []
-        for node in graph.node:
-            replacement = rewrite(node, graph, scope)
-            if replacement is None:
-                nodes.append(node)
-            else:
-                nodes.extend(replacement)
-                count += 1
-        del graph.node[:]
-        graph.node.extend(nodes)
-        for subgraph in _subgraphs(graph):
-            visit(subgraph, scope)
-
-    visit(model.graph, {})
-    return count
+from keras_nmt.export import onnx_graph
 
 
 def split_gemm(model) -> int:
@@ -117,49 +61,7 @@ def split_gemm(model) -> int:
                                           name=f"{node.name}_out"))
         return nodes
 
-    return _rewrite(model, rewrite)
-
-
-def _rename_inputs(graph, old: str, new: str, keep: str | None = None) -> None:
-    """Every use of ``old`` in ``graph`` and its subgraphs reads ``new`` instead, except
-    the Identity whose output is ``keep`` (a loop body's pass-through of ``old``)."""
-    for node in graph.node:
-        if keep is not None and node.op_type == "Identity" and node.output[0] == keep:
-            continue
-        for i, name in enumerate(node.input):
-            if name == old:
-                node.input[i] = new
-    for subgraph in _subgraphs(graph):
-        _rename_inputs(subgraph, old, new)
-
-
-def hoist_loop_constants(model) -> int:
-    """In every Loop whose body passes a loop-carried value through unchanged and whose
-    initial value is a constant of the enclosing graphs, make the body read the constant
-    itself. Returns how many values were hoisted."""
-    count = 0
-
-    def visit(graph, outer: dict) -> None:
-        nonlocal count
-        scope = _initializer_scope(graph, outer)
-        for node in graph.node:
-            if node.op_type != "Loop":
-                continue
-            body = next(a.g for a in node.attribute if a.name == "body")
-            identities = {n.output[0]: n.input[0] for n in body.node if n.op_type == "Identity"}
-            carried = len(node.input) - 2
-            for i in range(carried):
-                initial = node.input[2 + i]
-                inside = body.input[2 + i].name
-                out = body.output[1 + i].name
-                if initial in scope and (out == inside or identities.get(out) == inside):
-                    _rename_inputs(body, inside, initial, keep=out)
-                    count += 1
-        for subgraph in _subgraphs(graph):
-            visit(subgraph, scope)
-
-    visit(model.graph, {})
-    return count
+    return onnx_graph.rewrite_nodes(model, rewrite)
 
 
 def fold_constants(model) -> int:
@@ -190,7 +92,71 @@ def fold_constants(model) -> int:
             scope[name] = result
         return []
 
-    return _rewrite(model, rewrite)
+    return onnx_graph.rewrite_nodes(model, rewrite)
+
+
+def quantize_gathered_columns(model) -> list[str]:
+    """A product with columns gathered from a constant, MatMul(x, Gather(W, columns,
+    axis=1)), becomes an int8 one: the columns are gathered from W in int8 (symmetric,
+    one scale per column) with their scales, and the product is onnxruntime's
+    DynamicQuantizeMatMul, which quantizes x per call. This is the selecting search's
+    output layer: its rows are gathered once per batch, so they are not a constant the
+    quantizer would see. Returns the names of the nodes it wrote, which the quantizer
+    must leave as they are (it would quantize the scales' Gather)."""
+    from onnx import helper, numpy_helper
+
+    producers = {}  # name -> (node, its graph, the constants that graph sees)
+
+    def collect(graph, outer: dict) -> None:
+        scope = onnx_graph.initializer_scope(graph, outer)
+        for node in graph.node:
+            for name in node.output:
+                producers[name] = (node, graph, scope)
+        for subgraph in onnx_graph.subgraphs(graph):
+            collect(subgraph, scope)
+
+    collect(model.graph, {})
+    matches = []
+    for name, (node, graph, _) in list(producers.items()):
+        if node.op_type != "MatMul" or name != node.output[0] or node.input[1] not in producers:
+            continue
+        gather, home, scope = producers[node.input[1]]
+        attributes = {a.name: helper.get_attribute_value(a) for a in gather.attribute}
+        weight = scope.get(gather.input[0])
+        if (gather.op_type == "Gather" and attributes.get("axis") == 1 and weight is not None
+                and weight.ndim == 2 and weight.dtype == np.float32):
+            matches.append((node, graph, gather, home, weight))
+    # Edited in place: rebuilding a graph's node list would copy the Loop nodes, and the
+    # bodies held in ``matches`` with them.
+    done: dict[str, tuple[str, str]] = {}
+    written = []
+    for node, _, gather, home, weight in matches:
+        if gather.output[0] not in done:
+            base = gather.name or gather.output[0]
+            scales = np.abs(weight).max(axis=0) / 127.0
+            scales[scales == 0] = 1.0
+            table = np.clip(np.rint(weight / scales), -127, 127).astype(np.int8)
+            names = (f"{base}_int8", f"{base}_int8_scale")
+            home.initializer.extend([numpy_helper.from_array(table, f"{names[0]}_table"),
+                                     numpy_helper.from_array(scales.astype(np.float32),
+                                                             f"{names[1]}_table")])
+            at = list(home.node).index(gather) + 1
+            home.node.insert(at, helper.make_node(
+                "Gather", [f"{names[1]}_table", gather.input[1]], [names[1]], name=names[1], axis=0))
+            home.node.insert(at, helper.make_node(
+                "Gather", [f"{names[0]}_table", gather.input[1]], [names[0]], name=names[0], axis=1))
+            done[gather.output[0]] = names
+            written += names
+        quantized, scale = done[gather.output[0]]
+        x = node.input[0]
+        node.op_type, node.domain = "DynamicQuantizeMatMul", "com.microsoft"
+        node.name = f"{node.name}_int8_columns"
+        del node.input[:]
+        node.input.extend([x, quantized, scale])
+        written.append(node.name)
+    if matches and not any(o.domain == "com.microsoft" for o in model.opset_import):
+        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    return written
 
 
 def quantize(float_path: str | pathlib.Path, int8_path: str | pathlib.Path) -> dict:
@@ -202,35 +168,30 @@ def quantize(float_path: str | pathlib.Path, int8_path: str | pathlib.Path) -> d
     import logging
 
     model = onnx.load(str(float_path))
-    hoisted = hoist_loop_constants(model)
+    tidied = onnx_graph.tidy(model)  # an export made before tidy() was in convert()
     folded = fold_constants(model)
     split = split_gemm(model)
+    columns = quantize_gathered_columns(model)
+    onnx_graph.prune(model)  # the float columns' Gather, now read by nobody
     with tempfile.TemporaryDirectory(prefix="keras_nmt_int8_") as tmp:
         prepared = pathlib.Path(tmp) / "split.onnx"
         onnx.save_model(model, str(prepared))
         # The quantizer logs a warning, with a tensor dump, for every tensor whose type
         # its shape inference cannot tell (most of the loop's): nothing a user can act on.
+        # It must leave alone what the loop body reads from outside: it loses the values
+        # of the outer nodes it rewrites that only a subgraph reads (the output layer's
+        # gathered bias stays float).
         logging.disable(logging.WARNING)
         try:
             quantize_dynamic(str(prepared), str(int8_path), weight_type=QuantType.QInt8,
+                             nodes_to_exclude=columns + onnx_graph.read_by_subgraphs(model),
                              extra_options={"EnableSubgraph": True})
         finally:
             logging.disable(logging.NOTSET)
     quantized = onnx.load(str(int8_path))
+    onnx_graph.sort_nodes(quantized)
     onnx.checker.check_model(quantized)
-    return {"gemm_split": split, "hoisted": hoisted, "folded": folded,
-            "float_ops": op_counts(model), "int8_ops": op_counts(quantized)}
-
-
-def op_counts(model) -> dict[str, int]:
-    """Node counts by op type over the graph and its subgraphs."""
-    counts: dict[str, int] = {}
-
-    def visit(graph) -> None:
-        for node in graph.node:
-            counts[node.op_type] = counts.get(node.op_type, 0) + 1
-        for subgraph in _subgraphs(graph):
-            visit(subgraph)
-
-    visit(model.graph)
-    return dict(sorted(counts.items()))
+    onnx.save_model(quantized, str(int8_path))
+    return {"gemm_split": split, "folded": folded, **tidied,
+            "int8_columns": sum(name.endswith("_int8_columns") for name in columns),
+            "float_ops": onnx_graph.op_counts(model), "int8_ops": onnx_graph.op_counts(quantized)}

@@ -64,7 +64,7 @@ def translate_ids_function(model: TranslationModel, nbest: int,
     :func:`keras_nmt.search.make_translate_fn`'s (with the shortlist inputs when
     ``lexicon_table`` is given), without the attention output."""
     translate_fn = search.make_translate_fn(model, nbest=max(1, nbest), autograph=False,
-                                            lexicon_table=lexicon_table)
+                                            lexicon_table=lexicon_table, attention=False)
     # The plain Python function: callers trace it themselves, no nested tf.function.
     search_fn = translate_fn.python_function
 
@@ -142,9 +142,10 @@ def build_archive(
     if settings.shortlist and lexicon_table is None:
         raise ValueError("a shortlist export needs the lexical table")
     table = lexicon_table if settings.shortlist else None
-    # The string signatures need the attention output, translate_ids does not.
+    # The string signatures' search keeps attention only when they return it.
     search_fn = search.make_translate_fn(
-        model, nbest=max(1, settings.nbest), autograph=False, lexicon_table=table
+        model, nbest=max(1, settings.nbest), autograph=False, lexicon_table=table,
+        attention=settings.attention,
     ).python_function
     string_translate = make_string_translate(
         encoder, lambda ids: ids_to_text(ids, target_encoder), settings, search_fn

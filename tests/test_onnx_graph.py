@@ -1,0 +1,101 @@
+"""The ONNX graph rewrites every ONNX export gets: a Loop's invariants read from outside
+it, their carried copies dropped, dead nodes pruned, nodes in order."""
+
+import numpy as np
+import pytest
+
+from keras_nmt.export import onnx_graph
+from onnx_models import loop_model
+
+
+def _model_and_input():
+    rng = np.random.default_rng(5)
+    weight = rng.normal(size=(4, 20)).astype(np.float32)
+    columns = np.array([0, 3, 19], np.int32)
+    return weight, columns, rng.normal(size=(3, 4)).astype(np.float32)
+
+
+def _run(model, x, outputs=("y",)):
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(list(outputs), {"x": x})
+
+
+def _loop(model):
+    return next(n for n in model.graph.node if n.op_type == "Loop")
+
+
+def test_tidy_reads_invariants_from_outside_the_loop():
+    import onnx
+
+    weight, columns, x = _model_and_input()
+    model = loop_model(weight, columns)
+    before = _run(model, x)[0]
+    assert onnx_graph.tidy(model) == {"hoisted": 3, "carried_dropped": 3, "pruned": 0}
+    onnx.checker.check_model(model)
+    loop = _loop(model)
+    assert list(loop.input) == ["trips", "cond"] and list(loop.output) == ["y"]
+    body = loop.attribute[0].g
+    assert [n.op_type for n in body.node] == ["MatMul", "Identity"]
+    assert list(body.node[0].input) == ["x", "cols"]  # the enclosing graph's names
+    np.testing.assert_array_equal(_run(model, x)[0], before)
+    np.testing.assert_allclose(before[1], x @ weight[:, columns], rtol=1e-5)
+
+
+def test_a_carried_value_read_after_the_loop_stays():
+    weight, columns, x = _model_and_input()
+    model = loop_model(weight, columns, keep_last_w=True)
+    stats = onnx_graph.tidy(model)
+    assert stats["hoisted"] == 3 and stats["carried_dropped"] == 2
+    assert list(_loop(model).output) == ["w_last", "y"]
+    y, w_last = _run(model, x, ("y", "w_last"))
+    np.testing.assert_array_equal(w_last, weight)
+    np.testing.assert_allclose(y[0], x @ weight[:, columns], rtol=1e-5)
+
+
+def test_sort_puts_what_a_body_reads_before_its_loop():
+    """After hoisting, the body reads ``cols`` from the enclosing graph: a node order
+    that ignores that (onnxruntime's quantizer's) puts its Gather after the Loop."""
+    import onnx
+
+    weight, columns, x = _model_and_input()
+    model = loop_model(weight, columns)
+    onnx_graph.tidy(model)
+    nodes = list(model.graph.node)
+    del model.graph.node[:]
+    model.graph.node.extend(reversed(nodes))  # Loop first
+    with pytest.raises(onnx.checker.ValidationError):
+        onnx.checker.check_model(model)
+    onnx_graph.sort_nodes(model)
+    assert [n.op_type for n in model.graph.node] == ["Gather", "Loop"]
+    onnx.checker.check_model(model)
+    np.testing.assert_allclose(_run(model, x)[0][0], x @ weight[:, columns], rtol=1e-5)
+
+
+def test_prune_removes_dead_nodes_and_initializers():
+    from onnx import helper, numpy_helper
+
+    weight, columns, x = _model_and_input()
+    model = loop_model(weight, columns)
+    model.graph.initializer.append(numpy_helper.from_array(np.ones(3, np.float32), "unused"))
+    model.graph.node.append(helper.make_node("Relu", ["x"], ["dead"], name="dead"))
+    model.graph.node.append(helper.make_node("Neg", ["dead"], ["deader"], name="deader"))
+    assert onnx_graph.prune(model) == 2
+    assert "unused" not in {i.name for i in model.graph.initializer}
+    assert onnx_graph.op_counts(model) == {"Gather": 1, "Identity": 4, "Loop": 1, "MatMul": 1}
+
+
+def test_the_exported_search_carries_no_weights(tiny_selecting_export):
+    """Every ONNX export is tidied: the search's Loop carries only what changes."""
+    import onnx
+
+    model = onnx.load(str(tiny_selecting_export / "nmt.onnx"))
+    loops = [n for n in model.graph.node if n.op_type == "Loop"]
+    assert len(loops) == 2  # the encoder's recurrence and the search
+    for loop in loops:
+        body = loop.attribute[0].g
+        through = {n.output[0]: n.input[0] for n in body.node if n.op_type == "Identity"}
+        inputs = [i.name for i in body.input[2:]]
+        outputs = [o.name for o in body.output[1 : 1 + len(inputs)]]
+        assert not [o for i, o in zip(inputs, outputs) if o == i or through.get(o) == i]
