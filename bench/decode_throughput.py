@@ -31,8 +31,8 @@ by length; the SavedModel's batches are sorted the same way here); alpha is the 
 Before each (path, beam, batch) cell the first batch is decoded once, untimed (tracing,
 session warm-up). With ``--rounds N`` the whole grid is timed N times, round after round,
 and each cell reports its median (every round's seconds are in the JSON); numpy's matmul
-rate is measured before and after. Output tokens: the tokens of the best translation (EOS not counted;
-for the SavedModel, which returns text only, its text tokenized again with the
+rate is measured before and after. Output tokens: the tokens of the best translation
+(EOS not counted; for the SavedModel, which returns text only, its text tokenized again with the
 project's tokenizer, outside the timing: fewer where detokenization joins tokens, as a
 barely trained model's ". . ." becoming "...").
 
@@ -59,8 +59,8 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import pathlib
+import statistics
 import sys
 import tempfile
 import time

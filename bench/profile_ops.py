@@ -179,7 +179,8 @@ def onnx_profile(args) -> tuple[float, dict[str, dict[str, float]], dict[str, An
     share = len(lines) / (len(lines) + min(args.batch, len(lines)))
     totals = {k: {"seconds": v["seconds"] * share, "count": v["count"]} for k, v in totals.items()}
     return wall, totals, {"export_dir": args.export_dir, "int8": args.int8,
-                          "sentences": len(lines), "beam": args.beam, "batch": args.batch, "note": "op seconds scaled by the timed share of sentences"}
+                          "sentences": len(lines), "beam": args.beam, "batch": args.batch,
+                          "note": "op seconds scaled by the timed share of sentences"}
 
 
 def build_parser():

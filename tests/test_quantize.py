@@ -85,7 +85,7 @@ def test_the_quantizer_leaves_what_the_loop_reads_from_outside(tmp_path, monkeyp
     import onnx
     import onnxruntime as ort
 
-    monkeypatch.setattr(quantize, "quantize_gathered_columns", lambda model: [])
+    monkeypatch.setattr(quantize, "quantize_gathered_columns", lambda model: (0, []))
     rng = np.random.default_rng(4)
     weight = rng.normal(size=(4, 30)).astype(np.float32)
     columns = np.array([2, 5, 29], np.int32)

@@ -13,15 +13,21 @@ from __future__ import annotations
 import numpy as np
 
 
-def subgraphs(graph):
+def node_subgraphs(node):
+    """The graphs a node holds (a Loop's body, an If's branches)."""
     from onnx import AttributeProto
 
+    for attribute in node.attribute:
+        if attribute.type == AttributeProto.GRAPH:
+            yield attribute.g
+        elif attribute.type == AttributeProto.GRAPHS:
+            yield from attribute.graphs
+
+
+def subgraphs(graph):
+    """The graphs held by ``graph``'s nodes (not those nested deeper)."""
     for node in graph.node:
-        for attribute in node.attribute:
-            if attribute.type == AttributeProto.GRAPH:
-                yield attribute.g
-            elif attribute.type == AttributeProto.GRAPHS:
-                yield from attribute.graphs
+        yield from node_subgraphs(node)
 
 
 def _constant_nodes(graph) -> dict:
@@ -205,12 +211,11 @@ def prune(model) -> int:
 def _names_read(node) -> set[str]:
     """What a node reads: its inputs, and the outer names its subgraphs read."""
     names = set(node.input)
-    for attribute in node.attribute:
-        for graph in ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs):
-            produced = {i.name for i in graph.input} | {i.name for i in graph.initializer}
-            for inner in graph.node:
-                names |= _names_read(inner) - produced
-                produced |= set(inner.output)
+    for graph in node_subgraphs(node):
+        produced = {i.name for i in graph.input} | {i.name for i in graph.initializer}
+        for inner in graph.node:
+            names |= _names_read(inner) - produced
+            produced |= set(inner.output)
     return names
 
 

@@ -95,14 +95,15 @@ def fold_constants(model) -> int:
     return onnx_graph.rewrite_nodes(model, rewrite)
 
 
-def quantize_gathered_columns(model) -> list[str]:
+def quantize_gathered_columns(model) -> tuple[int, list[str]]:
     """A product with columns gathered from a constant, MatMul(x, Gather(W, columns,
     axis=1)), becomes an int8 one: the columns are gathered from W in int8 (symmetric,
     one scale per column) with their scales, and the product is onnxruntime's
     DynamicQuantizeMatMul, which quantizes x per call. This is the selecting search's
     output layer: its rows are gathered once per batch, so they are not a constant the
-    quantizer would see. Returns the names of the nodes it wrote, which the quantizer
-    must leave as they are (it would quantize the scales' Gather)."""
+    quantizer would see. Returns how many products were rewritten, and the names of the
+    nodes it wrote, which the quantizer must leave as they are (it would quantize the
+    scales' Gather)."""
     from onnx import helper, numpy_helper
 
     producers = {}  # name -> (node, its graph, the constants that graph sees)
@@ -156,7 +157,7 @@ def quantize_gathered_columns(model) -> list[str]:
         written.append(node.name)
     if matches and not any(o.domain == "com.microsoft" for o in model.opset_import):
         model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
-    return written
+    return len(matches), written
 
 
 def quantize(float_path: str | pathlib.Path, int8_path: str | pathlib.Path) -> dict:
@@ -168,10 +169,11 @@ def quantize(float_path: str | pathlib.Path, int8_path: str | pathlib.Path) -> d
     import logging
 
     model = onnx.load(str(float_path))
-    tidied = onnx_graph.tidy(model)  # an export made before tidy() was in convert()
+    # The export's own float model is tidy already (onnx.convert); any other may not be.
+    tidied = onnx_graph.tidy(model)
     folded = fold_constants(model)
     split = split_gemm(model)
-    columns = quantize_gathered_columns(model)
+    columns, written = quantize_gathered_columns(model)
     onnx_graph.prune(model)  # the float columns' Gather, now read by nobody
     with tempfile.TemporaryDirectory(prefix="keras_nmt_int8_") as tmp:
         prepared = pathlib.Path(tmp) / "split.onnx"
@@ -179,12 +181,11 @@ def quantize(float_path: str | pathlib.Path, int8_path: str | pathlib.Path) -> d
         # The quantizer logs a warning, with a tensor dump, for every tensor whose type
         # its shape inference cannot tell (most of the loop's): nothing a user can act on.
         # It must leave alone what the loop body reads from outside: it loses the values
-        # of the outer nodes it rewrites that only a subgraph reads (the output layer's
-        # gathered bias stays float).
+        # of the outer nodes it rewrites that only a subgraph reads.
         logging.disable(logging.WARNING)
         try:
             quantize_dynamic(str(prepared), str(int8_path), weight_type=QuantType.QInt8,
-                             nodes_to_exclude=columns + onnx_graph.read_by_subgraphs(model),
+                             nodes_to_exclude=written + onnx_graph.read_by_subgraphs(model),
                              extra_options={"EnableSubgraph": True})
         finally:
             logging.disable(logging.NOTSET)
@@ -193,5 +194,5 @@ def quantize(float_path: str | pathlib.Path, int8_path: str | pathlib.Path) -> d
     onnx.checker.check_model(quantized)
     onnx.save_model(quantized, str(int8_path))
     return {"gemm_split": split, "folded": folded, **tidied,
-            "int8_columns": sum(name.endswith("_int8_columns") for name in columns),
+            "int8_columns": columns,
             "float_ops": onnx_graph.op_counts(model), "int8_ops": onnx_graph.op_counts(quantized)}
