@@ -146,14 +146,18 @@ def sampled_candidates(targets, vocab_size: int, count: int, seed):
     return ids, log_q
 
 
-def sampled_sentence_nll(hidden, targets, output_kernel, output_bias, count: int, seed):
+def sampled_sentence_nll(hidden, targets, output_kernel, output_bias, count: int, seed,
+                         candidates_from=None):
     """Per-sentence NLL [B] with the softmax over :func:`sampled_candidates` only (Jean et
     al., 2015, with a uniform proposal): each drawn word's logit is corrected by -log q,
     so the sum over the drawn words estimates the sum over every word the batch lacks.
     With ``count`` = V every word is a candidate (q = 1): exactly :func:`sentence_nll`.
-    ``hidden``: the maxout layer [B, T, l]; ``output_kernel`` [l, V], ``output_bias`` [V]."""
+    ``hidden``: the maxout layer [B, T, l]; ``output_kernel`` [l, V], ``output_bias`` [V].
+    ``candidates_from``: the targets whose words are always candidates, when ``targets``
+    are only some rows of a batch (one replica's); default ``targets``."""
     vocab_size = int(output_kernel.shape[-1])
-    ids, log_q = sampled_candidates(targets, vocab_size, count, seed)
+    ids, log_q = sampled_candidates(
+        targets if candidates_from is None else candidates_from, vocab_size, count, seed)
     kernel = tf.cast(tf.gather(output_kernel, ids, axis=1), hidden.dtype)
     bias = tf.cast(tf.gather(output_bias, ids), hidden.dtype)
     logits = tf.cast(tf.nn.bias_add(tf.einsum("btl,lk->btk", hidden, kernel), bias), tf.float32)

@@ -169,16 +169,10 @@ class Trainer:
         self.progress = progress if progress and self.is_chief else Progress(enabled=False)
         with distribute.scope(strategy):
             self.optimizer = make_optimizer(config)
-            if config.precision == "mixed_float16":
-                # float16 gradients underflow: scale the loss up, the gradients down.
-                self.optimizer = keras.optimizers.LossScaleOptimizer(self.optimizer)
             self.optimizer.build(model.trainable_variables)
-        if strategy is not None:
-            # The distributed step all-reduces the gradients before clipping them, as
-            # the paper's global-norm clipping needs the full batch's gradient. Keras's
-            # TF optimizer would all-reduce (sum) them again in apply_gradients, through
-            # this hook of its TF backend: the gradients it gets are already reduced.
-            self.optimizer._all_reduce_sum_gradients = lambda grads_and_vars: list(grads_and_vars)
+            # float16 gradients underflow: scale the loss up, the gradients down.
+            self.loss_scale = (optimizers.DynamicLossScale()
+                               if config.precision == "mixed_float16" else None)
         self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
         self.sentences = tf.Variable(0, dtype=tf.int64, trainable=False, name="sentences")
         self.target_tokens = tf.Variable(0, dtype=tf.int64, trainable=False, name="target_tokens")
@@ -191,6 +185,7 @@ class Trainer:
         self.checkpoint = tf.train.Checkpoint(
             model=model,
             optimizer=self.optimizer,
+            **({"loss_scale": self.loss_scale} if self.loss_scale is not None else {}),
             iterator=self.iterator,
             step=self.step,
             sentences=self.sentences,
@@ -232,10 +227,13 @@ class Trainer:
         )
 
     # -- compiled steps ---------------------------------------------------------------
-    def _training_nll(self, source_ids, target_in, target_out):
+    def _training_nll(self, source_ids, target_in, target_out, batch_targets=None):
         """Per-sentence NLL [B] of the training loss: the full softmax, or with
         ``config.sampled_softmax`` a softmax over that many words, drawn anew each step
-        (seeded by the run's seed and the step, so a resumed run draws the same)."""
+        (seeded by the run's seed and the step, so a resumed run draws the same).
+        ``batch_targets``: the whole global batch's targets when these rows are one
+        replica's share of it; the candidates are the global batch's words, so that
+        every replica scores the same words as one device would."""
         count = min(self.config.sampled_softmax, self.model.config.tgt_vocab_size)
         if not count:
             return sentence_nll(self.model((source_ids, target_in), training=True), target_out)
@@ -243,7 +241,8 @@ class Trainer:
         readout = self.model.decoder.readout
         seed = tf.stack([tf.constant(self.config.seed, tf.int64), self.step])
         return sampled_sentence_nll(hidden, target_out, readout.output_kernel,
-                                    readout.output_bias, count, seed)
+                                    readout.output_bias, count, seed,
+                                    candidates_from=batch_targets)
 
     def _train_step(self, source_ids, target_in, target_out):
         with tf.GradientTape() as tape:
@@ -251,38 +250,48 @@ class Trainer:
             loss = tf.reduce_mean(nll)
             scaled = self._scale_loss(loss)
         variables = self.model.trainable_variables
-        gradients = self._unscale(tape.gradient(scaled, variables))
+        gradients = optimizers.combine_rows(self._unscale(tape.gradient(scaled, variables)))
         clipped, norm = tf.clip_by_global_norm(gradients, self.config.clipnorm)
-        self._apply(clipped, variables)
+        self._apply(clipped, variables, self._finite(gradients))
         tokens = tf.reduce_sum(tf.cast(tf.not_equal(target_out, PAD_ID), tf.int64))
         return loss, tokens, norm
 
     # Loss scaling (mixed_float16): the paper's clipping is on the true gradient's
-    # norm, so gradients are unscaled before clipping, then handed to the
-    # LossScaleOptimizer scaled again (the scale is a power of two: exact), which
-    # skips the update and lowers the scale when they overflowed (inf or NaN).
+    # norm, so gradients are unscaled before clipping; an update whose gradients
+    # overflowed (inf or NaN) is skipped, and the scale lowered.
     def _scale_loss(self, loss):
-        if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
-            return self.optimizer.scale_loss(loss)
-        return loss
+        return self.loss_scale.scale_loss(loss) if self.loss_scale is not None else loss
 
     def _unscale(self, gradients):
-        if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
-            scale = self.optimizer.dynamic_scale
-            return [g / tf.cast(scale, g.dtype) for g in gradients]
-        return gradients
+        return self.loss_scale.unscale(gradients) if self.loss_scale is not None else gradients
 
-    def _apply(self, gradients, variables):
-        if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
-            scale = self.optimizer.dynamic_scale
-            gradients = [g * tf.cast(scale, g.dtype) for g in gradients]
-        self.optimizer.apply_gradients(zip(gradients, variables))
+    def _finite(self, gradients):
+        return optimizers.all_finite(gradients) if self.loss_scale is not None else None
+
+    def _apply(self, gradients, variables, finite, strategy=None):
+        """The update, in the cross-replica context (or on the one device): every
+        strategy and precision goes through :func:`optimizers.apply_update`, which
+        reduces nothing, since the gradients arrive already all-reduced."""
+        if finite is None:
+            optimizers.apply_update(self.optimizer, gradients, variables, strategy)
+            return
+        if strategy is not None:
+            # The same on every replica: their gradients were all-reduced.
+            finite = strategy.experimental_local_results(finite)[0]
+
+        def update():
+            optimizers.apply_update(self.optimizer, gradients, variables, strategy)
+            return tf.constant(True)
+
+        tf.cond(finite, update, lambda: tf.constant(False))
+        self.loss_scale.adjust(finite)
 
     def _distributed_train_step(self, source_ids, target_in, target_out):
         """The same update as :meth:`_train_step`, data-parallel: each replica takes its
         rows of the global batch; gradients of the summed NLL are all-reduced, divided by
         the global sentence count (= the gradient of the global batch's mean NLL), and
-        only then clipped to the global norm, so the update is the single-device one."""
+        only then clipped to the global norm, so the update is the single-device one.
+        The update itself runs once, in the cross-replica context."""
         strategy = self.strategy
         batch = (source_ids, target_in, target_out)
         sentences = tf.cast(tf.shape(source_ids)[0], tf.float32)
@@ -291,26 +300,27 @@ class Trainer:
                 batch, context.replica_id_in_sync_group, context.num_replicas_in_sync
             )
         )
+        variables = self.model.trainable_variables
 
         def replica_step(rows):
             source_ids, target_in, target_out = rows
             replica = tf.distribute.get_replica_context()
             with tf.GradientTape() as tape:
-                nll_sum = tf.reduce_sum(self._training_nll(source_ids, target_in, target_out))
+                nll_sum = tf.reduce_sum(self._training_nll(
+                    source_ids, target_in, target_out, batch_targets=batch[2]))
                 loss = nll_sum / sentences
                 scaled = self._scale_loss(loss)
-            variables = self.model.trainable_variables
-            gradients = replica.all_reduce(
+            gradients = optimizers.combine_rows(replica.all_reduce(
                 tf.distribute.ReduceOp.SUM, self._unscale(tape.gradient(scaled, variables))
-            )
+            ))
             clipped, norm = tf.clip_by_global_norm(gradients, self.config.clipnorm)
-            self._apply(clipped, variables)
             tokens = tf.reduce_sum(tf.cast(tf.not_equal(target_out, PAD_ID), tf.int64))
             loss = replica.all_reduce(tf.distribute.ReduceOp.SUM, loss)
             tokens = replica.all_reduce(tf.distribute.ReduceOp.SUM, tokens)
-            return loss, tokens, norm
+            return loss, tokens, norm, clipped, self._finite(gradients)
 
-        loss, tokens, norm = strategy.run(replica_step, args=(rows,))
+        loss, tokens, norm, clipped, finite = strategy.run(replica_step, args=(rows,))
+        self._apply(clipped, variables, finite, strategy)
         first = strategy.experimental_local_results
         return first(loss)[0], first(tokens)[0], first(norm)[0]
 

@@ -1,12 +1,17 @@
-"""Helper process for tests/test_distributed.py (not a test module): trains a tiny model
-for a few steps on fixed global batches with a strategy and saves its parameters.
+"""Helper process for tests/test_distributed.py (not a test module): for every cell of
+the matrix precision x optimizer x sampled softmax, trains a tiny model for a few
+updates on fixed global batches with one strategy, and saves its parameters before the
+first update, after the first and after the last.
 
-    python tests/distributed_run.py STRATEGY OUT.npz RUN_DIR [LOGICAL_CPUS]
+    python tests/distributed_run.py STRATEGY OUT_DIR RUN_DIR [LOGICAL_CPUS]
 
 Logical CPU devices must be configured before TensorFlow initialises its devices,
-hence a fresh process. For ``multiworker``, TF_CONFIG comes from the environment.
+hence a fresh process; one process runs every cell, so TensorFlow starts once. For
+``multiworker``, TF_CONFIG comes from the environment.
 """
 
+import itertools
+import pathlib
 import sys
 
 import numpy as np
@@ -14,13 +19,30 @@ import tensorflow as tf
 
 STEPS = 3
 BATCH = 8  # the global batch, split between the replicas
-TINY = {"embedding": 8, "hidden": 8, "attention": 8, "maxout": 4, "src_vocab_size": 12,
-        "tgt_vocab_size": 12, "batch_size": BATCH, "eval_every": 100, "checkpoint_every": 100,
-        "optimizer": "sgd", "learning_rate": 0.5}
+VOCAB = 80
+WIDTH = 8  # the longest sentence (7 tokens) and its EOS
+WORDS = 40  # the batches use ids 4..39: each replica's rows hold words the other's lack
+TINY = {"embedding": 8, "hidden": 8, "attention": 8, "maxout": 4, "src_vocab_size": VOCAB,
+        "tgt_vocab_size": VOCAB, "batch_size": BATCH, "max_len": 8, "eval_every": 100,
+        "checkpoint_every": 100}
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+# Learning rates large enough for a few updates to move every parameter well past the
+# tolerances, small enough to stay finite.
+OPTIMIZERS = {"sgd": 0.5, "adam": 0.01, "adadelta": 1.0}
+SAMPLED = (0, 73)  # the fewest that max_len 8 allows: the batch's words and ~60 drawn ones
+
+
+def cells():
+    """(name, settings) of every cell of the matrix."""
+    for precision, optimizer, sampled in itertools.product(PRECISIONS, OPTIMIZERS, SAMPLED):
+        name = f"{precision}-{optimizer}-{'sampled' if sampled else 'full'}"
+        yield name, {**TINY, "precision": precision, "optimizer": optimizer,
+                     "learning_rate": OPTIMIZERS[optimizer], "sampled_softmax": sampled}
 
 
 def global_batches() -> tf.data.Dataset:
-    """Three fixed padded batches of different shapes, repeated."""
+    """Three fixed batches of sentences of different lengths, repeated, padded to one
+    width: one shape, so the step is traced once per cell."""
     rng = np.random.default_rng(0)
     batches = []
     for length in (5, 7, 4):
@@ -28,7 +50,7 @@ def global_batches() -> tf.data.Dataset:
         lengths[0] = length
 
         def ids(lengths=lengths, length=length):
-            values = rng.integers(4, 12, size=(BATCH, length + 1)).astype("int32")
+            values = rng.integers(4, WORDS, size=(BATCH, WIDTH)).astype("int32")
             for row, n in enumerate(lengths):
                 values[row, n] = 3  # EOS
                 values[row, n + 1:] = 0
@@ -59,19 +81,27 @@ def main(strategy_name: str, out: str, run_dir: str, logical_cpus: int = 1) -> N
     from keras_nmt.training import Limits, Trainer
 
     strategy = distribute.make_strategy(strategy_name)
-    keras.utils.set_random_seed(0)
-    config = variant_config("search50", TINY)
-    with distribute.scope(strategy):
-        model = TranslationModel(config)
-    trainer = Trainer(config, model, RunDir(run_dir), global_batches(),
-                      lambda: global_batches().take(1), train_pairs=BATCH, strategy=strategy)
-    initial = [w.numpy() for w in model.trainable_weights]
-    trainer.fit(Limits(max_steps=STEPS))
-    if trainer.is_chief:
-        final = [w.numpy() for w in model.trainable_weights]
-        moved = max(float(np.abs(a - b).max()) for a, b in zip(initial, final))
-        np.savez(out, *final, replicas=strategy.num_replicas_in_sync if strategy else 1,
-                 moved=moved)
+    out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    only = set(sys.argv[5].split(",")) if len(sys.argv) > 5 else None
+    for name, settings in cells():
+        if only and name not in only:
+            continue
+        keras.utils.set_random_seed(0)
+        config = variant_config("search50", settings)
+        with distribute.scope(strategy):
+            model = TranslationModel(config)
+        trainer = Trainer(config, model, RunDir(pathlib.Path(run_dir, name)), global_batches(),
+                          lambda: global_batches().take(1), train_pairs=BATCH, strategy=strategy)
+        snapshots = {"initial": [w.numpy() for w in model.trainable_weights]}
+        for steps in (1, STEPS):
+            trainer.fit(Limits(max_steps=steps))
+            snapshots[f"after{steps}"] = [w.numpy() for w in model.trainable_weights]
+        if trainer.is_chief:
+            np.savez(out / f"{name}.npz",
+                     replicas=strategy.num_replicas_in_sync if strategy else 1,
+                     **{f"{key}_{i}": w for key, weights in snapshots.items()
+                        for i, w in enumerate(weights)})
 
 
 if __name__ == "__main__":

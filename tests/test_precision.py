@@ -40,8 +40,10 @@ def test_precision_trains_and_resumes(tmp_path, precision, jit):
     assert math.isfinite(outcome.train_nll) and outcome.train_nll > 0
     # Variables stay float32 whatever the computation dtype.
     assert {w.dtype for w in trainer.model.weights} == {"float32"}
-    if precision == "mixed_float16":
-        assert isinstance(trainer.optimizer, keras.optimizers.LossScaleOptimizer)
+    # Only float16 scales the loss; the scale is part of the checkpoint.
+    assert (trainer.loss_scale is not None) == (precision == "mixed_float16")
+    saved = {name for name, _ in tf.train.list_variables(trainer.manager.latest_checkpoint)}
+    assert ("loss_scale/scale/.ATTRIBUTES/VARIABLE_VALUE" in saved) == (precision == "mixed_float16")
     weights = [w.numpy() for w in trainer.model.weights]
     again = _trainer(tmp_path, optimizer="adam", learning_rate=0.01, precision=precision,
                      checkpoint_every=2)
