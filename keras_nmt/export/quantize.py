@@ -29,6 +29,13 @@ import tempfile
 
 import numpy as np
 
+# int8 weights use 7 bits (-63..63), as onnxruntime's ``reduce_range``. On x86 CPUs
+# without VNNI (AVX2, and AVX-512 before Cascade Lake), its uint8 x int8 kernels add
+# pairs of products into 16 bits, which saturate (2 x 255 x 127 > 32,767): a full-range
+# weight gave products wrong by up to 70% of a column's size there, with no error. With
+# 7 bits the pair sums fit (2 x 255 x 63 < 32,767), on every CPU.
+WEIGHT_LEVELS = 63
+
 from keras_nmt.export import onnx_graph
 
 
@@ -134,9 +141,9 @@ def quantize_gathered_columns(model) -> tuple[int, list[str]]:
     for node, _, gather, home, weight in matches:
         if gather.output[0] not in done:
             base = gather.name or gather.output[0]
-            scales = np.abs(weight).max(axis=0) / 127.0
+            scales = np.abs(weight).max(axis=0) / WEIGHT_LEVELS
             scales[scales == 0] = 1.0
-            table = np.clip(np.rint(weight / scales), -127, 127).astype(np.int8)
+            table = np.clip(np.rint(weight / scales), -WEIGHT_LEVELS, WEIGHT_LEVELS).astype(np.int8)
             names = (f"{base}_int8", f"{base}_int8_scale")
             home.initializer.extend([numpy_helper.from_array(table, f"{names[0]}_table"),
                                      numpy_helper.from_array(scales.astype(np.float32),
@@ -185,6 +192,7 @@ def quantize(float_path: str | pathlib.Path, int8_path: str | pathlib.Path) -> d
         logging.disable(logging.WARNING)
         try:
             quantize_dynamic(str(prepared), str(int8_path), weight_type=QuantType.QInt8,
+                             reduce_range=True,  # WEIGHT_LEVELS
                              nodes_to_exclude=written + onnx_graph.read_by_subgraphs(model),
                              extra_options={"EnableSubgraph": True})
         finally:
