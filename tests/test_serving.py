@@ -32,6 +32,7 @@ from keras_nmt.serving.tfserving_client import (
     GrpcTransport, RestTransport, ServingError, TFServingClient, Unreachable,
 )
 from child_env import child_env
+from conftest import onnx_files
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CLIENT = ROOT / "serving" / "tfserving_client.py"
@@ -552,7 +553,7 @@ def tiny_expected(tiny_export, tiny_run, tiny_corpus):
     export's beam and alpha: what every serving path must give."""
     from keras_nmt.translator import Translator
 
-    metadata = json.loads((tiny_export / "nmt.onnx.json").read_text("utf-8"))
+    metadata = json.loads((onnx_files(tiny_export) / "nmt.onnx.json").read_text("utf-8"))
     sentences = (tiny_corpus / "test.en").read_text("utf-8").splitlines()[:30] + HARD_LINES
     translations = Translator.from_run_dir(tiny_run).translate(
         sentences, beam_size=metadata["beam_size"], alpha=metadata["alpha"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pathlib
 
+from keras_nmt.export import layout
+
 CONFIG_NAME = "models.config"
 SERVING_NAME = "SERVING.md"
 
@@ -69,12 +71,15 @@ def serving_md(name: str, version: int, signatures: dict[str, str], onnx: bool,
     codec_files = (f"SentencePiece models (`{name}.spm.*.model`, run by the `sentencepiece` "
                    "package through `keras_nmt.text.sentencepiece`)" if sentencepiece
                    else "tokenizer (`keras_nmt.text.word`)")
+    onnx_dir = f"{name}/{version}/{layout.ONNX_DIR}"
     onnx_part = (
-        f"\n## ONNX\n\n`{name}.onnx` is the `translate_ids` signature converted by tf2onnx "
-        f"(token ids in, token ids out). `{name}.onnx.json` names its vocabularies "
+        f"\n## ONNX\n\n`{onnx_dir}/{name}.onnx` is the `translate_ids` signature converted by "
+        f"tf2onnx (token ids in, token ids out); TF Serving ignores `{onnx_dir}/`. "
+        f"`{name}.onnx.json` beside it names its vocabularies "
         f"(`{name}.vocab.*.txt`), tokenizer, maximum source length, beam size and alpha: "
         f"encoding and decoding run in Python with the run's {codec_files} around "
-        "onnxruntime (`keras-nmt onnx-translate`, or `python serving/onnx_translate.py`).\n"
+        "onnxruntime (`keras-nmt onnx-translate EXPORT_DIR`, which reads the newest version's "
+        "ONNX model, or `python serving/onnx_translate.py`).\n"
         if onnx else ""
     )
     if sentencepiece:
