@@ -97,6 +97,22 @@ def test_models_config_keeps_other_models(tmp_path):
     assert text.count("config {") == 2 and '"/models/other"' in text and '"/models/nmt"' in text
 
 
+def test_an_unreadable_models_config_is_refused_before_any_work(tiny_run, tmp_path, capsys):
+    from keras_nmt.export.serving_files import models_config
+
+    broken = 'model_config_list {\n  config { name: "other" base_path: "/models/other" }\n'
+    (tmp_path / "models.config").write_text(broken)  # its closing brace lost
+    with pytest.raises(ExportError) as error:
+        models_config(tmp_path, "nmt")
+    assert "\n" not in str(error.value)
+    assert str(error.value).startswith(f"cannot read {tmp_path / 'models.config'} as a TF Serving")
+    assert cli.main([str(tiny_run), "--out", str(tmp_path)], prog="export") == 2
+    line = _error_line(capsys)
+    assert str(tmp_path / "models.config") in line and "not rewritten" in line
+    assert (tmp_path / "models.config").read_text() == broken
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["models.config"]  # no work done
+
+
 def _onnx_translate(export_dir, *options):
     import io
 

@@ -247,11 +247,14 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
         lexicon = run.run.load_lexicon()
         shortlist_inputs(args.shortlist, lexicon)
     out = pathlib.Path(args.out)
+    from keras_nmt.export import serving_files
+
+    serving_files.models_config(out, args.name)  # an unreadable one stops us before any work
     model_dir, version = _prepare_out(out, args.name, args.version)
     final = model_dir / str(version)
 
     log(f"loading {run.run.path}")
-    from keras_nmt.export import savedmodel, serving_files
+    from keras_nmt.export import savedmodel
     from keras_nmt.translator import Translator, default_max_source_len
 
     # Exports compute in float32 whatever the run trained in: the weights are float32,

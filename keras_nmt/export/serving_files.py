@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pathlib
 
-from keras_nmt.export import layout
+from keras_nmt.export import ExportError, layout
 
 CONFIG_NAME = "models.config"
 SERVING_NAME = "SERVING.md"
@@ -15,18 +15,23 @@ def models_config(export_dir: pathlib.Path, name: str) -> str:
     """``models.config`` naming ``name`` (base path ``/models/NAME``, the directory the
     docker commands mount EXPORT_DIR on). Models of other names already listed in an
     existing file are kept, so several models exported into one directory are served
-    together."""
+    together; an existing file that cannot be read as a ModelServerConfig raises
+    :class:`ExportError` rather than being replaced, which would drop the models it lists."""
     # TF Serving's own proto: what it parses is what we write.
     from google.protobuf import text_format
     from tensorflow_serving.config import model_server_config_pb2
 
     config = model_server_config_pb2.ModelServerConfig()
-    existing = export_dir / CONFIG_NAME
-    if existing.is_file():
+    existing = pathlib.Path(export_dir) / CONFIG_NAME
+    if existing.exists():
         try:
             text_format.Parse(existing.read_text(encoding="utf-8"), config)
-        except text_format.ParseError:
-            config = model_server_config_pb2.ModelServerConfig()  # rewritten from scratch
+        except (OSError, UnicodeDecodeError, text_format.ParseError) as error:
+            reason = " ".join(str(getattr(error, "strerror", None) or error).split())
+            raise ExportError(
+                f"cannot read {existing} as a TF Serving model config ({reason}); it may list "
+                "other models, so it is not rewritten: fix it, or remove it to start anew"
+            ) from None
     entries = config.model_config_list.config
     kept = [entry for entry in entries if entry.name != name]
     del entries[:]
