@@ -65,6 +65,13 @@ def test_the_console_script_is_installed_and_only_keras_nmt_is_packaged():
     assert project["project"]["scripts"] == {"keras-nmt": "keras_nmt.cli:main"}
 
 
+def test_the_declared_python_versions_are_the_tested_ones():
+    """The tests need Python 3.11 (tomllib, above): the package claims no older one."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert project["project"]["requires-python"] == ">=3.11,<3.13"
+    assert "with Python 3.11–3.12," in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
 def test_translate_starts_quietly_and_a_users_log_level_wins():
     result = _run(["-m", "keras_nmt.cli", "translate", str(OLD_RUN), "--quiet"],
                   input_text="The queen is strange.\n")
