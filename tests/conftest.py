@@ -1,8 +1,16 @@
 """Shared fixtures: a tiny generated corpus and a tiny trained run directory."""
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from keras_nmt.corpus import builtin
+
+# Property-based tests draw the same examples on every run (seeded from each test), so a
+# red CI run is one anyone can repeat and nothing fails by chance; nothing is stored in
+# .hypothesis/ either. `pytest --hypothesis-profile explore` draws new examples.
+hypothesis_settings.register_profile("repeatable", derandomize=True, database=None)
+hypothesis_settings.register_profile("explore", derandomize=False)
+hypothesis_settings.load_profile("repeatable")
 
 TINY_SETTINGS = {
     "embedding": 16, "hidden": 16, "attention": 16, "maxout": 8,
