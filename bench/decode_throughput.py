@@ -336,7 +336,12 @@ def build_parser():
 def _export(run_dir: str, out: pathlib.Path, name: str, weights: str, extra: list[str]) -> None:
     from keras_nmt.cli import export as cli
 
-    made = (out / f"{name}.onnx.json").is_file() if extra else (out / name).is_dir()
+    from keras_nmt.export import layout
+
+    newest = max(layout.versions(out / name), default=None)
+    made = newest is not None and (
+        not extra or (layout.onnx_dir(out, name, newest) / layout.metadata_name(name)).is_file()
+    )
     if made:
         return  # made by an earlier run of this benchmark
     print(f"{PROG}: exporting {run_dir} to {out} {' '.join(extra)}", file=sys.stderr, flush=True)
@@ -345,10 +350,12 @@ def _export(run_dir: str, out: pathlib.Path, name: str, weights: str, extra: lis
 
 
 def _savedmodel_dir(export_dir: pathlib.Path, name: str) -> pathlib.Path:
-    versions = [p for p in (export_dir / name).glob("*") if p.name.isdigit()]
+    from keras_nmt.export import layout
+
+    versions = layout.versions(export_dir / name)
     if not versions:
         raise SystemExit(f"{PROG}: error: {export_dir / name} holds no SavedModel version")
-    return max(versions, key=lambda p: int(p.name))
+    return export_dir / name / str(versions[-1])
 
 
 def main(argv=None) -> int:

@@ -8,7 +8,7 @@ Usage (one command; prints a table, and JSON with --json)::
 - export time: ``python -m export RUN_DIR --out TMP --onnx`` as a whole (including its
   self-checks), and, in this process, the two steps alone: building and writing the
   SavedModel (ExportArchive) and converting translate_ids to ONNX (tf2onnx + checker);
-- size on disk: the SavedModel directory (NAME/1) and NAME.onnx;
+- size on disk: the SavedModel directory (NAME/1, less its onnx/) and NAME.onnx;
 - parity on the first ``--count`` lines of FILE at beam 1 and 5 (alpha = the run's),
   against :class:`~keras_nmt.translator.Translator`: the SavedModel through
   ``tf.saved_model.load`` (TF2) and the TF1 session loader (TF1), each by its string
@@ -72,10 +72,11 @@ PROBES = {
         imports=("import numpy as np, onnxruntime\nfrom keras_nmt.text import word as tokenizer\n"
                  "from keras_nmt.constants import EOS_ID\nfrom keras_nmt.vocab import Vocabulary"),
         load=(
-            "meta = json.load(open(sys.argv[2] + '/nmt.onnx.json'))\n"
-            "src = Vocabulary.load(sys.argv[2] + '/' + meta['source_vocab'])\n"
-            "tgt = Vocabulary.load(sys.argv[2] + '/' + meta['target_vocab'])\n"
-            "session = onnxruntime.InferenceSession(sys.argv[2] + '/nmt.onnx', "
+            "onnx_dir = sys.argv[2] + '/nmt/1/onnx'\n"
+            "meta = json.load(open(onnx_dir + '/nmt.onnx.json'))\n"
+            "src = Vocabulary.load(onnx_dir + '/' + meta['source_vocab'])\n"
+            "tgt = Vocabulary.load(onnx_dir + '/' + meta['target_vocab'])\n"
+            "session = onnxruntime.InferenceSession(onnx_dir + '/nmt.onnx', "
             "providers=['CPUExecutionProvider'])"
         ),
         request=(
@@ -124,7 +125,7 @@ def measure(run_dir: str, sentences: list[str], work: pathlib.Path) -> dict:
     subprocess.run(command, check=True, capture_output=True, env=_environ())
     report["export_command_s"] = time.perf_counter() - started
 
-    from keras_nmt.export import onnx as onnx_export, parity, savedmodel
+    from keras_nmt.export import layout, onnx as onnx_export, parity, savedmodel
     from keras_nmt.export.loaders import SessionModel, TF2Model
     from keras_nmt.translator import Translator, default_max_source_len
 
@@ -145,12 +146,13 @@ def measure(run_dir: str, sentences: list[str], work: pathlib.Path) -> dict:
     onnx_export.convert(translator.model, 1, work / "step.onnx")
     report["onnx_export_s"] = time.perf_counter() - started
 
-    report["savedmodel_bytes"] = du(export_dir / "nmt" / "1")
-    report["onnx_bytes"] = du(export_dir / "nmt.onnx")
+    onnx_dir = layout.onnx_dir(export_dir, "nmt", 1)
+    report["savedmodel_bytes"] = du(export_dir / "nmt" / "1") - du(onnx_dir)
+    report["onnx_bytes"] = du(onnx_dir / "nmt.onnx")
 
     tf2 = TF2Model(export_dir / "nmt" / "1")
     tf1 = SessionModel(export_dir / "nmt" / "1")
-    onnx_model = onnx_export.OnnxModel(export_dir / "nmt.onnx")
+    onnx_model = onnx_export.OnnxModel(onnx_dir / "nmt.onnx")
     source_ids = translator.encode(sentences)
     # The ids paths get only sentences with tokens (an empty one never reaches a model).
     nonempty = [i for i, ids in enumerate(source_ids) if len(ids) > 1]

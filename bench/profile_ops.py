@@ -158,7 +158,9 @@ def onnx_profile(args) -> tuple[float, dict[str, dict[str, float]], dict[str, An
     options.enable_profiling = True
     with tempfile.TemporaryDirectory(prefix="profile_ops_onnx_") as tmp:
         options.profile_file_prefix = str(pathlib.Path(tmp) / "ort")
-        model = pathlib.Path(args.export_dir) / f"{args.name}.onnx"
+        from keras_nmt.export import layout
+
+        model = layout.find_onnx_dir(args.export_dir, args.name) / f"{args.name}.onnx"
         if args.int8:
             metadata = json.loads(model.with_suffix(".onnx.json").read_text(encoding="utf-8"))
             model = model.with_name(metadata["int8"]["model"])

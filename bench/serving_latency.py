@@ -1,6 +1,6 @@
 """Serving latency and throughput: the TF Serving client paths and onnx_translate.
 
-Measures, on one export (a SavedModel EXPORT_DIR/NAME/VERSION and EXPORT_DIR/NAME.onnx):
+Measures, on one export (a SavedModel EXPORT_DIR/NAME/VERSION and its onnx/NAME.onnx):
 
 - REST and gRPC through the loopback stand-in (tests/tfserving_standin.py: the TF1
   session loader behind TF Serving's protocols; NOT TF Serving itself): the time to load

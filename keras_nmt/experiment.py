@@ -413,10 +413,12 @@ def train(options: TrainOptions) -> dict[str, Any]:
         f"done: {outcome.steps} updates, {outcome.epochs:.2f} epochs, stopped by {outcome.stop_reason}; "
         f"train NLL {outcome.train_nll:.2f}, dev NLL {dev_nll:.2f}"
     )
+    long = (f"on the {report['sentences_longer_than_30']} sentences longer than 30 tokens: "
+            f"{report['bleu_longer_than_30']:.2f}" if report["sentences_longer_than_30"]
+            else "no sentence is longer than 30 tokens")
     log(
         f"held-out BLEU ({report['split']}, {report['sentences']} sentences, beam {config.beam_size}): "
-        f"{report['bleu']:.2f}; on the {report['sentences_longer_than_30']} sentences longer than 30 "
-        f"tokens: {report['bleu_longer_than_30']:.2f}"
+        f"{report['bleu']:.2f}; {long}"
     )
     log(f"sacreBLEU signature: {report['bleu_signature']}")
     if options.lexicon:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import time
 from typing import TextIO
@@ -61,21 +62,102 @@ class Progress:
             self._drawn = False
 
 
+# What TensorFlow's native libraries write while ``import tensorflow`` runs, whatever
+# TF_CPP_MIN_LOG_LEVEL says (they write before reading it): absl's banner, INFO and WARNING
+# records (a CPU-only machine's "Could not find cuda drivers"), the CPU-feature note's
+# second line, and cuDNN / cuFFT / cuBLAS factories registered twice. Nothing else is
+# dropped: an ERROR or FATAL record, a C++ abort message or a Python traceback goes through.
+NATIVE_NOISE = re.compile(
+    rb"WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
+    rb"|[IW]\d{4} [\d:.]+ +\d+ [^ \]]+:\d+\] .*"
+    rb"|E\d{4} .*\] Unable to register cu\w+ factory.*"
+    rb"|To enable the following instructions: .* rebuild TensorFlow with the appropriate "
+    rb"compiler flags\."
+)
+# How long a command waits, once the import is done, for the filter to pass on the last
+# lines (it ends as soon as its pipe closes; only a process started meanwhile and holding
+# the pipe could keep it longer).
+FILTER_SECONDS = 5.0
+
+
 @contextlib.contextmanager
-def native_stderr_muted():
-    """Send file descriptor 2 to /dev/null for the duration (Python exceptions still
-    propagate; they are printed after it is restored)."""
+def native_stderr_filtered():
+    """Keep native start-up noise (:data:`NATIVE_NOISE`) off file descriptor 2 for the
+    duration; every other line still reaches it, even when the process dies on the way.
+
+    File descriptor 2 points at a pipe read by a small separate process (this file run as
+    a script), which drops the noise and copies the rest to the real stderr. It is a
+    process, not a thread, because a native abort during the import (a missing CUDA
+    library, an illegal instruction) kills every thread at once: what the dying process
+    wrote is still in the pipe, and the filter passes it on when the pipe closes. (A
+    temporary file would hold it with no one left to show it; /dev/null, as before, lost
+    it.) When the filter cannot start, nothing is filtered rather than anything lost."""
+    import subprocess
+
     sys.stderr.flush()
     try:
         saved = os.dup(2)
-    except OSError:  # no real stderr (embedded): nothing to mute
+    except OSError:  # no real stderr (embedded): nothing to filter
         yield
         return
     try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 2)
-        os.close(devnull)
+        read_end, write_end = os.pipe()
+    except OSError:
+        os.close(saved)
+        yield
+        return
+    try:
+        # -I -S: no site or environment to load; the script needs the standard library
+        # only. Its own session, so that Ctrl-C reaches the command, not the filter.
+        helper = subprocess.Popen([sys.executable, "-I", "-S", os.path.abspath(__file__)],
+                                  stdin=read_end, stdout=saved, stderr=saved,
+                                  start_new_session=True)
+    except (OSError, ValueError):
+        helper = None
+    finally:
+        os.close(read_end)
+    if helper is None:
+        os.close(write_end)
+        os.close(saved)
+        yield
+        return
+    try:
+        os.dup2(write_end, 2)
+        os.close(write_end)
         yield
     finally:
-        os.dup2(saved, 2)
+        sys.stderr.flush()
+        os.dup2(saved, 2)  # drops the pipe's last write end: the filter reads to its end
         os.close(saved)
+        try:
+            helper.wait(timeout=FILTER_SECONDS)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def _filter_native_noise(source: int = 0, target: int = 1) -> None:
+    """Copy lines from ``source`` to ``target`` until the end, less :data:`NATIVE_NOISE`."""
+    pending = b""
+    writable = True
+
+    def emit(line: bytes) -> None:
+        nonlocal writable
+        if writable and not NATIVE_NOISE.fullmatch(line.rstrip(b"\r\n")):
+            try:
+                os.write(target, line)
+            except OSError:  # the reader is gone; keep draining so the writer never blocks
+                writable = False
+
+    while True:
+        chunk = os.read(source, 65536)
+        if not chunk:
+            break
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
+            emit(line + b"\n")
+    if pending:
+        emit(pending)
+
+
+if __name__ == "__main__":  # the filter process of native_stderr_filtered
+    _filter_native_noise()

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import pathlib
 import tempfile
@@ -67,9 +68,28 @@ def write_bytes_atomic(path: pathlib.Path, content: bytes) -> None:
         raise
 
 
+def json_text(value: Any, **options: Any) -> str:
+    """``json.dumps`` for the files (and --json output) the package writes: a non-finite
+    float, which JSON has no value for, becomes null. Python's json would write ``NaN``,
+    which strict parsers (JavaScript's, jq, Go's) refuse; ``allow_nan=False`` makes any
+    that slipped past an error here rather than in a reader."""
+    return json.dumps(_finite(value), allow_nan=False, **options)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):  # numpy's float64 too
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
+
+
 def write_json_atomic(path: pathlib.Path, value: Any) -> None:
-    """Write JSON so that a crash leaves either the old file or the new one, never half."""
-    write_text_atomic(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
+    """Write JSON (:func:`json_text`) so that a crash leaves either the old file or the new
+    one, never half."""
+    write_text_atomic(path, json_text(value, indent=2, sort_keys=True) + "\n")
 
 
 @dataclasses.dataclass(frozen=True)

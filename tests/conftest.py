@@ -1,8 +1,16 @@
 """Shared fixtures: a tiny generated corpus and a tiny trained run directory."""
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from keras_nmt.corpus import builtin
+
+# Property-based tests draw the same examples on every run (seeded from each test), so a
+# red CI run is one anyone can repeat and nothing fails by chance; nothing is stored in
+# .hypothesis/ either. `pytest --hypothesis-profile explore` draws new examples.
+hypothesis_settings.register_profile("repeatable", derandomize=True, database=None)
+hypothesis_settings.register_profile("explore", derandomize=False)
+hypothesis_settings.load_profile("repeatable")
 
 TINY_SETTINGS = {
     "embedding": 16, "hidden": 16, "attention": 16, "maxout": 8,
@@ -45,8 +53,8 @@ def tiny_run(tiny_corpus, tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_export(tiny_run, tmp_path_factory):
     """``python -m export`` of ``tiny_run``, done once: EXPORT_DIR with nmt/1/ (beam 5,
-    2-best lists, attention), models.config, SERVING.md and nmt.onnx (+ .onnx.json and
-    the vocabularies)."""
+    2-best lists, attention), models.config, SERVING.md and nmt/1/onnx/nmt.onnx (+
+    .onnx.json and the vocabularies; :func:`onnx_files`)."""
     from keras_nmt.cli import export as cli
 
     out = tmp_path_factory.mktemp("export")
@@ -90,8 +98,8 @@ def tiny_spm_run(tiny_corpus, tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_spm_export(tiny_spm_run, tmp_path_factory):
     """``python -m export`` of ``tiny_spm_run`` with --onnx, done once (beam 5, 2-best
-    lists): EXPORT_DIR with nmt/1/, nmt.onnx, nmt.onnx.json, the vocabularies and
-    nmt.spm.en.model / nmt.spm.fr.model."""
+    lists): EXPORT_DIR with nmt/1/ and in nmt/1/onnx/ nmt.onnx, nmt.onnx.json, the
+    vocabularies and nmt.spm.en.model / nmt.spm.fr.model."""
     from keras_nmt.cli import export as cli
 
     out = tmp_path_factory.mktemp("spm-export")
@@ -106,6 +114,13 @@ def savedmodel_loaders(export_dir):
 
     path = export_dir / "nmt" / "1"
     return {"tf2": TF2Model(path), "tf1": SessionModel(path)}
+
+
+def onnx_files(export_dir, version=1):
+    """The directory of an export's ONNX files (nmt.onnx, nmt.onnx.json, ...)."""
+    from keras_nmt.export import layout
+
+    return layout.onnx_dir(export_dir, "nmt", version)
 
 
 def run_translator(run_dir):

@@ -5,6 +5,7 @@ import importlib.metadata
 import io
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 import tomllib
@@ -64,6 +65,13 @@ def test_the_console_script_is_installed_and_only_keras_nmt_is_packaged():
     assert project["project"]["scripts"] == {"keras-nmt": "keras_nmt.cli:main"}
 
 
+def test_the_declared_python_versions_are_the_tested_ones():
+    """The tests need Python 3.11 (tomllib, above): the package claims no older one."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert project["project"]["requires-python"] == ">=3.11,<3.13"
+    assert "with Python 3.11–3.12," in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
 def test_translate_starts_quietly_and_a_users_log_level_wins():
     result = _run(["-m", "keras_nmt.cli", "translate", str(OLD_RUN), "--quiet"],
                   input_text="The queen is strange.\n")
@@ -74,6 +82,54 @@ def test_translate_starts_quietly_and_a_users_log_level_wins():
             "from keras_nmt.cli.common import quiet_tensorflow; quiet_tensorflow()\n"
             "assert os.environ['TF_CPP_MIN_LOG_LEVEL'] == '1'; print('ok')")
     assert _run(["-c", code]).stdout.strip() == "ok"
+
+
+# A stand-in for TensorFlow whose import writes start-up noise, then a real message, then
+# dies the way a missing CUDA library or an illegal instruction makes it die.
+NOISE = (
+    b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
+    b"I0000 00:00:1795470963.568782    4580 cudart_stub.cc:31] Could not find cuda drivers on "
+    b"your machine, GPU will not be used.\n"
+)
+FATAL = b"F0000 00:00:1795470963.569001    4580 dso_loader.cc:42] Check failed: libcudnn.so.9 not found"
+
+
+@pytest.mark.parametrize("death, status", [
+    ("os.abort()", -signal.SIGABRT),  # native code aborting: no Python left to report
+    ("raise ImportError('libcudart.so.12: cannot open shared object file')", 1),
+])
+def test_a_failing_tensorflow_import_still_shows_its_messages(tmp_path, death, status):
+    package = tmp_path / "tensorflow"
+    package.mkdir()
+    written = NOISE + FATAL + b"\n"
+    (package / "__init__.py").write_text(f"import os\nos.write(2, {written!r})\n{death}\n")
+    code = "from keras_nmt.cli.common import quiet_tensorflow; quiet_tensorflow(); print('loaded')"
+    result = _run(["-c", code], env={"PYTHONPATH": str(tmp_path)})
+    assert result.returncode == status and result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert lines[0] == FATAL.decode()  # shown, and the noise before it still dropped
+    if status == 1:
+        assert lines[-1] == "ImportError: libcudart.so.12: cannot open shared object file"
+    else:
+        assert lines == [FATAL.decode()]
+
+
+def test_native_noise_is_recognised_line_by_line():
+    from keras_nmt.progress import NATIVE_NOISE
+
+    for line in NOISE.splitlines() + [
+        b"I0523 14:02:03.123456 12345 cpu_feature_guard.cc:227] This TensorFlow binary is "
+        b"optimized to use available CPU instructions in performance-critical operations.",
+        b"To enable the following instructions: AVX2 FMA, in other operations, rebuild "
+        b"TensorFlow with the appropriate compiler flags.",
+        b"E0000 00:00:1.5 1 cuda_dnn.cc:8310] Unable to register cuDNN factory: Attempting to "
+        b"register factory for plugin cuDNN when one has already been registered",
+    ]:
+        assert NATIVE_NOISE.fullmatch(line), line
+    for line in (FATAL, b"E0000 00:00:1.5 1 cuda_platform.cc:52] failed call to cuInit",
+                 b"Illegal instruction", b"Traceback (most recent call last):",
+                 b"terminate called after throwing an instance of 'std::bad_alloc'"):
+        assert not NATIVE_NOISE.fullmatch(line), line
 
 
 def test_old_spellings_reach_the_same_commands():

@@ -154,6 +154,39 @@ def test_evaluate_run_with_an_empty_no_unk_subset():
     assert result["bleu"] == pytest.approx(100.0)
 
 
+def _strict_json(text):
+    """json.loads that refuses NaN and Infinity, as strict parsers do."""
+    def refuse(constant):
+        raise ValueError(f"not JSON: {constant}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_summary_without_long_sentences_is_strict_json(tiny_run, tmp_path):
+    """Anki-like corpora have no sentence longer than 30 tokens: the summary says null
+    (it said NaN, which is not JSON)."""
+    import math
+
+    from keras_nmt.corpus.readers import ParallelFiles
+    from keras_nmt.experiment import held_out_report
+    from keras_nmt.rundir import write_json_atomic
+    from keras_nmt.translator import Translator
+
+    (tmp_path / "test.en").write_text("the cat .\nthe small dog is here .\n", encoding="utf-8")
+    (tmp_path / "test.fr").write_text("le chat .\nle petit chien est ici .\n", encoding="utf-8")
+    report = held_out_report(Translator.from_run_dir(tiny_run),
+                             ParallelFiles(tmp_path / "test.en", tmp_path / "test.fr"),
+                             beam_size=2, alpha=1.0, log=lambda message: None, quiet=True)
+    assert (report["sentences_longer_than_30"], report["bleu_longer_than_30"]) == (0, None)
+    # A NaN that reaches the writer (a diverged run's train_nll) is null too.
+    write_json_atomic(tmp_path / "summary.json", {"held_out": report, "train_nll": math.nan,
+                                                  "scores": [math.inf, -math.inf, 1.5]})
+    summary = _strict_json((tmp_path / "summary.json").read_text(encoding="utf-8"))
+    assert summary["held_out"]["bleu_longer_than_30"] is None and summary["train_nll"] is None
+    assert summary["scores"] == [None, None, 1.5]
+    assert summary["held_out"]["sentences"] == 2
+
+
 def test_forced_attention_single_model_and_ensemble(tiny_run, tiny_corpus, tmp_path):
     from keras_nmt.translator import Translator
 

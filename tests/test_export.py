@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import run_translator, savedmodel_loaders
+from conftest import onnx_files, run_translator, savedmodel_loaders
 from keras_nmt.cli import export as cli
 from keras_nmt.export import ExportError, exporter, parity
 
@@ -30,7 +30,7 @@ def translator(tiny_run):
 def loaded(exported):
     from keras_nmt.export.onnx import OnnxModel
 
-    return {**savedmodel_loaders(exported), "onnx": OnnxModel(exported / "nmt.onnx")}
+    return {**savedmodel_loaders(exported), "onnx": OnnxModel(onnx_files(exported) / "nmt.onnx")}
 
 
 @pytest.fixture(scope="session")
@@ -45,17 +45,17 @@ def test_onnx_files(exported):
 
     from keras_nmt.vocab import Vocabulary
 
-    proto = onnx.load(str(exported / "nmt.onnx"))
+    proto = onnx.load(str(onnx_files(exported) / "nmt.onnx"))
     onnx.checker.check_model(proto)
     assert max(o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")) >= 17
-    meta = json.loads((exported / "nmt.onnx.json").read_text(encoding="utf-8"))
+    meta = json.loads((onnx_files(exported) / "nmt.onnx.json").read_text(encoding="utf-8"))
     assert {k: meta[k] for k in ("src", "tgt", "tokenizer", "source_vocab", "target_vocab",
                                  "max_source_len", "beam_size", "alpha")} == {
         "src": "en", "tgt": "fr", "tokenizer": "word", "source_vocab": "nmt.vocab.en.txt",
         "target_vocab": "nmt.vocab.fr.txt", "max_source_len": 100, "beam_size": 5, "alpha": 1.0}
     assert meta["inputs"] == ["source_ids", "beam_size", "alpha", "forbid_unk", "max_length"]
     assert sorted(meta["outputs"]) == ["ids", "lengths", "log_probs", "scores"]
-    assert len(Vocabulary.load(exported / meta["target_vocab"])) > 4
+    assert len(Vocabulary.load(onnx_files(exported) / meta["target_vocab"])) > 4
     assert not [p for p in exported.iterdir() if p.name.startswith(".")]  # no leftovers
 
 
@@ -95,6 +95,70 @@ def test_models_config_keeps_other_models(tmp_path):
     (tmp_path / "models.config").write_text(models_config(tmp_path, "other"))
     text = models_config(tmp_path, "nmt")
     assert text.count("config {") == 2 and '"/models/other"' in text and '"/models/nmt"' in text
+
+
+def test_an_unreadable_models_config_is_refused_before_any_work(tiny_run, tmp_path, capsys):
+    from keras_nmt.export.serving_files import models_config
+
+    broken = 'model_config_list {\n  config { name: "other" base_path: "/models/other" }\n'
+    (tmp_path / "models.config").write_text(broken)  # its closing brace lost
+    with pytest.raises(ExportError) as error:
+        models_config(tmp_path, "nmt")
+    assert "\n" not in str(error.value)
+    assert str(error.value).startswith(f"cannot read {tmp_path / 'models.config'} as a TF Serving")
+    assert cli.main([str(tiny_run), "--out", str(tmp_path)], prog="export") == 2
+    line = _error_line(capsys)
+    assert str(tmp_path / "models.config") in line and "not rewritten" in line
+    assert (tmp_path / "models.config").read_text() == broken
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["models.config"]  # no work done
+
+
+def _onnx_translate(export_dir, *options):
+    import io
+
+    from keras_nmt.cli import onnx_translate
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    code = onnx_translate.main([str(export_dir), "--quiet", *options],
+                               stdin=io.BytesIO(b"the man is here .\n"), stdout=stdout,
+                               stderr=stderr)
+    return code, stdout.getvalue(), stderr.getvalue().strip().splitlines()
+
+
+def test_onnx_translate_never_runs_an_older_versions_onnx_model(tiny_run, exported, tmp_path):
+    import shutil
+
+    code, expected, _ = _onnx_translate(exported)
+    assert code == 0 and expected.count("\n") == 1
+    export_dir = tmp_path / "export"
+    shutil.copytree(exported, export_dir)
+    assert cli.main([str(tiny_run), "--out", str(export_dir), "--beam", "1"]) == 0  # no --onnx
+    assert (export_dir / "nmt" / "2" / "saved_model.pb").is_file()
+    assert not (export_dir / "nmt" / "2" / "onnx").exists()
+    assert "## ONNX" not in (export_dir / "SERVING.md").read_text(encoding="utf-8")
+    code, out, err = _onnx_translate(export_dir)
+    assert code == 2 and out == "" and len(err) == 1, err
+    assert err[0] == (
+        f"keras-nmt onnx-translate: error: {export_dir / 'nmt' / '2'}, the newest version of "
+        "'nmt', has no ONNX model (it was exported without --onnx): export again with --onnx, "
+        "or pick --version 1 (the newest that has one)")
+    assert _onnx_translate(export_dir, "--version", "1") == (0, expected, [])
+    code, _, err = _onnx_translate(export_dir, "--version", "2")
+    assert code == 2 and err[0].endswith("nmt/2 has no ONNX model (it was exported without --onnx)")
+    code, _, err = _onnx_translate(export_dir, "--version", "7")
+    assert code == 2 and err[0].endswith("has no version 7 (it has 1, 2)")
+    # EXPORT_DIR may be a version's onnx/ directory itself.
+    assert _onnx_translate(onnx_files(export_dir)) == (0, expected, [])
+    # An older keras-nmt's layout: the ONNX files at the top, no version says it has them.
+    for path in onnx_files(export_dir).iterdir():
+        path.rename(export_dir / path.name)
+    onnx_files(export_dir).rmdir()
+    code, _, err = _onnx_translate(export_dir)
+    assert code == 2 and len(err) == 1
+    assert err[0] == (
+        f"keras-nmt onnx-translate: error: {export_dir / 'nmt.onnx.json'} was written by an "
+        "older keras-nmt, which did not record which version of 'nmt' it belongs to: export "
+        "the run again with --onnx")
 
 
 @pytest.mark.parametrize("beam", [1, 5])

@@ -5,7 +5,8 @@ the tokenizer, its graph twin, Translator.translate and ``keras-nmt translate``.
 KERAS_NMT_FUZZ_EXAMPLES sets how many examples (batches of 1-8 lines) the tokenizer and
 Translator properties draw (default 50, for CI; a closing-note run uses 2000 or more);
 the command-line property, which loads the model for each example, draws one batch of
-up to 50 lines per 50 examples.
+up to 50 lines per 50 examples. The examples are the same on every run (tests/conftest.py);
+``pytest --hypothesis-profile explore`` draws new ones.
 """
 
 import io
@@ -48,8 +49,16 @@ LINE = line_strategy(ANY_CHAR)
 
 
 def fuzz(examples: int):
-    return settings(max_examples=max(1, examples), deadline=None, derandomize=False,
+    return settings(max_examples=max(1, examples), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def test_fuzzing_is_repeatable(request):
+    """The examples are the same on every run (conftest's profile), unless asked otherwise."""
+    assert settings.get_profile("repeatable").derandomize
+    if request.config.getoption("--hypothesis-profile", None) in (None, "repeatable"):
+        assert settings.default.derandomize and settings.default.database is None
+        assert fuzz(EXAMPLES).derandomize
 
 
 @pytest.mark.parametrize("lang", ["en", "fr"])

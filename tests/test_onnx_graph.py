@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from keras_nmt.export import onnx_graph
+from conftest import onnx_files
 from onnx_models import loop_model
 
 
@@ -90,7 +91,7 @@ def test_the_exported_search_carries_no_weights(tiny_selecting_export):
     """Every ONNX export is tidied: the search's Loop carries only what changes."""
     import onnx
 
-    model = onnx.load(str(tiny_selecting_export / "nmt.onnx"))
+    model = onnx.load(str(onnx_files(tiny_selecting_export) / "nmt.onnx"))
     loops = [n for n in model.graph.node if n.op_type == "Loop"]
     assert len(loops) == 2  # the encoder's recurrence and the search
     for loop in loops:

@@ -10,6 +10,7 @@ import pytest
 from keras_nmt.cli import export as export_cli
 from keras_nmt.cli import onnx_translate as onnx_cli
 from keras_nmt.export import ExportError, exporter, onnx_graph, quantize
+from conftest import onnx_files
 from onnx_models import loop_model
 
 BEAM = 2
@@ -114,14 +115,14 @@ def int8_export(tiny_selecting_export):
 def test_int8_export_quantizes_the_loop_body(int8_export, capsys):
     import onnx
 
-    meta = json.loads((int8_export / "nmt.onnx.json").read_text(encoding="utf-8"))
+    meta = json.loads((onnx_files(int8_export) / "nmt.onnx.json").read_text(encoding="utf-8"))
     entry = meta["int8"]
     # The selecting search's output layer, gathered per batch, is an int8 product too.
     assert entry["model"] == "nmt.int8.onnx" and entry["int8_columns"] == 1
     assert sum(entry["quantized_ops"].values()) > 0
     check = entry["check"]
     assert check["sentences"] > 0 and check["bleu_float"] - check["bleu_int8"] <= 5
-    quantized = onnx.load(str(int8_export / "nmt.int8.onnx"))
+    quantized = onnx.load(str(onnx_files(int8_export) / "nmt.int8.onnx"))
     # The decoder step runs in the Loop body: its matrix products are int8 there.
     # The search's Loop: the largest body (the encoder's recurrence is a Loop too).
     body = max((a.g for n in quantized.graph.node if n.op_type == "Loop" for a in n.attribute),
@@ -175,12 +176,12 @@ def test_int8_check_refuses_a_degraded_model(int8_export, tiny_run, tmp_path, mo
     sentences = [" ".join(words[i : i + 4]) for i in range(0, 32, 4)]
     own = [t.text for t in translator.translate(sentences, beam_size=BEAM, shortlist=SHORTLIST)]
     monkeypatch.setattr(exporter, "_sample_pairs", lambda run, count: (sentences, own))
-    float_path = int8_export / "nmt.onnx"
-    good = exporter.int8_check(float_path, int8_export / "nmt.int8.onnx", run, translator,
+    float_path = onnx_files(int8_export) / "nmt.onnx"
+    good = exporter.int8_check(float_path, onnx_files(int8_export) / "nmt.int8.onnx", run, translator,
                                BEAM, 1.0, SHORTLIST, max_drop=30.0)
     assert good["bleu_float"] > 99
     with pytest.raises(ExportError, match="int8 model is refused"):
-        exporter.int8_check(float_path, _corrupted(int8_export / "nmt.int8.onnx", tmp_path),
+        exporter.int8_check(float_path, _corrupted(onnx_files(int8_export) / "nmt.int8.onnx", tmp_path),
                             run, translator, BEAM, 1.0, SHORTLIST, max_drop=30.0)
 
 

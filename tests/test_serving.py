@@ -9,6 +9,7 @@ hypothesis). The end-to-end tests at the bottom use a real export of ``tiny_run`
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import io
 import json
@@ -32,6 +33,7 @@ from keras_nmt.serving.tfserving_client import (
     GrpcTransport, RestTransport, ServingError, TFServingClient, Unreachable,
 )
 from child_env import child_env
+from conftest import onnx_files
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CLIENT = ROOT / "serving" / "tfserving_client.py"
@@ -60,10 +62,14 @@ def _run(script: pathlib.Path, args: list[str], stdin: str, timeout: float = 60)
     )
 
 
-def _free_port() -> int:
+@contextlib.contextmanager
+def _refusing_port():
+    """A loopback port held, for the duration, by a socket that is bound but never
+    listens: connecting to it is refused, and no other process can take it meanwhile (as
+    it could a port found free and closed again before use)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        yield s.getsockname()[1]
 
 
 # ---- onnx_translate on an echo ONNX model ----------------------------------------------
@@ -367,29 +373,29 @@ def test_server_started_after_the_first_failed_try(echo_savedmodel):
 
     registry = ModelRegistry()
     registry.add("echo", echo_savedmodel / "echo")
-    port = _free_port()
-    servers = []
+    # Bound to a port of its own from here on, listening only once started.
+    server = StandInServer(registry, rest_port=0, grpc_port=None)
+    started = []
 
     def start_server(error, delay):
         assert "cannot connect" in str(error)
-        if not servers:
-            servers.append(StandInServer(registry, rest_port=port, grpc_port=None).start())
+        if not started:
+            started.append(server.start())
 
-    client = TFServingClient(RestTransport(f"http://127.0.0.1:{port}", "echo"), retries=3,
+    client = TFServingClient(RestTransport(server.rest_url, "echo"), retries=3,
                              backoff=0.05, on_retry=start_server)
     try:
         _check_echo(client.predict(LINES))
-        assert len(servers) == 1
+        assert len(started) == 1
     finally:
-        for server in servers:
-            server.stop()
+        server.stop()
         registry.close()
 
 
 def test_server_down_is_one_line():
-    port = _free_port()
-    result = _run(CLIENT, ["--url", f"http://127.0.0.1:{port}", "--retries", "1",
-                           "--backoff", "0.05", "--quiet"], "hello\n")
+    with _refusing_port() as port:
+        result = _run(CLIENT, ["--url", f"http://127.0.0.1:{port}", "--retries", "1",
+                               "--backoff", "0.05", "--quiet"], "hello\n")
     stderr = result.stderr.decode()
     assert result.returncode == 2 and result.stdout == b""
     assert stderr.count("\n") == 1 and "Traceback" not in stderr
@@ -399,9 +405,10 @@ def test_server_down_is_one_line():
 
 def test_grpc_server_down_is_one_line_with_retry_notices():
     stdout, stderr = io.StringIO(), io.StringIO()
-    target = f"127.0.0.1:{_free_port()}"
-    code = client_cli.main(["--grpc", target, "--retries", "2", "--backoff", "0.05"],
-                                 stdin=io.BytesIO(b"hello\n"), stdout=stdout, stderr=stderr)
+    with _refusing_port() as port:
+        target = f"127.0.0.1:{port}"
+        code = client_cli.main(["--grpc", target, "--retries", "2", "--backoff", "0.05"],
+                               stdin=io.BytesIO(b"hello\n"), stdout=stdout, stderr=stderr)
     lines = stderr.getvalue().splitlines()
     assert code == 2 and stdout.getvalue() == "" and len(lines) == 3
     assert lines[0].startswith(f"keras-nmt tfserving-client: cannot reach {target}")
@@ -552,7 +559,7 @@ def tiny_expected(tiny_export, tiny_run, tiny_corpus):
     export's beam and alpha: what every serving path must give."""
     from keras_nmt.translator import Translator
 
-    metadata = json.loads((tiny_export / "nmt.onnx.json").read_text("utf-8"))
+    metadata = json.loads((onnx_files(tiny_export) / "nmt.onnx.json").read_text("utf-8"))
     sentences = (tiny_corpus / "test.en").read_text("utf-8").splitlines()[:30] + HARD_LINES
     translations = Translator.from_run_dir(tiny_run).translate(
         sentences, beam_size=metadata["beam_size"], alpha=metadata["alpha"]

@@ -10,7 +10,7 @@ import shutil
 import numpy as np
 import pytest
 
-from conftest import savedmodel_loaders
+from conftest import onnx_files, savedmodel_loaders
 from keras_nmt import lexicon as lexicon_lib
 from keras_nmt.cli import evaluate as evaluate_cli
 from keras_nmt.cli import lexicon as lexicon_cli
@@ -173,7 +173,7 @@ def test_every_path_gives_the_keras_tokens_with_selection(shortlist_export, tran
         reference = parity.from_translations(
             translator.translate(lines, beam_size=BEAM, shortlist=shortlist))
         sizes = shortlist or (0, 0)  # both 0: the whole vocabulary
-        runs = {"onnx": OnnxModel(shortlist_export / "nmt.onnx").run}
+        runs = {"onnx": OnnxModel(onnx_files(shortlist_export) / "nmt.onnx").run}
         for name, model in savedmodel_loaders(shortlist_export).items():
             runs[name] = lambda feeds, model=model: model.run("translate_ids", **feeds)
         for name, run in runs.items():
@@ -195,7 +195,7 @@ def test_every_path_gives_the_keras_tokens_with_selection(shortlist_export, tran
 def test_onnx_translate_uses_the_export_shortlist(shortlist_export, translator, lines, capsys):
     from keras_nmt.serving.onnx_translator import OnnxTranslator
 
-    meta = json.loads((shortlist_export / "nmt.onnx.json").read_text(encoding="utf-8"))
+    meta = json.loads((onnx_files(shortlist_export) / "nmt.onnx.json").read_text(encoding="utf-8"))
     assert meta["shortlist"] == [5, 2]
     assert meta["inputs"][-2:] == ["shortlist_frequent", "shortlist_best"]
     onnx = OnnxTranslator.from_export_dir(shortlist_export)

@@ -19,7 +19,7 @@ from keras_nmt.evaluation import alignment, scoring
 from keras_nmt.text import codecs
 from keras_nmt.constants import EOS_ID, UNK_ID
 from keras_nmt.text.word import tokenize
-from conftest import run_translator, savedmodel_loaders
+from conftest import onnx_files, run_translator, savedmodel_loaders
 from test_export import BAD_INPUTS  # empty, blank, emoji, control characters, 10,000 characters
 from child_env import child_env
 
@@ -49,13 +49,13 @@ def sentences(tiny_corpus):
 
 
 def test_export_files(tiny_spm_export, tiny_spm_run):
-    meta = json.loads((tiny_spm_export / "nmt.onnx.json").read_text(encoding="utf-8"))
+    meta = json.loads((onnx_files(tiny_spm_export) / "nmt.onnx.json").read_text(encoding="utf-8"))
     assert meta["tokenizer"] == "sentencepiece"
     assert (meta["source_spm"], meta["target_spm"]) == ("nmt.spm.en.model", "nmt.spm.fr.model")
     saved_model = (tiny_spm_export / "nmt" / "1" / "saved_model.pb").read_bytes()
     for lang in ("en", "fr"):
         model = (tiny_spm_run / f"spm.{lang}.model").read_bytes()
-        assert (tiny_spm_export / f"nmt.spm.{lang}.model").read_bytes() == model
+        assert (onnx_files(tiny_spm_export) / f"nmt.spm.{lang}.model").read_bytes() == model
         # The SavedModel carries the model itself, not a path into the run directory.
         assert model in saved_model
     assert str(tiny_spm_run).encode() not in saved_model
@@ -223,9 +223,10 @@ def test_onnx_translate_refuses_a_sentencepiece_export_without_its_models(tiny_s
 
     from keras_nmt.cli import onnx_translate
 
-    meta = json.loads((tiny_spm_export / "nmt.onnx.json").read_text(encoding="utf-8"))
+    exported = onnx_files(tiny_spm_export)
+    meta = json.loads((exported / "nmt.onnx.json").read_text(encoding="utf-8"))
     for name in (meta["source_vocab"], meta["target_vocab"], meta["source_spm"]):
-        (tmp_path / name).write_bytes((tiny_spm_export / name).read_bytes())
+        (tmp_path / name).write_bytes((exported / name).read_bytes())
     (tmp_path / "nmt.spm.bad.model").write_bytes(b"not a model")
     cases = [
         ({k: v for k, v in meta.items() if k != "target_spm"}, "lacks target_spm (tokenizer sentencepiece)"),

@@ -423,13 +423,22 @@ class StandInServer:
     """REST and gRPC endpoints for a :class:`ModelRegistry`, on 127.0.0.1.
 
     Ports default to 0 (ephemeral); ``rest_url`` and ``grpc_target`` say where they
-    ended up. Use as a context manager, or call :meth:`start` and :meth:`stop`."""
+    ended up. The REST port is bound when the server is made and listens from
+    :meth:`start`: in between, connections to it are refused, as by a server not up yet,
+    and no other process can take the port. Use as a context manager, or call
+    :meth:`start` and :meth:`stop`."""
 
     def __init__(self, registry: ModelRegistry, rest_port: int = 0, grpc_port: int | None = 0):
         self.registry = registry
         self.faults = Faults()
         handler = type("Handler", (_RestHandler,), {"registry": registry, "faults": self.faults})
-        self._http = http.server.ThreadingHTTPServer((HOST, rest_port), handler)
+        self._http = http.server.ThreadingHTTPServer((HOST, rest_port), handler,
+                                                     bind_and_activate=False)
+        try:
+            self._http.server_bind()
+        except BaseException:
+            self._http.server_close()
+            raise
         self._http.daemon_threads = True
         self._http_thread = threading.Thread(target=self._http.serve_forever, daemon=True)
         self._grpc = None
@@ -450,13 +459,15 @@ class StandInServer:
         return f"{HOST}:{self.grpc_port}"
 
     def start(self) -> "StandInServer":
+        self._http.server_activate()
         self._http_thread.start()
         if self._grpc is not None:
             self._grpc.start()
         return self
 
     def stop(self) -> None:
-        self._http.shutdown()
+        if self._http_thread.is_alive():  # shutdown() waits for a loop that never started
+            self._http.shutdown()
         self._http.server_close()
         if self._grpc is not None:
             self._grpc.stop(grace=None).wait(5)

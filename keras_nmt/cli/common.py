@@ -77,14 +77,16 @@ def quiet_tensorflow() -> None:
     they include an error, "failed call to cuInit", that a new user reads as a failure.
 
     Unless the user set TF_CPP_MIN_LOG_LEVEL (then it is theirs, and nothing is hidden),
-    the level becomes 3 and TensorFlow is imported with native stderr muted (its first
-    lines are written before the level is read). Python errors still show."""
+    the level becomes 3 and TensorFlow is imported with its known start-up noise filtered
+    out of native stderr (its first lines are written before the level is read; see
+    :func:`keras_nmt.progress.native_stderr_filtered`). Anything else, such as the message
+    of a native abort during the import, and Python errors still show."""
     if "TF_CPP_MIN_LOG_LEVEL" in os.environ or "tensorflow" in sys.modules:
         return
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
-    from keras_nmt.progress import native_stderr_muted
+    from keras_nmt.progress import native_stderr_filtered
 
-    with native_stderr_muted():
+    with native_stderr_filtered():
         import tensorflow  # noqa: F401
 
 

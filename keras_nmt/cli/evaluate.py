@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import pathlib
 from typing import Any, Sequence
 
@@ -37,7 +36,7 @@ from keras_nmt.evaluation.scoring import (
     table2_row,
 )
 from keras_nmt.progress import Progress
-from keras_nmt.rundir import RunDir, RunDirError
+from keras_nmt.rundir import RunDir, RunDirError, json_text
 from keras_nmt.vocab import VocabularyError
 
 PROG = "keras-nmt evaluate"
@@ -248,11 +247,11 @@ def _main(args: argparse.Namespace, stdout, stderr) -> int:
         output["files"] = write_plots(results, plots_dir, rows)
         output["files"]["evaluation"] = str(plots_dir / "evaluation.json")
         (plots_dir / "evaluation.json").write_text(
-            json.dumps(output, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+            json_text(output, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )
         print(f"figures, table2.md and evaluation.json written to {plots_dir}", file=report, flush=True)
     if args.json:
-        json.dump(output, stdout, indent=2, ensure_ascii=False)
+        stdout.write(json_text(output, indent=2, ensure_ascii=False))
         stdout.write("\n")
     return 0
 

@@ -30,8 +30,8 @@ USER_ERRORS: tuple[type[Exception], ...] = (
 DESCRIPTION = (
     "Export a training run: EXPORT_DIR/NAME/VERSION/ (a SavedModel in TF Serving's layout, "
     "checked with the TF1 session loader against the Keras model), EXPORT_DIR/models.config "
-    "and EXPORT_DIR/SERVING.md; with --onnx also EXPORT_DIR/NAME.onnx for onnxruntime. An "
-    "export that fails leaves nothing behind."
+    "and EXPORT_DIR/SERVING.md; with --onnx also NAME.onnx for onnxruntime, in "
+    "EXPORT_DIR/NAME/VERSION/onnx/. An export that fails leaves nothing behind."
 )
 
 
@@ -52,10 +52,10 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser.add_argument("--attention", action="store_true",
                         help="serving_default also returns the best translation's attention")
     parser.add_argument("--onnx", action="store_true",
-                        help="also write EXPORT_DIR/NAME.onnx (translate_ids, for onnxruntime) "
-                             "with its vocabularies and NAME.onnx.json")
+                        help="also write NAME/VERSION/onnx/NAME.onnx (translate_ids, for "
+                             "onnxruntime) with its vocabularies and NAME.onnx.json")
     parser.add_argument("--int8", action="store_true",
-                        help="with --onnx, also write EXPORT_DIR/NAME.int8.onnx (int8 weights, "
+                        help="with --onnx, also write NAME.int8.onnx there (int8 weights, "
                              "onnxruntime dynamic quantization), refused when its BLEU on a "
                              "sample of the run's sentences falls more than --int8-max-drop "
                              "below the float model's")

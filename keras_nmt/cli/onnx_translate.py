@@ -11,8 +11,8 @@ import time
 from typing import Sequence, TextIO
 
 from keras_nmt.cli.common import (
-    OneLineParser, binary, non_negative_float, positive_int, run_command, shortlist,
-    std_streams,
+    OneLineParser, binary, non_negative_float, non_negative_int, positive_int, run_command,
+    shortlist, std_streams,
 )
 from keras_nmt.corpus.readers import InputError, read_lines
 from keras_nmt.export import ExportError
@@ -32,13 +32,16 @@ class UsageError(ValueError):
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog=prog,
-        description="Translate raw sentences from stdin with onnxruntime, using "
-        "EXPORT_DIR/NAME.onnx, NAME.onnx.json and the vocabularies written by "
-        "`keras-nmt export ... --onnx`. No TensorFlow needed. One translation per input "
-        "line, in order.",
+        description="Translate raw sentences from stdin with onnxruntime, using the ONNX "
+        "model, NAME.onnx.json and the vocabularies that `keras-nmt export ... --onnx` writes "
+        "into EXPORT_DIR/NAME/VERSION/onnx/ (the newest version's, unless --version says). "
+        "No TensorFlow needed. One translation per input line, in order.",
     )
     parser.add_argument("export_dir", metavar="EXPORT_DIR")
     parser.add_argument("--name", default="nmt", help="model name in EXPORT_DIR (default nmt)")
+    parser.add_argument("--version", type=non_negative_int, metavar="N",
+                        help="the version of NAME to run (default: the newest, which must "
+                             "have been exported with --onnx)")
     parser.add_argument("--beam", type=positive_int, metavar="K",
                         help="beam size (default: the export's)")
     parser.add_argument("--alpha", type=non_negative_float, metavar="A",
@@ -73,7 +76,7 @@ def main(argv: Sequence[str] | None = None, stdin=None, stdout: TextIO | None = 
 
 def _run(args, stdin, stdout: TextIO, stderr: TextIO, prog: str) -> int:
     translator = OnnxTranslator.from_export_dir(args.export_dir, args.name, args.threads,
-                                                int8=args.int8)
+                                                int8=args.int8, version=args.version)
     nbest = args.nbest or 1
     beam = args.beam if args.beam is not None else max(translator.beam_size, nbest)
     options = dict(beam_size=beam, alpha=args.alpha, nbest=nbest, forbid_unk=args.no_unk,

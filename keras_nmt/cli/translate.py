@@ -11,7 +11,6 @@ give one line ``keras-nmt translate: error: ...`` on stderr and exit status 2.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from typing import Sequence, TextIO
 
@@ -25,7 +24,7 @@ from keras_nmt.corpus.readers import InputError, decode_line, read_lines
 from keras_nmt.ensemble import EnsembleError, check_compatible
 from keras_nmt.lexicon import LexiconError, shortlist_inputs
 from keras_nmt.progress import Progress, format_duration
-from keras_nmt.rundir import RunDir, RunDirError
+from keras_nmt.rundir import RunDir, RunDirError, json_text
 from keras_nmt.unk_replace import DictionaryError, load_dictionary
 from keras_nmt.vocab import VocabularyError
 
@@ -137,7 +136,7 @@ class _Writer:
                 self.stdout.write(t.text + "\n")
             if self.attention is not None:
                 record = _attention_record(self.index, t)
-                self.attention.write(json.dumps(record, ensure_ascii=False) + "\n")
+                self.attention.write(json_text(record, ensure_ascii=False) + "\n")
             self.index += 1
         if self.interactive:
             self.stdout.flush()

@@ -13,7 +13,6 @@ and no change to the caller's matplotlib backend.
 from __future__ import annotations
 
 import csv
-import json
 import math
 import os
 import pathlib
@@ -25,6 +24,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from keras_nmt.evaluation.alignment import write_pharaoh
+from keras_nmt.rundir import json_text
 
 DPI = 110
 
@@ -137,7 +137,7 @@ def attention_figure(
     _save(figure, path, tight=True)
 
     data = path.with_suffix(".json")
-    data.write_text(json.dumps({
+    data.write_text(json_text({
         "title": title,
         "source_tokens": x_labels,
         "output_tokens": y_labels,

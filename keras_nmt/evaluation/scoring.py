@@ -68,10 +68,12 @@ def bleu_by_length(
 
 def bleu_longer_than(
     hypotheses: Sequence[str], references: Sequence[str], source_lengths: Sequence[int], limit: int
-) -> tuple[float, int]:
+) -> tuple[float | None, int]:
+    """BLEU of the sentences whose source is longer than ``limit`` tokens, and their
+    number; None when there is none (short-sentence corpora such as Anki)."""
     chosen = [i for i, n in enumerate(source_lengths) if n > limit]
     if not chosen:
-        return float("nan"), 0
+        return None, 0
     score, _ = bleu([hypotheses[i] for i in chosen], [references[i] for i in chosen])
     return score, len(chosen)
 

@@ -6,6 +6,7 @@
 - :mod:`~keras_nmt.export.loaders`: loading a SavedModel both ways (TF2, the TF1 session);
 - :mod:`~keras_nmt.export.parity`: comparing two paths' translations;
 - :mod:`~keras_nmt.export.serving_files`: ``models.config`` and ``SERVING.md``.
+- :mod:`~keras_nmt.export.layout`: where an export's files lie (read without TensorFlow).
 
 Importing this package loads no TensorFlow; :class:`ExportError` is shared with the
 onnxruntime path (:mod:`keras_nmt.serving.onnx_translator`), which reads exports.

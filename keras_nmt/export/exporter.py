@@ -1,15 +1,16 @@
 """A run's model for TF Serving (and ONNX): what ``keras-nmt export`` does.
 
 :func:`export` writes EXPORT_DIR/NAME/VERSION/ (a SavedModel in TF Serving's layout), EXPORT_DIR/
-models.config and EXPORT_DIR/SERVING.md. The SavedModel is written into a temporary
-directory next to its final place, loaded back with the TF1 session loader (the code
-path TF Serving uses) and checked against the Keras model's own beam search on a few
-sentences, and only then renamed to VERSION. With --onnx, EXPORT_DIR/NAME.onnx (the
-translate_ids signature converted by tf2onnx), NAME.onnx.json and the vocabularies are
-written too, after onnx.checker and an onnxruntime check; with --int8 also NAME.int8.onnx,
-its weights quantized to int8 (:mod:`keras_nmt.export.quantize`), written only when its
-BLEU on a sample of the run's sentences is within a stated bound of the float model's.
-An export that fails leaves nothing behind.
+models.config and EXPORT_DIR/SERVING.md (:mod:`keras_nmt.export.layout`). The SavedModel is
+written into a temporary directory next to its final place, loaded back with the TF1 session
+loader (the code path TF Serving uses) and checked against the Keras model's own beam search
+on a few sentences, and only then renamed to VERSION. With --onnx, VERSION/onnx/ holds
+NAME.onnx (the translate_ids signature converted by tf2onnx), NAME.onnx.json and the
+vocabularies, written after onnx.checker and an onnxruntime check and before that rename, so
+the ONNX model arrives with its SavedModel; with --int8 also NAME.int8.onnx, its weights
+quantized to int8 (:mod:`keras_nmt.export.quantize`), written only when its BLEU on a sample
+of the run's sentences is within a stated bound of the float model's. An export that fails
+leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import shutil
 import tempfile
 from typing import Callable
 
-from keras_nmt.export import ExportError
+from keras_nmt.export import ExportError, layout
 from keras_nmt.lexicon import shortlist_inputs
 from keras_nmt.rundir import RunDir, write_json_atomic, write_text_atomic
 from keras_nmt.text import codecs
@@ -59,8 +60,7 @@ class ExportRequest:
 
 
 def next_version(model_dir: pathlib.Path) -> int:
-    versions = [int(p.name) for p in model_dir.iterdir() if p.name.isdigit()] if model_dir.is_dir() else []
-    return max(versions, default=0) + 1
+    return max(layout.versions(model_dir), default=0) + 1
 
 
 def _prepare_out(out: pathlib.Path, name: str, version: int | None) -> tuple[pathlib.Path, int]:
@@ -211,7 +211,7 @@ def write_onnx(directory: pathlib.Path, name: str, run, model, settings, tokeniz
         for role, lang in (("source_spm", run.src), ("target_spm", run.tgt)):
             models[role] = f"{name}.spm.{lang}.model"
             shutil.copyfile(run.run.sentencepiece_path(lang), directory / models[role])
-    write_json_atomic(directory / f"{name}.onnx.json", {
+    write_json_atomic(directory / layout.metadata_name(name), {
         "model": f"{name}.onnx",
         "src": run.src,
         "tgt": run.tgt,
@@ -247,11 +247,14 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
         lexicon = run.run.load_lexicon()
         shortlist_inputs(args.shortlist, lexicon)
     out = pathlib.Path(args.out)
+    from keras_nmt.export import serving_files
+
+    serving_files.models_config(out, args.name)  # an unreadable one stops us before any work
     model_dir, version = _prepare_out(out, args.name, args.version)
     final = model_dir / str(version)
 
     log(f"loading {run.run.path}")
-    from keras_nmt.export import savedmodel, serving_files
+    from keras_nmt.export import savedmodel
     from keras_nmt.translator import Translator, default_max_source_len
 
     # Exports compute in float32 whatever the run trained in: the weights are float32,
@@ -270,10 +273,9 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
         max_source_len=default_max_source_len(run.config.max_len),
         shortlist=args.shortlist,
     )
-    # Everything is written into temporary directories (names TF Serving ignores, not
-    # integers) and moved into place only once all of it is written and checked.
+    # Everything, the ONNX files included, is written into a temporary directory (a name
+    # TF Serving ignores, not an integer) and renamed into place once all of it is checked.
     staging = pathlib.Path(tempfile.mkdtemp(dir=model_dir, prefix=f".{version}.tmp-"))
-    onnx_staging = pathlib.Path(tempfile.mkdtemp(dir=out, prefix=f".{args.name}.onnx.tmp-"))
     try:
         selection = f", shortlist {args.shortlist[0]},{args.shortlist[1]}" if args.shortlist else ""
         log(f"exporting SavedModel (beam {beam_size}, alpha {settings.alpha:g}{selection})")
@@ -283,8 +285,9 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
         savedmodel.write_savedmodel(archive, staging)
         log("checking the SavedModel with the TF1 session loader")
         self_check(staging, translator, beam_size, settings.alpha, args.shortlist)
-        onnx_files = []
         if args.onnx:
+            onnx_staging = staging / layout.ONNX_DIR
+            onnx_staging.mkdir()
             write_onnx(onnx_staging, args.name, run, model, settings, tokenizer, log,
                        lexicon_table=table)
             log("checking the ONNX model with onnx.checker and onnxruntime")
@@ -293,19 +296,15 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
             if args.int8:
                 int8 = write_int8(onnx_staging, args.name, run, translator, settings,
                                   args.int8_max_drop, log)
-                metadata_path = onnx_staging / f"{args.name}.onnx.json"
+                metadata_path = onnx_staging / layout.metadata_name(args.name)
                 metadata = json.loads(metadata_path.read_text(encoding="utf-8"))
                 write_json_atomic(metadata_path, {**metadata, "int8": int8})
-            onnx_files = sorted(onnx_staging.iterdir())
         if final.exists():
             raise ExportError(f"{final} already exists (pick another --version)")
         staging.chmod(0o755)  # mkdtemp makes it private; a server may run as another user
         staging.rename(final)
-        for path in onnx_files:
-            path.replace(out / path.name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-        shutil.rmtree(onnx_staging, ignore_errors=True)
 
     write_text_atomic(out / serving_files.CONFIG_NAME, serving_files.models_config(out, args.name))
     write_text_atomic(out / serving_files.SERVING_NAME, serving_files.serving_md(

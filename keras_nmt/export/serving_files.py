@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pathlib
 
+from keras_nmt.export import ExportError, layout
+
 CONFIG_NAME = "models.config"
 SERVING_NAME = "SERVING.md"
 
@@ -13,18 +15,23 @@ def models_config(export_dir: pathlib.Path, name: str) -> str:
     """``models.config`` naming ``name`` (base path ``/models/NAME``, the directory the
     docker commands mount EXPORT_DIR on). Models of other names already listed in an
     existing file are kept, so several models exported into one directory are served
-    together."""
+    together; an existing file that cannot be read as a ModelServerConfig raises
+    :class:`ExportError` rather than being replaced, which would drop the models it lists."""
     # TF Serving's own proto: what it parses is what we write.
     from google.protobuf import text_format
     from tensorflow_serving.config import model_server_config_pb2
 
     config = model_server_config_pb2.ModelServerConfig()
-    existing = export_dir / CONFIG_NAME
-    if existing.is_file():
+    existing = pathlib.Path(export_dir) / CONFIG_NAME
+    if existing.exists():
         try:
             text_format.Parse(existing.read_text(encoding="utf-8"), config)
-        except text_format.ParseError:
-            config = model_server_config_pb2.ModelServerConfig()  # rewritten from scratch
+        except (OSError, UnicodeDecodeError, text_format.ParseError) as error:
+            reason = " ".join(str(getattr(error, "strerror", None) or error).split())
+            raise ExportError(
+                f"cannot read {existing} as a TF Serving model config ({reason}); it may list "
+                "other models, so it is not rewritten: fix it, or remove it to start anew"
+            ) from None
     entries = config.model_config_list.config
     kept = [entry for entry in entries if entry.name != name]
     del entries[:]
@@ -69,12 +76,15 @@ def serving_md(name: str, version: int, signatures: dict[str, str], onnx: bool,
     codec_files = (f"SentencePiece models (`{name}.spm.*.model`, run by the `sentencepiece` "
                    "package through `keras_nmt.text.sentencepiece`)" if sentencepiece
                    else "tokenizer (`keras_nmt.text.word`)")
+    onnx_dir = f"{name}/{version}/{layout.ONNX_DIR}"
     onnx_part = (
-        f"\n## ONNX\n\n`{name}.onnx` is the `translate_ids` signature converted by tf2onnx "
-        f"(token ids in, token ids out). `{name}.onnx.json` names its vocabularies "
+        f"\n## ONNX\n\n`{onnx_dir}/{name}.onnx` is the `translate_ids` signature converted by "
+        f"tf2onnx (token ids in, token ids out); TF Serving ignores `{onnx_dir}/`. "
+        f"`{name}.onnx.json` beside it names its vocabularies "
         f"(`{name}.vocab.*.txt`), tokenizer, maximum source length, beam size and alpha: "
         f"encoding and decoding run in Python with the run's {codec_files} around "
-        "onnxruntime (`keras-nmt onnx-translate`, or `python serving/onnx_translate.py`).\n"
+        "onnxruntime (`keras-nmt onnx-translate EXPORT_DIR`, which reads the newest version's "
+        "ONNX model, or `python serving/onnx_translate.py`).\n"
         if onnx else ""
     )
     if sentencepiece:

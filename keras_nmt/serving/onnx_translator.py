@@ -2,7 +2,8 @@
 
 The command is ``keras-nmt onnx-translate EXPORT_DIR [--name nmt] [--beam K] < in.txt``
 (:mod:`keras_nmt.cli.onnx_translate`). It reads what ``keras-nmt export RUN_DIR --out
-EXPORT_DIR --onnx`` writes: ``NAME.onnx`` (the
+EXPORT_DIR --onnx`` writes into the newest version's EXPORT_DIR/NAME/VERSION/onnx/
+(:mod:`keras_nmt.export.layout`; another version with ``--version``): ``NAME.onnx`` (the
 beam search over token ids, signature ``translate_ids``), ``NAME.onnx.json`` (languages,
 vocabulary files, maximum source length, beam size, alpha) and the two vocabularies.
 Sentences are encoded and decoded by the export's :mod:`keras_nmt.text` codecs, the
@@ -32,7 +33,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from keras_nmt.constants import EOS_ID
-from keras_nmt.export import ExportError
+from keras_nmt.export import ExportError, layout
 from keras_nmt.text import CodecError, codecs
 from keras_nmt.vocab import Vocabulary
 
@@ -152,14 +153,14 @@ class OnnxTranslator:
 
     @classmethod
     def from_export_dir(cls, export_dir: str | os.PathLike, name: str = "nmt",
-                        threads: int | None = None, int8: bool = False) -> "OnnxTranslator":
-        """Load EXPORT_DIR/NAME.onnx.json, its vocabularies (and SentencePiece models),
-        then NAME.onnx, or with ``int8`` NAME.int8.onnx (raises
+                        threads: int | None = None, int8: bool = False,
+                        version: int | None = None) -> "OnnxTranslator":
+        """Load NAME.onnx.json of the newest version of ``name`` in EXPORT_DIR (or of
+        ``version``; :func:`keras_nmt.export.layout.find_onnx_dir`), its vocabularies (and
+        SentencePiece models), then NAME.onnx, or with ``int8`` NAME.int8.onnx (raises
         :class:`ExportError` or VocabularyError naming what is missing or broken)."""
-        export_dir = pathlib.Path(export_dir)
-        if not export_dir.is_dir():
-            raise ExportError(f"{export_dir} is not a directory")
-        metadata = _load_metadata(export_dir / f"{name}.onnx.json")
+        export_dir = layout.find_onnx_dir(export_dir, name, version)
+        metadata = _load_metadata(export_dir / layout.metadata_name(name))
         source_codec, target_codec = _load_codecs(export_dir, metadata)
         try:
             max_source_len = int(metadata["max_source_len"])

@@ -37,7 +37,7 @@ import urllib.parse
 import urllib.request
 from typing import Callable, Sequence
 
-from keras_nmt.progress import native_stderr_muted
+from keras_nmt.progress import native_stderr_filtered
 
 DEFAULT_SIGNATURE = "serving_default"
 SEARCH_SIGNATURE = "translate"  # sentences, beam_size, alpha
@@ -204,8 +204,8 @@ class GrpcTransport:
 
         # The PredictRequest protos are built on TensorFlow's TensorProto, so TensorFlow
         # loads here; its native libraries log a few start-up lines on stderr that no
-        # setting silences, which would bury our one-line errors.
-        with native_stderr_muted():
+        # setting silences, which would bury our one-line errors (real errors still show).
+        with native_stderr_filtered():
             import tensorflow as tf
             from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
