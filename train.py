@@ -6,7 +6,7 @@ The same as ``keras-nmt train``. With no --data, trains on the built-in corpus
 run directory.
 """
 
-from keras_nmt.cli.train import main
+from keras_nmt.cli import run_command
 
 if __name__ == "__main__":
-    raise SystemExit(main(prog="train.py"))
+    raise SystemExit(run_command("train", None, prog="train.py"))

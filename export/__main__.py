@@ -1,5 +1,5 @@
 import sys
 
-from keras_nmt.cli.export import main
+from keras_nmt.cli import run_command
 
-sys.exit(main(prog="export"))
+sys.exit(run_command("export", None, prog="export"))

@@ -174,3 +174,35 @@ def test_run_command_statuses():
     assert stderr.getvalue().splitlines()[-1] == "p: error: bad value"
     assert run_command("p", interrupted, stdout, stderr, late, "stopped") == 130
     assert stderr.getvalue().splitlines()[-1] == "p: stopped"
+
+
+# The plain install has none of the [train] extra's packages: a fresh interpreter in
+# which importing any of them fails, as it would there.
+WITHOUT_TRAINING = ("import sys\n"
+                    "from keras_nmt import cli\n"
+                    "for name in cli.TRAINING_PACKAGES: sys.modules[name] = None\n")
+
+
+@pytest.mark.parametrize("argv", [["train", "--max-steps", "1"], ["translate", "RUN"],
+                                  ["export", "RUN", "--out", "x"]])
+def test_training_commands_on_the_plain_install_say_what_to_install(tmp_path, tiny_run, argv):
+    argv = [str(tiny_run) if arg == "RUN" else arg for arg in argv]
+    result = subprocess.run(
+        [sys.executable, "-c", WITHOUT_TRAINING + f"sys.exit(cli.main({argv!r}))"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert result.returncode == 2, result.stderr
+    line, = result.stderr.strip().splitlines()
+    assert line.startswith(f"keras-nmt {argv[0]}: error: this command needs the training install")
+    assert "pip install 'keras-nmt[train]'" in line
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_pyproject_keeps_tensorflow_out_of_the_plain_install():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    plain = {requirement.split(">")[0].split("=")[0].split("<")[0].split("[")[0]
+             for requirement in project["dependencies"]}
+    assert plain == {"numpy", "onnxruntime", "regex", "sentencepiece"}
+    train = " ".join(project["optional-dependencies"]["train"])
+    assert "tensorflow>=" in train and "keras>=" in train

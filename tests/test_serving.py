@@ -139,18 +139,22 @@ def _echo_expected(line: str) -> str:
 
 
 def _onnx_translate_probe(args: list[str], lines: list[str], then: str = ""):
-    """Run onnx_translate.py's command line in a fresh interpreter (then the code
-    ``then``); return its stdout lines, its stderr lines, and the loaded modules of
+    """Run onnx_translate.py's command line in a fresh interpreter where none of the
+    training install's packages can be imported, as on the plain (ONNX) install (then the
+    code ``then``); return its stdout lines, its stderr lines, and the loaded modules of
     TensorFlow or Keras (none expected)."""
     probe = (
         "import json, runpy, sys\n"
+        "from keras_nmt.cli import TRAINING_PACKAGES\n"
+        "for name in TRAINING_PACKAGES: sys.modules[name] = None\n"
         f"sys.argv = ['onnx_translate.py', *{args!r}]\n"
         "try:\n"
         f"    runpy.run_path({str(ONNX_TRANSLATE)!r}, run_name='__main__')\n"
         "except SystemExit as stop:\n"
         "    assert not stop.code, stop.code\n"
         f"{then}"
-        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras'))\n"
+        "heavy = sorted(m for m, module in sys.modules.items()\n"
+        "               if module is not None and m.split('.')[0] in ('tensorflow', 'keras'))\n"
         "print(json.dumps(heavy), file=sys.stderr)\n"
     )
     result = subprocess.run(

@@ -33,6 +33,24 @@ COMMANDS = {
     "wmt14": ("wmt14", "download, check and prepare the paper's WMT'14 English-French corpus"),
 }
 PROG = "keras-nmt"
+# What the plain install (the ONNX path) lacks: the packages of the [train] extra.
+TRAINING_PACKAGES = {"tensorflow", "keras", "tensorflow_text", "tf2onnx", "onnx", "sacrebleu",
+                     "sacremoses", "matplotlib", "tensorboard", "tensorflow_serving", "psutil"}
+
+
+def run_command(module_name: str, argv: Sequence[str] | None, prog: str) -> int:
+    """``keras_nmt.cli.MODULE.main(argv, prog=prog)``; on the plain install, a command that
+    needs the training packages stops with a one-line error that says how to get them."""
+    try:
+        module = importlib.import_module(f"keras_nmt.cli.{module_name}")
+        return module.main(argv, prog=prog)
+    except ModuleNotFoundError as error:
+        package = (error.name or "").split(".")[0]
+        if package not in TRAINING_PACKAGES:
+            raise
+        print(f"{prog}: error: this command needs the training install ({package} is not "
+              "installed): python -m pip install 'keras-nmt[train]'", file=sys.stderr)
+        return 2
 
 
 def usage() -> str:
@@ -59,5 +77,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: unknown command {name!r}; commands: {', '.join(COMMANDS)} "
               "(see --help)", file=sys.stderr)
         return 2
-    module = importlib.import_module(f"keras_nmt.cli.{COMMANDS[name][0]}")
-    return module.main(rest, prog=f"{PROG} {name}")
+    return run_command(COMMANDS[name][0], rest, prog=f"{PROG} {name}")
