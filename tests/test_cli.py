@@ -42,6 +42,9 @@ def test_unknown_command_and_no_command_are_one_line_errors(capsys):
     assert err == ["keras-nmt: error: unknown command 'tranlsate'; commands: "
                    + ", ".join(SUBCOMMANDS) + " (see --help)"]
     assert cli.main([]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("usage: keras-nmt COMMAND")
+    assert err.splitlines()[-1] == "keras-nmt: error: a command is required"
 
 
 @pytest.mark.parametrize("name", SUBCOMMANDS)

@@ -64,9 +64,13 @@ def usage() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help"):
+    if argv and argv[0] in ("-h", "--help"):
         sys.stdout.write(usage())
-        return 0 if argv else 2
+        return 0
+    if not argv:  # a usage error, as argparse reports one: on stderr, status 2
+        sys.stderr.write(usage())
+        print(f"{PROG}: error: a command is required", file=sys.stderr)
+        return 2
     if argv[0] == "--version":
         from keras_nmt import __version__
 
