@@ -270,6 +270,17 @@ def check_optimizer_fields(config: Config, given: Iterable[str]) -> None:
         )
 
 
+def check_attention(option: str, configs: Iterable[Config]) -> None:
+    """Refuse ``option``, which reads the attention weights, when none of the models it
+    would apply to (``configs``) has attention: RNNencdec has none, and the option would
+    change nothing."""
+    configs = list(configs)
+    if not any(config.uses_attention for config in configs):
+        variants = ", ".join(sorted({config.variant for config in configs}))
+        raise ConfigError(f"{option} reads the attention weights, and an RNNencdec model "
+                          f"({variants}) has none")
+
+
 def _field_types() -> dict[str, Any]:
     hints = typing.get_type_hints(Config)
     return {f.name: hints[f.name] for f in dataclasses.fields(Config)}

@@ -62,6 +62,14 @@ def edit_json(path, **changes):
     path.write_text(json.dumps(values), encoding="utf-8")
 
 
+@pytest.fixture
+def encdec_labelled_run(run_copy):
+    """``run_copy`` with a config.json that says RNNencdec (encdec30): its weights are
+    still RNNsearch's, so it only serves checks that refuse before the weights load."""
+    edit_json(run_copy / "config.json", architecture="encdec", variant="encdec30")
+    return run_copy
+
+
 @pytest.fixture(scope="session")
 def tiny_export(tiny_run, tmp_path_factory):
     """``python -m export`` of ``tiny_run``, done once: EXPORT_DIR with nmt/1/ (beam 5,
