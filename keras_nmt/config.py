@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 ARCHITECTURES = ("search", "encdec")
 OPTIMIZERS = ("adadelta", "adam", "sgd")
+# Fields that only some optimizers read (training.make_optimizer); every other field
+# applies to all of them.
+OPTIMIZER_FIELDS = {"rho": ("adadelta",), "epsilon": ("adadelta",)}
+DEFAULT_VARIANT = "search50"
 # keras.mixed_precision policies: variables stay float32 in all three.
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 AVERAGE_FROM = ("last", "best")
@@ -37,7 +41,7 @@ class Config:
     gradient norm clipped to 1.
     """
 
-    variant: str = "search50"
+    variant: str = DEFAULT_VARIANT
     architecture: str = "search"  # "search" (RNNsearch) or "encdec" (RNNencdec)
     embedding: int = 620  # m: word embedding size
     hidden: int = 1000  # n: GRU units (per direction in the encoder)
@@ -248,6 +252,33 @@ def variant_config(name: str, overrides: Mapping[str, Any] | None = None) -> Con
     values: dict[str, Any] = {"variant": name, **VARIANTS[name]}
     values.update(overrides or {})
     return Config.from_dict(values)
+
+
+def check_optimizer_fields(config: Config, given: Iterable[str]) -> None:
+    """Refuse ``given`` fields (those the user set) that ``config``'s optimizer does not
+    read: an ``--set rho=...`` with Adam would otherwise change nothing. Defaults never
+    trigger it, nor do recipes, which are checked for consistency by the tests: a recipe's
+    value is not the user's to remove when the user picks another optimizer."""
+    ignored = sorted(name for name in given
+                     if config.optimizer not in OPTIMIZER_FIELDS.get(name, OPTIMIZERS))
+    if ignored:
+        users = " and ".join(sorted({o for name in ignored for o in OPTIMIZER_FIELDS[name]}))
+        raise ConfigError(
+            f"--set {', '.join(ignored)}: only the {users} optimizer reads "
+            f"{'it' if len(ignored) == 1 else 'them'}, and this run uses {config.optimizer} "
+            f"(--set optimizer=... to change it)"
+        )
+
+
+def check_attention(option: str, configs: Iterable[Config]) -> None:
+    """Refuse ``option``, which reads the attention weights, when none of the models it
+    would apply to (``configs``) has attention: RNNencdec has none, and the option would
+    change nothing."""
+    configs = list(configs)
+    if not any(config.uses_attention for config in configs):
+        variants = ", ".join(sorted({config.variant for config in configs}))
+        raise ConfigError(f"{option} reads the attention weights, and an RNNencdec model "
+                          f"({variants}) has none")
 
 
 def _field_types() -> dict[str, Any]:

@@ -32,7 +32,7 @@ from keras_nmt.text import codecs
 from keras_nmt.text.sentencepiece import SentencePieceCodec, train_sentencepiece
 from keras_nmt.vocab import Vocabulary
 from keras_nmt.training import (
-    Limits, RunWriteError, Trainer, checkpoint_problem, checkpoint_step,
+    Limits, RunWriteError, Trainer, check_limits, checkpoint_problem, checkpoint_step,
 )
 from keras_nmt.translator import Translator
 
@@ -51,14 +51,21 @@ RESUMABLE_FIELDS = frozenset(
     {"learning_rate", "rho", "epsilon", "clipnorm", "checkpoint_every", "eval_every",
      "patience", "early_stop_metric", "beam_size", "length_alpha", "max_decode_ratio"}
 )
+# What a new run takes for the options of TrainOptions left at None; --resume takes the
+# run's own instead.
+NEW_RUN_DEFAULTS: dict[str, Any] = {
+    "variant": config_lib.DEFAULT_VARIANT, "data": BUILTIN, "src": "en", "tgt": "fr",
+}
 
 
 @dataclasses.dataclass
 class TrainOptions:
-    variant: str = "search50"
-    data: str = BUILTIN
-    src: str = "en"
-    tgt: str = "fr"
+    # None: NEW_RUN_DEFAULTS for a new run, the run's own with ``resume``. Any option
+    # given with ``resume`` must match the run (ConfigError otherwise).
+    variant: str | None = None
+    data: str | None = None  # BUILTIN, wmt14.NAME or a corpus directory
+    src: str | None = None
+    tgt: str | None = None
     out: str | None = None
     max_steps: int | None = None
     max_minutes: float | None = None
@@ -78,6 +85,38 @@ class TrainOptions:
     recipe: str | None = None  # a name of config.RECIPES
     lexicon: bool = True  # build the lexical table for vocabulary selection at the end
 
+    def for_new_run(self) -> "TrainOptions":
+        """These options with NEW_RUN_DEFAULTS where they are None."""
+        return dataclasses.replace(self, **{
+            name: value for name, value in NEW_RUN_DEFAULTS.items() if getattr(self, name) is None
+        })
+
+
+# The options that data.json records (under "options") for --resume to check: those
+# that chose the corpus and the configuration besides --variant, --seed and --set,
+# which config.json holds.
+RECORDED_OPTIONS = ("data", "paper_size", "recipe", "max_train_pairs", "cache_dir", "mirror")
+
+
+def _recorded_value(name: str, value: Any) -> Any:
+    """An option's value as data.json records it and --resume compares it: a corpus
+    directory resolved, the WMT'14 cache and mirror as the download uses them."""
+    if name == "data" and value not in (BUILTIN, wmt14.NAME):
+        return str(pathlib.Path(value).expanduser().resolve())
+    if name == "cache_dir":
+        return str(wmt14.cache_dir(value).resolve())
+    if name == "mirror":
+        return wmt14.mirror_base(value)
+    return value
+
+
+def _options_record(options: TrainOptions) -> dict[str, Any]:
+    """data.json's "options" of a new run (``options`` are for_new_run's)."""
+    record = {name: _recorded_value(name, getattr(options, name)) for name in RECORDED_OPTIONS}
+    if options.data != wmt14.NAME:
+        record.update(cache_dir=None, mirror=None)  # no download: nothing to record
+    return record
+
 
 def default_run_dir(variant: str) -> pathlib.Path:
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -87,6 +126,7 @@ def default_run_dir(variant: str) -> pathlib.Path:
 def resolve_config(options: TrainOptions) -> Config:
     """The variant's configuration with the built-in corpus's compact sizes (unless the
     paper's sizes are asked for), the recipe and the user's overrides, in that order."""
+    options = options.for_new_run()
     values: dict[str, Any] = {}
     if options.data == BUILTIN and not options.paper_size:
         values.update(config_lib.COMPACT)
@@ -98,11 +138,31 @@ def resolve_config(options: TrainOptions) -> Config:
     return config_lib.variant_config(options.variant, values)
 
 
+def _new_run_config(options: TrainOptions) -> Config:
+    """A new run's configuration (vocabulary sizes before the corpus scan), after every
+    check of ``options`` (for_new_run's) that needs no corpus: nothing is written yet."""
+    if options.data != wmt14.NAME:
+        misplaced = [flag for flag, value in (
+            ("--max-train-pairs", options.max_train_pairs), ("--cache-dir", options.cache_dir),
+            ("--mirror", options.mirror)) if value is not None]
+        if misplaced:
+            raise CorpusError(f"{', '.join(misplaced)}: for --data {wmt14.NAME} only, not "
+                              f"--data {options.data}")
+    elif {options.src, options.tgt} != set(wmt14.LANGS):
+        raise CorpusError(f"--data {wmt14.NAME} needs --src/--tgt en and fr, "
+                          f"got {options.src}/{options.tgt}")
+    if options.paper_size and options.data != BUILTIN:
+        raise ConfigError(f"--paper-size: for --data {BUILTIN} only (on other corpora the "
+                          "paper's dimensions are the default)")
+    config = resolve_config(options)
+    config_lib.check_optimizer_fields(config, options.overrides)
+    return config
+
+
 def _prepare(options: TrainOptions, run: RunDir, log) -> tuple[Config, dict[str, Any]]:
     """First start of a run: corpus, vocabularies and config written into ``run``."""
-    config = resolve_config(options)
-    if options.max_train_pairs is not None and options.data != wmt14.NAME:
-        raise CorpusError(f"--max-train-pairs applies to --data {wmt14.NAME} only")
+    options = options.for_new_run()
+    config = _new_run_config(options)
     run.create()
     if options.data == BUILTIN:
         spec = builtin.BuiltinCorpusSpec()
@@ -115,8 +175,6 @@ def _prepare(options: TrainOptions, run: RunDir, log) -> tuple[Config, dict[str,
                 f"maxout={config.maxout}, optimizer={config.optimizer}); pass --paper-size for the paper's"
             )
     elif options.data == wmt14.NAME:
-        if {options.src, options.tgt} != set(wmt14.LANGS):
-            raise CorpusError(f"--data {wmt14.NAME} needs --src/--tgt en and fr, got {options.src}/{options.tgt}")
         corpus_dir = wmt14.prepare(
             options.cache_dir, options.mirror, options.max_train_pairs, log=log, quiet=options.quiet
         )
@@ -161,6 +219,7 @@ def _prepare(options: TrainOptions, run: RunDir, log) -> tuple[Config, dict[str,
         "train": stats.summary(),
         "source_types": len(stats.source_counts),
         "target_types": len(stats.target_counts),
+        "options": _options_record(options),
     }
     write_json_atomic(run.data_path, info)
     # config.json last: its presence marks a run whose set-up is complete.
@@ -173,24 +232,59 @@ def _prepare(options: TrainOptions, run: RunDir, log) -> tuple[Config, dict[str,
     return config, info
 
 
+def _flag(option: str, value: Any) -> str:
+    """How an option reads on the command line: "--seed 7", "--paper-size", "no --recipe"."""
+    if value is None or value is False:
+        return f"no {option}"
+    return option if value is True else f"{option} {value}"
+
+
 def _resume_config(options: TrainOptions, run: RunDir) -> tuple[Config, dict[str, Any]]:
+    """The run's configuration and data.json, with the changes --resume allows (the
+    RESUMABLE_FIELDS of ``options.overrides``). Every other option given must match the
+    run: ConfigError naming the option, its value and the run's otherwise."""
     if not run.is_initialised() or not run.has_checkpoint():
         raise RunDirError(f"--resume: no checkpoint to resume from in {run.path}")
     config = run.load_config()
-    if options.variant != config.variant:
+    info = run.load_data_info()
+    record = info.get("options")
+    if record is None:  # a run made before data.json recorded its options
+        record = {"data": BUILTIN if info.get("builtin") else info.get("corpus")}
+    # option -> (given value, the run's), for the options given (None or False: not given).
+    given = {
+        "--variant": (options.variant, config.variant),
+        "--tokenizer": (options.tokenizer, run.tokenizer(info)),
+        "--src": (options.src, info["src"]),
+        "--tgt": (options.tgt, info["tgt"]),
+        "--seed": (options.seed, config.seed),
+    }
+    for name in RECORDED_OPTIONS:
+        if getattr(options, name) not in (None, False):
+            given["--" + name.replace("_", "-")] = (
+                _recorded_value(name, getattr(options, name)), record.get(name, KeyError))
+    given = {flag: pair for flag, pair in given.items() if pair[0] is not None}
+    unrecorded = [flag for flag, (_, theirs) in given.items() if theirs is KeyError]
+    if unrecorded:
         raise ConfigError(
-            f"--resume: {run.path} holds a {config.variant} run, not {options.variant}"
+            f"--resume: {run.path} was made by an earlier version that did not record its "
+            f"{', '.join(unrecorded)}: leave {'it' if len(unrecorded) == 1 else 'them'} out"
         )
-    kind = run.tokenizer()
-    if options.tokenizer is not None and options.tokenizer != kind:
-        raise ConfigError(f"--resume: {run.path} uses the {kind} tokenizer, not {options.tokenizer}")
+    differ = [flag for flag, (yours, theirs) in given.items() if yours != theirs]
     changes = {k: v for k, v in options.overrides.items() if getattr(config, k) != v}
     fixed = sorted(set(changes) - RESUMABLE_FIELDS)
-    if fixed:
+    if differ or fixed:
+        yours = [_flag(flag, given[flag][0]) for flag in differ]
+        yours += [f"--set {k}={changes[k]}" for k in fixed]
+        theirs = [_flag(flag, given[flag][1]) for flag in differ]
+        theirs += [f"{k}={getattr(config, k)}" for k in fixed]
         raise ConfigError(
-            f"--resume: cannot change {', '.join(fixed)} of an existing run (they define the model)"
+            f"--resume: {', '.join(yours)} {'does' if len(yours) == 1 else 'do'} not match the "
+            f"run in {run.path}, started with {', '.join(theirs)} (leave an option out to "
+            "keep the run's)"
         )
-    return config.replace(**changes), run.load_data_info()
+    config = config.replace(**changes)
+    config_lib.check_optimizer_fields(config, options.overrides)
+    return config, info
 
 
 def _read_lines(path: pathlib.Path) -> list[str]:
@@ -266,20 +360,33 @@ def train(options: TrainOptions) -> dict[str, Any]:
     # First of all: a multi-worker strategy sets up TF's collectives at start.
     strategy = distribute.make_strategy(options.strategy)
     chief = distribute.is_chief(strategy)
-    run = RunDir(options.out or default_run_dir(options.variant))
+    run = RunDir(options.out or default_run_dir(options.variant or config_lib.DEFAULT_VARIANT))
     quiet = options.quiet or not chief
     log = (lambda text: None) if quiet else (lambda text: print(text, flush=True))
 
     def warn(text: str) -> None:  # shown even with --quiet
         print(f"warning: {text}", file=sys.stderr, flush=True)
 
-    if not chief and not options.resume:
-        config, info = _wait_for_chief(options, run, log)
-    elif options.resume:
+    # Every option is checked before anything is written.
+    if options.resume:
         config, info = _resume_config(options, run)
+        builtin = bool(info.get("builtin"))
+    else:
+        options = options.for_new_run()
+        config = _new_run_config(options)
+        builtin = options.data == BUILTIN
+    limits = Limits(options.max_steps, options.max_minutes)
+    default_budget = builtin and limits.max_steps is None and limits.max_minutes is None
+    if default_budget:
+        limits.max_minutes = BUILTIN_DEFAULT_MINUTES
+    check_limits(config, limits)
+
+    if options.resume:
         for stale in run.path.glob(".*.tmp"):  # write_json_atomic's, from a killed process
             stale.unlink(missing_ok=True)
         log(f"resuming {run.path}")
+    elif not chief:
+        config, info = _wait_for_chief(options, run, log)
     else:
         if run.is_initialised() or run.has_checkpoint():
             raise RunDirError(
@@ -297,9 +404,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
                              *run.path.glob("spm.*.model")):
                     path.unlink(missing_ok=True)
             raise
-    limits = Limits(options.max_steps, options.max_minutes)
-    if info.get("builtin") and limits.max_steps is None and limits.max_minutes is None:
-        limits.max_minutes = BUILTIN_DEFAULT_MINUTES
+    if default_budget:
         log(f"no --max-steps or --max-minutes: training for {BUILTIN_DEFAULT_MINUTES:g} minutes")
 
     jit = use_jit(options.jit, options.strategy, config.batch_tokens)

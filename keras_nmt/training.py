@@ -122,6 +122,18 @@ class Limits:
         return min(1.0, max(shares))
 
 
+def check_limits(config: Config, limits: Limits) -> None:
+    """Raise :class:`ConfigError` when ``config``'s learning-rate schedule needs a budget
+    to decay over and ``limits`` set none. :func:`keras_nmt.experiment.train` checks
+    before it writes anything; :meth:`Trainer.fit` again for callers that build a
+    Trainer themselves."""
+    if config.lr_schedule != "constant" and limits.max_steps is None and limits.max_minutes is None:
+        raise ConfigError(
+            f"lr_schedule={config.lr_schedule!r} (as --recipe budget sets it) decays to the "
+            "end of the training budget: give --max-minutes or --max-steps"
+        )
+
+
 @dataclasses.dataclass
 class Outcome:
     stop_reason: str
@@ -466,10 +478,8 @@ class Trainer:
         def elapsed() -> float:
             return elapsed_before + time.monotonic() - session_start
 
+        check_limits(config, limits)
         scheduled = config.lr_schedule != "constant"
-        if scheduled and limits.max_steps is None and limits.max_minutes is None:
-            raise ConfigError("lr_schedule='budget' decays over the budget: give --max-minutes "
-                              "or --max-steps")
         first_step = int(self.step.numpy())
         learning_rate = config.learning_rate
 

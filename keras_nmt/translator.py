@@ -27,7 +27,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_nmt import search
-from keras_nmt.config import JIT_LENGTH_MULTIPLE
+from keras_nmt.config import JIT_LENGTH_MULTIPLE, check_attention
 from keras_nmt.constants import EOS_ID
 from keras_nmt.ensemble import Ensemble, check_compatible
 from keras_nmt.lexicon import shortlist_inputs
@@ -222,6 +222,9 @@ class Translator:
         selection = shortlist_inputs(shortlist, self.lexicon) if shortlist else ()
         if isinstance(dictionary, (str, os.PathLike)):
             dictionary = load_dictionary(dictionary)
+        if unk_replace:  # an Ensemble attends when one of its members does
+            members = getattr(self.model, "models", [self.model])
+            check_attention("unk_replace", [member.config for member in members])
         need_attention = with_attention or unk_replace
 
         prepared = [self._source_tokens(line) for line in lines]

@@ -50,6 +50,34 @@ def tiny_run(tiny_corpus, tmp_path_factory):
     return out
 
 
+@pytest.fixture
+def run_copy(tiny_run, tmp_path):
+    """A copy of ``tiny_run`` (without its TensorBoard logs) that a test may change."""
+    import shutil
+
+    copy = tmp_path / "run-copy"
+    shutil.copytree(tiny_run, copy, ignore=shutil.ignore_patterns("tensorboard"))
+    return copy
+
+
+def edit_json(path, **changes):
+    """Rewrite the JSON object in ``path`` with ``changes``; a value None removes the key."""
+    import json
+
+    values = json.loads(path.read_text(encoding="utf-8"))
+    values.update(changes)
+    values = {key: value for key, value in values.items() if value is not None}
+    path.write_text(json.dumps(values), encoding="utf-8")
+
+
+@pytest.fixture
+def encdec_labelled_run(run_copy):
+    """``run_copy`` with a config.json that says RNNencdec (encdec30): its weights are
+    still RNNsearch's, so it only serves checks that refuse before the weights load."""
+    edit_json(run_copy / "config.json", architecture="encdec", variant="encdec30")
+    return run_copy
+
+
 @pytest.fixture(scope="session")
 def tiny_export(tiny_run, tmp_path_factory):
     """``python -m export`` of ``tiny_run``, done once: EXPORT_DIR with nmt/1/ (beam 5,

@@ -137,3 +137,142 @@ def test_bad_corpus_fails_cleanly_and_leaves_nothing(tmp_path, train_fr, expecte
     out = tmp_path / "run"
     assert_one_line_error(run_train("--data", str(data), "--out", str(out), *TINY), expected)
     assert not out.exists()
+
+
+def train_main(*args):
+    """``python train.py ARGS`` in this process: (exit status, stderr)."""
+    import io
+
+    from keras_nmt.cli import train as cli
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    status = cli.main([str(arg) for arg in args], stdout=stdout, stderr=stderr, prog="train.py")
+    return status, stderr.getvalue()
+
+
+def assert_refused(args, *expected):
+    status, stderr = train_main(*args)
+    assert status == 2 and stderr.startswith("train.py: error: "), stderr
+    assert stderr.count("\n") == 1 and all(text in stderr for text in expected), stderr
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--cache-dir", "cache"], "--cache-dir: for --data wmt14-en-fr only, not --data "),
+    (["--mirror", "http://mirror.example"], "--mirror: for --data wmt14-en-fr only"),
+    (["--max-train-pairs", "5", "--mirror", "http://m"], "--max-train-pairs, --mirror: for --data wmt14-en-fr only"),
+    (["--paper-size"], "--paper-size: for --data builtin only"),
+    (["--recipe", "budget"], "lr_schedule='budget' (as --recipe budget sets it) decays to the end "
+                             "of the training budget: give --max-minutes or --max-steps"),
+    (["--set", "lr_schedule=budget"], "give --max-minutes or --max-steps"),
+    (["--set", "rho=0.9", "--set", "optimizer=adam"],
+     "--set rho: only the adadelta optimizer reads it, and this run uses adam"),
+    (["--set", "epsilon=1e-8", "--set", "rho=0.9", "--set", "optimizer=sgd"],
+     "--set epsilon, rho: only the adadelta optimizer reads them, and this run uses sgd"),
+    (["--data", "wmt14-en-fr", "--src", "de"], "--data wmt14-en-fr needs --src/--tgt en and fr, got de/fr"),
+])
+def test_options_a_new_run_would_ignore_are_refused_before_any_work(tmp_path, corpus, args, expected):
+    out = tmp_path / "run"
+    data = [] if "--data" in args else ["--data", corpus]
+    assert_refused([*data, "--out", out, *args], expected)
+    assert not out.exists() and not (tmp_path / "cache").exists()
+
+
+def test_set_rho_with_the_compact_adam_and_budget_defaults(tmp_path):
+    out = tmp_path / "run"
+    # The built-in corpus's compact settings choose Adam: Adadelta's rho would do nothing.
+    assert_refused(["--out", out, "--set", "rho=0.9"], "this run uses adam")
+    # ... and give a budget of minutes, so the budget recipe is accepted there.
+    from keras_nmt import experiment
+
+    options = experiment.TrainOptions(recipe="budget").for_new_run()
+    assert experiment._new_run_config(options).lr_schedule == "budget"
+    assert not out.exists()
+
+
+def _resume_args(run_dir, *args):
+    return ["--resume", "--out", run_dir, "--max-steps", "11", "--no-lexicon", *args]
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--data", "builtin"], ["--data builtin does not match the run in ", "started with --data /"]),
+    (["--src", "de", "--tgt", "fr"], ["--src de does not match", "started with --src en ("]),
+    (["--seed", "7"], ["--seed 7 does not match", "started with --seed 1234"]),
+    (["--recipe", "budget"], ["--recipe budget does not match", "started with no --recipe"]),
+    (["--paper-size"], ["--paper-size does not match", "started with no --paper-size"]),
+    (["--max-train-pairs", "5"], ["--max-train-pairs 5 does not match", "no --max-train-pairs"]),
+    (["--cache-dir", "c", "--mirror", "http://m/"],
+     ["--cache-dir /", ", --mirror http://m do not match", "started with no --cache-dir, no --mirror"]),
+    (["--variant", "encdec30"], ["--variant encdec30 does not match", "--variant search30"]),
+    (["--set", "hidden=32", "--seed", "7"],
+     ["--seed 7, --set hidden=32 do not match", "started with --seed 1234, hidden=16"]),
+    (["--tokenizer", "sentencepiece"], ["started with --tokenizer word"]),
+])
+def test_resume_options_must_match_the_run(run_copy, args, expected):
+    before = sorted(path.name for path in run_copy.rglob("*"))
+    assert_refused(_resume_args(run_copy, *args), *expected)
+    assert sorted(path.name for path in run_copy.rglob("*")) == before
+
+
+def test_resume_takes_the_run_s_values_and_accepts_the_same_ones(run_copy, tiny_corpus, tmp_path):
+    from keras_nmt import experiment
+    from keras_nmt.rundir import RunDir
+
+    run = RunDir(run_copy)
+    stored = run.load_config()
+    # Nothing given: the run's own (a search30 run, not the default search50).
+    config, info = experiment._resume_config(experiment.TrainOptions(resume=True), run)
+    assert config == stored and info["src"] == "en"
+    # The run's command again, the corpus named by another path to it.
+    alias = tmp_path / "alias"
+    alias.symlink_to(tiny_corpus)
+    same = experiment.TrainOptions(
+        resume=True, variant="search30", data=str(alias) + "/", src="en", tgt="fr", seed=1234,
+        tokenizer="word", overrides={"hidden": 16, "learning_rate": 0.5},
+    )
+    config, _ = experiment._resume_config(same, run)
+    assert config == stored.replace(learning_rate=0.5)
+
+
+def test_resume_refuses_what_the_run_cannot_use(run_copy):
+    from tests.conftest import edit_json
+
+    # Adam (here by hand: --set optimizer cannot change on resume) reads no rho.
+    edit_json(run_copy / "config.json", optimizer="adam")
+    assert_refused(_resume_args(run_copy, "--set", "rho=0.5"), "--set rho: only the adadelta")
+    # A budget schedule needs a budget, in every session.
+    edit_json(run_copy / "config.json", optimizer="adadelta", lr_schedule="budget")
+    status, stderr = train_main("--resume", "--out", run_copy, "--no-lexicon")
+    assert status == 2 and "give --max-minutes or --max-steps" in stderr, stderr
+    # A run made before data.json recorded the options: what it cannot check is refused.
+    edit_json(run_copy / "config.json", lr_schedule="constant")
+    edit_json(run_copy / "data.json", options=None)
+    assert_refused(_resume_args(run_copy, "--recipe", "budget", "--paper-size"),
+                   "did not record its --paper-size, --recipe: leave them out")
+    assert_refused(_resume_args(run_copy, "--data", "builtin"), "started with --data /")
+
+
+def test_resume_checks_the_recorded_wmt14_options(run_copy, tmp_path, monkeypatch):
+    from keras_nmt import experiment
+    from keras_nmt.config import ConfigError
+    from keras_nmt.corpus import wmt14
+    from keras_nmt.rundir import RunDir
+    from tests.conftest import edit_json
+
+    # What a run started with --data wmt14-en-fr --max-train-pairs 20 --cache-dir CACHE
+    # and $KERAS_NMT_WMT14_MIRROR set records.
+    monkeypatch.setenv(wmt14.MIRROR_ENV, "http://mirror.example/wmt/")
+    monkeypatch.chdir(tmp_path)
+    started = experiment.TrainOptions(data="wmt14-en-fr", max_train_pairs=20, cache_dir="cache")
+    record = experiment._options_record(started.for_new_run())
+    assert record == {"data": "wmt14-en-fr", "paper_size": False, "recipe": None,
+                      "max_train_pairs": 20, "cache_dir": str(tmp_path / "cache"),
+                      "mirror": "http://mirror.example/wmt"}
+    edit_json(run_copy / "data.json", options=record)
+    run = RunDir(run_copy)
+    same = experiment.TrainOptions(resume=True, data="wmt14-en-fr", max_train_pairs=20,
+                                   cache_dir=str(tmp_path / "cache/"),
+                                   mirror="http://mirror.example/wmt")
+    assert experiment._resume_config(same, run)[0] == run.load_config()
+    with pytest.raises(ConfigError, match=r"^--resume: --cache-dir \S+/other does not match the "
+                                          r"run in \S+, started with --cache-dir \S+/cache \("):
+        experiment._resume_config(experiment.TrainOptions(resume=True, cache_dir="other"), run)

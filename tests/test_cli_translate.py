@@ -233,3 +233,25 @@ def test_terminal_input_is_translated_line_by_line_and_empty_input_gives_nothing
     stdout, stderr = io.StringIO(), io.StringIO()
     assert main([str(tiny_run)], stdin=io.BytesIO(b""), stdout=stdout, stderr=stderr) == 0
     assert stdout.getvalue() == "" and stderr.getvalue() == ""
+
+
+@pytest.mark.parametrize("option", ["--unk-replace", "--dictionary"])
+def test_unk_replacement_is_refused_for_rnnencdec(encdec_labelled_run, tiny_run, tmp_path, option):
+    """In-process: the refusal comes before the weights (RNNsearch's here) are read."""
+    from keras_nmt.cli.translate import main
+
+    dictionary = tmp_path / "dict.tsv"
+    dictionary.write_text("man\thomme\n", encoding="utf-8")
+    args = [encdec_labelled_run, "--unk-replace"] if option == "--unk-replace" else [
+        encdec_labelled_run, "--dictionary", dictionary]
+    stdout, stderr = io.StringIO(), io.StringIO()
+    assert main([str(arg) for arg in args], stdin=io.BytesIO(b"The man.\n"), stdout=stdout,
+                stderr=stderr) == 2
+    assert stderr.getvalue() == (f"{PROG}: error: {option} reads the attention weights, and an "
+                                 "RNNencdec model (encdec30) has none\n")
+    assert stdout.getvalue() == ""
+    # In an ensemble with an RNNsearch run there is attention to copy from (the mean).
+    from keras_nmt.config import check_attention
+    from keras_nmt.rundir import RunDir
+
+    check_attention(option, [RunDir(path).load_config() for path in (encdec_labelled_run, tiny_run)])

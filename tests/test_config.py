@@ -62,3 +62,25 @@ def test_the_budget_recipe_comes_before_set():
     paper = resolve_config(TrainOptions(variant="search50", data="somewhere"))
     assert (paper.optimizer, paper.lr_schedule, paper.dropout, paper.sampled_softmax, paper.init) == (
         "adadelta", "constant", 0.0, 0, "paper")
+
+
+def test_optimizer_fields_only_where_the_optimizer_reads_them():
+    from keras_nmt.config import OPTIMIZER_FIELDS, check_optimizer_fields
+
+    adam = variant_config("search50", {"optimizer": "adam"})
+    with pytest.raises(ConfigError, match=r"^--set epsilon: only the adadelta optimizer reads "
+                                          r"it, and this run uses adam"):
+        check_optimizer_fields(adam, ["epsilon", "hidden"])
+    check_optimizer_fields(adam, ["learning_rate", "clipnorm", "hidden"])  # every optimizer's
+    check_optimizer_fields(variant_config("search50"), ["rho", "epsilon"])  # Adadelta's own
+    check_optimizer_fields(adam, [])  # defaults never count
+
+
+def test_recipes_set_only_what_their_optimizer_reads():
+    """Recipe values are not checked at run time (a user who picks another optimizer
+    cannot take them back), so each recipe must be consistent on its own, and with the
+    built-in corpus's compact settings under it."""
+    from keras_nmt.config import RECIPES, check_optimizer_fields
+
+    for values in (COMPACT, *RECIPES.values(), *({**COMPACT, **r} for r in RECIPES.values())):
+        check_optimizer_fields(variant_config("search50", values), values)

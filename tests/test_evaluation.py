@@ -329,7 +329,8 @@ def test_cli_alignment_and_option_errors(tiny_run, files, tmp_path):
 
 
 def test_cli_encdec_has_no_alignments_or_heat_maps(tiny_corpus, tmp_path):
-    """RNNencdec has no attention: evaluate scores it but reports no AER and draws no Fig. 3."""
+    """RNNencdec has no attention: evaluate scores it but reports no AER (the .align file
+    beside --src is skipped) and draws no Fig. 3."""
     from keras_nmt import experiment
     from tests.conftest import TINY_SETTINGS
 
@@ -341,7 +342,7 @@ def test_cli_encdec_has_no_alignments_or_heat_maps(tiny_corpus, tmp_path):
     data = first_test_pairs(tiny_corpus, tmp_path / "data", 6)
     plots_dir = tmp_path / "plots"
     result = run_cli(run_dir, "--src", data / "test.en", "--ref", data / "test.fr",
-                     "--plots", plots_dir, "--json", "--heatmaps", "2", "--beam", "1")
+                     "--plots", plots_dir, "--json", "--beam", "1")
     assert result.returncode == 0, result.stderr
     run = json.loads(result.stdout)["runs"][0]
     assert run["architecture"] == "encdec"
@@ -349,6 +350,52 @@ def test_cli_encdec_has_no_alignments_or_heat_maps(tiny_corpus, tmp_path):
     assert 0 <= run["bleu"] <= 100
     assert not list(plots_dir.glob("fig3_*"))
     assert (plots_dir / "fig2_bleu_by_length.png").is_file()
+
+
+def _evaluate_in_process(args):
+    """``keras-nmt evaluate ARGS`` in this process: (exit status, stderr)."""
+    import contextlib
+    import io
+
+    from keras_nmt.cli import evaluate as evaluate_cli
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stderr(stderr):  # where argparse writes its errors
+            status = evaluate_cli.main([str(arg) for arg in args], stdout=stdout, stderr=stderr)
+    except SystemExit as exit:
+        status = exit.code
+    assert stdout.getvalue() == ""
+    return status, stderr.getvalue()
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--heatmaps", "2"], "--heatmaps applies with --plots only"),
+    (["--sentences", "1,2"], "--sentences applies with --plots only"),
+    (["--tune-beams", "1,2"], "--tune-beams applies with --tune only"),
+    (["--tune-alphas", "0.5", "--plots", "p"], "--tune-alphas applies with --tune only"),
+    (["--plots", "p", "--heatmaps", "2", "--sentences", "1"],
+     "argument --sentences: not allowed with argument --heatmaps"),
+])
+def test_cli_options_that_would_do_nothing_are_refused(tiny_run, files, tmp_path, monkeypatch,
+                                                        args, expected):
+    monkeypatch.chdir(tmp_path)
+    src, ref = files
+    status, stderr = _evaluate_in_process([tiny_run, "--src", src, "--ref", ref, *args])
+    assert status == 2 and stderr.startswith(f"{PROG}: error: {expected}"), stderr
+    assert stderr.count("\n") == 1 and not (tmp_path / "p").exists()
+
+
+@pytest.mark.parametrize("option", [["--heatmaps", "2"], ["--sentences", "1"], ["--align", "a"]])
+def test_cli_attention_options_are_refused_for_rnnencdec(encdec_labelled_run, files, tmp_path,
+                                                         option):
+    src, ref = files
+    plots_dir = tmp_path / "plots"
+    status, stderr = _evaluate_in_process([encdec_labelled_run, "--src", src, "--ref", ref,
+                                           "--plots", plots_dir, *option])
+    assert stderr == (f"{PROG}: error: {option[0]} reads the attention weights, and an "
+                      "RNNencdec model (encdec30) has none\n")
+    assert status == 2 and not plots_dir.exists()
 
 
 def test_cli_ensemble_of_two_copies_scores_like_one(tiny_run, tiny_corpus, tmp_path):

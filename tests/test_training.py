@@ -102,6 +102,21 @@ def test_the_budget_schedule_by_hand():
     assert Limits().progress(5, 45.0) == 0.0
 
 
+def test_a_budget_schedule_without_a_budget_is_refused(tmp_path):
+    from keras_nmt.training import check_limits
+
+    config = variant_config("search50", {**TINY, "lr_schedule": "budget"})
+    check_limits(config, Limits(max_minutes=1.0))
+    check_limits(config.replace(lr_schedule="constant"), Limits())
+    with pytest.raises(ConfigError, match="give --max-minutes or --max-steps"):
+        check_limits(config, Limits())
+    # A Trainer built by hand checks the same, before its first update.
+    trainer = _trainer(tmp_path, lr_schedule="budget")
+    with pytest.raises(ConfigError, match="give --max-minutes or --max-steps"):
+        trainer.fit(Limits())
+    assert int(trainer.step.numpy()) == 0
+
+
 def test_the_schedule_ends_at_its_final_rate_also_across_resume(tmp_path):
     settings = dict(optimizer="adam", learning_rate=0.02, lr_schedule="budget", warmup_steps=2,
                     final_lr_fraction=0.1, patience=100, eval_every=100, checkpoint_every=5)

@@ -162,3 +162,19 @@ def test_forbid_unk_and_unk_replacement(peaked):
         for alternative in after.alternatives:
             assert UNK not in alternative.tokens
     assert any(token in ("Schmidt", "homme") for t in out for token in t.tokens)
+
+
+def test_unk_replacement_needs_a_model_with_attention(translator):
+    from keras_nmt.config import ConfigError
+    from keras_nmt.ensemble import Ensemble
+
+    config = translator.model.config.replace(architecture="encdec", variant="encdec30")
+    encdec = TranslationModel(config)
+    plain = Translator(encdec, translator.source_codec, translator.target_codec)
+    with pytest.raises(ConfigError, match=r"^unk_replace reads the attention weights, and an "
+                                          r"RNNencdec model \(encdec30\) has none$"):
+        plain.translate(["The man."], beam_size=1, unk_replace=True)
+    assert len(plain.translate(["The man."], beam_size=1)) == 1  # without, it translates
+    mixed = Translator(Ensemble([encdec, translator.model]), translator.source_codec,
+                       translator.target_codec)
+    assert len(mixed.translate(["The man."], beam_size=1, unk_replace=True)) == 1

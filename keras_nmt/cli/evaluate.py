@@ -21,7 +21,7 @@ from keras_nmt.cli.common import (
     OneLineParser, add_shortlist_argument, add_weights_argument, non_negative_float, non_negative_int, positive_int, quiet_tensorflow,
     run_command, std_streams,
 )
-from keras_nmt.config import ConfigError
+from keras_nmt.config import ConfigError, check_attention
 from keras_nmt.corpus.readers import CorpusError
 from keras_nmt.ensemble import EnsembleError, check_compatible
 from keras_nmt.lexicon import LexiconError, shortlist_inputs
@@ -40,6 +40,7 @@ from keras_nmt.rundir import RunDir, RunDirError, json_text
 from keras_nmt.vocab import VocabularyError
 
 PROG = "keras-nmt evaluate"
+DEFAULT_HEATMAPS = 4
 USER_ERRORS: tuple[type[Exception], ...] = (
     EvaluationError, AlignmentError, ConfigError, CorpusError, RunDirError, VocabularyError,
     EnsembleError, LexiconError,
@@ -65,10 +66,12 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                         help="first pick the beam and alpha with the best BLEU on --src/--ref "
                         "over --tune-beams x --tune-alphas, store them in the run (search.json: "
                         "translate, evaluate and export then use them), and evaluate with them")
-    parser.add_argument("--tune-beams", type=_positive_ints, default=DEFAULT_BEAMS, metavar="K,K",
-                        help="beam sizes to try (default %(default)s)")
-    parser.add_argument("--tune-alphas", type=_alphas, default=DEFAULT_ALPHAS, metavar="A,A",
-                        help="alphas to try (default %(default)s)")
+    parser.add_argument("--tune-beams", type=_positive_ints, metavar="K,K",
+                        help="with --tune: beam sizes to try (default "
+                        f"{','.join(map(str, DEFAULT_BEAMS))})")
+    parser.add_argument("--tune-alphas", type=_alphas, metavar="A,A",
+                        help="with --tune: alphas to try (default "
+                        f"{','.join(f'{a:g}' for a in DEFAULT_ALPHAS)})")
     parser.add_argument("--batch-size", type=positive_int, default=32, help="sentences per decoding batch (default 32)")
     parser.add_argument(
         "--plots", metavar="DIR",
@@ -79,10 +82,14 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         "--align", metavar="FILE",
         help="gold alignments, Pharaoh i-j per line (default: SRC_STEM.align next to --src, when it exists)",
     )
-    parser.add_argument("--heatmaps", type=non_negative_int, default=4, metavar="N",
-                        help=f"attention heat maps per run with --plots (default 4: the first sentences "
-                        f"with {HEATMAP_MIN_TOKENS}-{HEATMAP_MAX_TOKENS} source tokens)")
-    parser.add_argument("--sentences", metavar="I,J,K", help="heat maps for these line numbers of --src (1-based) instead")
+    heatmaps = parser.add_mutually_exclusive_group()
+    heatmaps.add_argument("--heatmaps", type=non_negative_int, metavar="N",
+                          help=f"with --plots: attention heat maps per run (default "
+                          f"{DEFAULT_HEATMAPS}: the first sentences with "
+                          f"{HEATMAP_MIN_TOKENS}-{HEATMAP_MAX_TOKENS} source tokens)")
+    heatmaps.add_argument("--sentences", metavar="I,J,K",
+                          help="with --plots: heat maps for these line numbers of --src "
+                          "(1-based) instead")
     add_shortlist_argument(parser)
     add_weights_argument(parser)
     parser.add_argument(
@@ -130,7 +137,14 @@ def _prepare_output_dir(path: str) -> pathlib.Path:
 def main(argv: Sequence[str] | None = None, stdin=None, stdout=None, stderr=None,
          prog: str = PROG) -> int:
     stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
-    args = build_parser(prog).parse_args(argv)
+    parser = build_parser(prog)
+    args = parser.parse_args(argv)
+    for option, value, needs in (("--heatmaps", args.heatmaps, "plots"),
+                                 ("--sentences", args.sentences, "plots"),
+                                 ("--tune-beams", args.tune_beams, "tune"),
+                                 ("--tune-alphas", args.tune_alphas, "tune")):
+        if value is not None and not getattr(args, needs):
+            parser.error(f"{option} applies with --{needs} only")
     return run_command(prog, lambda: _main(args, stdout, stderr), stdout, stderr, USER_ERRORS)
 
 
@@ -155,6 +169,10 @@ def _main(args: argparse.Namespace, stdout, stderr) -> int:
             + ", ".join(f"{run.run.path} {run.src}->{run.tgt}" for run in runs)
         )
     src_lang, tgt_lang = runs[0].src, runs[0].tgt
+    for option, value in (("--heatmaps", args.heatmaps), ("--sentences", args.sentences),
+                          ("--align", args.align)):
+        if value is not None:
+            check_attention(option, [run.config for run in runs])
     if args.ensemble:
         if len({run.run.path.resolve() for run in runs}) < 2:
             raise EvaluationError("--ensemble needs at least two different RUN_DIRs")
@@ -174,7 +192,8 @@ def _main(args: argparse.Namespace, stdout, stderr) -> int:
             keep = _heatmap_lines(args.sentences, sources, source_codec)
         else:
             lengths = [len(source_codec.tokenize(line)) for line in sources]
-            keep = choose_heatmap_sentences(lengths, args.heatmaps)
+            keep = choose_heatmap_sentences(
+                lengths, DEFAULT_HEATMAPS if args.heatmaps is None else args.heatmaps)
     if args.shortlist:
         for run in runs:
             shortlist_inputs(args.shortlist, run.run.load_lexicon())
@@ -260,7 +279,8 @@ def _tune(args, translator, sources, references, run_dir: pathlib.Path, report) 
     """Tune the beam and alpha of one run on (sources, references) and store them."""
     from keras_nmt.evaluation.tuning import tune_search
 
-    tuned = tune_search(translator, sources, references, args.tune_beams, args.tune_alphas,
+    tuned = tune_search(translator, sources, references, args.tune_beams or DEFAULT_BEAMS,
+                        args.tune_alphas or DEFAULT_ALPHAS,
                         batch_size=args.batch_size, shortlist=args.shortlist,
                         log=lambda text: print(text, file=report, flush=True))
     tuned.update(src=str(args.src), ref=str(args.ref), weights=args.weights)

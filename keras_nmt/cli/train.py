@@ -9,7 +9,8 @@ from keras_nmt.cli.common import (
     OneLineParser, positive_float, positive_int, quiet_tensorflow, run_command, std_streams,
 )
 from keras_nmt.config import (
-    PRECISIONS, RECIPES, VARIANTS, ConfigError, parse_overrides, variant_config,
+    DEFAULT_VARIANT, PRECISIONS, RECIPES, VARIANTS, ConfigError, parse_overrides,
+    variant_config,
 )
 from keras_nmt.corpus.readers import CorpusError
 from keras_nmt.corpus.wmt14 import DownloadError
@@ -36,9 +37,11 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
             for name, v in VARIANTS.items()
         ),
     )
-    parser.add_argument("--variant", default="search50", help="one of: " + ", ".join(VARIANTS))
     parser.add_argument(
-        "--data", default="builtin",
+        "--variant", help=f"one of: {', '.join(VARIANTS)} (default {DEFAULT_VARIANT})",
+    )
+    parser.add_argument(
+        "--data",
         help="'builtin' (generated corpus, the default), 'wmt14-en-fr' (the paper's corpus, "
         "downloaded into the cache) or a directory with train.SRC/train.TGT and "
         "valid.SRC/valid.TGT (test.* optional)",
@@ -55,8 +58,8 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         "--max-train-pairs", type=positive_int,
         help="with --data wmt14-en-fr: a deterministic random sample of this many training pairs",
     )
-    parser.add_argument("--src", default="en", help="source language suffix (default en)")
-    parser.add_argument("--tgt", default="fr", help="target language suffix (default fr)")
+    parser.add_argument("--src", help="source language suffix (default en)")
+    parser.add_argument("--tgt", help="target language suffix (default fr)")
     parser.add_argument(
         "--tokenizer", choices=("word", "sentencepiece"),
         help="'word' (the paper's Moses-compatible words and shortlists, the default) or "
@@ -72,7 +75,11 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
         help="override a configuration field, e.g. --set hidden=256 (repeatable)",
     )
-    parser.add_argument("--resume", action="store_true", help="continue the run in --out")
+    parser.add_argument(
+        "--resume", action="store_true",
+        help="continue the run in --out; the options that define the run take the run's "
+        "values, and any of them given must match it",
+    )
     parser.add_argument("--seed", type=int, help="random seed (default: the config's)")
     parser.add_argument(
         "--paper-size", action="store_true",
@@ -133,7 +140,7 @@ def _run(args, user_errors: list) -> int:
     if args.jit and args.strategy != "default":
         raise distribute.StrategyError("--jit works with --strategy default only")
     # An unknown variant or a bad value fails here, before any work.
-    variant_config(args.variant, {**(RECIPES[args.recipe] if args.recipe else {}), **overrides})
+    variant_config(args.variant or DEFAULT_VARIANT, {**(RECIPES[args.recipe] if args.recipe else {}), **overrides})
     if args.resume and not args.out:
         raise RunDirError("--resume needs --out RUN_DIR (the run to continue)")
     quiet_tensorflow()

@@ -18,7 +18,7 @@ from keras_nmt.cli.common import (
     OneLineParser, add_shortlist_argument, add_weights_argument, binary, non_negative_float,
     positive_int, quiet_tensorflow, run_command, std_streams,
 )
-from keras_nmt.config import ConfigError
+from keras_nmt.config import ConfigError, check_attention
 from keras_nmt.constants import EOS
 from keras_nmt.corpus.readers import InputError, decode_line, read_lines
 from keras_nmt.ensemble import EnsembleError, check_compatible
@@ -190,8 +190,11 @@ def _run(args, stdin, stdout: TextIO, stderr: TextIO, prog: str) -> int:
     nbest = args.nbest or 1
     beam = args.beam if args.beam is not None else max(settings["beam_size"], nbest)
     alpha = args.alpha if args.alpha is not None else settings["alpha"]
+    unk_replace = args.unk_replace or args.dictionary is not None
+    if unk_replace:
+        check_attention("--unk-replace" if args.unk_replace else "--dictionary",
+                        [run.config for run in runs])
     dictionary = load_dictionary(args.dictionary) if args.dictionary else None
-    unk_replace = args.unk_replace or dictionary is not None
     if args.shortlist:
         shortlist_inputs(args.shortlist, runs[0].run.load_lexicon())
     interactive = bool(getattr(stdin, "isatty", lambda: False)())

@@ -127,9 +127,16 @@ def cache_dir(option: str | os.PathLike | None = None) -> pathlib.Path:
     return pathlib.Path(chosen).expanduser()
 
 
+def mirror_base(option: str | None = None) -> str | None:
+    """``option``, else ``$KERAS_NMT_WMT14_MIRROR``, without a trailing slash; None for
+    the statmt.org addresses."""
+    chosen = option or os.environ.get(MIRROR_ENV)
+    return chosen.rstrip("/") if chosen else None
+
+
 def source_url(archive: Archive, mirror: str | None) -> str:
-    mirror = mirror or os.environ.get(MIRROR_ENV)
-    return f"{mirror.rstrip('/')}/{archive.filename}" if mirror else archive.url
+    mirror = mirror_base(mirror)
+    return f"{mirror}/{archive.filename}" if mirror else archive.url
 
 
 def hand_placement_hint(downloads: pathlib.Path, manifest: Sequence[Archive] = MANIFEST) -> str:
