@@ -15,10 +15,9 @@ import time
 from typing import Any
 
 import keras
-import tensorflow as tf
 
 from keras_nmt import config as config_lib
-from keras_nmt import averaging, data, distribute, lexicon
+from keras_nmt import averaging, checkpoints, data, distribute, lexicon
 from keras_nmt.config import Config, ConfigError
 from keras_nmt.corpus import builtin, wmt14
 from keras_nmt.corpus.readers import (
@@ -368,7 +367,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
         best = None
     weights = "last"
     if best:
-        tf.train.Checkpoint(model=model).read(best).expect_partial()
+        checkpoints.read_model(best, model)
         weights = "best"
     if config.average_checkpoints:
         averaging.average(run, config.average_from, config.average_checkpoints, model, log,

@@ -286,6 +286,7 @@ class RunDir:
         in every precision)."""
         import tensorflow as tf
 
+        from keras_nmt import checkpoints
         from keras_nmt.models import TranslationModel
 
         files = files or self.inspect(weights)
@@ -294,7 +295,9 @@ class RunDir:
             latest = tf.train.latest_checkpoint(str(directory))
             if latest:
                 try:
-                    tf.train.Checkpoint(model=model).read(latest).expect_partial()
+                    checkpoints.read_model(latest, model)
+                except RunDirError:
+                    raise
                 except (tf.errors.OpError, ValueError) as error:
                     text = str(error).strip()
                     reason = text.splitlines()[0] if text else type(error).__name__
