@@ -153,10 +153,11 @@ def _prepare(options: TrainOptions, run: RunDir, log) -> tuple[Config, dict[str,
     info = {
         "src": options.src,
         "tgt": options.tgt,
-        "corpus": str(corpus_dir),
+        "corpus": run.stored_path(corpus_dir),
         "builtin": options.data == BUILTIN,
         "tokenizer": kind,
-        "splits": {name: {"source": str(f.source), "target": str(f.target)} for name, f in splits.items()},
+        "splits": {name: {"source": run.stored_path(f.source), "target": run.stored_path(f.target)}
+                   for name, f in splits.items()},
         "train": stats.summary(),
         "source_types": len(stats.source_counts),
         "target_types": len(stats.target_counts),
@@ -296,6 +297,12 @@ def train(options: TrainOptions) -> dict[str, Any]:
                              *run.path.glob("spm.*.model")):
                     path.unlink(missing_ok=True)
             raise
+    # Every file training reads is there before any work is done (a run moved without
+    # the corpus it was trained on).
+    needed_for = "--resume" if options.resume else "training"
+    train_files, valid_files, test_files = (
+        run.split_files(split, info, needed_for=needed_for) for split in ("train", "valid", "test")
+    )
     limits = Limits(options.max_steps, options.max_minutes)
     if info.get("builtin") and limits.max_steps is None and limits.max_minutes is None:
         limits.max_minutes = BUILTIN_DEFAULT_MINUTES
@@ -313,7 +320,6 @@ def train(options: TrainOptions) -> dict[str, Any]:
     source_encoder, target_encoder = run.graph_encoders()
     with distribute.scope(strategy):
         model = TranslationModel(config)
-    train_files, valid_files = run.split_files("train", info), run.split_files("valid", info)
     shuffle_buffer = config.shuffle_buffer
     corpus_bytes = sum(path.stat().st_size for path in (train_files.source, train_files.target))
     if not shuffle_buffer and corpus_bytes > PERMUTATION_MAX_BYTES:
@@ -374,7 +380,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
                           strict=False)
         weights = "averaged"
     dev_nll = trainer.dev_nll()
-    held_out = run.split_files("test", info) or valid_files
+    held_out = test_files or valid_files
     log(f"translating the held-out {held_out.source.name} with beam {config.beam_size}")
     report = held_out_report(translator, held_out, config.beam_size, config.length_alpha, log,
                              quiet=quiet)
