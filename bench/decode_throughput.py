@@ -381,9 +381,10 @@ def main(argv=None) -> int:
     try:
         config, info = run.load_config(), run.load_data_info()
         table = run.load_lexicon().targets if "on" in selections else None
+        valid = None if args.sentences else run.split_files("valid", info, needed_for=PROG)
     except (RunDirError, LexiconError, OSError, ValueError) as error:
         parser.error(f"{args.run_dir}: {error}")
-    source_file = args.sentences or info["splits"].get("valid", {}).get("source")
+    source_file = args.sentences or (valid.source if valid else None)
     if not source_file:
         parser.error("the run has no valid split: give --sentences FILE")
     try:

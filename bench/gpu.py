@@ -76,12 +76,10 @@ def main(argv=None) -> int:
     training = precision.measure(trainers, args, log=log)
     print(_common.table(training, precision.COLUMNS))
 
-    from keras_nmt.corpus.readers import ParallelFiles
     from keras_nmt.rundir import RunDir
     from keras_nmt.translator import Translator
 
-    valid = ParallelFiles(pathlib.Path(info["splits"]["valid"]["source"]),
-                          pathlib.Path(info["splits"]["valid"]["target"]))
+    valid = RunDir(scratch / "run").split_files("valid", info, needed_for=PROG)
     lines = _common.spread([source for source, _ in valid.pairs()], args.sentences)
     decoding = []
     if args.run:

@@ -124,7 +124,7 @@ def make_trainers(args, scratch: pathlib.Path):
     config, info = experiment._prepare(options, run, log=lambda text: None)
     config = config.replace(eval_every=10**9, checkpoint_every=10**9)
     encoders = run.graph_encoders()
-    files = run.split_files("train", info)
+    files = run.split_files("train", info, needed_for="the benchmark")
     trainers = {}
     field = compared(args)[0]
     for size, batch, precision, jit, value in settings_of(args):

@@ -129,10 +129,8 @@ def decode_work(args) -> tuple[Callable[[], None], Callable[[], None], dict[str,
     from keras_nmt.rundir import RunDir
     from keras_nmt.translator import Translator
 
-    run = RunDir(args.run_dir)
-    info = run.load_data_info()
-    valid = info["splits"]["valid"]["source"]
-    lines = _common.spread_sentences(pathlib.Path(valid).read_text(encoding="utf-8"), args.count)
+    valid = RunDir(args.run_dir).split_files("valid", needed_for="profiling the decoder")
+    lines = _common.spread_sentences(valid.source.read_text(encoding="utf-8"), args.count)
     translator = Translator.from_run_dir(args.run_dir)
 
     def run_all():

@@ -142,7 +142,7 @@ def evaluate(args, label: str, run_dir: pathlib.Path, out: pathlib.Path) -> dict
 
     run = RunDir(run_dir)
     info, config = run.load_data_info(), run.load_config()
-    valid = info["splits"].get("valid")
+    valid = run.split_files("valid", info, needed_for=PROG)
     if valid is None:
         raise ValueError(f"{args.data} has no valid split")
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
@@ -155,7 +155,7 @@ def evaluate(args, label: str, run_dir: pathlib.Path, out: pathlib.Path) -> dict
         if stored.get("key") == key:
             print(f"{PROG}: {label}: evaluation reused ({cache})", file=sys.stderr)
             return stored["result"]
-    sources, references = scoring.read_parallel(valid["source"], valid["target"])
+    sources, references = scoring.read_parallel(valid.source, valid.target)
     if args.count:
         sources, references = sources[: args.count], references[: args.count]
     result = scoring.evaluate_run(

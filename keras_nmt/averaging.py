@@ -49,6 +49,8 @@ def average(run: RunDir, source: str = "last", count: int = 2, model=None,
     import numpy as np
     import tensorflow as tf
 
+    from keras_nmt import checkpoints
+
     paths = checkpoints_to_average(run, source, count, strict)
     if model is None:  # its weights come from the checkpoints read below
         from keras_nmt.models import TranslationModel
@@ -60,7 +62,7 @@ def average(run: RunDir, source: str = "last", count: int = 2, model=None,
     total = None
     for path in paths:
         log(f"reading {path}")
-        tf.train.Checkpoint(model=model).read(path).expect_partial()
+        checkpoints.read_model(path, model)
         values = [w.numpy().astype(np.float64) for w in weights]
         total = values if total is None else [t + v for t, v in zip(total, values)]
     for weight, summed in zip(weights, total):

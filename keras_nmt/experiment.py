@@ -15,10 +15,9 @@ import time
 from typing import Any
 
 import keras
-import tensorflow as tf
 
 from keras_nmt import config as config_lib
-from keras_nmt import averaging, data, distribute, lexicon
+from keras_nmt import averaging, checkpoints, data, distribute, lexicon
 from keras_nmt.config import Config, ConfigError
 from keras_nmt.corpus import builtin, wmt14
 from keras_nmt.corpus.readers import (
@@ -212,10 +211,11 @@ def _prepare(options: TrainOptions, run: RunDir, log) -> tuple[Config, dict[str,
     info = {
         "src": options.src,
         "tgt": options.tgt,
-        "corpus": str(corpus_dir),
+        "corpus": run.stored_path(corpus_dir),
         "builtin": options.data == BUILTIN,
         "tokenizer": kind,
-        "splits": {name: {"source": str(f.source), "target": str(f.target)} for name, f in splits.items()},
+        "splits": {name: {"source": run.stored_path(f.source), "target": run.stored_path(f.target)}
+                   for name, f in splits.items()},
         "train": stats.summary(),
         "source_types": len(stats.source_counts),
         "target_types": len(stats.target_counts),
@@ -404,6 +404,12 @@ def train(options: TrainOptions) -> dict[str, Any]:
                              *run.path.glob("spm.*.model")):
                     path.unlink(missing_ok=True)
             raise
+    # Every file training reads is there before any work is done (a run moved without
+    # the corpus it was trained on).
+    needed_for = "--resume" if options.resume else "training"
+    train_files, valid_files, test_files = (
+        run.split_files(split, info, needed_for=needed_for) for split in ("train", "valid", "test")
+    )
     if default_budget:
         log(f"no --max-steps or --max-minutes: training for {BUILTIN_DEFAULT_MINUTES:g} minutes")
 
@@ -419,7 +425,6 @@ def train(options: TrainOptions) -> dict[str, Any]:
     source_encoder, target_encoder = run.graph_encoders()
     with distribute.scope(strategy):
         model = TranslationModel(config)
-    train_files, valid_files = run.split_files("train", info), run.split_files("valid", info)
     shuffle_buffer = config.shuffle_buffer
     corpus_bytes = sum(path.stat().st_size for path in (train_files.source, train_files.target))
     if not shuffle_buffer and corpus_bytes > PERMUTATION_MAX_BYTES:
@@ -473,14 +478,14 @@ def train(options: TrainOptions) -> dict[str, Any]:
         best = None
     weights = "last"
     if best:
-        tf.train.Checkpoint(model=model).read(best).expect_partial()
+        checkpoints.read_model(best, model)
         weights = "best"
     if config.average_checkpoints:
         averaging.average(run, config.average_from, config.average_checkpoints, model, log,
                           strict=False)
         weights = "averaged"
     dev_nll = trainer.dev_nll()
-    held_out = run.split_files("test", info) or valid_files
+    held_out = test_files or valid_files
     log(f"translating the held-out {held_out.source.name} with beam {config.beam_size}")
     report = held_out_report(translator, held_out, config.beam_size, config.length_alpha, log,
                              quiet=quiet)

@@ -186,7 +186,7 @@ def build_for_run(run, iterations: int = DEFAULT_ITERATIONS, best: int = DEFAULT
     as training leaves them out, and write it there."""
     started = time.perf_counter()
     config = run.load_config()
-    files = run.split_files("train")
+    files = run.split_files("train", needed_for="the lexical table")
     if files is None:
         raise LexiconError(f"{run.path}: data.json names no training split")
     source_codec, target_codec = run.codecs()

@@ -2,6 +2,7 @@
 
     RUN_DIR/config.json        the Config (written once, before training starts)
     RUN_DIR/data.json          languages, tokenizer, corpus location, split statistics
+                               (files inside RUN_DIR named relative to it: a run can move)
     RUN_DIR/vocab.SRC.txt      source vocabulary, one token per line
     RUN_DIR/vocab.TGT.txt      target vocabulary
     RUN_DIR/spm.LANG.model     SentencePiece models (``--tokenizer sentencepiece`` only)
@@ -39,6 +40,8 @@ from keras_nmt.text import CodecError, codecs
 from keras_nmt.vocab import Vocabulary
 
 WEIGHTS = ("best", "last", "averaged")
+# What messages call the splits data.json names.
+SPLIT_NAMES = {"train": "training", "valid": "validation", "test": "test"}
 
 
 class RunDirError(ValueError):
@@ -169,16 +172,48 @@ class RunDir:
         except FileNotFoundError:
             raise RunDirError(f"{self.path} is not a run directory (no data.json)") from None
 
-    def split_files(self, split: str, info: dict[str, Any] | None = None):
+    def stored_path(self, path: str | os.PathLike) -> str:
+        """How data.json names a file: relative to the run directory when it is inside
+        it (so the run can be moved or copied with it), else absolute."""
+        path = pathlib.Path(path).resolve()
+        try:
+            return path.relative_to(self.path.resolve()).as_posix()
+        except ValueError:
+            return str(path)
+
+    def stored_location(self, stored: str, info: dict[str, Any]) -> pathlib.Path:
+        """Where a path of data.json (:meth:`stored_path`) is now: a relative one is
+        inside the run directory wherever it is."""
+        path = self.path / stored
+        if path.is_absolute() and not path.exists() and info.get("builtin"):
+            # Runs made before paths were stored relative: a built-in corpus was always
+            # RUN_DIR/corpus, so it moved with the run.
+            try:
+                return self.corpus / path.relative_to(info["corpus"])
+            except (KeyError, TypeError, ValueError):
+                pass
+        return path
+
+    def split_files(self, split: str, info: dict[str, Any] | None = None, *, needed_for: str):
         """The :class:`~keras_nmt.corpus.readers.ParallelFiles` of a split data.json names,
-        or None."""
+        or None when it names none. ``needed_for`` says what reads them: a missing file
+        is a :class:`RunDirError` that names it and that."""
         from keras_nmt.corpus.readers import ParallelFiles
 
         info = self.load_data_info() if info is None else info
         entry = info.get("splits", {}).get(split)
         if entry is None:
             return None
-        return ParallelFiles(pathlib.Path(entry["source"]), pathlib.Path(entry["target"]))
+        files = ParallelFiles(self.stored_location(entry["source"], info),
+                              self.stored_location(entry["target"], info))
+        for path in (files.source, files.target):
+            if not path.is_file():
+                raise RunDirError(
+                    f"the {SPLIT_NAMES.get(split, split)} corpus {path} is missing (needed for "
+                    f"{needed_for}); copy it back, or write where it is now into "
+                    f"{self.data_path}"
+                )
+        return files
 
     def write_lexicon(self, lexicon) -> None:
         """Store a :class:`~keras_nmt.lexicon.Lexicon` (atomically: a crash keeps the old one)."""
@@ -306,6 +341,7 @@ class RunDir:
         in every precision)."""
         import tensorflow as tf
 
+        from keras_nmt import checkpoints
         from keras_nmt.models import TranslationModel
 
         files = files or self.inspect(weights)
@@ -314,7 +350,9 @@ class RunDir:
             latest = tf.train.latest_checkpoint(str(directory))
             if latest:
                 try:
-                    tf.train.Checkpoint(model=model).read(latest).expect_partial()
+                    checkpoints.read_model(latest, model)
+                except RunDirError:
+                    raise
                 except (tf.errors.OpError, ValueError) as error:
                     text = str(error).strip()
                     reason = text.splitlines()[0] if text else type(error).__name__

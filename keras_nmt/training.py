@@ -15,7 +15,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_nmt import distribute, faults, optimizers
+from keras_nmt import checkpoints, distribute, faults, optimizers
 from keras_nmt.config import Config, ConfigError
 from keras_nmt.models import TranslationModel, sampled_sentence_nll, sentence_nll
 from keras_nmt.progress import Progress, format_duration
@@ -350,7 +350,9 @@ class Trainer:
         save killed before TF updated it) are left-overs and are removed. A named
         checkpoint that does not read back intact is skipped, with a message, for the
         one before it; nothing is restored from it. Raises RunDirError when the state
-        file names checkpoints but none is complete.
+        file names checkpoints but none is complete, and
+        :class:`~keras_nmt.checkpoints.CheckpointMismatchError` when one does not fit
+        the model.
         """
         # Every worker restores from the chief's checkpoints (a shared run directory).
         state = tf.train.get_checkpoint_state(str(self.run.checkpoints))
@@ -360,6 +362,9 @@ class Trainer:
         for path in candidates:
             problem = checkpoint_problem(path)
             if problem is None:
+                # A checkpoint that does not fit the model is no broken save: every
+                # older one is of the same run, so the error stops the restore.
+                checkpoints.check_model(path, self.model)
                 try:
                     self.checkpoint.read(path).assert_existing_objects_matched()
                 except (tf.errors.OpError, AssertionError, ValueError) as error:

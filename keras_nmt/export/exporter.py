@@ -129,11 +129,19 @@ def onnx_check(onnx_path: pathlib.Path, translator, beam_size: int, alpha: float
         raise ExportError(f"self-check failed: the ONNX model differs from the Keras model ({result})")
 
 
-def _sample_pairs(run, count: int) -> tuple[list[str], list[str]]:
-    """``count`` pairs spread evenly through the run's valid split (else its training split)."""
-    files = run.run.split_files("valid") or run.run.split_files("train")
+def _int8_files(run):
+    """The split the int8 check samples: the run's valid split, else its training split."""
+    needed_for = "the int8 check of export --int8"
+    files = (run.run.split_files("valid", needed_for=needed_for)
+             or run.run.split_files("train", needed_for=needed_for))
     if files is None:
         raise ExportError(f"{run.run.path} names no valid or training split to check int8 on")
+    return files
+
+
+def _sample_pairs(run, count: int) -> tuple[list[str], list[str]]:
+    """``count`` pairs spread evenly through the run's valid split (else its training split)."""
+    files = _int8_files(run)
     pairs = [(s, t) for s, t in files.pairs() if s.strip() and t.strip()]
     if not pairs:
         raise ExportError(f"{files.source} has no sentence to check int8 on")
@@ -242,6 +250,8 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
         raise ExportError(f"--nbest ({args.nbest}) cannot exceed the beam size ({beam_size})")
     if args.int8 and not args.onnx:
         raise ExportError("--int8 quantizes the ONNX model: add --onnx")
+    if args.int8:
+        _int8_files(run)  # a corpus left behind fails now, not after the export's work
     lexicon = None
     if args.shortlist:
         lexicon = run.run.load_lexicon()

@@ -1,0 +1,106 @@
+"""Reading a model's weights from a checkpoint, checked to fit the model.
+
+TensorFlow restores a checkpoint by matching its object graph to the Python objects, and
+leaves any model variable it finds no value for at its initial value. Training's own
+checkpoints also hold the optimizer, the input position and counters, so every load of
+model weights reads partially, and a partial read alone would accept a checkpoint of
+another configuration (or one written before a variable was renamed) and translate with
+random weights. :func:`check_model` is the check every load makes first: each model
+variable must have a value of its shape in the checkpoint; other objects in the
+checkpoint are fine.
+"""
+
+from __future__ import annotations
+
+import collections
+
+import tensorflow as tf
+from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+from keras_nmt.rundir import RunDirError
+
+# The name the model has in every checkpoint the project writes: tf.train.Checkpoint(model=...).
+MODEL = "model"
+# How many unmatched variables the error names.
+NAMED = 3
+
+
+class CheckpointMismatchError(RunDirError):
+    """A checkpoint that lacks model variables, or holds them in other shapes."""
+
+
+def model_variables(model) -> dict[str, tf.Variable]:
+    """Each of ``model.weights`` by its path in the checkpoint object graph below the
+    model (``decoder/attention/energy_kernel``), the first one a breadth-first walk
+    finds, as TensorFlow's own walk does. A weight the walk never reaches (which no
+    checkpoint could restore) appears under its Keras path."""
+    names: dict[int, str] = {}
+    queue = collections.deque([("", model)])
+    seen = {id(model)}
+    while queue:
+        prefix, parent = queue.popleft()
+        for local, child in tf.train.TrackableView.children(parent).items():
+            if id(child) in seen:
+                continue
+            seen.add(id(child))
+            names[id(child)] = prefix + local
+            queue.append((prefix + local + "/", child))
+    return {names.get(id(weight), weight.path): weight for weight in model.weights}
+
+
+def _checkpoint_shapes(path: str) -> dict[str, list[int]]:
+    """The shape of each variable value in the checkpoint at ``path``, by its object
+    path below the model: the checkpoint's own object graph is walked, so every path to
+    a variable counts, not only the one its value was saved under."""
+    reader = tf.train.load_checkpoint(path)
+    if not reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
+        return {}  # a name-based (TF1) checkpoint: nothing in it can be matched
+    graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+    shapes = reader.get_variable_to_shape_map()
+    found: dict[str, list[int]] = {}
+    root = next((c.node_id for c in graph.nodes[0].children if c.local_name == MODEL), None)
+    queue = collections.deque([("", root)] if root is not None else [])
+    seen = {root}
+    while queue:
+        prefix, node_id = queue.popleft()
+        for child in graph.nodes[node_id].children:
+            name = prefix + child.local_name
+            for attribute in graph.nodes[child.node_id].attributes:
+                if attribute.name == "VARIABLE_VALUE" and attribute.checkpoint_key in shapes:
+                    found.setdefault(name, shapes[attribute.checkpoint_key])
+            if child.node_id not in seen:
+                seen.add(child.node_id)
+                queue.append((name + "/", child.node_id))
+    return found
+
+
+def check_model(path: str, model) -> None:
+    """Raise :class:`CheckpointMismatchError` (one line) unless the checkpoint at prefix
+    ``path`` holds a value of the right shape for every variable of ``model``."""
+    available = _checkpoint_shapes(path)
+    wanted = model_variables(model)
+    missing = [name for name in wanted if name not in available]
+    reshaped = [(name, available[name], list(weight.shape)) for name, weight in wanted.items()
+                if name in available and available[name] != list(weight.shape)]
+    if not missing and not reshaped:
+        return
+    problems = []
+    if missing:
+        problems.append(f"{len(missing)} of {len(wanted)} variables missing, first: "
+                        + ", ".join(missing[:NAMED]))
+    if reshaped:
+        name, there, here = reshaped[0]
+        problems.append(f"{len(reshaped)} of {len(wanted)} variables of another shape, first: "
+                        f"{name} {there} in the checkpoint, {here} in this model")
+    raise CheckpointMismatchError(
+        f"checkpoint {path} does not match this model: {'; '.join(problems)}; was it "
+        f"written by another configuration?"
+    )
+
+
+def read_model(path: str, model) -> None:
+    """Load ``model``'s weights from the checkpoint at prefix ``path`` after
+    :func:`check_model`; what else the checkpoint holds (optimizer, counters) is left."""
+    check_model(path, model)
+    tf.train.Checkpoint(**{MODEL: model}).read(path).expect_partial()
