@@ -72,6 +72,9 @@ def main(strategy_name: str, out: str, run_dir: str, logical_cpus: int = 1) -> N
         tf.config.set_logical_device_configuration(
             cpu, [tf.config.LogicalDeviceConfiguration()] * logical_cpus
         )
+    # Grappler rewrites each new graph before its first run, about 3 s a cell here; the
+    # comparison is between strategies, each process running the same unoptimized ops.
+    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
     import keras
 
     from keras_nmt import distribute
