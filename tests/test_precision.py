@@ -30,6 +30,7 @@ TINY = ["--set", "embedding=16", "--set", "hidden=16", "--set", "attention=16", 
     ("float32", True),
     ("mixed_bfloat16", False),
     ("mixed_float16", False),
+    ("mixed_float16", True),  # a GPU's default: loss scaling's skipped update under XLA
 ])
 def test_precision_trains_and_resumes(tmp_path, precision, jit):
     trainer = _trainer(tmp_path, optimizer="adam", learning_rate=0.01, precision=precision,
