@@ -120,8 +120,9 @@ def make_trainers(args, scratch: pathlib.Path):
     run = RunDir(scratch / "run")
     overrides = {"src_vocab_size": args.vocab_size, "tgt_vocab_size": args.vocab_size}
     options = experiment.TrainOptions(variant=args.variant, data=args.data, out=str(run.path),
-                                      overrides=overrides, quiet=True)
-    config, info = experiment._prepare(options, run, log=lambda text: None)
+                                      overrides=overrides, quiet=True).for_new_run()
+    config, info = experiment._prepare(options, experiment._new_run_config(options), run,
+                                       log=lambda text: None)
     config = config.replace(eval_every=10**9, checkpoint_every=10**9)
     encoders = run.graph_encoders()
     files = run.split_files("train", info, needed_for="the benchmark")

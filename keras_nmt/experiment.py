@@ -158,10 +158,10 @@ def _new_run_config(options: TrainOptions) -> Config:
     return config
 
 
-def _prepare(options: TrainOptions, run: RunDir, log) -> tuple[Config, dict[str, Any]]:
-    """First start of a run: corpus, vocabularies and config written into ``run``."""
-    options = options.for_new_run()
-    config = _new_run_config(options)
+def _prepare(options: TrainOptions, config: Config, run: RunDir,
+             log) -> tuple[Config, dict[str, Any]]:
+    """First start of a run: corpus, vocabularies and config written into ``run``.
+    ``options`` (for_new_run's) and ``config`` are :func:`_new_run_config`'s, checked."""
     run.create()
     if options.data == BUILTIN:
         spec = builtin.BuiltinCorpusSpec()
@@ -394,7 +394,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
             )
         existed = run.path.exists()
         try:
-            config, info = _prepare(options, run, log)
+            config, info = _prepare(options, config, run, log)
         except BaseException:
             # Leave no half-made run behind: a later start must not mistake it for one.
             if not existed:

@@ -62,8 +62,10 @@ def test_crlf_corpus_gives_the_lf_vocabularies(tmp_path):
             valid_en=f"a{newline}".encode(), valid_fr=f"A{newline}".encode(),
         )
         run = RunDir(tmp_path / f"run-{name}")
-        options = experiment.TrainOptions(variant="search30", data=str(data), out=str(run.path))
-        experiment._prepare(options, run, log=lambda text: None)
+        options = experiment.TrainOptions(variant="search30", data=str(data),
+                                          out=str(run.path)).for_new_run()
+        experiment._prepare(options, experiment._new_run_config(options), run,
+                            log=lambda text: None)
         vocabularies.append([v.tokens for v in run.load_vocabularies()])
     assert vocabularies[0] == vocabularies[1]
     assert not any("\r" in token for vocab in vocabularies[1] for token in vocab)
