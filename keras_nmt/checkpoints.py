@@ -1,4 +1,5 @@
-"""Reading a model's weights from a checkpoint, checked to fit the model.
+"""Checkpoint files: which step a checkpoint holds, whether it reads back intact, and
+reading a model's weights from one, checked to fit the model.
 
 TensorFlow restores a checkpoint by matching its object graph to the Python objects, and
 leaves any model variable it finds no value for at its initial value. Training's own
@@ -23,6 +24,34 @@ from keras_nmt.rundir import RunDirError
 MODEL = "model"
 # How many unmatched variables the error names.
 NAMED = 3
+
+
+def checkpoint_step(path: str | None) -> int | None:
+    """The step number at the end of a checkpoint prefix (``.../ckpt-120`` -> 120)."""
+    if not path:
+        return None
+    try:
+        return int(path.rsplit("-", 1)[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def checkpoint_problem(path: str) -> str | None:
+    """Why the checkpoint at prefix ``path`` cannot be restored, or None when every
+    tensor its index lists reads back intact (RestoreV2 checks each one's CRC32C; it
+    also reads the variant tensors, such as the input pipeline's state, that
+    CheckpointReader cannot turn into numpy)."""
+    try:
+        dtypes = tf.train.load_checkpoint(path).get_variable_to_dtype_map()
+        names = sorted(dtypes)
+        with tf.device("CPU"):
+            tf.raw_ops.RestoreV2(
+                prefix=path, tensor_names=names, shape_and_slices=[""] * len(names),
+                dtypes=[dtypes[name] for name in names],
+            )
+    except (tf.errors.OpError, ValueError) as error:
+        return getattr(error, "message", None) or str(error).splitlines()[0]
+    return None
 
 
 class CheckpointMismatchError(RunDirError):

@@ -18,6 +18,7 @@ import keras
 
 from keras_nmt import config as config_lib
 from keras_nmt import averaging, checkpoints, data, distribute, lexicon
+from keras_nmt.checkpoints import checkpoint_problem, checkpoint_step
 from keras_nmt.config import Config, ConfigError
 from keras_nmt.corpus import builtin, wmt14
 from keras_nmt.corpus.readers import (
@@ -30,9 +31,7 @@ from keras_nmt.evaluation import scoring
 from keras_nmt.text import codecs
 from keras_nmt.text.sentencepiece import SentencePieceCodec, train_sentencepiece
 from keras_nmt.vocab import Vocabulary
-from keras_nmt.training import (
-    Limits, RunWriteError, Trainer, check_limits, checkpoint_problem, checkpoint_step,
-)
+from keras_nmt.training import Limits, RunWriteError, Trainer, check_limits
 from keras_nmt.translator import Translator
 
 BUILTIN = "builtin"

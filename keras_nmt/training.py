@@ -16,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_nmt import checkpoints, distribute, faults, optimizers
+from keras_nmt.checkpoints import checkpoint_problem, checkpoint_step
 from keras_nmt.config import Config, ConfigError
 from keras_nmt.models import TranslationModel, sampled_sentence_nll, sentence_nll
 from keras_nmt.progress import Progress, format_duration
@@ -40,34 +41,6 @@ class RunWriteError(RunDirError):
 
 # What a failed write raises: Python's own file I/O, or TensorFlow's file layer.
 WRITE_ERRORS = (OSError, tf.errors.OpError)
-
-
-def checkpoint_step(path: str | None) -> int | None:
-    """The step number at the end of a checkpoint prefix (``.../ckpt-120`` -> 120)."""
-    if not path:
-        return None
-    try:
-        return int(path.rsplit("-", 1)[1])
-    except (IndexError, ValueError):
-        return None
-
-
-def checkpoint_problem(path: str) -> str | None:
-    """Why the checkpoint at prefix ``path`` cannot be restored, or None when every
-    tensor its index lists reads back intact (RestoreV2 checks each one's CRC32C; it
-    also reads the variant tensors, such as the input pipeline's state, that
-    CheckpointReader cannot turn into numpy)."""
-    try:
-        dtypes = tf.train.load_checkpoint(path).get_variable_to_dtype_map()
-        names = sorted(dtypes)
-        with tf.device("CPU"):
-            tf.raw_ops.RestoreV2(
-                prefix=path, tensor_names=names, shape_and_slices=[""] * len(names),
-                dtypes=[dtypes[name] for name in names],
-            )
-    except (tf.errors.OpError, ValueError) as error:
-        return getattr(error, "message", None) or str(error).splitlines()[0]
-    return None
 
 
 def _os_reason(error: Exception) -> str:

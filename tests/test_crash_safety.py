@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 from keras_nmt.faults import HOOK_ENV
-from keras_nmt.training import checkpoint_problem
+from keras_nmt.checkpoints import checkpoint_problem
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--set", "embedding=8", "--set", "hidden=8", "--set", "attention=8", "--set", "maxout=4",
