@@ -472,7 +472,7 @@ class Trainer:
                 break
             (source_ids, target_in), target_out = next(self.iterator)
             if scheduled:
-                # The budget share this update ends at (time: now plus this session's mean
+                # The budget share this update ends at (time: now plus this process's mean
                 # step), so the last update gets the final rate.
                 mean_step = (elapsed() - elapsed_before) / (step - first_step) if step > first_step else 0.0
                 learning_rate = scheduled_learning_rate(
