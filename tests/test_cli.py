@@ -17,8 +17,8 @@ from keras_nmt.cli.common import run_command
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 OLD_RUN = ROOT / "tests" / "fixtures" / "run-0.1.0"
-SUBCOMMANDS = ("train", "translate", "evaluate", "average", "lexicon", "export", "onnx-translate",
-               "tfserving-client", "wmt14")
+SUBCOMMANDS = ("train", "translate", "evaluate", "score", "average", "lexicon", "export",
+               "onnx-translate", "tfserving-client", "wmt14")
 
 
 def _run(args, env=None, input_text=""):

@@ -6,37 +6,11 @@ import math
 import numpy as np
 import pytest
 
-from keras_nmt import data
-from keras_nmt.corpus.readers import ParallelFiles
+from conftest import scored_pairs, training_nll
 from keras_nmt.ensemble import Ensemble
 from keras_nmt.evaluation import forced
-from keras_nmt.models import TranslationModel, sentence_nll
-from keras_nmt.rundir import RunDir
+from keras_nmt.models import TranslationModel
 from keras_nmt.translator import Translator, default_max_source_len
-
-
-def scored_pairs(corpus, count=9):
-    """Test pairs, an empty target, an empty source, and a pair longer than translate's
-    maximum source length (translate would cut it; scoring must not)."""
-    sources = (corpus / "test.en").read_text(encoding="utf-8").splitlines()
-    targets = (corpus / "test.fr").read_text(encoding="utf-8").splitlines()
-    long_source = " ".join(sources[:40])
-    long_target = " ".join(targets[:12])
-    return (sources[:count] + [sources[count], "", long_source],
-            targets[:count] + ["", targets[count], long_target])
-
-
-def training_nll(run_dir, model, sources, targets, tmp_path, batch_size=5):
-    """Per pair, the NLL as the training loop's evaluation computes it: the run's graph
-    encoders, tf.data batches (data.evaluation_batches) and models.sentence_nll."""
-    (tmp_path / "s.txt").write_text("".join(line + "\n" for line in sources), encoding="utf-8")
-    (tmp_path / "t.txt").write_text("".join(line + "\n" for line in targets), encoding="utf-8")
-    batches = data.evaluation_batches(ParallelFiles(tmp_path / "s.txt", tmp_path / "t.txt"),
-                                      *RunDir(run_dir).graph_encoders(), batch_size=batch_size)
-    out = []
-    for (source, target_in), target_out in batches:
-        out.extend(sentence_nll(model((source, target_in), training=False), target_out).numpy())
-    return np.array(out)
 
 
 @pytest.mark.parametrize("run", ["tiny_run", "tiny_spm_run"])
@@ -96,11 +70,15 @@ def test_batches_bound_rows_and_positions():
 
 def test_unknown_target_words_are_counted_and_scored_as_unk(tiny_run):
     translator = Translator.from_run_dir(tiny_run)
-    [pair, other, known] = forced.force_decode(
-        translator, ["The man."] * 3, ["Zyxqwv l'homme.", "Qwvzyx l'homme.", "l'homme."])
-    assert (pair.unknown, other.unknown, known.unknown) == (1, 1, 0)
+    [pair, other, written, known] = forced.force_decode(
+        translator, ["The man."] * 4,
+        ["Zyxqwv l'homme.", "Qwvzyx l'homme.", "<unk> l'homme.", "l'homme."])
+    assert (pair.unknown, other.unknown, written.unknown, known.unknown) == (1, 1, 1, 0)
     assert pair.target_tokens[0] == "Zyxqwv"  # the word itself, for the attention file
-    np.testing.assert_allclose(pair.token_logprobs, other.token_logprobs, rtol=1e-6)
+    # "<unk>", as translate writes the unknown word, is that word (not "<", "unk", ">").
+    assert written.target_tokens == ("<unk>", "l'", "homme", ".")
+    for same in (other, written):
+        np.testing.assert_allclose(pair.token_logprobs, same.token_logprobs, rtol=1e-6)
 
 
 def test_forced_fn_is_traced_once(tiny_run, tiny_corpus):

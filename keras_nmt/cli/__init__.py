@@ -3,6 +3,7 @@
     keras-nmt train          train RNNsearch / RNNencdec (also: python train.py)
     keras-nmt translate      translate stdin with trained runs (ensembles, n-best)
     keras-nmt evaluate       BLEU / chrF, No-UNK, Fig. 2, Fig. 3, Table 2, AER
+    keras-nmt score          log-probability of given translations (force decoding)
     keras-nmt average        average a run's last or best N checkpoints
     keras-nmt lexicon        build a run's lexical table p(t|s) for vocabulary selection
     keras-nmt export         SavedModel for TF Serving, and ONNX (also: python -m export)
@@ -25,6 +26,7 @@ COMMANDS = {
     "train": ("train", "train RNNsearch / RNNencdec on a corpus (python train.py is the same)"),
     "translate": ("translate", "translate stdin with one or more trained runs"),
     "evaluate": ("evaluate", "BLEU/chrF (All, No-UNK), BLEU by length, heat maps, Table 2, AER"),
+    "score": ("score", "log-probability (and alignment) of given translations under a model"),
     "average": ("average", "average a run's last or best N checkpoints (--weights averaged)"),
     "lexicon": ("lexicon", "build a run's lexical table p(t|s), for --shortlist F,B"),
     "export": ("export", "export a run as a TF Serving SavedModel (and ONNX with --onnx)"),

@@ -18,7 +18,9 @@ Definitions (``keras-nmt score`` writes them; docs/decoding.md):
 
 Nothing is cut: a pair is scored whole however long it is (the RNN has no length limit);
 an empty side is EOS alone (an empty target scores the model's probability of ending at
-once). A target word outside the vocabulary is scored as ``<unk>``, as in training.
+once). A target word outside the vocabulary is scored as ``<unk>``, as in training, and
+so is the text ``<unk>`` in the target of a word run, which is how a translation writes
+the unknown word (:func:`target_tokens`).
 
 Cost: one encoder and decoder pass per pair, linear in the corpus's tokens. A batch's
 memory grows with its rows x longest target x vocabulary size (the logits), so its rows x
@@ -33,7 +35,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from keras_nmt.constants import BOS_ID, EOS_ID, UNK_ID
+from keras_nmt.constants import BOS_ID, EOS_ID, UNK, UNK_ID
+from keras_nmt.text import codecs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,6 +108,23 @@ def batches(source_lengths: Sequence[int], target_lengths: Sequence[int], batch_
     return out
 
 
+def target_tokens(codec, line: str) -> tuple[list[str], list[int]]:
+    """The tokens and ids of a target line. In a word run, the text ``<unk>`` (what
+    ``keras-nmt translate`` writes for the unknown word) is read back as that word; the
+    tokenizer alone would split it into "<", "unk" and ">"."""
+    if codec.kind != codecs.WORD or UNK not in line:
+        return codec.tokenize(line), codec.encode(line)
+    tokens: list[str] = []
+    ids: list[int] = []
+    for n, part in enumerate(line.split(UNK)):
+        if n:
+            tokens.append(UNK)
+            ids.append(UNK_ID)
+        tokens += codec.tokenize(part)
+        ids += codec.encode(part)
+    return tokens, ids
+
+
 def force_decode(
     translator, sources: Sequence[str], targets: Sequence[str], batch_size: int = 32,
     attention: bool = False, progress: Callable[[int], None] | None = None,
@@ -123,7 +143,8 @@ def force_decode(
     forced = _forced_fn(translator.model)
     source_codec, target_codec = translator.source_codec, translator.target_codec
     source_ids = [source_codec.encode(line) + [EOS_ID] for line in sources]
-    target_ids = [target_codec.encode(line) + [EOS_ID] for line in targets]
+    target_side = [target_tokens(target_codec, line) for line in targets]
+    target_ids = [ids + [EOS_ID] for _, ids in target_side]
     positions = batch_size * (int(translator.model.config.max_len) + 1)
     out: list[ForcedPair | None] = [None] * len(sources)
     for chosen in batches([len(s) for s in source_ids], [len(t) for t in target_ids],
@@ -144,7 +165,7 @@ def force_decode(
             rows, columns = len(target_ids[i]), len(source_ids[i])
             out[i] = ForcedPair(
                 tuple(source_codec.tokenize(sources[i])),
-                tuple(target_codec.tokenize(targets[i])),
+                tuple(target_side[i][0]),
                 logprobs[row, :rows].copy(),
                 None if weights is None else weights[row, :rows, :columns].copy(),
                 target_ids[i].count(UNK_ID),
