@@ -187,9 +187,11 @@ WITHOUT_TRAINING = ("import sys\n"
 
 
 @pytest.mark.parametrize("argv", [["train", "--max-steps", "1"], ["translate", "RUN"],
-                                  ["export", "RUN", "--out", "x"]])
+                                  ["export", "RUN", "--out", "x"],
+                                  ["score", "RUN", "--src", "RUN/vocab.en.txt", "--tgt",
+                                   "RUN/vocab.en.txt", "--out", "x"]])
 def test_training_commands_on_the_plain_install_say_what_to_install(tmp_path, tiny_run, argv):
-    argv = [str(tiny_run) if arg == "RUN" else arg for arg in argv]
+    argv = [arg.replace("RUN", str(tiny_run)) for arg in argv]
     result = subprocess.run(
         [sys.executable, "-c", WITHOUT_TRAINING + f"sys.exit(cli.main({argv!r}))"],
         capture_output=True, text=True, timeout=60, cwd=tmp_path,
