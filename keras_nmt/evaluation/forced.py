@@ -24,7 +24,12 @@ the unknown word (:func:`target_tokens`).
 
 Cost: one encoder and decoder pass per pair, linear in the corpus's tokens. A batch's
 memory grows with its rows x longest target x vocabulary size (the logits), so its rows x
-longest side stay within ``batch_size x (max_len + 1)`` (a longer pair goes alone). Only :func:`force_decode` imports TensorFlow, when it is called.
+longest side stay within ``batch_size x (max_len + 1)`` (a longer pair goes alone). Only
+:func:`force_decode` and :func:`stepwise_forced` import TensorFlow, when they are called.
+
+:func:`stepwise_forced` is the same computation as one ``tf.while_loop`` over the model's
+``step``, the form the ONNX export converts (``NAME.forced.onnx``), so that the
+onnxruntime path can score and align without TensorFlow.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from keras_nmt.constants import BOS_ID, EOS_ID, UNK, UNK_ID
+from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID, UNK, UNK_ID
 from keras_nmt.text import codecs
 
 
@@ -145,31 +150,92 @@ def force_decode(
     source_ids = [source_codec.encode(line) + [EOS_ID] for line in sources]
     target_side = [target_tokens(target_codec, line) for line in targets]
     target_ids = [ids + [EOS_ID] for _, ids in target_side]
-    positions = batch_size * (int(translator.model.config.max_len) + 1)
-    out: list[ForcedPair | None] = [None] * len(sources)
-    for chosen in batches([len(s) for s in source_ids], [len(t) for t in target_ids],
-                          batch_size, positions):
-        source = np.zeros((len(chosen), max(len(source_ids[i]) for i in chosen)), np.int32)
-        target_out = np.zeros((len(chosen), max(len(target_ids[i]) for i in chosen)), np.int32)
-        for row, i in enumerate(chosen):
-            source[row, : len(source_ids[i])] = source_ids[i]
-            target_out[row, : len(target_ids[i])] = target_ids[i]
+
+    def run(source, target_out):
         target_in = np.zeros_like(target_out)
         target_in[:, 0] = BOS_ID
         target_in[:, 1:] = np.where(target_out[:, 1:] > 0, target_out[:, :-1], 0)
         logprobs, weights = forced(tf.constant(source), tf.constant(target_in),
                                    tf.constant(target_out))
-        logprobs = logprobs.numpy()
-        weights = weights.numpy() if attention else None
+        return logprobs.numpy(), weights.numpy() if attention else None
+
+    positions = batch_size * (int(translator.model.config.max_len) + 1)
+    results = run_batches(run, source_ids, target_ids, batch_size, positions, progress)
+    return [ForcedPair(tuple(source_codec.tokenize(sources[i])), tuple(target_side[i][0]),
+                       logprobs, weights, target_ids[i].count(UNK_ID))
+            for i, (logprobs, weights) in enumerate(results)]
+
+
+def pad_rows(rows: Sequence[Sequence[int]]) -> np.ndarray:
+    """Id rows -> int32 [len(rows), longest], padded with PAD."""
+    batch = np.zeros((len(rows), max((len(row) for row in rows), default=0)), np.int32)
+    for i, row in enumerate(rows):
+        batch[i, : len(row)] = row
+    return batch
+
+
+def run_batches(
+    run: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray | None]],
+    source_ids: Sequence[Sequence[int]], target_ids: Sequence[Sequence[int]],
+    batch_size: int, positions: int, progress: Callable[[int], None] | None = None,
+) -> list[tuple[np.ndarray, np.ndarray | None]]:
+    """Force-decode id rows (EOS included) in :func:`batches` with ``run``: padded source
+    [B, S] and target [B, T] -> (token log-probabilities [B, T], attention [B, T, S] or
+    None). Per pair, in order: its log-probabilities and attention cut to its own lengths.
+    The TensorFlow path (:func:`force_decode`) and the onnxruntime path
+    (:class:`keras_nmt.serving.onnx_translator.OnnxTranslator`) both go through here."""
+    out: list[tuple[np.ndarray, np.ndarray | None] | None] = [None] * len(source_ids)
+    for chosen in batches([len(s) for s in source_ids], [len(t) for t in target_ids],
+                          batch_size, positions):
+        logprobs, weights = run(pad_rows([source_ids[i] for i in chosen]),
+                                pad_rows([target_ids[i] for i in chosen]))
         for row, i in enumerate(chosen):
             rows, columns = len(target_ids[i]), len(source_ids[i])
-            out[i] = ForcedPair(
-                tuple(source_codec.tokenize(sources[i])),
-                tuple(target_side[i][0]),
-                logprobs[row, :rows].copy(),
-                None if weights is None else weights[row, :rows, :columns].copy(),
-                target_ids[i].count(UNK_ID),
-            )
+            out[i] = (np.array(logprobs[row, :rows], np.float32),
+                      None if weights is None else np.array(weights[row, :rows, :columns],
+                                                             np.float32))
         if progress is not None:
             progress(len(chosen))
     return out  # type: ignore[return-value]
+
+
+def stepwise_forced(model, source_ids, target_ids) -> dict:
+    """Force decoding as one ``tf.while_loop`` over ``model.step``, traceable with
+    autograph off and convertible by tf2onnx (as :mod:`keras_nmt.search` is: the history
+    grows by one column a step in loop variables, no TensorArray).
+
+    ``source_ids`` int32 [B, S] and ``target_ids`` int32 [B, T] (B >= 1), both with EOS, padded
+    with PAD -> ``{"token_logprobs": float32 [B, T] (0 at padding), "attention": float32
+    [B, T, S]}``; an RNNencdec model has no attention and gives only the log-probabilities.
+    Equal to :func:`force_decode`'s within float32 rounding: the step is the search's
+    (its context precomputed per source position), the teacher-forcing pass computes the
+    context first. Cost: T steps for the batch, each over the whole target vocabulary."""
+    import tensorflow as tf
+
+    source_ids = tf.convert_to_tensor(source_ids, tf.int32)
+    target_ids = tf.convert_to_tensor(target_ids, tf.int32)
+    rows, length = tf.shape(source_ids)[0], tf.shape(target_ids)[1]
+    state, memory = model.encode(source_ids)
+
+    def body(t, previous, state, logprobs, attention):
+        logits, state, weights = model.step(previous, state, memory)
+        logits = tf.cast(logits, tf.float32)
+        target = tf.gather(target_ids, t, axis=1)
+        # The target's logit by a one-hot product: a plain form every converter keeps.
+        chosen = tf.reduce_sum(logits * tf.one_hot(target, tf.shape(logits)[1]), axis=1)
+        real = tf.cast(tf.not_equal(target, PAD_ID), tf.float32)
+        logprob = (chosen - tf.reduce_logsumexp(logits, axis=1)) * real
+        return (t + 1, target, state, tf.concat([logprobs, logprob[:, None]], axis=1),
+                tf.concat([attention, tf.cast(weights, tf.float32)[:, None, :]], axis=1))
+
+    loop_vars = (tf.constant(0), tf.fill([rows], BOS_ID), state,
+                 tf.zeros([rows, 0], tf.float32),
+                 tf.zeros([rows, 0, tf.shape(source_ids)[1]], tf.float32))
+    invariants = (tf.TensorShape([]), tf.TensorShape([None]),
+                  tf.TensorShape([None, state.shape[-1]]), tf.TensorShape([None, None]),
+                  tf.TensorShape([None, None, None]))
+    _, _, _, logprobs, attention = tf.while_loop(
+        lambda t, *_: t < length, body, loop_vars, shape_invariants=invariants)
+    if not model.config.uses_attention:
+        return {"token_logprobs": logprobs}
+    return {"token_logprobs": logprobs, "attention": attention}

@@ -5,9 +5,11 @@ models.config and EXPORT_DIR/SERVING.md (:mod:`keras_nmt.export.layout`). The Sa
 written into a temporary directory next to its final place, loaded back with the TF1 session
 loader (the code path TF Serving uses) and checked against the Keras model's own beam search
 on a few sentences, and only then renamed to VERSION. With --onnx, VERSION/onnx/ holds
-NAME.onnx (the translate_ids signature converted by tf2onnx), NAME.onnx.json and the
-vocabularies, written after onnx.checker and an onnxruntime check and before that rename, so
-the ONNX model arrives with its SavedModel; with --int8 also NAME.int8.onnx, its weights
+NAME.onnx (the translate_ids signature converted by tf2onnx), NAME.forced.onnx (force
+decoding: token log-probabilities and attention, for scoring and alignments without
+TensorFlow), NAME.onnx.json and the vocabularies, written after onnx.checker and
+onnxruntime checks and before that rename, so the ONNX models arrive with their SavedModel;
+with --int8 also NAME.int8.onnx, its weights
 quantized to int8 (:mod:`keras_nmt.export.quantize`), written only when its BLEU on a sample
 of the run's sentences is within a stated bound of the float model's. An export that fails
 leaves nothing behind.
@@ -129,6 +131,29 @@ def onnx_check(onnx_path: pathlib.Path, translator, beam_size: int, alpha: float
         raise ExportError(f"self-check failed: the ONNX model differs from the Keras model ({result})")
 
 
+def forced_check(directory: pathlib.Path, name: str, translator) -> dict:
+    """The force-decoding ONNX model, run by the onnxruntime path
+    (:meth:`~keras_nmt.serving.onnx_translator.OnnxTranslator.align`), gives the Keras
+    model's token log-probabilities and attention
+    (:func:`~keras_nmt.evaluation.forced.force_decode`) within float32 rounding, on the
+    check sentences paired with their translations, an empty target and an empty pair."""
+    from keras_nmt.evaluation.forced import force_decode
+    from keras_nmt.export import parity
+    from keras_nmt.serving.onnx_translator import OnnxTranslator
+
+    sources = [line for line in _check_sentences(translator.source_vocab)
+               if line.strip() and len(line) < 200]
+    targets = [t.text for t in translator.translate(sources, beam_size=1)]
+    sources, targets = sources + [sources[0], ""], targets + ["", ""]
+    reference = force_decode(translator, sources, targets, attention=True)
+    served = OnnxTranslator.from_export_dir(directory, name=name).align(sources, targets)
+    result = parity.compare_forced(reference, served)
+    if not parity.agrees_forced(result):
+        raise ExportError(f"self-check failed: the force-decoding ONNX model differs from "
+                          f"the Keras model ({result})")
+    return result
+
+
 def _int8_files(run):
     """The split the int8 check samples: the run's valid split, else its training split."""
     needed_for = "the int8 check of export --int8"
@@ -208,6 +233,11 @@ def write_onnx(directory: pathlib.Path, name: str, run, model, settings, tokeniz
     log(f"converting translate_ids to ONNX (opset {onnx_export.OPSET}; takes a while)")
     path = directory / f"{name}.onnx"
     proto = onnx_export.convert(model, settings.nbest, path, lexicon_table=lexicon_table)
+    # The int8 model has no forced twin: scores and the attention drawn for a reader come
+    # from the float model, as exact as the Keras model's.
+    log("converting force decoding to ONNX (scores and alignments without TensorFlow)")
+    forced_path = directory / f"{name}.forced.onnx"
+    forced = onnx_export.convert_forced(model, forced_path)
     vocabularies = {}
     for role, lang, vocabulary in (("source_vocab", run.src, run.source_vocab),
                                    ("target_vocab", run.tgt, run.target_vocab)):
@@ -235,6 +265,8 @@ def write_onnx(directory: pathlib.Path, name: str, run, model, settings, tokeniz
         "opset": onnx_export.OPSET,
         "inputs": onnx_export.input_names(proto),
         "outputs": onnx_export.output_names(proto),
+        "forced": {"model": forced_path.name, "inputs": onnx_export.input_names(forced),
+                   "outputs": onnx_export.output_names(forced)},
         "int8": None,
     })
 
@@ -300,9 +332,10 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
             onnx_staging.mkdir()
             write_onnx(onnx_staging, args.name, run, model, settings, tokenizer, log,
                        lexicon_table=table)
-            log("checking the ONNX model with onnx.checker and onnxruntime")
+            log("checking the ONNX models (search, force decoding) with onnx.checker and onnxruntime")
             onnx_check(onnx_staging / f"{args.name}.onnx", translator, beam_size, settings.alpha,
                        args.shortlist)
+            forced_check(onnx_staging, args.name, translator)
             if args.int8:
                 int8 = write_int8(onnx_staging, args.name, run, translator, settings,
                                   args.int8_max_drop, log)

@@ -2,8 +2,9 @@
 (no TensorFlow here: the onnxruntime path reads exports too)::
 
     EXPORT_DIR/NAME/VERSION/          the SavedModel, in TF Serving's layout
-    EXPORT_DIR/NAME/VERSION/onnx/     with --onnx: NAME.onnx, NAME.onnx.json, the
-                                      vocabularies (and NAME.int8.onnx, NAME.spm.LANG.model)
+    EXPORT_DIR/NAME/VERSION/onnx/     with --onnx: NAME.onnx, NAME.forced.onnx,
+                                      NAME.onnx.json, the vocabularies (and
+                                      NAME.int8.onnx, NAME.spm.LANG.model)
     EXPORT_DIR/models.config          :mod:`keras_nmt.export.serving_files`
     EXPORT_DIR/SERVING.md
 

@@ -4,7 +4,9 @@ String ops, lookup tables and tensorflow_text's SentencePiece ops do not convert
 so the ONNX model is the id-in / id-out beam search; the onnxruntime path encodes and
 decodes in Python (:mod:`keras_nmt.text` codecs: the word tokenizer, or the run's SentencePiece
 models) with the vocabularies (and models) written next to it and the settings of
-``NAME.onnx.json``.
+``NAME.onnx.json``. Beside it, :func:`convert_forced` writes the force-decoding model
+(``NAME.forced.onnx``: given source and target ids, each target token's log-probability
+and the attention weights), which the search model cannot give.
 """
 
 from __future__ import annotations
@@ -24,10 +26,31 @@ def convert(model: TranslationModel, nbest: int, path: str | pathlib.Path, opset
             lexicon_table=None):
     """Convert and write ``path``; returns the checked ONNX ModelProto. With
     ``lexicon_table`` the graph holds it and takes the two shortlist inputs."""
+    fn, signature = translate_ids_function(model, nbest, lexicon_table)
+    return _convert(fn, signature, path, opset)
+
+
+# The force-decoding model's inputs: ids with EOS, padded with PAD (0).
+FORCED_SIGNATURE = (tf.TensorSpec([None, None], tf.int32, name="source_ids"),
+                    tf.TensorSpec([None, None], tf.int32, name="target_ids"))
+
+
+def convert_forced(model: TranslationModel, path: str | pathlib.Path, opset: int = OPSET):
+    """Convert :func:`keras_nmt.evaluation.forced.stepwise_forced` and write ``path``
+    (inputs ``source_ids`` [B, S], ``target_ids`` [B, T]; outputs ``token_logprobs``
+    [B, T] and, for RNNsearch, ``attention`` [B, T, S]); returns the checked ModelProto."""
+    from keras_nmt.evaluation.forced import stepwise_forced
+
+    def forced_ids(source_ids, target_ids):
+        return stepwise_forced(model, source_ids, target_ids)
+
+    return _convert(forced_ids, list(FORCED_SIGNATURE), path, opset)
+
+
+def _convert(fn, signature, path, opset):
     import onnx
     import tf2onnx
 
-    fn, signature = translate_ids_function(model, nbest, lexicon_table)
     function = tf.function(fn, input_signature=signature, autograph=False)
     proto, _ = tf2onnx.convert.from_function(function, input_signature=signature, opset=opset)
     onnx_graph.tidy(proto)  # the loop's weights read from outside it, not carried
@@ -60,4 +83,5 @@ class OnnxModel:
         return dict(zip(self.outputs, self.session.run(None, dict(feeds))))
 
 
-__all__ = ["ID_OUTPUTS", "OPSET", "OnnxModel", "convert", "input_names", "output_names"]
+__all__ = ["FORCED_SIGNATURE", "ID_OUTPUTS", "OPSET", "OnnxModel", "convert", "convert_forced",
+           "input_names", "output_names"]

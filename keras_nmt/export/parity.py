@@ -118,3 +118,41 @@ def agrees(result: dict, tolerance: float = 1e-4, allow_ties: bool = False) -> b
     and scores within ``tolerance``."""
     matched = result["identical"] + (result["ties"] if allow_ties else 0.0)
     return abs(matched - 1.0) < 1e-9 and result["max_score_diff"] <= tolerance
+
+
+def compare_forced(reference: Sequence, candidate: Sequence) -> dict:
+    """How far a force-decoding path (:class:`~keras_nmt.evaluation.forced.ForcedPair`
+    lists: the ONNX model's against :func:`~keras_nmt.evaluation.forced.force_decode`'s)
+    is from the reference: ``same_tokens`` (both sides' tokens and the unknown counts of
+    every pair), the largest differences of a token's log-probability and of an attention
+    weight (attention compared where both paths give it; ``attention`` says whether they
+    do)."""
+    if len(reference) != len(candidate):
+        raise ValueError(f"{len(candidate)} outputs for {len(reference)} pairs")
+    same, logprob_diff, attention_diff, attention = True, 0.0, 0.0, True
+    for ref, cand in zip(reference, candidate):
+        same &= (ref.source_tokens, ref.target_tokens, ref.unknown) == (
+            cand.source_tokens, cand.target_tokens, cand.unknown)
+        if ref.token_logprobs.shape != cand.token_logprobs.shape:
+            same = False
+            continue
+        logprob_diff = max(logprob_diff, float(np.max(
+            np.abs(ref.token_logprobs - cand.token_logprobs), initial=0.0)))
+        attention &= ref.attention is not None and cand.attention is not None
+        if attention:
+            if ref.attention.shape != cand.attention.shape:
+                same = False
+                continue
+            attention_diff = max(attention_diff, float(np.max(
+                np.abs(ref.attention - cand.attention), initial=0.0)))
+    return {"pairs": len(reference), "same_tokens": same, "attention": attention,
+            "max_logprob_diff": logprob_diff, "max_attention_diff": attention_diff}
+
+
+def agrees_forced(result: dict, logprob_tolerance: float = 1e-4,
+                  attention_tolerance: float = 1e-5) -> bool:
+    """:func:`compare_forced` within float32 rounding: the same tokens, each token's
+    log-probability within ``logprob_tolerance`` and each weight within
+    ``attention_tolerance``."""
+    return (result["same_tokens"] and result["max_logprob_diff"] <= logprob_tolerance
+            and result["max_attention_diff"] <= attention_tolerance)

@@ -15,11 +15,20 @@ the SavedModel and :class:`keras_nmt.translator.Translator` do (a warning at the
 the truncated lines). One output line per input line, in order; empty and
 whitespace-only lines give empty lines.
 
+Force decoding and alignment run ``NAME.forced.onnx`` (written beside ``NAME.onnx`` by the
+export; :func:`keras_nmt.evaluation.forced.stepwise_forced`), loaded when first needed:
+:meth:`OnnxTranslator.align` scores given (source, target) text pairs as ``keras-nmt score``
+does, and ``translate(..., align=True)`` gives each translation's best hypothesis its
+attention matrix (the paper's Fig. 3). They return
+:class:`~keras_nmt.evaluation.forced.ForcedPair` objects, the TensorFlow path's. The
+log-probabilities are over the whole target vocabulary, whatever the search selected.
+
 In Python::
 
     translator = OnnxTranslator.from_export_dir("exports", name="nmt")
-    for t in translator.translate(["Hello."], beam_size=5):
+    for t in translator.translate(["Hello."], beam_size=5, align=True):
         print(t.text, t.score, t.truncated)
+        print(t.alignment.source_tokens, t.alignment.target_tokens, t.alignment.attention)
 """
 
 from __future__ import annotations
@@ -32,13 +41,16 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from keras_nmt.constants import EOS_ID
+from keras_nmt.constants import EOS_ID, UNK_ID
+from keras_nmt.evaluation.forced import ForcedPair, run_batches, target_tokens
 from keras_nmt.export import ExportError, layout
 from keras_nmt.text import CodecError, codecs
 from keras_nmt.vocab import Vocabulary
 
 INPUTS = ("source_ids", "beam_size", "alpha", "forbid_unk", "max_length")
 OUTPUTS = ("ids", "lengths", "scores")
+FORCED_INPUTS = ("source_ids", "target_ids")
+FORCED_OUTPUTS = ("token_logprobs",)  # and "attention" for RNNsearch
 METADATA_KEYS = (
     "src", "tgt", "source_vocab", "target_vocab", "max_source_len", "beam_size", "alpha",
 )
@@ -62,6 +74,9 @@ class OnnxTranslation:
     score: float  # 0.0 for an empty line
     truncated: int  # source tokens dropped beyond max_source_len
     hypotheses: tuple[Hypothesis, ...]  # best first; (the best,) with nbest=1
+    # With translate(..., align=True): the best hypothesis force-decoded against the
+    # (cut) source; None for an empty line.
+    alignment: ForcedPair | None = None
 
 
 def _load_metadata(path: pathlib.Path) -> dict:
@@ -105,7 +120,8 @@ def _load_codecs(export_dir: pathlib.Path, metadata: dict):
     return tuple(loaded)
 
 
-def _session(path: pathlib.Path, threads: int | None):
+def _session(path: pathlib.Path, threads: int | None, inputs=INPUTS, outputs=OUTPUTS,
+             kind: str = "translate_ids"):
     import onnxruntime
 
     if not path.is_file():
@@ -121,10 +137,10 @@ def _session(path: pathlib.Path, threads: int | None):
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ExportError(f"cannot load {path}: {reason}") from None
     names = {i.name for i in session.get_inputs()}, {o.name for o in session.get_outputs()}
-    for kind, wanted, have in (("input", INPUTS, names[0]), ("output", OUTPUTS, names[1])):
+    for role, wanted, have in (("input", inputs, names[0]), ("output", outputs, names[1])):
         missing = [name for name in wanted if name not in have]
         if missing:
-            raise ExportError(f"{path} has no {kind} {missing[0]!r}: not a translate_ids model")
+            raise ExportError(f"{path} has no {role} {missing[0]!r}: not a {kind} model")
     return session
 
 
@@ -134,7 +150,8 @@ class OnnxTranslator:
 
     def __init__(self, session, source_codec, target_codec, max_source_len: int,
                  beam_size: int = 5, alpha: float = 1.0, max_nbest: int = 1,
-                 shortlist: tuple[int, int] | None = None):
+                 shortlist: tuple[int, int] | None = None,
+                 forced_path: pathlib.Path | None = None, threads: int | None = None):
         self.session = session
         # keras_nmt.text codecs: the word tokenizer or SentencePiece, as exported.
         self.source_codec = source_codec
@@ -150,6 +167,10 @@ class OnnxTranslator:
         # The export's vocabulary selection (F, B), when its graph holds a lexical table.
         self.selects = any(i.name == "shortlist_best" for i in session.get_inputs())
         self.shortlist = tuple(shortlist) if shortlist and self.selects else None
+        # NAME.forced.onnx, loaded by the first alignment (translation alone never needs it).
+        self.forced_path = forced_path
+        self.threads = threads
+        self._forced = None
 
     @classmethod
     def from_export_dir(cls, export_dir: str | os.PathLike, name: str = "nmt",
@@ -182,8 +203,70 @@ class OnnxTranslator:
         max_nbest = width[1] if len(width) == 2 and isinstance(width[1], int) else int(
             metadata.get("nbest", 1)
         )
+        forced = metadata.get("forced")
+        forced_path = export_dir / str(forced["model"]) if isinstance(forced, dict) else None
         return cls(session, source_codec, target_codec, max_source_len, beam_size, alpha,
-                   max_nbest, shortlist)
+                   max_nbest, shortlist, forced_path, threads)
+
+    def forced_session(self):
+        """The onnxruntime session of NAME.forced.onnx (loaded once); :class:`ExportError`
+        when the export has none (an older keras-nmt wrote it)."""
+        if self._forced is None:
+            if self.forced_path is None:
+                raise ExportError("this export has no force-decoding model (it was written by "
+                                  "an older keras-nmt): export the run again with --onnx")
+            self._forced = _session(self.forced_path, self.threads, FORCED_INPUTS,
+                                    FORCED_OUTPUTS, "force-decoding")
+        return self._forced
+
+    def _force(self, source_ids, target_ids, batch_size: int,
+               progress: Callable[[int], None] | None = None):
+        """:func:`keras_nmt.evaluation.forced.run_batches` through NAME.forced.onnx."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
+        session = self.forced_session()
+        names = [o.name for o in session.get_outputs()]
+        wanted = ["token_logprobs"] + (["attention"] if "attention" in names else [])
+
+        def run(source, target):
+            outputs = session.run(wanted, {"source_ids": source, "target_ids": target})
+            return outputs[0], outputs[1] if len(outputs) > 1 else None
+
+        positions = batch_size * (self.max_source_len + 1)
+        return run_batches(run, source_ids, target_ids, batch_size, positions, progress)
+
+    def align(self, sources: Sequence[str], targets: Sequence[str], batch_size: int = 32,
+              progress: Callable[[int], None] | None = None) -> list[ForcedPair]:
+        """Force-decode each target given its source, as
+        :func:`keras_nmt.evaluation.forced.force_decode` does (nothing cut; ``<unk>`` in a
+        word run's target is the unknown word), with the attention of an RNNsearch export
+        (None for RNNencdec). Cost: one pass per pair, linear in the pairs' tokens."""
+        if len(sources) != len(targets):
+            raise ValueError(f"{len(sources)} sources for {len(targets)} targets")
+        source_ids = [self.source_codec.encode(line) + [EOS_ID] for line in sources]
+        target_side = [target_tokens(self.target_codec, line) for line in targets]
+        target_ids = [ids + [EOS_ID] for _, ids in target_side]
+        results = self._force(source_ids, target_ids, batch_size, progress)
+        return [ForcedPair(tuple(self.source_codec.tokenize(sources[i])),
+                           tuple(target_side[i][0]), logprobs, weights,
+                           target_ids[i].count(UNK_ID))
+                for i, (logprobs, weights) in enumerate(results)]
+
+    def _align_best(self, lines: Sequence[str], translations: list[OnnxTranslation],
+                    batch_size: int) -> list[OnnxTranslation]:
+        """``translations`` with their best hypothesis force-decoded against the source as
+        the search read it (cut to ``max_source_len``)."""
+        source_ids = {i: self.source_ids(line)[0] for i, line in enumerate(lines)}
+        todo = [i for i, ids in source_ids.items() if ids]
+        target_ids = [self.target_vocab.encode(translations[i].tokens) + [EOS_ID] for i in todo]
+        results = self._force([source_ids[i] for i in todo], target_ids, batch_size)
+        aligned = list(translations)
+        for i, ids, (logprobs, weights) in zip(todo, target_ids, results):
+            source_tokens = self.source_codec.tokenize(lines[i])[: self.max_source_len]
+            pair = ForcedPair(tuple(source_tokens), translations[i].tokens, logprobs,
+                              weights, ids.count(UNK_ID))
+            aligned[i] = dataclasses.replace(translations[i], alignment=pair)
+        return aligned
 
     def source_ids(self, line: str) -> tuple[list[int], int]:
         """A line's source ids with EOS, cut to ``max_source_len`` tokens, and the number
@@ -197,11 +280,13 @@ class OnnxTranslator:
                   alpha: float | None = None, nbest: int = 1, forbid_unk: bool = False,
                   batch_size: int = 32,
                   progress: Callable[[int], None] | None = None,
-                  shortlist: tuple[int, int] | bool | None = True) -> list[OnnxTranslation]:
+                  shortlist: tuple[int, int] | bool | None = True,
+                  align: bool = False) -> list[OnnxTranslation]:
         """One translation per line, in order (see :meth:`Translator.translate`).
         ``shortlist``: True, the export's vocabulary selection (if it was exported with
         one); (F, B) another one (the export must hold a lexical table); False or None:
-        the whole vocabulary."""
+        the whole vocabulary. ``align``: each translation's ``alignment`` is its best
+        hypothesis force-decoded (NAME.forced.onnx), one more pass per line."""
         beam_size = self.beam_size if beam_size is None else int(beam_size)
         alpha = self.alpha if alpha is None else float(alpha)
         if not 1 <= nbest <= self.max_nbest:
@@ -253,4 +338,4 @@ class OnnxTranslator:
                                              prepared[i][1], tuple(hypotheses))
             if progress is not None:
                 progress(len(chosen))
-        return results
+        return self._align_best(lines, results, batch_size) if align else results
