@@ -483,7 +483,7 @@ sys.exit(code)
 """
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_signal_stops_gracefully_without_tensorflow(tiny_export, translator, signum):
     """The command in a fresh interpreter where the training packages cannot be
     imported: it serves; a signal while a request waits for its batch still answers
