@@ -520,3 +520,78 @@ def test_signal_stops_gracefully_without_tensorflow(tiny_export, translator, sig
         rest.append(lines.get())
     assert rest[0] == "keras-nmt serve: stopped\n", rest
     assert json.loads(rest[1]) == {"code": 0, "heavy": []}
+
+
+# ---- the page at / ----------------------------------------------------------------------
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+
+
+def headless_chromium():
+    """Debian's Chromium driven by selenium through Debian's chromedriver (no download)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--window-size=900,700", "--no-proxy-server"):
+        options.add_argument(argument)
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+
+
+def test_page_files_are_in_the_package_and_fetch_nothing_from_elsewhere(served):
+    connection = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)
+    try:
+        for path, kind in (("/", "text/html"), ("/static/page.js", "javascript"),
+                           ("/static/page.css", "text/css")):
+            connection.request("GET", path)
+            response = connection.getresponse()
+            text = response.read().decode("utf-8")
+            assert response.status == 200 and kind in response.getheader("Content-Type")
+            assert "http://" not in text and "https://" not in text, path  # offline: no CDN
+    finally:
+        connection.close()
+    assert served.call("/static/../server.py")[0] == 404
+
+
+@pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER),
+                    reason="needs Chromium and chromedriver (apt-get install chromium chromium-driver)")
+def test_page_translates_in_a_headless_browser(served, translator, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    sentence = "a dog runs ."
+    status, answer = served.call("/translate", {"text": [sentence], "beam": 5, "nbest": 2})
+    expected = answer["translations"][0]
+    assert expected["text"] == translator.translate([sentence])[0].text
+    driver = headless_chromium()
+    try:
+        driver.get(served.url + "/")
+        wait = WebDriverWait(driver, 30)
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#model option"))
+        assert driver.find_element(By.ID, "beam").get_attribute("value") == "5"  # the export's
+        nbest = driver.find_element(By.ID, "nbest")
+        nbest.clear()
+        nbest.send_keys("2")
+        driver.find_element(By.ID, "text").send_keys(sentence)
+        driver.find_element(By.ID, "translate").click()
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, ".sentence .best"))
+        assert driver.find_element(By.CSS_SELECTOR, ".sentence .source").text == sentence
+        assert driver.find_element(By.CSS_SELECTOR, ".sentence .best").text == expected["text"]
+        rows = driver.find_elements(By.CSS_SELECTOR, "table.nbest tbody tr")
+        assert [(r.find_element(By.CSS_SELECTOR, ".hyp").text,
+                 r.find_element(By.CSS_SELECTOR, ".score").text) for r in rows] == [
+            (h["text"], f"{h['score']:.4f}") for h in expected["nbest"]]
+        # A refusal shows the server's one-line reason.
+        beam = driver.find_element(By.ID, "beam")
+        beam.clear()
+        beam.send_keys("1")
+        driver.find_element(By.ID, "translate").click()
+        wait.until(lambda d: d.find_element(By.ID, "status").text)
+        assert driver.find_element(By.ID, "status").text == "nbest (2) cannot exceed the beam size (1)"
+        assert driver.save_screenshot(str(tmp_path / "page.png"))
+    finally:
+        driver.quit()
+    assert (tmp_path / "page.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -12,7 +12,9 @@ Endpoints:
   "translations": [{"text", "score", "truncated", "nbest": [{"text", "score",
   "tokens"}]}]}``;
 - ``GET /health`` (200 while serving), ``GET /models`` (each model's languages, search
-  settings and limits), ``GET /stats`` (the batcher's counters).
+  settings and limits), ``GET /stats`` (the batcher's counters);
+- ``GET /``: a page to try the models (a text box, the translation, its n-best list and
+  scores), from the package's ``static/`` files alone.
 
 Every request's sentences go through one :class:`~keras_nmt.serving.batcher.Batcher`:
 requests that arrive together share an onnxruntime run. What a request gets wrong is a
@@ -32,6 +34,7 @@ import asyncio
 import dataclasses
 import json
 import math
+import pathlib
 import signal
 import sys
 from typing import Sequence, TextIO
@@ -44,6 +47,8 @@ from keras_nmt.serving.batcher import Batcher
 from keras_nmt.serving.onnx_translator import OnnxTranslation
 from keras_nmt.serving.registry import Registry, Servable
 
+# The page at / and its files: in the package, nothing fetched from elsewhere (offline).
+STATIC = pathlib.Path(__file__).resolve().parent / "static"
 MAX_ALPHA = 10.0  # length normalisation exponents beyond this only overflow
 TRANSLATE_KEYS = {"text", "model", "version", "beam", "alpha", "nbest", "no_unk"}
 
@@ -115,6 +120,8 @@ class TranslationServer:
         app.router.add_get("/health", self.health)
         app.router.add_get("/models", self.models)
         app.router.add_get("/stats", self.stats)
+        app.router.add_get("/", self.page)
+        app.router.add_static("/static/", STATIC)
         return app
 
     @web.middleware
@@ -262,6 +269,9 @@ class TranslationServer:
         )
 
     # ---- health, models, stats -----------------------------------------------------------
+
+    async def page(self, request: web.Request) -> web.FileResponse:
+        return web.FileResponse(STATIC / "index.html")
 
     async def health(self, request: web.Request) -> web.Response:
         if not self.serving:
