@@ -30,7 +30,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         description="Serve the ONNX models of an export over HTTP with onnxruntime (no "
         "TensorFlow): TF Serving's REST API (POST /v1/models/NAME:predict, GET "
         "/v1/models/NAME[/metadata]), POST /translate {\"text\": [...]}, GET /health, "
-        "/models and /stats. Serves the models of EXPORT_DIR/models.config (their version "
+        "/models and /stats, and a page to try the models at /. Serves the models of EXPORT_DIR/models.config (their version "
         "policies and labels; base paths under /models are read under EXPORT_DIR), or with "
         "--name, or without a models.config, the newest version of one model. Requests that "
         "arrive together are translated in one batch. SIGTERM or Ctrl-C: stop listening, "
