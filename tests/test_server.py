@@ -76,18 +76,25 @@ class ServerThread:
         return call(self.port, path, body, method, timeout)
 
 
-def call(port: int, path: str, body=None, method: str | None = None, timeout: float = 60):
-    """(status, parsed JSON answer) of one request; ``body``: bytes as they are, anything
-    else as JSON."""
+def call_raw(port: int, path: str, body=None, method: str | None = None,
+             timeout: float = 60) -> tuple[int, str, bytes]:
+    """(status, content type, body) of one request; ``body``: bytes as they are,
+    anything else as JSON."""
     if body is not None and not isinstance(body, bytes):
         body = json.dumps(body).encode("utf-8")
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
         connection.request(method or ("GET" if body is None else "POST"), path, body)
         response = connection.getresponse()
-        return response.status, json.loads(response.read().decode("utf-8"))
+        return response.status, response.getheader("Content-Type", ""), response.read()
     finally:
         connection.close()
+
+
+def call(port: int, path: str, body=None, method: str | None = None, timeout: float = 60):
+    """(status, parsed JSON answer) of one request (see :func:`call_raw`)."""
+    status, _, answer = call_raw(port, path, body, method, timeout)
+    return status, json.loads(answer.decode("utf-8"))
 
 
 @pytest.fixture(scope="module")
@@ -257,6 +264,7 @@ BAD = [  # path, body, status, a phrase of the reason
     ("/translate", b'{"text": ["a"], "alpha": NaN}', 400, "finite"),
     ("/translate", {"text": ["a"], "alpha": 1e308 * 10}, 400, "finite"),
     ("/translate", {"text": ["a"], "model": "other"}, 404, "Servable not found"),
+    ("/translate", {"text": ["a"], "model": "x\ny\u2028"}, 404, "Latest(x\\ny\\u2028)"),
     ("/translate", {"text": ["a"], "version": 7}, 404, "Specific(nmt, 7)"),
     ("/translate", {"text": ["a"], "no_unk": "yes"}, 400, "true or false"),
     ("/v1/models/nmt:predict", {"instances": ["a"], "inputs": ["a"]}, 400, "either"),
@@ -295,7 +303,12 @@ def test_wrong_method_is_405(served):
 
 
 PATHS = ["/translate", "/v1/models/nmt:predict", "/v1/models/nmt/versions/1:predict",
-         "/v1/models/nmt", "/v1/models/nmt/metadata", "/health", "/stats", "/models"]
+         "/v1/models/nmt", "/v1/models/nmt/metadata", "/health", "/stats", "/models", "/",
+         "/static/page.js"]
+# Random paths under each prefix; up to 300 characters (file names longer than the file
+# system allows included).
+RANDOM_PATHS = st.sampled_from(["/", "/static/", "/v1/models/", "/v1/models/nmt/versions/"]).flatmap(
+    lambda prefix: st.text(max_size=300).map(lambda rest: prefix + rest))
 KEYS = ["text", "beam", "alpha", "nbest", "model", "version", "no_unk", "instances", "inputs",
         "signature_name", "sentences", "beam_size", "b64"]
 JSON = st.recursive(
@@ -312,14 +325,16 @@ BODIES = (JSON.map(lambda value: json.dumps(value).encode())
 
 @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
 @given(method=st.sampled_from(["GET", "POST", "PUT", "DELETE"]),
-       path=st.sampled_from(PATHS) | st.text(max_size=30).map(lambda p: "/" + p),
+       path=st.sampled_from(PATHS) | RANDOM_PATHS,
        body=BODIES)
 def test_fuzzed_requests_never_get_a_5xx(served, method, path, body):
     quoted = urllib.parse.quote(path, safe="/:")
-    status, answer = served.call(quoted, body, method=method)
+    status, kind, answer = call_raw(served.port, quoted, body, method=method)
     assert status < 500, (status, answer)
-    if status >= 400:
-        assert list(answer) == ["error"] and "\n" not in answer["error"]
+    if status >= 400:  # every refusal: {"error": one line}
+        assert kind.startswith("application/json")
+        reason = json.loads(answer.decode("utf-8"))
+        assert list(reason) == ["error"] and "\n" not in reason["error"]
 
 
 def test_fuzzed_server_still_answers_correctly(served, translator):
@@ -553,7 +568,10 @@ def test_page_files_are_in_the_package_and_fetch_nothing_from_elsewhere(served):
             assert "http://" not in text and "https://" not in text, path  # offline: no CDN
     finally:
         connection.close()
-    assert served.call("/static/../server.py")[0] == 404
+    for path in ("/static/../server.py", "/static/server.py", "/static/" + "a" * 5000,
+                 "/static/%00", "/static/", "/static/page.js/x"):
+        status, answer = served.call(path)
+        assert status == 404 and "\n" not in answer["error"], (path, answer)
 
 
 @pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER),

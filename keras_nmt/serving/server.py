@@ -49,6 +49,7 @@ from keras_nmt.serving.registry import Registry, Servable
 
 # The page at / and its files: in the package, nothing fetched from elsewhere (offline).
 STATIC = pathlib.Path(__file__).resolve().parent / "static"
+STATIC_FILES = ("page.js", "page.css")
 MAX_ALPHA = 10.0  # length normalisation exponents beyond this only overflow
 TRANSLATE_KEYS = {"text", "model", "version", "beam", "alpha", "nbest", "no_unk"}
 
@@ -121,7 +122,7 @@ class TranslationServer:
         app.router.add_get("/models", self.models)
         app.router.add_get("/stats", self.stats)
         app.router.add_get("/", self.page)
-        app.router.add_static("/static/", STATIC)
+        app.router.add_get("/static/{file}", self.static_file)
         return app
 
     @web.middleware
@@ -137,7 +138,7 @@ class TranslationServer:
             if error.status < 400:
                 raise
             reason = error.text if error.status != 404 else (
-                f"Malformed request: {request.method} {request.path}")
+                f"Malformed request: {request.method} {request.path[:200]}")
             if isinstance(error, web.HTTPRequestEntityTooLarge):
                 reason = (f"the request body is larger than {self.options.max_body_bytes} "
                           "bytes (--max-body-bytes)")
@@ -145,8 +146,9 @@ class TranslationServer:
         except asyncio.CancelledError:
             raise
         except Exception as error:  # noqa: BLE001 (a bug: one request fails, not the server)
-            print(f"{self.prog}: internal error on {request.method} {request.path}: "
-                  f"{type(error).__name__}: {error}", file=self.log, flush=True)
+            where = ascii(request.path[:200])  # one line, whatever the path holds
+            print(f"{self.prog}: internal error on {request.method} {where}: "
+                  f"{type(error).__name__}: {str(error)[:500]!r}", file=self.log, flush=True)
             return _error(500, f"internal error: {type(error).__name__}")
 
     async def _body(self, request: web.Request):
@@ -273,6 +275,13 @@ class TranslationServer:
     async def page(self, request: web.Request) -> web.FileResponse:
         return web.FileResponse(STATIC / "index.html")
 
+    async def static_file(self, request: web.Request) -> web.FileResponse:
+        """Only the page's own files: a path is never looked up on disk as asked."""
+        name = request.match_info["file"]
+        if name not in STATIC_FILES:
+            raise RequestError(404, f"no such file: {name[:100]}")
+        return web.FileResponse(STATIC / name)
+
     async def health(self, request: web.Request) -> web.Response:
         if not self.serving:
             return _error(503, "shutting down")
@@ -356,4 +365,8 @@ def _json(body: dict, status: int = 200) -> web.Response:
 
 
 def _error(status: int, reason: str) -> web.Response:
-    return _json({"error": reason}, status)
+    """``{"error": REASON}``, the reason one line of printable text however much of a
+    request it quotes (a newline in a path or a model name comes back as \\n)."""
+    if not reason.isprintable():
+        reason = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in reason)
+    return _json({"error": reason[:1000]}, status)
