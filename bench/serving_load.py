@@ -247,6 +247,7 @@ def bad_requests(name: str, count: int, seed: int = 0) -> list[tuple[str, str, b
         lambda: ("POST", f"/v1/models/{name}/versions/{rng.randrange(2, 10**6)}:predict",
                  body({"instances": ["a"]})),
         lambda: (rng.choice(["GET", "PUT", "DELETE", "PATCH"]), predict, b""),
+        lambda: ("GET", rng.choice(["/static/", "/v1/models/", "/"]) + "a" * rng.randrange(1, 5000), b""),
         lambda: (rng.choice(["GET", "POST"]), "/" + junk_text(), bytes(
             rng.randrange(256) for _ in range(rng.randrange(64)))),
     ]
