@@ -18,7 +18,7 @@ from keras_nmt.cli.common import run_command
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 OLD_RUN = ROOT / "tests" / "fixtures" / "run-0.1.0"
 SUBCOMMANDS = ("train", "translate", "evaluate", "score", "average", "lexicon", "export",
-               "onnx-translate", "tfserving-client", "wmt14")
+               "onnx-translate", "serve", "tfserving-client", "wmt14")
 
 
 def _run(args, env=None, input_text=""):
@@ -154,6 +154,7 @@ def test_text_and_onnx_paths_import_no_tensorflow():
         "import keras_nmt.text.codecs, keras_nmt.vocab, keras_nmt.constants, keras_nmt.rundir\n"
         "import keras_nmt.cli, keras_nmt.cli.common, keras_nmt.cli.onnx_translate\n"
         "import keras_nmt.serving.onnx_translator, keras_nmt.export\n"
+        "import keras_nmt.cli.serve, keras_nmt.serving.server, keras_nmt.export.serving_files\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras'))\n"
         "print(heavy)\n"
     )
@@ -208,6 +209,6 @@ def test_pyproject_keeps_tensorflow_out_of_the_plain_install():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     plain = {requirement.split(">")[0].split("=")[0].split("<")[0].split("[")[0]
              for requirement in project["dependencies"]}
-    assert plain == {"numpy", "onnxruntime", "regex", "sentencepiece"}
+    assert plain == {"numpy", "onnxruntime", "regex", "sentencepiece", "aiohttp", "protobuf"}
     train = " ".join(project["optional-dependencies"]["train"])
     assert "tensorflow>=" in train and "keras>=" in train

@@ -8,6 +8,7 @@
     keras-nmt lexicon        build a run's lexical table p(t|s) for vocabulary selection
     keras-nmt export         SavedModel for TF Serving, and ONNX (also: python -m export)
     keras-nmt onnx-translate translate stdin with onnxruntime, without TensorFlow
+    keras-nmt serve          an HTTP translation server on onnxruntime (TF Serving's REST API)
     keras-nmt tfserving-client  translate stdin through a running TF Serving
     keras-nmt wmt14          download and prepare the paper's WMT'14 corpus
 
@@ -31,6 +32,7 @@ COMMANDS = {
     "lexicon": ("lexicon", "build a run's lexical table p(t|s), for --shortlist F,B"),
     "export": ("export", "export a run as a TF Serving SavedModel (and ONNX with --onnx)"),
     "onnx-translate": ("onnx_translate", "translate stdin with an ONNX export and onnxruntime"),
+    "serve": ("serve", "serve an ONNX export over HTTP (TF Serving's REST API), no TensorFlow"),
     "tfserving-client": ("tfserving_client", "translate stdin through a running TF Serving"),
     "wmt14": ("wmt14", "download, check and prepare the paper's WMT'14 English-French corpus"),
 }
