@@ -205,7 +205,8 @@ def test_status_metadata_health_models_stats(served):
     status, models = served.call("/models")
     assert status == 200 and models["models"][0] == {
         "name": "nmt", "version": 1, "src": "en", "tgt": "fr", "beam": 5, "alpha": 1.0,
-        "max_nbest": 2, "max_source_len": 100, "int8": False, "shortlist": None}
+        "max_nbest": 2, "max_source_len": 100, "int8": False, "shortlist": None,
+        "alignment": True}
     status, stats = served.call("/stats")
     assert status == 200 and stats["batch_size"] == 8 and stats["waiting"] == 0
     for path, reason in [("/v1/models/other", "Servable not found for request: Latest(other)"),
@@ -241,6 +242,45 @@ def test_json_api_nbest_scores_and_tokens(served, translator):
                                                   "score": score}]}]
 
 
+def test_json_api_alignment_of_the_best_translation(served, translator):
+    lines = ["a dog runs .", "", "the cat sleeps near the big house ."]
+    expected = translator.translate(lines, beam_size=3, align=True)
+    status, answer = served.call("/translate", {"text": lines, "beam": 3, "alignment": True})
+    assert status == 200, answer
+    assert answer["translations"][1]["alignment"] is None  # an empty line
+    for t, got in zip(expected, answer["translations"]):
+        if t.alignment is None:
+            continue
+        alignment = got["alignment"]
+        assert alignment["source_tokens"] == list(t.alignment.source_tokens)
+        assert alignment["target_tokens"] == list(t.tokens) == got["nbest"][0]["tokens"]
+        attention = _float32(alignment["attention"])
+        assert attention.shape == (len(t.tokens) + 1, len(t.alignment.source_tokens) + 1)
+        np.testing.assert_array_equal(attention, t.alignment.attention)
+        np.testing.assert_array_equal(_float32(alignment["token_logprobs"]),
+                                      t.alignment.token_logprobs)
+    assert answer["translations"][0]["alignment"]["source_tokens"] == ["a", "dog", "runs", "."]
+    # Without the key, nothing changes.
+    status, answer = served.call("/translate", {"text": lines, "beam": 3})
+    assert status == 200 and "alignment" not in answer["translations"][0]
+
+
+def test_alignment_of_an_export_without_the_forced_model_is_a_400(tiny_export, tmp_path):
+    copy = tmp_path / "export"
+    shutil.copytree(tiny_export, copy)
+    metadata = copy / "nmt" / "1" / "onnx" / "nmt.onnx.json"
+    values = json.loads(metadata.read_text(encoding="utf-8"))
+    del values["forced"]
+    metadata.write_text(json.dumps(values), encoding="utf-8")
+    with ServerThread(Registry.from_export_dir(copy)) as server:
+        assert server.call("/models")[1]["models"][0]["alignment"] is False
+        status, answer = server.call("/translate", {"text": ["a"], "alignment": True})
+        assert status == 400 and answer["error"] == (
+            "model 'nmt' version 1 has no force-decoding model (written by an older "
+            "keras-nmt): export it again with --onnx for alignments")
+        assert server.call("/translate", {"text": ["a"]})[0] == 200
+
+
 # ---- bad requests ----------------------------------------------------------------------
 
 BAD = [  # path, body, status, a phrase of the reason
@@ -267,6 +307,7 @@ BAD = [  # path, body, status, a phrase of the reason
     ("/translate", {"text": ["a"], "model": "x\ny\u2028"}, 404, "Latest(x\\ny\\u2028)"),
     ("/translate", {"text": ["a"], "version": 7}, 404, "Specific(nmt, 7)"),
     ("/translate", {"text": ["a"], "no_unk": "yes"}, 400, "true or false"),
+    ("/translate", {"text": ["a"], "alignment": 1}, 400, "alignment must be true or false"),
     ("/v1/models/nmt:predict", {"instances": ["a"], "inputs": ["a"]}, 400, "either"),
     ("/v1/models/nmt:predict", {"instances": "a"}, 400, "must be a list"),
     ("/v1/models/nmt:predict", {"inputs": {"sentences": ["a"], "beam_size": 2}}, 400,
@@ -602,6 +643,28 @@ def test_page_translates_in_a_headless_browser(served, translator, tmp_path):
         assert [(r.find_element(By.CSS_SELECTOR, ".hyp").text,
                  r.find_element(By.CSS_SELECTOR, ".score").text) for r in rows] == [
             (h["text"], f"{h['score']:.4f}") for h in expected["nbest"]]
+        # The heat map (Fig. 3): a column per source token, a row per target token of the
+        # best translation, EOS ("<end>") last on both, each cell the weight in grey.
+        def texts(selector):
+            return [e.get_attribute("textContent")
+                    for e in driver.find_elements(By.CSS_SELECTOR, selector)]
+
+        status, aligned = served.call("/translate", {"text": [sentence], "beam": 5,
+                                                     "alignment": True})
+        alignment = aligned["translations"][0]["alignment"]
+        assert alignment["source_tokens"] == ["a", "dog", "runs", "."]
+        assert texts("table.heatmap th.column-label") == alignment["source_tokens"] + ["<end>"]
+        assert texts("table.heatmap th.row-label") == alignment["target_tokens"] + ["<end>"]
+        assert alignment["target_tokens"] == expected["nbest"][0]["tokens"]
+        cells = driver.find_elements(By.CSS_SELECTOR, "table.heatmap tbody tr")
+        weights = [[float(c.get_attribute("data-weight"))
+                    for c in row.find_elements(By.CSS_SELECTOR, "td.cell")] for row in cells]
+        np.testing.assert_allclose(weights, alignment["attention"], rtol=0, atol=1e-7)
+        strongest = driver.find_elements(By.CSS_SELECTOR, "table.heatmap td.cell")[
+            int(np.argmax(alignment["attention"]))]
+        grey = round(255 * float(np.max(alignment["attention"])))
+        assert strongest.value_of_css_property("background-color") in (
+            f"rgba({grey}, {grey}, {grey}, 1)", f"rgb({grey}, {grey}, {grey})")
         # A refusal shows the server's one-line reason.
         beam = driver.find_element(By.ID, "beam")
         beam.clear()

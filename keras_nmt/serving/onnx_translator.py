@@ -37,6 +37,7 @@ import dataclasses
 import json
 import os
 import pathlib
+import threading
 from typing import Callable, Sequence
 
 import numpy as np
@@ -171,6 +172,7 @@ class OnnxTranslator:
         self.forced_path = forced_path
         self.threads = threads
         self._forced = None
+        self._forced_lock = threading.Lock()  # a server's batch threads may race to load it
 
     @classmethod
     def from_export_dir(cls, export_dir: str | os.PathLike, name: str = "nmt",
@@ -211,13 +213,19 @@ class OnnxTranslator:
     def forced_session(self):
         """The onnxruntime session of NAME.forced.onnx (loaded once); :class:`ExportError`
         when the export has none (an older keras-nmt wrote it)."""
-        if self._forced is None:
-            if self.forced_path is None:
-                raise ExportError("this export has no force-decoding model (it was written by "
-                                  "an older keras-nmt): export the run again with --onnx")
-            self._forced = _session(self.forced_path, self.threads, FORCED_INPUTS,
-                                    FORCED_OUTPUTS, "force-decoding")
+        with self._forced_lock:
+            if self._forced is None:
+                if self.forced_path is None:
+                    raise ExportError("this export has no force-decoding model (it was written "
+                                      "by an older keras-nmt): export the run again with --onnx")
+                self._forced = _session(self.forced_path, self.threads, FORCED_INPUTS,
+                                        FORCED_OUTPUTS, "force-decoding")
         return self._forced
+
+    @property
+    def aligns(self) -> bool:
+        """Whether the export has a force-decoding model (alignments, scores)."""
+        return self.forced_path is not None
 
     def _force(self, source_ids, target_ids, batch_size: int,
                progress: Callable[[int], None] | None = None):

@@ -36,6 +36,7 @@ class Servable:
             "beam": t.beam_size, "alpha": t.alpha, "max_nbest": t.max_nbest,
             "max_source_len": t.max_source_len, "int8": self.int8,
             "shortlist": list(t.shortlist) if t.shortlist else None,
+            "alignment": t.aligns,  # POST /translate takes "alignment": true
         }
 
 

@@ -8,13 +8,18 @@ Endpoints:
 - ``GET /v1/models/NAME[/versions/N]`` (status) and ``.../metadata`` (signatures), as
   TF Serving answers them;
 - ``POST /translate``: ``{"text": [...], "model", "version", "beam", "alpha", "nbest",
-  "no_unk"}`` (all but ``text`` optional) -> ``{"model", "version", "beam", "alpha",
-  "translations": [{"text", "score", "truncated", "nbest": [{"text", "score",
-  "tokens"}]}]}``;
+  "no_unk", "alignment"}`` (all but ``text`` optional) -> ``{"model", "version", "beam",
+  "alpha", "translations": [{"text", "score", "truncated", "nbest": [{"text", "score",
+  "tokens"}]}]}``; with ``"alignment": true`` each translation also has ``"alignment"``:
+  ``{"source_tokens", "target_tokens", "token_logprobs", "attention"}`` for its best
+  hypothesis (:meth:`OnnxTranslator.translate`'s ``align``; ``attention`` has a row per
+  target token and a column per source token, EOS last on both; null for RNNencdec),
+  null for an empty line;
 - ``GET /health`` (200 while serving), ``GET /models`` (each model's languages, search
   settings and limits), ``GET /stats`` (the batcher's counters);
 - ``GET /``: a page to try the models (a text box, the translation, its n-best list and
-  scores), from the package's ``static/`` files alone.
+  scores, and the alignment as the paper's Fig. 3 heat map), from the package's
+  ``static/`` files alone.
 
 Every request's sentences go through one :class:`~keras_nmt.serving.batcher.Batcher`:
 requests that arrive together share an onnxruntime run. What a request gets wrong is a
@@ -39,6 +44,7 @@ import signal
 import sys
 from typing import Sequence, TextIO
 
+import numpy as np
 from aiohttp import web
 
 from keras_nmt.serving import RequestError
@@ -51,7 +57,7 @@ from keras_nmt.serving.registry import Registry, Servable
 STATIC = pathlib.Path(__file__).resolve().parent / "static"
 STATIC_FILES = ("page.js", "page.css")
 MAX_ALPHA = 10.0  # length normalisation exponents beyond this only overflow
-TRANSLATE_KEYS = {"text", "model", "version", "beam", "alpha", "nbest", "no_unk"}
+TRANSLATE_KEYS = {"text", "model", "version", "beam", "alpha", "nbest", "no_unk", "alignment"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,6 +94,7 @@ class Search:
     beam: int
     alpha: float
     forbid_unk: bool = False
+    align: bool = False  # also force-decode each best hypothesis (its attention matrix)
 
 
 class TranslationServer:
@@ -214,15 +221,20 @@ class TranslationServer:
         beam = rest.int_value(body["beam"], "beam") if "beam" in body else max(
             translator.beam_size, nbest)
         alpha = rest.float_value(body["alpha"], "alpha") if "alpha" in body else translator.alpha
-        no_unk = body.get("no_unk", False)
-        if not isinstance(no_unk, bool):
-            raise rest.bad("no_unk must be true or false")
-        search = self._search(servable, sentences, beam, alpha, nbest, no_unk)
+        no_unk, align = body.get("no_unk", False), body.get("alignment", False)
+        for key, value in (("no_unk", no_unk), ("alignment", align)):
+            if not isinstance(value, bool):
+                raise rest.bad(f"{key} must be true or false")
+        if align and not translator.aligns:
+            raise rest.bad(f"model {servable.name!r} version {servable.version} has no "
+                           "force-decoding model (written by an older keras-nmt): export it "
+                           "again with --onnx for alignments")
+        search = self._search(servable, sentences, beam, alpha, nbest, no_unk, align)
         results = await self.batcher.submit(search, sentences)
         return _json({
             "model": servable.name, "version": servable.version, "beam": beam,
             "alpha": rest.float32_json(alpha),
-            "translations": [_translation(t, nbest) for t in results],
+            "translations": [_translation(t, nbest, align) for t in results],
         })
 
     def _default_servable(self, body: dict) -> Servable:
@@ -239,7 +251,7 @@ class TranslationServer:
         return self.registry.find(next(iter(self.registry.models)), version)
 
     def _search(self, servable: Servable, sentences: Sequence[str], beam: int, alpha: float,
-                nbest: int, forbid_unk: bool = False) -> Search:
+                nbest: int, forbid_unk: bool = False, align: bool = False) -> Search:
         """The batch key of a request, once its sentences and settings are within limits."""
         limits, translator = self.options, servable.translator
         if not sentences:
@@ -258,7 +270,7 @@ class TranslationServer:
                            f"for more), got {nbest}")
         if nbest > beam:
             raise rest.bad(f"nbest ({nbest}) cannot exceed the beam size ({beam})")
-        return Search(servable, beam, float(alpha), bool(forbid_unk))
+        return Search(servable, beam, float(alpha), bool(forbid_unk), align)
 
     def _translate_batch(self, search: Search, sentences: list[str]) -> list[OnnxTranslation]:
         """One batch, in a worker thread: every n-best hypothesis the export returns (a
@@ -267,7 +279,7 @@ class TranslationServer:
         return translator.translate(
             sentences, beam_size=search.beam, alpha=search.alpha,
             nbest=min(translator.max_nbest, search.beam), forbid_unk=search.forbid_unk,
-            batch_size=self.options.batch_size,
+            batch_size=self.options.batch_size, align=search.align,
         )
 
     # ---- health, models, stats -----------------------------------------------------------
@@ -351,11 +363,25 @@ def _version(text: str) -> int:
         raise rest.bad("the version is not a number") from None
 
 
-def _translation(t: OnnxTranslation, nbest: int) -> dict:
-    return {
+def _translation(t: OnnxTranslation, nbest: int, align: bool = False) -> dict:
+    answer = {
         "text": t.text, "score": rest.float32_json(t.score), "truncated": t.truncated,
         "nbest": [{"text": h.text, "score": rest.float32_json(h.score), "tokens": list(h.tokens)}
                   for h in t.hypotheses[:nbest]],
+    }
+    if align:
+        answer["alignment"] = None if t.alignment is None else _alignment(t.alignment)
+    return answer
+
+
+def _alignment(pair) -> dict:
+    """A :class:`~keras_nmt.evaluation.forced.ForcedPair` as JSON: the matrix has a row
+    per target token and a column per source token, EOS last on both."""
+    numbers = np.vectorize(rest.float32_json, otypes=[float])
+    return {
+        "source_tokens": list(pair.source_tokens), "target_tokens": list(pair.target_tokens),
+        "token_logprobs": numbers(pair.token_logprobs).tolist(),
+        "attention": None if pair.attention is None else numbers(pair.attention).tolist(),
     }
 
 

@@ -1,8 +1,10 @@
-// The page at /: translate with POST translate, models from GET models. Text is always
-// set with textContent, never parsed as HTML.
+// The page at /: translate with POST translate, models from GET models, and draw each
+// translation's alignment as the paper's Fig. 3 (a heat map). Text is always set
+// with textContent, never parsed as HTML.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
+const END = "<end>";  // the label of EOS, as the paper's figure writes it
 let models = [];
 
 function element(tag, className, text) {
@@ -59,10 +61,56 @@ function render(sources, answer) {
     if (t.truncated > 0) {
       box.append(element("p", "note", `${t.truncated} source tokens beyond the model's limit were dropped.`));
     }
+    if (t.alignment && t.alignment.attention) {
+      box.append(heatMap(t.alignment));
+    } else if (t.alignment) {
+      box.append(element("p", "note", "This model has no attention (RNNencdec): no alignment to show."));
+    }
     results.append(box);
   });
-  results.append(element("p", "note",
-    "Alignment: this export's ONNX model returns no attention weights, so no heat map is shown."));
+  const m = chosenModel();
+  if (m && !m.alignment) {
+    results.append(element("p", "note",
+      "This export has no force-decoding model (an older keras-nmt wrote it), so no alignment is shown."));
+  }
+}
+
+// The attention weights of the best translation: a column per source word, a row per
+// target word (EOS last on both), each cell's grey the weight (black 0, white 1), as in
+// Fig. 3 of Bahdanau et al. (2015). A table: its labels and cells are plain elements.
+function heatMap(alignment) {
+  const columns = [...alignment.source_tokens, END];
+  const rows = [...alignment.target_tokens, END];
+  const size = `${Math.max(16, Math.min(24, Math.floor(560 / columns.length)))}px`;
+  const table = element("table", "heatmap");
+  const head = table.createTHead().insertRow();
+  head.append(element("th", "corner"));
+  for (const label of columns) {
+    const th = element("th", "column-label");
+    th.append(element("span", "", label));
+    th.scope = "col";
+    head.append(th);
+  }
+  const body = table.createTBody();
+  alignment.attention.forEach((weights, i) => {
+    const row = body.insertRow();
+    const th = element("th", "row-label", rows[i]);
+    th.scope = "row";
+    row.append(th);
+    weights.forEach((weight, j) => {
+      const grey = Math.round(255 * Math.min(1, Math.max(0, weight)));
+      const td = element("td", "cell");
+      td.style.background = `rgb(${grey}, ${grey}, ${grey})`;
+      td.style.width = td.style.height = size;
+      td.dataset.weight = String(weight);
+      td.title = `${rows[i]} ← ${columns[j]}: ${weight.toFixed(3)}`;
+      row.append(td);
+    });
+  });
+  const figure = element("figure", "alignment");
+  figure.append(table, element("figcaption", "note",
+    "Alignment (attention weights): source words across, target words down; white 1, black 0."));
+  return figure;
 }
 
 async function translate(event) {
@@ -71,7 +119,7 @@ async function translate(event) {
   if (!sources.length) return;
   const m = chosenModel();
   const request = {text: sources, beam: Number($("beam").value), nbest: Number($("nbest").value)};
-  if (m) Object.assign(request, {model: m.name, version: m.version});
+  if (m) Object.assign(request, {model: m.name, version: m.version, alignment: Boolean(m.alignment)});
   setStatus("translating…", false);
   $("translate").disabled = true;
   try {

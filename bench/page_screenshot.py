@@ -1,0 +1,80 @@
+"""A screenshot of the page of ``keras-nmt serve`` with its alignment heat map.
+
+Starts ``keras-nmt serve EXPORT_DIR`` in a child process on a free loopback port, opens
+``/`` in Debian's headless Chromium (selenium through Debian's chromedriver: ``apt-get
+install chromium chromium-driver``, nothing downloaded), types the sentences, waits for
+each translation's heat map, and saves a PNG of the whole page.
+
+Usage::
+
+    PYTHONPATH=. python bench/page_screenshot.py EXPORT_DIR --nbest 3 \\
+        --sentence "the cat sleeps near the big house ." --out docs/figures/serve/page.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import shutil
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT)]
+
+from bench.serving_load import Server  # noqa: E402
+
+WIDTH = 900
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("export_dir")
+    parser.add_argument("--name", default="nmt")
+    parser.add_argument("--sentence", action="append", required=True,
+                        help="a sentence to type (repeatable: one line each)")
+    parser.add_argument("--nbest", type=int, default=1)
+    parser.add_argument("--out", required=True, help="the PNG to write")
+    args = parser.parse_args(argv)
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_path = shutil.which("chromedriver")
+    if not (chromium and driver_path):
+        parser.error("needs Chromium and chromedriver (apt-get install chromium chromium-driver)")
+
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    server = Server(args.export_dir, args.name, [])
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-proxy-server",
+                     "--disable-dev-shm-usage", f"--window-size={WIDTH},800"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    try:
+        driver.get(server.url + "/")
+        wait = WebDriverWait(driver, 60)
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#model option"))
+        nbest = driver.find_element(By.ID, "nbest")
+        nbest.clear()
+        nbest.send_keys(str(args.nbest))
+        driver.find_element(By.ID, "text").send_keys("\n".join(args.sentence))
+        driver.find_element(By.ID, "translate").click()
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "table.heatmap"))
+                   == len(args.sentence))
+        for _ in range(2):  # the window's frame takes some of its height: measure again
+            missing = driver.execute_script(
+                "return document.documentElement.scrollHeight - window.innerHeight")
+            driver.set_window_size(WIDTH, driver.get_window_size()["height"] + missing + 16)
+        if not driver.save_screenshot(args.out):
+            raise SystemExit(f"could not write {args.out}")
+    finally:
+        driver.quit()
+        server.stop()
+    print(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
