@@ -644,7 +644,7 @@ def test_page_translates_in_a_headless_browser(served, translator, tmp_path):
                  r.find_element(By.CSS_SELECTOR, ".score").text) for r in rows] == [
             (h["text"], f"{h['score']:.4f}") for h in expected["nbest"]]
         # The heat map (Fig. 3): a column per source token, a row per target token of the
-        # best translation, EOS ("<end>") last on both, each cell the weight in grey.
+        # best translation, EOS ("</s>") last on both, each cell the weight in grey.
         def texts(selector):
             return [e.get_attribute("textContent")
                     for e in driver.find_elements(By.CSS_SELECTOR, selector)]
@@ -653,8 +653,8 @@ def test_page_translates_in_a_headless_browser(served, translator, tmp_path):
                                                      "alignment": True})
         alignment = aligned["translations"][0]["alignment"]
         assert alignment["source_tokens"] == ["a", "dog", "runs", "."]
-        assert texts("table.heatmap th.column-label") == alignment["source_tokens"] + ["<end>"]
-        assert texts("table.heatmap th.row-label") == alignment["target_tokens"] + ["<end>"]
+        assert texts("table.heatmap th.column-label") == alignment["source_tokens"] + ["</s>"]
+        assert texts("table.heatmap th.row-label") == alignment["target_tokens"] + ["</s>"]
         assert alignment["target_tokens"] == expected["nbest"][0]["tokens"]
         cells = driver.find_elements(By.CSS_SELECTOR, "table.heatmap tbody tr")
         weights = [[float(c.get_attribute("data-weight"))

@@ -4,7 +4,7 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const END = "<end>";  // the label of EOS, as the paper's figure writes it
+const END = "</s>";  // the label of EOS, as keras-nmt evaluate's Fig. 3 writes it
 let models = [];
 
 function element(tag, className, text) {
