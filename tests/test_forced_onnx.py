@@ -54,20 +54,6 @@ def test_export_writes_the_forced_model_beside_the_search(tiny_export):
     assert (onnx_files(tiny_export) / "nmt.forced.onnx").is_file()
 
 
-def test_the_forced_model_is_tidied_and_its_loop_carries_no_weights(tiny_export):
-    import onnx
-
-    model = onnx.load(str(onnx_files(tiny_export) / "nmt.forced.onnx"))
-    loops = [n for n in model.graph.node if n.op_type == "Loop"]
-    assert len(loops) == 2  # the encoder's recurrence and the forced decoder
-    for loop in loops:
-        body = loop.attribute[0].g
-        through = {n.output[0]: n.input[0] for n in body.node if n.op_type == "Identity"}
-        inputs = [i.name for i in body.input[2:]]
-        outputs = [o.name for o in body.output[1 : 1 + len(inputs)]]
-        assert not [o for i, o in zip(inputs, outputs) if o == i or through.get(o) == i]
-
-
 def test_align_matches_tensorflow_force_decoding(served, translator, pairs):
     sources, targets = pairs
     reference = force_decode(translator, sources, targets, attention=True)

@@ -87,13 +87,15 @@ def test_prune_removes_dead_nodes_and_initializers():
     assert onnx_graph.op_counts(model) == {"Gather": 1, "Identity": 4, "Loop": 1, "MatMul": 1}
 
 
-def test_the_exported_search_carries_no_weights(tiny_selecting_export):
-    """Every ONNX export is tidied: the search's Loop carries only what changes."""
+@pytest.mark.parametrize("file", ["nmt.onnx", "nmt.forced.onnx"])
+def test_the_exported_loops_carry_no_weights(tiny_selecting_export, file):
+    """Every ONNX export is tidied: the search's Loop (and the force decoder's) carries
+    only what changes."""
     import onnx
 
-    model = onnx.load(str(onnx_files(tiny_selecting_export) / "nmt.onnx"))
+    model = onnx.load(str(onnx_files(tiny_selecting_export) / file))
     loops = [n for n in model.graph.node if n.op_type == "Loop"]
-    assert len(loops) == 2  # the encoder's recurrence and the search
+    assert len(loops) == 2  # the encoder's recurrence and the search (or force decoding)
     for loop in loops:
         body = loop.attribute[0].g
         through = {n.output[0]: n.input[0] for n in body.node if n.op_type == "Identity"}
