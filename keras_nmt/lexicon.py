@@ -53,6 +53,8 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID, RESERVED
+from keras_nmt.corpus.readers import count_lines
+from keras_nmt.progress import Phase, Progress
 
 NULL = PAD_ID  # the NULL source word of Model 1 borrows the padding id (never a real word)
 DEFAULT_ITERATIONS = 5
@@ -304,7 +306,7 @@ def train_model1(
     target_vocab_size: int,
     iterations: int = DEFAULT_ITERATIONS,
     best: int = DEFAULT_BEST,
-    log: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
     limits: Limits = Limits(),
 ) -> Lexicon:
     """IBM Model 1's t(t | s) by ``iterations`` rounds of EM over ``pairs`` of id
@@ -315,7 +317,7 @@ def train_model1(
     pair's count over its source word's total. The pairs are streamed in chunks of
     ``limits.chunk_entries`` alignment entries and the table holds at most
     ``limits.max_word_pairs`` pairs (module docstring); all of ``pairs`` is used (the
-    sample is :func:`build_for_run`'s)."""
+    sample is :func:`build_for_run`'s). ``progress`` shows the rounds (with an ETA)."""
     if iterations < 1 or best < 1:
         raise LexiconError(f"iterations and best must be positive, got {iterations} and {best}")
     started = time.perf_counter()
@@ -330,15 +332,17 @@ def train_model1(
         raise LexiconError("no non-empty training pair to build a lexical table from")
     chunks = list(_chunks(src_lens, tgt_lens, limits.chunk_entries))
     table = _Table(target_vocab_size, source_vocab_size, limits.max_word_pairs)
+    phase = Phase(progress or Progress(enabled=False), f"lexicon: EM, {iterations} rounds "
+                  f"of {len(chunks)} chunks", total=iterations * len(chunks), unit="chunks")
     for round_ in range(iterations):
         for first, end, src_at, tgt_at in chunks:
             lens = src_lens[first:end], tgt_lens[first:end]
             table.e_step(*_alignment_grid(src_flat[src_at:src_at + int(lens[0].sum())], lens[0],
                                           tgt_flat[tgt_at:tgt_at + int(lens[1].sum())], lens[1]))
+            phase.advance()
         table.m_step()
-        if log:
-            log(f"lexicon: EM round {round_ + 1}/{iterations} "
-                f"({time.perf_counter() - started:.1f} s)")
+        phase.progress.message(f"lexicon: EM round {round_ + 1}/{iterations} "
+                               f"({time.perf_counter() - started:.1f} s)")
     pair_source, pair_target, prob = table.keys // target_vocab_size, table.keys % target_vocab_size, table.prob
     usable = (pair_target >= len(RESERVED)) & ~np.isin(pair_source, (NULL, BOS_ID, EOS_ID))
     order = np.lexsort((-prob[usable], pair_source[usable]))
@@ -367,32 +371,25 @@ def train_model1(
     return Lexicon(targets, probs, info)
 
 
-def _count_lines(path) -> int:
-    """Lines of a text file (the last one with or without its line end)."""
-    from keras_nmt.corpus.readers import open_binary
-
-    lines, last = 0, b"\n"
-    with open_binary(path) as f:
-        while block := f.read(1 << 20):
-            lines += block.count(b"\n")
-            last = block[-1:]
-    return lines + (last != b"\n")
-
-
 def build_for_run(run, iterations: int = DEFAULT_ITERATIONS, best: int = DEFAULT_BEST,
-                  log: Callable[[str], None] | None = None, limits: Limits = Limits()) -> Lexicon:
+                  progress: Progress | None = None, limits: Limits = Limits()) -> Lexicon:
     """Build the table of a run directory (a :class:`~keras_nmt.rundir.RunDir`) from a
     sample of its training split (``limits.sample_pairs`` lines spread through it, all
     of a smaller split), tokenized by its codecs, pairs empty or longer than its
-    ``max_len`` left out as training leaves them out, and write it there."""
+    ``max_len`` left out as training leaves them out, and write it there. ``progress``
+    shows the tokenization and the EM rounds, each with an ETA."""
     started = time.perf_counter()
+    progress = progress or Progress(enabled=False)
     config = run.load_config()
     files = run.split_files("train", needed_for="the lexical table")
     if files is None:
         raise LexiconError(f"{run.path}: data.json names no training split")
     source_codec, target_codec = run.codecs()
-    lines = _count_lines(files.source)
+    lines = count_lines(files.source)
+    sampled = min(lines, limits.sample_pairs)
     chosen = sampled_lines(lines, limits.sample_pairs)
+    phase = Phase(progress, f"lexicon: tokenizing a sample of {sampled:,} of {lines:,} training "
+                  "lines", total=sampled, unit="lines")
     pairs = TokenizedPairs()
     for number, (source_line, target_line) in enumerate(files.pairs()):
         if not chosen(number):
@@ -400,12 +397,10 @@ def build_for_run(run, iterations: int = DEFAULT_ITERATIONS, best: int = DEFAULT
         source, target = source_codec.encode(source_line), target_codec.encode(target_line)
         if 0 < len(source) <= config.max_len and 0 < len(target) <= config.max_len:
             pairs.add(source, target)
-    sampled = min(lines, limits.sample_pairs)
-    if log:
-        log(f"lexicon: {len(pairs):,} training pairs tokenized of a sample of {sampled:,} lines "
-            f"of {lines:,} ({time.perf_counter() - started:.1f} s)")
+        phase.advance()
+    phase.finish(f"{len(pairs):,} pairs kept")
     lexicon = train_model1(pairs, len(source_codec.vocabulary), len(target_codec.vocabulary),
-                           iterations, best, log, limits)
+                           iterations, best, progress, limits)
     lexicon.info.update(corpus_lines=lines, sampled_lines=sampled,
                         total_seconds=time.perf_counter() - started)
     run.write_lexicon(lexicon)

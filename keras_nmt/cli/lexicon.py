@@ -12,6 +12,7 @@ from keras_nmt.cli.common import OneLineParser, positive_int, run_command, std_s
 from keras_nmt.config import ConfigError
 from keras_nmt.corpus.readers import InputError
 from keras_nmt.lexicon import DEFAULT_BEST, DEFAULT_ITERATIONS, LexiconError, Limits, build_for_run
+from keras_nmt.progress import Progress
 from keras_nmt.rundir import RunDir, RunDirError
 from keras_nmt.vocab import VocabularyError
 
@@ -39,9 +40,10 @@ def main(argv: Sequence[str] | None = None, stdin=None, stdout=None, stderr=None
     def body() -> int:
         run = RunDir(args.run_dir)
         run.inspect("last")  # a usable run directory (its vocabularies above all)
-        log = None if args.quiet else (lambda text: print(text, file=stderr, flush=True))
+        progress = Progress(stream=stderr, enabled=not args.quiet)
         limits = Limits(sample_pairs=args.sample, max_word_pairs=args.max_word_pairs)
-        lexicon = build_for_run(run, args.iterations, args.best, log, limits)
+        lexicon = build_for_run(run, args.iterations, args.best, progress, limits)
+        progress.close()
         info = lexicon.info
         size = run.lexicon_path.stat().st_size
         print(json.dumps({"path": str(run.lexicon_path), "bytes": size, **info}, sort_keys=True),
