@@ -92,7 +92,7 @@ class Phase:
         of = f"/{self.total:,}" if self.total is not None else ""
         text = f"{self.what}: {self.done:,}{of}{' ' + self.unit if self.unit else ''}"
         text += f"  elapsed {format_duration(elapsed)}"
-        if self.total is not None and 0 < self.done < self.total:
+        if self.total is not None and 0 < self.done < self.total and elapsed >= 1.0:  # a rate
             text += f"  ETA {format_duration(elapsed * (self.total - self.done) / self.done)}"
         return text
 
