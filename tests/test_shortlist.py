@@ -67,7 +67,7 @@ def run_copy(tiny_run, tmp_path_factory):
 def test_training_built_the_table_and_the_command_rebuilds_it(tiny_run, run_copy, capsys):
     built = RunDir(tiny_run).load_lexicon()
     assert built.best == lexicon_lib.DEFAULT_BEST and built.info["pairs"] > 100
-    assert lexicon_cli.main([str(run_copy), "--best", "3", "--iterations", "2"]) == 0
+    assert lexicon_cli.main([str(run_copy), "--translations", "3", "--iterations", "2"]) == 0
     out, err = capsys.readouterr()
     report = json.loads(out)
     assert report["best"] == 3 and report["iterations"] == 2 and report["bytes"] > 0
