@@ -216,9 +216,10 @@ def test_tfserving_client_beam_without_alpha_keeps_the_exports_alpha(tiny_export
     assert [text for _, text in got] == [t.text for t in expected]
     np.testing.assert_allclose([float(score) for score, _ in got],
                                [t.score for t in expected], atol=1e-4)
-    # The scores at the old fixed alpha of 1.0 differ: the test tells the two apart.
+    # At the old fixed alpha of 1.0 the translations differ: the test tells the two apart.
     at_one = tuned.translate(lines, beam_size=2, alpha=1.0)
-    assert any(abs(a.score - b.score) > 1e-3 for a, b in zip(at_one, expected))
+    assert any(a.text != b.text or abs(a.score - b.score) > 1e-3
+               for a, b in zip(at_one, expected))
     assert status == 200 and answer["outputs"]["translations"] == [t.text for t in expected]
 
 
