@@ -212,3 +212,30 @@ def test_pyproject_keeps_tensorflow_out_of_the_plain_install():
     assert plain == {"numpy", "onnxruntime", "regex", "sentencepiece", "aiohttp", "protobuf"}
     train = " ".join(project["optional-dependencies"]["train"])
     assert "tensorflow>=" in train and "keras>=" in train
+
+
+def test_a_phase_shows_its_progress_elapsed_time_and_eta(monkeypatch):
+    import io
+
+    from keras_nmt import progress as progress_lib
+
+    clock = [100.0]
+    monkeypatch.setattr(progress_lib.time, "monotonic", lambda: clock[0])
+    stream = io.StringIO()
+    phase = progress_lib.Phase(progress_lib.Progress(stream, log_seconds=0.0), "scanning",
+                               total=400, unit="pairs")
+    clock[0] += 30
+    phase.advance(100)  # a quarter in 30 s: 90 s left
+    clock[0] += 30
+    phase.reached(400)  # done: no ETA
+    assert phase.finish() == 60
+    unknown = progress_lib.Phase(progress_lib.Progress(stream, log_seconds=0.0), "reading",
+                                 unit="lines")
+    clock[0] += 5
+    unknown.advance(7)
+    assert stream.getvalue().splitlines() == [
+        "scanning: 100/400 pairs  elapsed 00:30  ETA 01:30",
+        "scanning: 400/400 pairs  elapsed 01:00",
+        "scanning: 400 pairs in 01:00",
+        "reading: 7 lines  elapsed 00:05",
+    ]

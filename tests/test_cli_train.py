@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -24,6 +25,12 @@ def run_train(*args, timeout=300):
 @pytest.fixture
 def corpus(tiny_corpus):
     return tiny_corpus
+
+
+def first_lines(stderr):
+    """The lines of a command's stderr before it reads the corpus."""
+    lines = stderr.splitlines()
+    return lines[:next(i for i, line in enumerate(lines) if line.startswith("reading "))]
 
 
 def assert_one_line_error(result, expected):
@@ -78,8 +85,18 @@ def test_train_report_and_run_directory(tmp_path, corpus):
     result = run_train("--variant", "encdec30", "--data", str(corpus), "--out", str(out),
                        "--max-steps", "6", "--set", "eval_every=3", *TINY)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "held-out BLEU (test, 40 sentences, beam 2)" in result.stdout
-    assert f"run directory: {out}" in result.stdout
+    # The size first (the paper's, the default here, changed by --set).
+    assert first_lines(result.stderr)[0] == (
+        "model: encdec30 (encdec), size paper changed by --set: embedding 16, hidden 16, attention 16, "
+        "maxout 8; adadelta 1, batch 16")
+    # stdout: the final report alone; the log and the progress: stderr.
+    report = result.stdout.splitlines()
+    assert report[0].startswith("done: 6 updates") and len(report) == 4, report
+    assert "held-out BLEU (test, 40 sentences, beam 2)" in report[1]
+    assert report[3].startswith(f"run directory: {out}")
+    for line in ("training encdec30", "counting words (vocabularies, lengths): 400 pairs in",
+                 "translating test.en: 40 sentences in", "lexicon: EM round 5/5"):
+        assert line in result.stderr, line
     summary = json.loads((out / "summary.json").read_text())
     assert summary["updates"] == 6 and summary["architecture"] == "encdec"
     assert summary["jit"] is False  # no GPU here: XLA stays off unless asked for
@@ -119,7 +136,7 @@ def test_sigkill_then_resume_finishes(tmp_path, corpus):
     assert not (out / "summary.json").exists()
     result = run_train("--resume", *args)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "resumed at step 8" in result.stdout
+    assert "resumed at step 8" in result.stderr
     assert json.loads((out / "summary.json").read_text())["updates"] == 40
 
 
@@ -168,13 +185,22 @@ def assert_refused(args, *expected):
      "--set rho: only the adadelta optimizer reads it, and this run uses adam"),
     (["--set", "epsilon=1e-8", "--set", "rho=0.9", "--set", "optimizer=sgd"],
      "--set epsilon, rho: only the adadelta optimizer reads them, and this run uses sgd"),
-    (["--data", "wmt14-en-fr", "--src", "de"], "--data wmt14-en-fr needs --src/--tgt en and fr, got de/fr"),
+    (["--data", "wmt14-en-fr", "--src-lang", "de"], "--data wmt14-en-fr needs --src-lang/--tgt-lang en and fr, got de/fr"),
 ])
 def test_options_a_new_run_would_ignore_are_refused_before_any_work(tmp_path, corpus, args, expected):
     out = tmp_path / "run"
     data = [] if "--data" in args else ["--data", corpus]
     assert_refused([*data, "--out", out, *args], expected)
     assert not out.exists() and not (tmp_path / "cache").exists()
+
+
+def test_the_old_language_spellings_work_after_a_notice(tmp_path, corpus, capsys):
+    new = train_main("--data", "wmt14-en-fr", "--out", tmp_path / "run", "--src-lang", "de")
+    old = train_main("--data", "wmt14-en-fr", "--out", tmp_path / "run", "--src", "de")
+    assert old == new and new[0] == 2 and "needs --src-lang/--tgt-lang en and fr" in new[1]
+    assert capsys.readouterr().err == ("train.py: warning: --src is deprecated, use --src-lang "
+                                       "(the old spelling goes in the next release)\n")
+    assert not (tmp_path / "run").exists()
 
 
 def test_set_rho_with_the_compact_adam_and_budget_defaults(tmp_path):
@@ -195,10 +221,13 @@ def _resume_args(run_dir, *args):
 
 @pytest.mark.parametrize("args, expected", [
     (["--data", "builtin"], ["--data builtin does not match the run in ", "started with --data /"]),
-    (["--src", "de", "--tgt", "fr"], ["--src de does not match", "started with --src en ("]),
+    (["--src-lang", "de", "--tgt-lang", "fr"], ["--src-lang de does not match", "started with --src-lang en ("]),
     (["--seed", "7"], ["--seed 7 does not match", "started with --seed 1234"]),
     (["--recipe", "budget"], ["--recipe budget does not match", "started with no --recipe"]),
     (["--paper-size"], ["--paper-size does not match", "started with no --paper-size"]),
+    (["--size", "medium"], ["--size medium does not match", "started with --size paper ("]),
+    (["--preset", "budget"], ["--size medium, --recipe budget do not match",
+                              "started with --size paper, no --recipe"]),
     (["--max-train-pairs", "5"], ["--max-train-pairs 5 does not match", "no --max-train-pairs"]),
     (["--cache-dir", "c", "--mirror", "http://m/"],
      ["--cache-dir /", ", --mirror http://m do not match", "started with no --cache-dir, no --mirror"]),
@@ -264,7 +293,7 @@ def test_resume_checks_the_recorded_wmt14_options(run_copy, tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     started = experiment.TrainOptions(data="wmt14-en-fr", max_train_pairs=20, cache_dir="cache")
     record = experiment._options_record(started.for_new_run())
-    assert record == {"data": "wmt14-en-fr", "paper_size": False, "recipe": None,
+    assert record == {"data": "wmt14-en-fr", "paper_size": False, "size": "paper", "recipe": None,
                       "max_train_pairs": 20, "cache_dir": str(tmp_path / "cache"),
                       "mirror": "http://mirror.example/wmt"}
     edit_json(run_copy / "data.json", options=record)
@@ -276,3 +305,20 @@ def test_resume_checks_the_recorded_wmt14_options(run_copy, tmp_path, monkeypatc
     with pytest.raises(ConfigError, match=r"^--resume: --cache-dir \S+/other does not match the "
                                           r"run in \S+, started with --cache-dir \S+/cache \("):
         experiment._resume_config(experiment.TrainOptions(resume=True, cache_dir="other"), run)
+
+
+def test_a_run_without_a_budget_says_how_long_an_epoch_takes(tmp_path, corpus):
+    # Killed by the fault hook after update 24: the estimate comes after update 21 (the
+    # first, which builds the graph, then 20 timed).
+    out = tmp_path / "run"
+    killed = subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), "--variant", "search30", "--data", str(corpus),
+         "--out", str(out), *TINY],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "KERAS_NMT_TEST_HOOK": "step@24"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    lines = killed.stderr.splitlines()
+    assert first_lines(killed.stderr)[0].startswith("model: search30 (search), size paper changed")
+    said = [line for line in lines if line.startswith("no --max-steps or --max-minutes: an epoch")]
+    assert len(said) == 1 and "at the rate of the first 20 updates" in said[0], lines
+    assert re.search(r"an epoch \(\d+ pairs\) takes about \d\d:\d\d", said[0])
