@@ -60,7 +60,7 @@ def permuted_pairs(files: ParallelFiles, seed: int) -> tf.data.Dataset:
     return tf.data.Dataset.counter().map(pair)
 
 
-def _pair_indices(count: int, seed: int, window: int, shuffle_buffer: int = 0) -> tf.data.Dataset:
+def pair_indices(count: int, seed: int, window: int, shuffle_buffer: int = 0) -> tf.data.Dataset:
     """Pair indices, endlessly, ``window`` at a time: each epoch a permutation of
     range(count), the stateless function of (seed, epoch, position) that
     :func:`permuted_pairs` uses, computed for a whole window at once; with
@@ -90,7 +90,7 @@ def prepared_pairs(split, seed: int, window: int = _ENCODE_CHUNK,
                    shuffle_buffer: int = 0) -> tf.data.Dataset:
     """A :class:`keras_nmt.prepared.PreparedSplit`'s pairs, endlessly, as ragged windows
     ``(source [window, (T)], target [window, (T)])`` ending with EOS, in the order of
-    :func:`_pair_indices`.
+    :func:`pair_indices`.
 
     Reading is a ``tf.numpy_function`` of the indices: a pure function of them, so
     the iterator's checkpoint (taken with the external state ignored, see
@@ -108,7 +108,7 @@ def prepared_pairs(split, seed: int, window: int = _ENCODE_CHUNK,
             for values, lengths in ((source, source_lengths), (target, target_lengths))
         )
 
-    return (_pair_indices(split.count, seed, window, shuffle_buffer)
+    return (pair_indices(split.count, seed, window, shuffle_buffer)
             .map(read, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True))
 
 
