@@ -399,11 +399,15 @@ def _plot(sizes, stages, path: str) -> None:
     import matplotlib.pyplot as plt
 
     figure, (wall, rss) = plt.subplots(1, 2, figsize=(13, 5.5))
-    for name, by_size in stages.items():
-        measured = [n for n in sizes if n in by_size]
+    styles = ("-", "--", ":", "-.")
+    for index, (name, by_size) in enumerate(stages.items()):
+        measured = [n for n in sizes if n in by_size and by_size[n]["wall_s"] > 0.05]
+        if not measured:
+            continue
+        style = dict(marker="o", linestyle=styles[index // 10 % len(styles)])
         label = f"{name}: {growth(measured, [by_size[n]['wall_s'] for n in measured])}"
-        wall.plot(measured, [by_size[n]["wall_s"] for n in measured], marker="o", label=label)
-        rss.plot(measured, [by_size[n]["peak_rss_mib"] / 1024 for n in measured], marker="o", label=name)
+        wall.plot(measured, [by_size[n]["wall_s"] for n in measured], label=label, **style)
+        rss.plot(measured, [by_size[n]["peak_rss_mib"] / 1024 for n in measured], label=name, **style)
     wall.set(xscale="log", yscale="log", xlabel="training pairs", ylabel="wall seconds",
              title="time per stage (label: growth with N)")
     rss.set(xscale="log", xlabel="training pairs", ylabel="peak RSS (GiB)", title="peak memory per stage")
