@@ -9,7 +9,7 @@ training part just trained (a barely trained model decodes to the length limit, 
 sentences/s understate a trained model's). Refuses with one line when TensorFlow sees
 no GPU.
 
-    python bench/gpu.py --data ../shared/data/anki-fra-eng [--run RUN_DIR [--weights averaged]]
+    python bench/gpu.py --data data/anki-fra-eng [--run RUN_DIR [--weights averaged]]
         [--json gpu.json]
 """
 

@@ -13,8 +13,8 @@ total times is the overhead.
 
 Usage::
 
-    PYTHONPATH=. python bench/pipeline.py --corpus ../shared/data/anki-fra-eng \\
-        --corpus ../shared/data/multi30k-en-fr --overhead --json bench-pipeline.json
+    PYTHONPATH=. python bench/pipeline.py --corpus data/anki-fra-eng \\
+        --corpus data/multi30k-en-fr --overhead --json bench-pipeline.json
 
 Prints a table; writes every figure, the configuration, the machine and the library
 versions as JSON.

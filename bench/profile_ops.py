@@ -3,7 +3,7 @@ search, summed by op type.
 
 Usage (one command; prints a table, writes JSON)::
 
-    PYTHONPATH=. python bench/profile_ops.py train --data ../shared/data/anki-fra-eng \\
+    PYTHONPATH=. python bench/profile_ops.py train --data data/anki-fra-eng \\
         [--size compact] [--model search] [--steps 10] [--json profile-train.json]
     PYTHONPATH=. python bench/profile_ops.py decode RUN_DIR [--beam 5] [--batch 64] \\
         [--count 256] [--json profile-decode.json]
@@ -189,7 +189,7 @@ def build_parser():
     parser = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="what", required=True)
     train = sub.add_parser("train", help="training steps")
-    train.add_argument("--data", default="../shared/data/anki-fra-eng")
+    train.add_argument("--data", required=True, help="corpus directory with train.SRC/train.TGT")
     train.add_argument("--src", default="en")
     train.add_argument("--tgt", default="fr")
     train.add_argument("--model", default="search", choices=("search", "encdec"))

@@ -2,7 +2,7 @@
 
 Usage (one command; prints a table, writes Markdown, JSON and Fig. 2)::
 
-    PYTHONPATH=. python bench/quality.py --data ../shared/data/anki-fra-eng --minutes 30 \\
+    PYTHONPATH=. python bench/quality.py --data data/anki-fra-eng --minutes 30 \\
         [--out bench-quality] [--optimizer adam --learning-rate 2e-3] [--beam 5] \\
         [--recipe budget] [--set KEY=VALUE ...]
 

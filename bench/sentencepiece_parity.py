@@ -6,7 +6,7 @@ the lines whose ids are identical, and the lines that decode back identically.
 
 Usage::
 
-    PYTHONPATH=. python bench/sentencepiece_parity.py --data ../shared/data/anki-fra-eng --vocab-size 8000
+    PYTHONPATH=. python bench/sentencepiece_parity.py --data data/anki-fra-eng --vocab-size 8000
 """
 
 from __future__ import annotations

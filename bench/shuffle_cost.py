@@ -7,7 +7,7 @@ pipeline of ``keras_nmt.data`` and takes ``--batches`` batches. Reported: second
 first batch (start-up: reading the corpus into memory, or filling the buffer), seconds
 for the rest, the process's peak RSS, and the size of a checkpoint of the pipeline.
 
-    python bench/shuffle_cost.py --corpus ../shared/data/anki-fra-eng --repeat 1,10 \\
+    python bench/shuffle_cost.py --corpus data/anki-fra-eng --repeat 1,10 \\
         --json shuffle-cost.json
 """
 

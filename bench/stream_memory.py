@@ -8,7 +8,7 @@ the valid lines). The process reports its own peak resident set size (ru_maxrss)
 
 Usage::
 
-    PYTHONPATH=. python bench/stream_memory.py --corpus ../shared/data/anki-fra-eng \\
+    PYTHONPATH=. python bench/stream_memory.py --corpus data/anki-fra-eng \\
         --repeat 1,10 --json bench-memory.json
 
 Prints a table and writes JSON (machine, versions, command, every figure). Nothing is

@@ -8,7 +8,7 @@ space. The project tokenizer gets the raw line.
 
 Usage::
 
-    PYTHONPATH=. python bench/tokenizer_agreement.py --data /work/shared/data [--json] [--show K]
+    PYTHONPATH=. python bench/tokenizer_agreement.py --data data [--json] [--show K]
 
 ``--data`` is scanned for ``*/valid.{en,fr}`` (language from the suffix). Nothing is
 written; the data files stay where they are.

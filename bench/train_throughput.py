@@ -3,7 +3,7 @@ peak memory, and the achieved FLOP/s as a fraction of this machine's matmul rate
 
 Usage (one command; prints a table, writes JSON)::
 
-    PYTHONPATH=. python bench/train_throughput.py --data ../shared/data/anki-fra-eng \\
+    PYTHONPATH=. python bench/train_throughput.py --data data/anki-fra-eng \\
         --json bench-train.json [--sizes compact,paper] [--models search,encdec] \\
         [--warmup 5] [--steps 50]
 
@@ -239,8 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
     from keras_nmt.cli.common import OneLineParser, positive_int
 
     parser = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default="../shared/data/anki-fra-eng",
-                        help="corpus directory with train.SRC/train.TGT (default %(default)s)")
+    parser.add_argument("--data", required=True,
+                        help="corpus directory with train.SRC/train.TGT")
     parser.add_argument("--src", default="en")
     parser.add_argument("--tgt", default="fr")
     parser.add_argument("--models", default="search,encdec", help="search and/or encdec")

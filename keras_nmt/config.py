@@ -221,6 +221,32 @@ COMPACT: dict[str, Any] = {
 }
 
 
+# Model sizes (train.py --size NAME), applied before the recipe and --set. "paper": the
+# Config defaults (m=620, n=n'=1000, l=500, Adadelta, batch 80), the default on a real
+# corpus; days of training on a CPU. "medium": the size of every published real-corpus
+# result (docs/benchmarks.md: Anki, Multi30k), trainable on a CPU in tens of minutes.
+# "compact": the built-in corpus's default, minutes on a laptop.
+MEDIUM: dict[str, Any] = {
+    "embedding": 256,
+    "hidden": 256,
+    "attention": 256,
+    "maxout": 128,
+    "optimizer": "adam",
+    "learning_rate": 2e-3,
+    "batch_size": 64,
+}
+SIZES: dict[str, dict[str, Any]] = {"compact": COMPACT, "medium": MEDIUM, "paper": {}}
+DEFAULT_SIZE = "paper"  # on a real corpus; the built-in corpus takes "compact"
+BUILTIN_SIZE = "compact"
+
+
+def size_summary(config: "Config") -> str:
+    """What a size means, read from a configuration: dimensions, optimizer, batch."""
+    return (f"embedding {config.embedding}, hidden {config.hidden}, attention "
+            f"{config.attention}, maxout {config.maxout}; {config.optimizer} "
+            f"{config.learning_rate:g}, batch {config.batch_size}")
+
+
 # Training recipes beyond the paper (train.py --recipe NAME): applied after the compact
 # sizes and before --set, which wins. "budget": the most from a fixed training time on
 # one machine. Adam at the rate the README's real-corpus runs use, a warm-up and a decay
@@ -242,6 +268,15 @@ RECIPES: dict[str, dict[str, Any]] = {
         "average_checkpoints": 3,
         "init": "uniform",
     },
+}
+
+
+# Presets (train.py --preset NAME): a size and a recipe together, the settings behind a
+# published result one flag away. "budget": the medium size and the budget recipe, as
+# in the Anki (30 minutes, BLEU 42.23) and Multi30k (15 minutes, 55.21) results of
+# docs/benchmarks.md; the time budget stays the user's (--max-minutes).
+PRESETS: dict[str, dict[str, str]] = {
+    "budget": {"size": "medium", "recipe": "budget"},
 }
 
 

@@ -74,7 +74,8 @@ class Ensemble:
     ``config`` is the first member's, with ``max_len`` the largest of the members' (it
     only sets the default maximum source length of a Translator). ``encode`` returns a
     tuple of the members' states and a tuple of their memory dicts; ``step`` returns
-    (log of the mean probability [B, V], tuple of new states, mean attention [B, Tx]).
+    (log of the mean probability [B, V], tuple of new states, mean attention [B, Tx]);
+    ``forced`` the same for every position of a given target at once.
     An RNNencdec member has no attention (zeros), which the mean then dilutes.
     """
 
@@ -107,9 +108,7 @@ class Ensemble:
         return tuple(model.output_projection(columns, count) for model in self.models)
 
     def step(self, previous_ids, state, memory, projection=None):
-        import tensorflow as tf  # see the module docstring
-
-        log_probs, new_states, weights = [], [], []
+        outputs, new_states = [], []
         projections = projection if projection is not None else (None,) * len(self.models)
         for model, member_state, member_memory, member_projection in zip(
             self.models, state, memory, projections
@@ -117,10 +116,27 @@ class Ensemble:
             logits, new_state, attention = model.step(
                 previous_ids, member_state, member_memory, member_projection
             )
-            log_probs.append(tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1))
+            outputs.append((logits, attention))
             new_states.append(new_state)
-            weights.append(tf.cast(attention, tf.float32))
-        count = len(self.models)
-        mixed = tf.reduce_logsumexp(tf.stack(log_probs), axis=0) - math.log(count)
-        attention = tf.add_n(weights) / float(count)
+        mixed, attention = _mix(outputs)
         return mixed, tuple(new_states), attention
+
+    def forced(self, source_ids, target_in, training=False):
+        """Teacher forcing: (log of the mean probability [B, T, V], mean attention
+        [B, T, Tx]), what :meth:`step` gives at each position of a given target. Each
+        member reads the same target, so the members' forced outputs mix as their steps
+        do."""
+        return _mix([model.forced(source_ids, target_in, training=training)
+                     for model in self.models])
+
+
+def _mix(outputs):
+    """The members' (logits, attention) -> (log of their mean probability, mean attention),
+    over the last axis of the logits, in float32."""
+    import tensorflow as tf  # see the module docstring
+
+    log_probs = [tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1) for logits, _ in outputs]
+    count = len(outputs)
+    mixed = tf.reduce_logsumexp(tf.stack(log_probs), axis=0) - math.log(count)
+    attention = tf.add_n([tf.cast(weights, tf.float32) for _, weights in outputs]) / float(count)
+    return mixed, attention

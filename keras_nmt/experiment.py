@@ -22,14 +22,16 @@ from keras_nmt.checkpoints import checkpoint_problem, checkpoint_step
 from keras_nmt.config import Config, ConfigError
 from keras_nmt.corpus import builtin, wmt14
 from keras_nmt.corpus.readers import (
-    CorpusError, ParallelFiles, find_corpus, open_text,
+    CorpusError, ParallelFiles, count_lines, find_corpus, open_text,
 )
 from keras_nmt.models import TranslationModel
-from keras_nmt.progress import Progress
+from keras_nmt.progress import Phase, Progress
 from keras_nmt.rundir import RunDir, RunDirError, write_json_atomic
 from keras_nmt.evaluation import scoring
 from keras_nmt.text import codecs
-from keras_nmt.text.sentencepiece import SentencePieceCodec, train_sentencepiece
+from keras_nmt.text.sentencepiece import (
+    SENTENCEPIECE_SAMPLE, SentencePieceCodec, train_sentencepiece,
+)
 from keras_nmt.vocab import Vocabulary
 from keras_nmt.training import Limits, RunWriteError, Trainer, check_limits
 from keras_nmt.translator import Translator
@@ -43,6 +45,8 @@ BUILTIN_DEFAULT_MINUTES = 6.0
 # LARGE_CORPUS_SHUFFLE_BUFFER pairs.
 PERMUTATION_MAX_BYTES = 2 * 2**30
 LARGE_CORPUS_SHUFFLE_BUFFER = 1_000_000
+# The fields that make a model's size: --set on any of them is a size chosen.
+SIZE_FIELDS = frozenset({"embedding", "hidden", "attention", "maxout"})
 # How long a multi-worker non-chief process waits for the chief to set the run up.
 CHIEF_SETUP_SECONDS = 600.0
 # Fields that may change when a run is resumed: they do not change the model's shape.
@@ -82,19 +86,40 @@ class TrainOptions:
     # XLA-compile the training step and the beam search; None: where it wins (use_jit).
     jit: bool | None = None
     recipe: str | None = None  # a name of config.RECIPES
+    # A name of config.SIZES; None: the built-in corpus's compact size (the paper's with
+    # paper_size), the paper's on any other corpus.
+    size: str | None = None
+    preset: str | None = None  # a name of config.PRESETS: a size and a recipe
     lexicon: bool = True  # build the lexical table for vocabulary selection at the end
 
     def for_new_run(self) -> "TrainOptions":
-        """These options with NEW_RUN_DEFAULTS where they are None."""
-        return dataclasses.replace(self, **{
+        """These options with NEW_RUN_DEFAULTS where they are None, the size resolved."""
+        options = dataclasses.replace(self, **{
             name: value for name, value in NEW_RUN_DEFAULTS.items() if getattr(self, name) is None
         })
+        if options.size is None:
+            options.size = ("paper" if options.paper_size else config_lib.BUILTIN_SIZE
+                            if options.data == BUILTIN else config_lib.DEFAULT_SIZE)
+        return options
+
+    def with_preset(self) -> "TrainOptions":
+        """These options with their preset's size and recipe filled in; ConfigError when
+        --size or --recipe says otherwise."""
+        if self.preset is None:
+            return self
+        chosen = config_lib.PRESETS[self.preset]
+        for name, value in chosen.items():
+            if getattr(self, name) not in (None, value):
+                raise ConfigError(f"--preset {self.preset} is --size {chosen['size']} --recipe "
+                                  f"{chosen['recipe']}: it contradicts --{name} {getattr(self, name)}")
+        return dataclasses.replace(self, **chosen)
 
 
 # The options that data.json records (under "options") for --resume to check: those
 # that chose the corpus and the configuration besides --variant, --seed and --set,
 # which config.json holds.
-RECORDED_OPTIONS = ("data", "paper_size", "recipe", "max_train_pairs", "cache_dir", "mirror")
+RECORDED_OPTIONS = ("data", "paper_size", "size", "recipe", "max_train_pairs", "cache_dir",
+                    "mirror")
 
 
 def _recorded_value(name: str, value: Any) -> Any:
@@ -123,12 +148,11 @@ def default_run_dir(variant: str) -> pathlib.Path:
 
 
 def resolve_config(options: TrainOptions) -> Config:
-    """The variant's configuration with the built-in corpus's compact sizes (unless the
-    paper's sizes are asked for), the recipe and the user's overrides, in that order."""
-    options = options.for_new_run()
-    values: dict[str, Any] = {}
-    if options.data == BUILTIN and not options.paper_size:
-        values.update(config_lib.COMPACT)
+    """The variant's configuration with the model size (:data:`config.SIZES`: compact on
+    the built-in corpus, the paper's elsewhere, unless chosen), the recipe and the user's
+    overrides, in that order."""
+    options = options.with_preset().for_new_run()
+    values: dict[str, Any] = dict(config_lib.SIZES[options.size])
     if options.recipe:
         values.update(config_lib.RECIPES[options.recipe])
     values.update(options.overrides)
@@ -153,26 +177,24 @@ def _new_run_config(options: TrainOptions) -> Config:
     if options.paper_size and options.data != BUILTIN:
         raise ConfigError(f"--paper-size: for --data {BUILTIN} only (on other corpora the "
                           "paper's dimensions are the default)")
+    if options.paper_size and options.size not in (None, "paper"):
+        raise ConfigError(f"--paper-size is --size paper: it contradicts --size {options.size}")
     config = resolve_config(options)
     config_lib.check_optimizer_fields(config, options.overrides)
     return config
 
 
-def _prepare(options: TrainOptions, config: Config, run: RunDir,
-             log) -> tuple[Config, dict[str, Any]]:
+def _prepare(options: TrainOptions, config: Config, run: RunDir, log,
+             progress: Progress | None = None) -> tuple[Config, dict[str, Any]]:
     """First start of a run: corpus, vocabularies and config written into ``run``.
-    ``options`` (for_new_run's) and ``config`` are :func:`_new_run_config`'s, checked."""
+    ``options`` (for_new_run's) and ``config`` are :func:`_new_run_config`'s, checked.
+    ``progress`` shows the long passes (SentencePiece, the scan) with their ETA."""
+    progress = progress or Progress(enabled=False)
     run.create()
     if options.data == BUILTIN:
         spec = builtin.BuiltinCorpusSpec()
         log(f"generating the built-in corpus into {run.corpus} (seed {spec.seed})")
         corpus_dir = builtin.write_corpus(run.corpus.resolve(), spec)
-        if not options.paper_size:
-            log(
-                "built-in corpus: using compact dimensions for CPU training "
-                f"(embedding={config.embedding}, hidden={config.hidden}, attention={config.attention}, "
-                f"maxout={config.maxout}, optimizer={config.optimizer}); pass --paper-size for the paper's"
-            )
     elif options.data == wmt14.NAME:
         corpus_dir = wmt14.prepare(
             options.cache_dir, options.mirror, options.max_train_pairs, log=log, quiet=options.quiet
@@ -185,10 +207,25 @@ def _prepare(options: TrainOptions, config: Config, run: RunDir,
             files.check()
     kind = options.tokenizer or codecs.WORD
     models = {}
+    lines = count_lines(splits["train"].source)  # the passes' totals, for their ETA
     if kind == codecs.SENTENCEPIECE:
         for side, lang, size in ((0, options.src, config.src_vocab_size), (1, options.tgt, config.tgt_vocab_size)):
-            log(f"training a SentencePiece model of up to {size} pieces on the training side ({lang})")
-            models[lang] = train_sentencepiece((pair[side] for pair in splits["train"].pairs()), size)
+            # SentencePiece reports nothing while it trains: the reading is counted, then
+            # what it does and the time it took are said.
+            phase = Phase(progress, f"SentencePiece ({lang}): reading the training side",
+                          total=lines, unit="lines")
+
+            def read(side=side, phase=phase, lang=lang, size=size):
+                for pair in splits["train"].pairs():
+                    phase.advance()
+                    yield pair[side]
+                progress.message(
+                    f"SentencePiece ({lang}): training a unigram model of up to {size:,} pieces "
+                    f"on {min(phase.done, SENTENCEPIECE_SAMPLE):,} of its {phase.done:,} lines "
+                    "(SentencePiece reports no progress)")
+
+            models[lang] = train_sentencepiece(read(), size)
+            phase.finish(f"{phase.done:,} lines read and the model trained")
             run.sentencepiece_path(lang).write_bytes(models[lang])
 
     def vocabularies(stats) -> tuple[Vocabulary, Vocabulary]:
@@ -200,15 +237,15 @@ def _prepare(options: TrainOptions, config: Config, run: RunDir,
 
     log(f"tokenizing {splits['train'].source} and {splits['train'].target} once, into "
         f"token ids in {run.prepared}")
-    progress = Progress(enabled=not options.quiet)
+    tokenizing = Phase(progress, "tokenizing the training split (vocabularies, lengths, ids)",
+                       total=lines, unit="pairs")
     stats, (source_vocab, target_vocab) = prepared.prepare_split(
         splits["train"], run.prepared, (options.src, options.tgt),
         tuple(codecs.graph_tokenizer(kind, lang, models.get(lang))
               for lang in (options.src, options.tgt)),
-        config.max_len, vocabularies,
-        progress=lambda pairs: progress.update(f"tokenizing the training split: {pairs:,} pairs"),
+        config.max_len, vocabularies, progress=tokenizing.reached,
     )
-    progress.close()
+    tokenizing.finish()
     if stats.kept == 0:
         raise CorpusError(
             f"no usable training pair in {splits['train'].source}: every pair is empty or "
@@ -304,21 +341,16 @@ def _read_lines(path: pathlib.Path) -> list[str]:
 
 def held_out_report(
     translator: Translator, files: ParallelFiles, beam_size: int, alpha: float, log,
-    quiet: bool = False,
+    quiet: bool = False, progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Translate a held-out split and score it with sacreBLEU, overall and by length."""
     sources, references = _read_lines(files.source), _read_lines(files.target)
-    progress = Progress(log_seconds=30.0, enabled=not quiet)
-    done = [0]
-
-    def advance(count: int) -> None:
-        done[0] += count
-        progress.update(f"translating {files.source.name}: {done[0]}/{len(sources)} sentences")
-
-    start = time.monotonic()
-    translations = translator.translate(sources, beam_size=beam_size, alpha=alpha, progress=advance)
-    progress.close()
-    seconds = time.monotonic() - start
+    progress = progress or Progress(log_seconds=30.0, enabled=not quiet)
+    phase = Phase(progress, f"translating {files.source.name}", total=len(sources),
+                  unit="sentences")
+    translations = translator.translate(sources, beam_size=beam_size, alpha=alpha,
+                                        progress=phase.advance)
+    seconds = phase.finish()
     hypotheses = [t.text for t in translations]
     lengths = [len(t.source_tokens) for t in translations]
     bleu, signature = scoring.bleu(hypotheses, references)
@@ -372,19 +404,42 @@ def train(options: TrainOptions) -> dict[str, Any]:
     chief = distribute.is_chief(strategy)
     run = RunDir(options.out or default_run_dir(options.variant or config_lib.DEFAULT_VARIANT))
     quiet = options.quiet or not chief
-    log = (lambda text: None) if quiet else (lambda text: print(text, flush=True))
+    # One stream: log lines and progress on stderr (a log line stays above the live
+    # progress line); stdout gets the final report only, so it can be kept whole.
+    progress = Progress(enabled=not quiet)
+    log = progress.message
+
+    def result(text: str) -> None:
+        if not quiet:
+            progress.close()
+            print(text, flush=True)
 
     def warn(text: str) -> None:  # shown even with --quiet
+        progress.close()
         print(f"warning: {text}", file=sys.stderr, flush=True)
 
     # Every option is checked before anything is written.
+    chosen_size = options.size or options.preset or options.paper_size
+    options = options.with_preset()
     if options.resume:
         config, info = _resume_config(options, run)
         builtin = bool(info.get("builtin"))
+        size = info.get("options", {}).get("size")
     else:
         options = options.for_new_run()
         config = _new_run_config(options)
         builtin = options.data == BUILTIN
+        size = options.size
+    resized = bool(set(options.overrides) & SIZE_FIELDS)
+    log(f"model: {config.variant} ({config.architecture}), "
+        f"{'size ' + size if size else 'its size'}{' changed by --set' if resized else ''}: "
+        f"{config_lib.size_summary(config)}")
+    if not options.resume and not chosen_size and not resized:
+        log("the built-in corpus's compact size for CPU training (--size paper for the paper's)"
+            if builtin else
+            "the paper's size, the default on a real corpus: days of training on a CPU; "
+            "--size medium (or --preset budget with --max-minutes) for the size of the "
+            "published CPU results")
     limits = Limits(options.max_steps, options.max_minutes)
     default_budget = builtin and limits.max_steps is None and limits.max_minutes is None
     if default_budget:
@@ -404,7 +459,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
             )
         existed = run.path.exists()
         try:
-            config, info = _prepare(options, config, run, log)
+            config, info = _prepare(options, config, run, log, progress)
         except BaseException:
             # Leave no half-made run behind: a later start must not mistake it for one.
             if not existed:
@@ -466,7 +521,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
     trainer = Trainer(
         config, model, run, train_batches, dev_batches,
         train_pairs=info["train"]["kept"], dev_bleu=dev_bleu,
-        progress=Progress(enabled=not quiet), strategy=strategy, jit_compile=jit,
+        progress=progress, strategy=strategy, jit_compile=jit,
     )
     if options.resume:
         trainer.restore(log=warn if chief else log)
@@ -498,7 +553,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
     held_out = test_files or valid_files
     log(f"translating the held-out {held_out.source.name} with beam {config.beam_size}")
     report = held_out_report(translator, held_out, config.beam_size, config.length_alpha, log,
-                             quiet=quiet)
+                             quiet=quiet, progress=progress)
     summary = {
         "variant": config.variant,
         "architecture": config.architecture,
@@ -529,24 +584,24 @@ def train(options: TrainOptions) -> dict[str, Any]:
             f"cannot write {run.summary_path}: {error.strerror}; training is complete and "
             f"checkpointed: free space and run again with --resume to write the report"
         ) from None
-    log(
+    result(
         f"done: {outcome.steps} updates, {outcome.epochs:.2f} epochs, stopped by {outcome.stop_reason}; "
         f"train NLL {outcome.train_nll:.2f}, dev NLL {dev_nll:.2f}"
     )
     long = (f"on the {report['sentences_longer_than_30']} sentences longer than 30 tokens: "
             f"{report['bleu_longer_than_30']:.2f}" if report["sentences_longer_than_30"]
             else "no sentence is longer than 30 tokens")
-    log(
+    result(
         f"held-out BLEU ({report['split']}, {report['sentences']} sentences, beam {config.beam_size}): "
         f"{report['bleu']:.2f}; {long}"
     )
-    log(f"sacreBLEU signature: {report['bleu_signature']}")
+    result(f"sacreBLEU signature: {report['bleu_signature']}")
     if options.lexicon:
         # After the report: the training is safe before this extra minute starts.
-        table = lexicon.build_for_run(run, log=log)
+        table = lexicon.build_for_run(run, progress=progress)
         log(f"lexical table for --shortlist: {run.lexicon_path} "
             f"({table.info['total_seconds']:.1f} s)")
-    log(f"run directory: {run.path}  (summary.json, checkpoints/, best/, tensorboard/)")
+    result(f"run directory: {run.path}  (summary.json, checkpoints/, best/, tensorboard/)")
     distribute.barrier(strategy)
     return summary
 

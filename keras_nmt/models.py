@@ -118,15 +118,21 @@ def sentence_nll(logits, targets):
     (id 0) masked. The paper's training cost and its Table 2 figure. Computed in
     float32 whatever the logits' dtype (mixed precision): a float16 softmax over 30,000
     words loses the small probabilities."""
-    return _summed_nll(tf.cast(logits, tf.float32), targets, targets)
+    return tf.reduce_sum(token_nll(logits, targets), axis=1)
 
 
-def _summed_nll(logits, labels, targets):
-    """Softmax cross-entropy of ``labels`` (columns of ``logits``) summed over each
-    sentence's tokens, the padding of ``targets`` masked: [B]."""
+def token_nll(logits, targets):
+    """The terms of :func:`sentence_nll`, one per target token [B, T] (0 at padding):
+    what force decoding (:mod:`keras_nmt.evaluation.forced`) reports token by token."""
+    return _masked_nll(tf.cast(logits, tf.float32), targets, targets)
+
+
+def _masked_nll(logits, labels, targets):
+    """Softmax cross-entropy of ``labels`` (columns of ``logits``) at each token, the
+    padding of ``targets`` masked: [B, T]."""
     mask = tf.cast(tf.not_equal(targets, PAD_ID), tf.float32)
-    token_nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
-    return tf.reduce_sum(token_nll * mask, axis=1)
+    nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    return nll * mask
 
 
 def sampled_candidates(targets, vocab_size: int, count: int, seed):
@@ -162,4 +168,5 @@ def sampled_sentence_nll(hidden, targets, output_kernel, output_bias, count: int
     bias = tf.cast(tf.gather(output_bias, ids), hidden.dtype)
     logits = tf.cast(tf.nn.bias_add(tf.einsum("btl,lk->btk", hidden, kernel), bias), tf.float32)
     position = tf.scatter_nd(ids[:, None], tf.range(count), [vocab_size])  # word -> column
-    return _summed_nll(logits - log_q, tf.gather(position, targets), targets)
+    return tf.reduce_sum(_masked_nll(logits - log_q, tf.gather(position, targets), targets),
+                         axis=1)

@@ -40,7 +40,9 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from keras_nmt.constants import UNK_ID
-from keras_nmt.corpus.readers import CorpusError, ParallelFiles, SplitStats, line_count_error
+from keras_nmt.corpus.readers import (
+    CorpusError, ParallelFiles, SplitStats, count_lines, line_count_error,
+)
 from keras_nmt.vocab import Vocabulary
 
 SPLIT = "train"
@@ -245,18 +247,6 @@ def _chunks(files: ParallelFiles, tokenizers, max_len: int) -> Iterator[tuple]:
         yield counts, sides
 
 
-def _line_count(path: pathlib.Path) -> int:
-    """Lines as TextLineDataset reads them: a last line without a line end counts."""
-    from keras_nmt.corpus.readers import open_binary
-
-    lines, last = 0, b"\n"
-    with open_binary(path) as f:
-        while block := f.read(1 << 24):
-            lines += block.count(b"\n")
-            last = block[-1:]
-    return lines + (last != b"\n")
-
-
 def prepare_split(
     files: ParallelFiles,
     directory: pathlib.Path,
@@ -337,7 +327,7 @@ def prepare_split(
 def _check_whole(files: ParallelFiles, pairs: int) -> None:
     """The pass read pairs until the shorter file ended: both must have ended there,
     and every line must be UTF-8 (TF's tokenizer passes invalid bytes through)."""
-    counts = _line_count(files.source), _line_count(files.target)
+    counts = count_lines(files.source), count_lines(files.target)
     if counts[0] != counts[1]:
         raise line_count_error(files, *counts)
     assert counts[0] == pairs, (counts, pairs)

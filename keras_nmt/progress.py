@@ -1,5 +1,10 @@
 """What the commands write to the terminal besides their output: a one-line progress
-display for long work, and native libraries' start-up noise kept off it.
+display for long work (:class:`Phase`: done, elapsed, ETA), and native libraries'
+start-up noise kept off it.
+
+One stream: log lines and progress both go to stderr (``Progress.message`` writes a line
+that stays above the live one), so that stdout holds a command's result only (a
+translation, a JSON report, training's final report) and can be redirected whole.
 
 On a terminal the progress line is redrawn in place a few times a second; in a log file
 (CI, nohup) a full line is written every ``log_seconds`` so the log stays readable.
@@ -60,6 +65,43 @@ class Progress:
             self.stream.write("\n")
             self.stream.flush()
             self._drawn = False
+
+
+class Phase:
+    """One long phase of work on a :class:`Progress` line: what it does, how far it is
+    (of how much, when that is known), the time elapsed and, with a total, the time left
+    at the rate so far. ``finish`` leaves a line saying what was done in how long."""
+
+    def __init__(self, progress: Progress, what: str, total: int | None = None, unit: str = ""):
+        self.progress, self.what, self.total, self.unit = progress, what, total, unit
+        self.started = time.monotonic()
+        self.done = 0
+
+    def advance(self, count: int = 1) -> None:
+        self.reached(self.done + count)
+
+    def reached(self, done: int) -> None:
+        self.done = done
+        self.progress.update(self.status())
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def status(self) -> str:
+        elapsed = self.elapsed()
+        of = f"/{self.total:,}" if self.total is not None else ""
+        text = f"{self.what}: {self.done:,}{of}{' ' + self.unit if self.unit else ''}"
+        text += f"  elapsed {format_duration(elapsed)}"
+        if self.total is not None and 0 < self.done < self.total and elapsed >= 1.0:  # a rate
+            text += f"  ETA {format_duration(elapsed * (self.total - self.done) / self.done)}"
+        return text
+
+    def finish(self, text: str | None = None) -> float:
+        """Leave ``text`` (default: the count) with the time taken; returns the seconds."""
+        seconds = self.elapsed()
+        done = text or f"{self.done:,}{' ' + self.unit if self.unit else ''}"
+        self.progress.message(f"{self.what}: {done} in {format_duration(seconds)}")
+        return seconds
 
 
 # What TensorFlow's native libraries write while ``import tensorflow`` runs, whatever

@@ -27,13 +27,14 @@ directories before TensorFlow's slow import; :meth:`RunDir.load_model` and
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
 import os
 import pathlib
 import tempfile
-from typing import Any
+from typing import IO, Any, Iterator
 
 from keras_nmt import faults
 from keras_nmt.config import Config
@@ -56,11 +57,20 @@ def write_text_atomic(path: pathlib.Path, content: str) -> None:
 
 def write_bytes_atomic(path: pathlib.Path, content: bytes) -> None:
     """Write a file so that a crash leaves either the old file or the new one, never half."""
+    with open_atomic(path, "wb") as f:
+        f.write(content)
+
+
+@contextlib.contextmanager
+def open_atomic(path: str | os.PathLike, mode: str = "w", **options: Any) -> Iterator[IO]:
+    """A new file (``open``'s ``mode`` and ``options``) that replaces ``path`` when the
+    block ends: an error or a crash before then leaves the old file or none, never half
+    a file. For output written as it is made (one line per sentence of a corpus)."""
     path = pathlib.Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(content)
+        with os.fdopen(fd, mode, **options) as f:
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)  # mkstemp makes it private; a normal file is world-readable

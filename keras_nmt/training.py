@@ -107,6 +107,35 @@ def check_limits(config: Config, limits: Limits) -> None:
         )
 
 
+class EpochEstimate:
+    """For a run with no budget: the expected time of an epoch, from the rate of the
+    session's first updates. The first update (which builds the graph) is not timed;
+    then ``steps`` updates, or at least 2 taking ``seconds`` (a slow model on a CPU)."""
+
+    def __init__(self, train_pairs: int, steps: int = 20, seconds: float = 60.0, clock=time.monotonic):
+        self.train_pairs, self.steps, self.seconds, self.clock = train_pairs, steps, seconds, clock
+        self.start: tuple[float, int] | None = None  # (time, sentences) after the first update
+        self.timed = 0
+        self.said = False
+
+    def update(self, sentences: int) -> str | None:
+        """After an update, with the sentences trained on so far: the estimate, once."""
+        if self.said:
+            return None
+        if self.start is None:
+            self.start = (self.clock(), sentences)
+            return None
+        self.timed += 1
+        seconds = self.clock() - self.start[0]
+        if self.timed < self.steps and (self.timed < 2 or seconds < self.seconds):
+            return None
+        self.said = True
+        epoch = seconds / max(sentences - self.start[1], 1) * self.train_pairs
+        return (f"no --max-steps or --max-minutes: an epoch ({self.train_pairs:,} pairs) takes "
+                f"about {format_duration(epoch)} at the rate of the first {self.timed} updates; "
+                "training goes on until early stopping (Ctrl-C stops it, --resume continues)")
+
+
 @dataclasses.dataclass
 class Outcome:
     stop_reason: str
@@ -459,6 +488,8 @@ class Trainer:
         check_limits(config, limits)
         scheduled = config.lr_schedule != "constant"
         first_step = int(self.step.numpy())
+        estimate = (EpochEstimate(self.train_pairs)
+                    if limits.max_steps is None and limits.max_minutes is None else None)
         learning_rate = config.learning_rate
 
         while True:
@@ -472,7 +503,7 @@ class Trainer:
                 break
             (source_ids, target_in), target_out = next(self.iterator)
             if scheduled:
-                # The budget share this update ends at (time: now plus this session's mean
+                # The budget share this update ends at (time: now plus this process's mean
                 # step), so the last update gets the final rate.
                 mean_step = (elapsed() - elapsed_before) / (step - first_step) if step > first_step else 0.0
                 learning_rate = scheduled_learning_rate(
@@ -490,6 +521,8 @@ class Trainer:
             faults.point("step", step)
             self.step.assign(step)
             self.sentences.assign_add(int(tf.shape(source_ids)[0]))
+            if estimate and (said := estimate.update(int(self.sentences.numpy()))):
+                self.progress.message(said)
             self.target_tokens.assign_add(int(tokens))
             self.elapsed.assign(elapsed())
             recent_nll.append(loss)

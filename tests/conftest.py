@@ -155,3 +155,61 @@ def run_translator(run_dir):
     from keras_nmt.translator import Translator
 
     return Translator.from_run_dir(run_dir)
+
+
+def scored_pairs(corpus, count=9):
+    """Pairs to force-decode: ``count`` test pairs, an empty target, an empty source, and
+    a pair longer than translate's default maximum source length (translate would cut
+    its source; scoring must not)."""
+    sources = (corpus / "test.en").read_text(encoding="utf-8").splitlines()
+    targets = (corpus / "test.fr").read_text(encoding="utf-8").splitlines()
+    return (sources[:count] + [sources[count], "", " ".join(sources[:40])],
+            targets[:count] + ["", targets[count], " ".join(targets[:12])])
+
+
+def training_nll(run_dir, model, sources, targets, tmp_path, batch_size=5):
+    """Per pair, the NLL as training's evaluation computes it: the run's graph encoders,
+    tf.data batches (data.evaluation_batches) and models.sentence_nll."""
+    import numpy as np
+
+    from keras_nmt import data
+    from keras_nmt.corpus.readers import ParallelFiles
+    from keras_nmt.models import sentence_nll
+    from keras_nmt.rundir import RunDir
+
+    files = ParallelFiles(tmp_path / "nll.src", tmp_path / "nll.tgt")
+    for path, lines in ((files.source, sources), (files.target, targets)):
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    batches = data.evaluation_batches(files, *RunDir(run_dir).graph_encoders(),
+                                      batch_size=batch_size)
+    out = []
+    for (source, target_in), target_out in batches:
+        out.extend(sentence_nll(model((source, target_in), training=False), target_out).numpy())
+    return np.array(out)
+
+
+def peaked_weights_run(source, target, unk_bias=0.0):
+    """A copy of run ``source`` at ``target`` whose best weights are peaked random ones (a
+    barely trained model only repeats a word or two), with ``unk_bias`` added to the
+    <unk> output bias (a large one: a model that generates <unk> most of the time)."""
+    import shutil
+
+    import numpy as np
+    import tensorflow as tf
+
+    from keras_nmt.constants import UNK_ID
+    from keras_nmt.models import TranslationModel
+    from keras_nmt.rundir import RunDir
+
+    shutil.copytree(source, target,
+                    ignore=shutil.ignore_patterns("tensorboard", "checkpoints", "best"))
+    model = TranslationModel(RunDir(target).load_config())
+    rng = np.random.default_rng(3)
+    for weight in model.weights:
+        shape = tuple(weight.shape)
+        values = rng.normal(0.0, 2.0 / np.sqrt(shape[0]) if len(shape) == 2 else 0.5, shape)
+        if weight.path.endswith("readout/output_bias"):
+            values[UNK_ID] += unk_bias
+        weight.assign(values.astype("float32"))
+    tf.train.CheckpointManager(tf.train.Checkpoint(model=model), str(target / "best"), 1).save()
+    return target

@@ -368,3 +368,35 @@ def test_scale_runs_every_stage_and_resumes(tmp_path):
     # A second start finds everything done and runs nothing.
     again = subprocess.run(argv, env=env, capture_output=True, text=True)
     assert again.returncode == 0 and "pairs: train" not in again.stderr
+
+
+def test_serving_load_phases_on_the_tiny_export(tiny_export, tmp_path, capsys):
+    bench = load("serving_load")
+    out = tmp_path / "load.json"
+    assert bench.main([str(tiny_export), "--count", "12", "--clients", "2", "--seconds", "1",
+                       "--overload-clients", "8", "--overload-seconds", "1",
+                       "--overload-queue", "8", "--per-overload", "4", "--fuzz", "60",
+                       "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["model"]["int8"] is False and report["model"]["beam"] == 5  # no int8 model
+    assert report["offline"]["sentences"] == 12 and report["offline"]["sentences_per_second"] > 0
+    load_phase = report["load"]
+    assert load_phase["errors"] == 0 and load_phase["sentences"] > 0
+    assert load_phase["same_as_offline"] == 1.0  # full vocabulary, float: batch-independent
+    assert load_phase["p50_ms"] <= load_phase["p99_ms"] <= load_phase["max_ms"]
+    assert load_phase["exit_status"] == 0
+    overload = report["overload"]
+    assert overload["rejected"] > 0 and overload["other_errors"] == 0
+    assert overload["time_to_503"]["p50_ms"] > 0 and overload["exit_status"] == 0
+    fuzz = report["fuzz"]
+    assert sum(fuzz["statuses"].values()) == 60 and fuzz["5xx_not_503"] == 0
+    assert fuzz["connection_failures"] == 0 and fuzz["alive"] and fuzz["correct_afterwards"]
+    assert "overload 503" in capsys.readouterr().out
+
+
+def test_serving_load_bad_requests_are_repeatable_and_varied():
+    bench = load("serving_load")
+    first, again = bench.bad_requests("nmt", 500), bench.bad_requests("nmt", 500)
+    assert first == again
+    paths = {path for _, path, _ in first}
+    assert {"/translate", "/v1/models/nmt:predict"} <= paths and len(paths) > 50

@@ -17,8 +17,8 @@ from keras_nmt.cli.common import run_command
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 OLD_RUN = ROOT / "tests" / "fixtures" / "run-0.1.0"
-SUBCOMMANDS = ("train", "translate", "evaluate", "average", "lexicon", "export", "onnx-translate",
-               "tfserving-client", "wmt14")
+SUBCOMMANDS = ("train", "translate", "evaluate", "score", "average", "lexicon", "export",
+               "onnx-translate", "serve", "tfserving-client", "wmt14")
 
 
 def _run(args, env=None, input_text=""):
@@ -154,6 +154,7 @@ def test_text_and_onnx_paths_import_no_tensorflow():
         "import keras_nmt.text.codecs, keras_nmt.vocab, keras_nmt.constants, keras_nmt.rundir\n"
         "import keras_nmt.cli, keras_nmt.cli.common, keras_nmt.cli.onnx_translate\n"
         "import keras_nmt.serving.onnx_translator, keras_nmt.export\n"
+        "import keras_nmt.cli.serve, keras_nmt.serving.server, keras_nmt.export.serving_files\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras'))\n"
         "print(heavy)\n"
     )
@@ -187,9 +188,11 @@ WITHOUT_TRAINING = ("import sys\n"
 
 
 @pytest.mark.parametrize("argv", [["train", "--max-steps", "1"], ["translate", "RUN"],
-                                  ["export", "RUN", "--out", "x"]])
+                                  ["export", "RUN", "--out", "x"],
+                                  ["score", "RUN", "--src", "RUN/vocab.en.txt", "--tgt",
+                                   "RUN/vocab.en.txt", "--out", "x"]])
 def test_training_commands_on_the_plain_install_say_what_to_install(tmp_path, tiny_run, argv):
-    argv = [str(tiny_run) if arg == "RUN" else arg for arg in argv]
+    argv = [arg.replace("RUN", str(tiny_run)) for arg in argv]
     result = subprocess.run(
         [sys.executable, "-c", WITHOUT_TRAINING + f"sys.exit(cli.main({argv!r}))"],
         capture_output=True, text=True, timeout=60, cwd=tmp_path,
@@ -206,6 +209,33 @@ def test_pyproject_keeps_tensorflow_out_of_the_plain_install():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     plain = {requirement.split(">")[0].split("=")[0].split("<")[0].split("[")[0]
              for requirement in project["dependencies"]}
-    assert plain == {"numpy", "onnxruntime", "regex", "sentencepiece"}
+    assert plain == {"numpy", "onnxruntime", "regex", "sentencepiece", "aiohttp", "protobuf"}
     train = " ".join(project["optional-dependencies"]["train"])
     assert "tensorflow>=" in train and "keras>=" in train
+
+
+def test_a_phase_shows_its_progress_elapsed_time_and_eta(monkeypatch):
+    import io
+
+    from keras_nmt import progress as progress_lib
+
+    clock = [100.0]
+    monkeypatch.setattr(progress_lib.time, "monotonic", lambda: clock[0])
+    stream = io.StringIO()
+    phase = progress_lib.Phase(progress_lib.Progress(stream, log_seconds=0.0), "scanning",
+                               total=400, unit="pairs")
+    clock[0] += 30
+    phase.advance(100)  # a quarter in 30 s: 90 s left
+    clock[0] += 30
+    phase.reached(400)  # done: no ETA
+    assert phase.finish() == 60
+    unknown = progress_lib.Phase(progress_lib.Progress(stream, log_seconds=0.0), "reading",
+                                 unit="lines")
+    clock[0] += 5
+    unknown.advance(7)
+    assert stream.getvalue().splitlines() == [
+        "scanning: 100/400 pairs  elapsed 00:30  ETA 01:30",
+        "scanning: 400/400 pairs  elapsed 01:00",
+        "scanning: 400 pairs in 01:00",
+        "reading: 7 lines  elapsed 00:05",
+    ]

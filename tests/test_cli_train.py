@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -24,6 +25,12 @@ def run_train(*args, timeout=300):
 @pytest.fixture
 def corpus(tiny_corpus):
     return tiny_corpus
+
+
+def first_lines(stderr):
+    """The lines of a command's stderr before it reads the corpus."""
+    lines = stderr.splitlines()
+    return lines[:next(i for i, line in enumerate(lines) if line.startswith("reading "))]
 
 
 def assert_one_line_error(result, expected):
@@ -78,8 +85,18 @@ def test_train_report_and_run_directory(tmp_path, corpus):
     result = run_train("--variant", "encdec30", "--data", str(corpus), "--out", str(out),
                        "--max-steps", "6", "--set", "eval_every=3", *TINY)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "held-out BLEU (test, 40 sentences, beam 2)" in result.stdout
-    assert f"run directory: {out}" in result.stdout
+    # The size first (the paper's, the default here, changed by --set).
+    assert first_lines(result.stderr)[0] == (
+        "model: encdec30 (encdec), size paper changed by --set: embedding 16, hidden 16, attention 16, "
+        "maxout 8; adadelta 1, batch 16")
+    # stdout: the final report alone; the log and the progress: stderr.
+    report = result.stdout.splitlines()
+    assert report[0].startswith("done: 6 updates") and len(report) == 4, report
+    assert "held-out BLEU (test, 40 sentences, beam 2)" in report[1]
+    assert report[3].startswith(f"run directory: {out}")
+    for line in ("training encdec30", "tokenizing the training split (vocabularies, lengths, ids): 400 pairs in",
+                 "translating test.en: 40 sentences in", "lexicon: EM round 5/5"):
+        assert line in result.stderr, line
     summary = json.loads((out / "summary.json").read_text())
     assert summary["updates"] == 6 and summary["architecture"] == "encdec"
     assert summary["jit"] is False  # no GPU here: XLA stays off unless asked for
@@ -119,7 +136,7 @@ def test_sigkill_then_resume_finishes(tmp_path, corpus):
     assert not (out / "summary.json").exists()
     result = run_train("--resume", *args)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "resumed at step 8" in result.stdout
+    assert "resumed at step 8" in result.stderr
     assert json.loads((out / "summary.json").read_text())["updates"] == 40
 
 
@@ -199,6 +216,9 @@ def _resume_args(run_dir, *args):
     (["--seed", "7"], ["--seed 7 does not match", "started with --seed 1234"]),
     (["--recipe", "budget"], ["--recipe budget does not match", "started with no --recipe"]),
     (["--paper-size"], ["--paper-size does not match", "started with no --paper-size"]),
+    (["--size", "medium"], ["--size medium does not match", "started with --size paper ("]),
+    (["--preset", "budget"], ["--size medium, --recipe budget do not match",
+                              "started with --size paper, no --recipe"]),
     (["--max-train-pairs", "5"], ["--max-train-pairs 5 does not match", "no --max-train-pairs"]),
     (["--cache-dir", "c", "--mirror", "http://m/"],
      ["--cache-dir /", ", --mirror http://m do not match", "started with no --cache-dir, no --mirror"]),
@@ -264,7 +284,7 @@ def test_resume_checks_the_recorded_wmt14_options(run_copy, tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     started = experiment.TrainOptions(data="wmt14-en-fr", max_train_pairs=20, cache_dir="cache")
     record = experiment._options_record(started.for_new_run())
-    assert record == {"data": "wmt14-en-fr", "paper_size": False, "recipe": None,
+    assert record == {"data": "wmt14-en-fr", "paper_size": False, "size": "paper", "recipe": None,
                       "max_train_pairs": 20, "cache_dir": str(tmp_path / "cache"),
                       "mirror": "http://mirror.example/wmt"}
     edit_json(run_copy / "data.json", options=record)
@@ -276,3 +296,20 @@ def test_resume_checks_the_recorded_wmt14_options(run_copy, tmp_path, monkeypatc
     with pytest.raises(ConfigError, match=r"^--resume: --cache-dir \S+/other does not match the "
                                           r"run in \S+, started with --cache-dir \S+/cache \("):
         experiment._resume_config(experiment.TrainOptions(resume=True, cache_dir="other"), run)
+
+
+def test_a_run_without_a_budget_says_how_long_an_epoch_takes(tmp_path, corpus):
+    # Killed by the fault hook after update 24: the estimate comes after update 21 (the
+    # first, which builds the graph, then 20 timed).
+    out = tmp_path / "run"
+    killed = subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), "--variant", "search30", "--data", str(corpus),
+         "--out", str(out), *TINY],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "KERAS_NMT_TEST_HOOK": "step@24"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    lines = killed.stderr.splitlines()
+    assert first_lines(killed.stderr)[0].startswith("model: search30 (search), size paper changed")
+    said = [line for line in lines if line.startswith("no --max-steps or --max-minutes: an epoch")]
+    assert len(said) == 1 and "at the rate of the first 20 updates" in said[0], lines
+    assert re.search(r"an epoch \(\d+ pairs\) takes about \d\d:\d\d", said[0])

@@ -15,11 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
-from keras_nmt.models import TranslationModel
-from keras_nmt.rundir import RunDir
-from keras_nmt.constants import UNK, UNK_ID
+from conftest import peaked_weights_run
+from keras_nmt.constants import UNK
 from keras_nmt.text.word import tokenize
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,17 +48,7 @@ def run_cli(*args, input=INPUT, timeout=120):
 
 def unk_loving_run(source, target):
     """A copy of ``source`` with peaked random weights and a large <unk> output bias."""
-    shutil.copytree(source, target, ignore=shutil.ignore_patterns("tensorboard", "checkpoints", "best"))
-    model = TranslationModel(RunDir(target).load_config())
-    rng = np.random.default_rng(3)
-    for weight in model.weights:
-        shape = tuple(weight.shape)
-        values = rng.normal(0.0, 2.0 / np.sqrt(shape[0]) if len(shape) == 2 else 0.5, shape)
-        if weight.path.endswith("readout/output_bias"):
-            values[UNK_ID] += 50.0
-        weight.assign(values.astype("float32"))
-    tf.train.CheckpointManager(tf.train.Checkpoint(model=model), str(target / "best"), 1).save()
-    return target
+    return peaked_weights_run(source, target, unk_bias=50.0)
 
 
 @pytest.fixture(scope="module")

@@ -84,3 +84,34 @@ def test_recipes_set_only_what_their_optimizer_reads():
 
     for values in (COMPACT, *RECIPES.values(), *({**COMPACT, **r} for r in RECIPES.values())):
         check_optimizer_fields(variant_config("search50", values), values)
+
+
+def test_sizes_presets_and_their_defaults():
+    from keras_nmt.config import MEDIUM, RECIPES
+    from keras_nmt.experiment import TrainOptions, resolve_config
+
+    def dims(config):
+        return (config.embedding, config.hidden, config.attention, config.maxout,
+                config.optimizer, config.batch_size)
+
+    # A real corpus: the paper's size unless told; the built-in corpus: the compact one.
+    assert dims(resolve_config(TrainOptions(data="corpus"))) == (620, 1000, 1000, 500, "adadelta", 80)
+    assert dims(resolve_config(TrainOptions())) == (96, 128, 128, 64, "adam", 64)
+    assert dims(resolve_config(TrainOptions(paper_size=True))) == (620, 1000, 1000, 500, "adadelta", 80)
+    assert dims(resolve_config(TrainOptions(size="paper"))) == (620, 1000, 1000, 500, "adadelta", 80)
+    medium = resolve_config(TrainOptions(data="corpus", size="medium"))
+    assert dims(medium) == (256, 256, 256, 128, "adam", 64) and medium.learning_rate == 2e-3
+    # The preset: the medium size and the budget recipe, exactly the published settings.
+    budget = resolve_config(TrainOptions(data="corpus", preset="budget"))
+    assert budget == resolve_config(TrainOptions(data="corpus", size="medium", recipe="budget"))
+    assert {k: getattr(budget, k) for k in {**MEDIUM, **RECIPES["budget"]}} == {
+        **MEDIUM, **RECIPES["budget"]}
+    # --set still wins, and contradictions are refused.
+    assert resolve_config(TrainOptions(preset="budget", overrides={"hidden": 32})).hidden == 32
+    with pytest.raises(ConfigError, match="--preset budget is --size medium --recipe budget: "
+                                          "it contradicts --size paper"):
+        resolve_config(TrainOptions(preset="budget", size="paper"))
+    from keras_nmt.experiment import _new_run_config
+
+    with pytest.raises(ConfigError, match="--paper-size is --size paper: it contradicts --size compact"):
+        _new_run_config(TrainOptions(paper_size=True, size="compact").for_new_run())

@@ -69,3 +69,23 @@ def test_scan_counts_kept_dropped_and_empty(tmp_path):
     assert stats.summary() == {"pairs": 5, "kept": 1, "dropped_too_long": 1, "skipped_empty": 3,
                                "source_tokens": 3, "target_tokens": 3}
     assert stats.source_counts == {"a": 1, "b": 1, "c": 1}
+
+
+def test_count_lines_counts_as_pairs_numbers_them(tmp_path):
+    from keras_nmt.corpus.readers import count_lines
+
+    for name, data, lines in (("end", b"a\nb\n", 2), ("no-end", b"a\nb", 2), ("empty", b"", 0),
+                              ("blank", b"\n\n", 2), ("crlf", b"a\r\nb\r\n", 2)):
+        (tmp_path / name).write_bytes(data)
+        assert count_lines(tmp_path / name) == lines, name
+    with gzip.open(tmp_path / "text.gz", "wb") as f:
+        f.write(b"x\n" * 2500)
+    assert count_lines(tmp_path / "text.gz") == 2500
+
+
+def test_scan_reports_its_progress(tmp_path):
+    write_split(tmp_path, "train", ["a"] * 2500, ["b"] * 2500)
+    seen = []
+    scan_training_split(ParallelFiles(tmp_path / "train.en", tmp_path / "train.fr"), "en", "fr",
+                        5, progress=seen.append)
+    assert seen == [1000, 2000, 2500]

@@ -3,6 +3,7 @@
 and ``evaluate``, the SavedModel (both loaders) and onnxruntime. The search itself is
 tested against brute force in test_search.py."""
 
+import dataclasses
 import io
 import json
 import shutil
@@ -56,6 +57,108 @@ def test_model1_learns_the_word_pairs():
         assert table.probs[word, 0] > 0.7
 
 
+def test_lines_sampled_are_spread_through_the_file():
+    chosen = lexicon_lib.sampled_lines(1000, 100)
+    lines = [i for i in range(1000) if chosen(i)]
+    assert len(lines) == 100 and lines[:3] == [9, 19, 29] and lines[-1] == 999
+    assert all(b - a == 10 for a, b in zip(lines, lines[1:]))
+    uneven = [i for i in range(1003) if lexicon_lib.sampled_lines(1003, 7)(i)]
+    assert len(uneven) == 7 and uneven[0] > 100 and uneven[-1] == 1002  # never the first lines
+    assert all(lexicon_lib.sampled_lines(50, 100)(i) for i in range(50))  # a short file: whole
+
+
+def _zipf_pairs(count, seed=0, vocab=300):
+    rng = np.random.default_rng(seed)
+    pairs = []
+    for _ in range(count):
+        source = rng.zipf(1.4, rng.integers(1, 16)) % vocab + 4
+        pairs.append((source.tolist(), [int(w) + 1 for w in source if w % 3] + [4]))
+    return pairs
+
+
+def test_streaming_em_is_the_whole_corpus_em():
+    # Chunks of ~500 alignment entries (dozens of them) against one chunk holding the
+    # corpus: the same table, to float64 rounding of the sums' order.
+    pairs = _zipf_pairs(2000)
+    whole = lexicon_lib.train_model1(pairs, 304, 305, best=20,
+                                     limits=lexicon_lib.Limits(chunk_entries=10**9))
+    streamed = lexicon_lib.train_model1(pairs, 304, 305, best=20,
+                                        limits=lexicon_lib.Limits(chunk_entries=500))
+    assert whole.info["chunks"] == 1 and streamed.info["chunks"] > 50
+    assert whole.info["word_pairs_pruned"] == streamed.info["word_pairs_pruned"] == 0
+    np.testing.assert_allclose(streamed.probs, whole.probs, rtol=1e-9, atol=1e-12)
+    assert (streamed.targets == whole.targets).mean() > 0.999  # only exact ties may swap
+    assert (streamed.targets[:, 0] == whole.targets[:, 0]).all()
+
+
+def test_a_table_pruned_to_its_limit_keeps_the_translations():
+    pairs = _zipf_pairs(2000)
+    whole = lexicon_lib.train_model1(pairs, 304, 305, best=5)
+    pruned = lexicon_lib.train_model1(
+        pairs, 304, 305, best=5,
+        limits=lexicon_lib.Limits(chunk_entries=2000, max_word_pairs=whole.info["word_pairs"] // 4))
+    assert pruned.info["word_pairs"] == whole.info["word_pairs"] // 4
+    assert pruned.info["word_pairs_pruned"] > 0
+    # Every source word w with a translation w + 1 keeps it first.
+    seen = {w for s, _ in pairs for w in s if w % 3}
+    assert all(pruned.targets[w, 0] == w + 1 for w in seen)
+    assert all(whole.targets[w, 0] == w + 1 for w in seen)
+
+
+def _lexicon_peak(run, limits):
+    import tracemalloc
+
+    run.codecs()  # loaded before the measure: the vocabularies are not the table's
+    tracemalloc.start()
+    try:
+        table = lexicon_lib.build_for_run(run, iterations=2, best=5, limits=limits)
+        return tracemalloc.get_traced_memory()[1], table
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_lexicon_memory_is_bounded_by_its_sample(tiny_run, tmp_path):
+    # A generated training split of 10x the sample, in the tiny run's own words: the
+    # peak must be that of a split of the sample's size, and far below the peak of the
+    # same split with no limit (the whole corpus in one table, as before the limits).
+    from conftest import edit_json
+
+    run_copy = tmp_path / "run"
+    shutil.copytree(tiny_run, run_copy, ignore=shutil.ignore_patterns("tensorboard"))
+    run = RunDir(run_copy)
+    source_vocab, target_vocab = run.load_vocabularies()
+    words = [source_vocab.decode([i])[0] for i in range(4, len(source_vocab))]
+    targets = [target_vocab.decode([i])[0] for i in range(4, len(target_vocab))]
+    rng = np.random.default_rng(1)
+    sample = 500
+
+    def split(name, lines):
+        with open(tmp_path / f"{name}.en", "w") as en, open(tmp_path / f"{name}.fr", "w") as fr:
+            for _ in range(lines):
+                n = int(rng.integers(4, 14))
+                en.write(" ".join(rng.choice(words, n)) + "\n")
+                fr.write(" ".join(rng.choice(targets, n)) + "\n")
+        return {"source": str(tmp_path / f"{name}.en"), "target": str(tmp_path / f"{name}.fr")}
+
+    info = json.loads(run.data_path.read_text(encoding="utf-8"))
+    limits = lexicon_lib.Limits(sample_pairs=sample, chunk_entries=5_000, max_word_pairs=10_000)
+    unlimited = lexicon_lib.Limits(10**9, 10**9, 10**9)
+    peaks = {}
+    for name, lines, bound in (("small", sample, limits), ("large", 10 * sample, limits),
+                               ("unlimited", 10 * sample, unlimited)):
+        files = split(name, lines) if name != "unlimited" else files
+        edit_json(run.data_path, splits={**info["splits"], "train": files})
+        peaks[name], table = _lexicon_peak(RunDir(run_copy), bound)
+        assert table.info["corpus_lines"] == lines
+        assert table.info["pairs"] == min(lines, bound.sample_pairs)
+        assert table.info["word_pairs"] <= bound.max_word_pairs
+    assert peaks["large"] < 1.2 * peaks["small"], peaks
+    assert peaks["unlimited"] > 5 * peaks["large"], peaks
+    # Within what the module's docstring states: 4 bytes a sampled token, 150 an entry of
+    # a chunk, 120 a word pair of the table (and a little for Python's lists).
+    tokens = sample * 2 * 14
+    assert peaks["large"] < 4 * tokens + 150 * 5_000 + 120 * 10_000 + 2**20, peaks
+
 @pytest.fixture(scope="module")
 def run_copy(tiny_run, tmp_path_factory):
     """A copy of the tiny run (training built its lexical table at the end)."""
@@ -71,6 +174,16 @@ def test_training_built_the_table_and_the_command_rebuilds_it(tiny_run, run_copy
     out, err = capsys.readouterr()
     report = json.loads(out)
     assert report["best"] == 3 and report["iterations"] == 2 and report["bytes"] > 0
+    # The whole split (smaller than the sample): the table training built, cut to 3.
+    assert report["pairs"] == built.info["pairs"] and report["corpus_lines"] == 400
+    assert report["word_pairs_pruned"] == 0
+    assert lexicon_cli.main([str(run_copy), "--sample", "40", "--max-word-pairs", "500",
+                             "--quiet"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["sampled_lines"] == 40 and report["pairs"] <= 40
+    assert report["word_pairs"] == 500 and report["limits"]["sample_pairs"] == 40
+    assert lexicon_cli.main([str(run_copy), "--best", "3", "--iterations", "2"]) == 0
+    out, err = capsys.readouterr()
     assert "EM round 2/2" in err and "wrote" in err
     rebuilt = RunDir(run_copy).load_lexicon()
     assert rebuilt.targets.shape == (built.targets.shape[0], 3)

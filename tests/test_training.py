@@ -206,3 +206,27 @@ def test_the_projects_deprecation_warnings_are_not_filtered():
             warnings.warn_explicit(f"from {module}", DeprecationWarning, "x.py", 1,
                                    module=module, registry={})
     assert [str(w.message) for w in seen] == ["from keras_nmt.cli.train"]
+
+
+def test_the_epoch_estimate_of_a_run_without_a_budget():
+    from keras_nmt.training import EpochEstimate
+
+    now = [0.0]
+    estimate = EpochEstimate(train_pairs=10_000, steps=4, seconds=60.0, clock=lambda: now[0])
+    now[0] = 30.0  # the first update built the graph: not timed
+    assert estimate.update(64) is None
+    said = []
+    for sentences in (128, 192, 256, 320, 384):
+        now[0] += 0.5  # 64 pairs in 0.5 s: 10,000 pairs in 78 s
+        said.append(estimate.update(sentences))
+    assert said[:3] == [None] * 3 and said[4] is None  # once, after 4 timed updates
+    assert said[3].startswith("no --max-steps or --max-minutes: an epoch (10,000 pairs) takes "
+                              "about 01:18 at the rate of the first 4 updates")
+    # A slow model: 2 updates past the time limit are enough.
+    slow = EpochEstimate(train_pairs=1000, steps=20, seconds=60.0, clock=lambda: now[0])
+    slow.update(10)
+    now[0] += 70.0
+    assert slow.update(20) is None  # one update is not a rate
+    now[0] += 70.0
+    # 20 pairs in 140 s: 1,000 in 7,000 s
+    assert "takes about 1:56:40 at the rate of the first 2 updates" in slow.update(30)

@@ -3,10 +3,12 @@
     keras-nmt train          train RNNsearch / RNNencdec (also: python train.py)
     keras-nmt translate      translate stdin with trained runs (ensembles, n-best)
     keras-nmt evaluate       BLEU / chrF, No-UNK, Fig. 2, Fig. 3, Table 2, AER
+    keras-nmt score          log-probability of given translations (force decoding)
     keras-nmt average        average a run's last or best N checkpoints
     keras-nmt lexicon        build a run's lexical table p(t|s) for vocabulary selection
     keras-nmt export         SavedModel for TF Serving, and ONNX (also: python -m export)
     keras-nmt onnx-translate translate stdin with onnxruntime, without TensorFlow
+    keras-nmt serve          an HTTP translation server on onnxruntime (TF Serving's REST API)
     keras-nmt tfserving-client  translate stdin through a running TF Serving
     keras-nmt wmt14          download and prepare the paper's WMT'14 corpus
 
@@ -25,10 +27,12 @@ COMMANDS = {
     "train": ("train", "train RNNsearch / RNNencdec on a corpus (python train.py is the same)"),
     "translate": ("translate", "translate stdin with one or more trained runs"),
     "evaluate": ("evaluate", "BLEU/chrF (All, No-UNK), BLEU by length, heat maps, Table 2, AER"),
+    "score": ("score", "log-probability (and alignment) of given translations under a model"),
     "average": ("average", "average a run's last or best N checkpoints (--weights averaged)"),
     "lexicon": ("lexicon", "build a run's lexical table p(t|s), for --shortlist F,B"),
     "export": ("export", "export a run as a TF Serving SavedModel (and ONNX with --onnx)"),
     "onnx-translate": ("onnx_translate", "translate stdin with an ONNX export and onnxruntime"),
+    "serve": ("serve", "serve an ONNX export over HTTP (TF Serving's REST API), no TensorFlow"),
     "tfserving-client": ("tfserving_client", "translate stdin through a running TF Serving"),
     "wmt14": ("wmt14", "download, check and prepare the paper's WMT'14 English-French corpus"),
 }

@@ -1,6 +1,7 @@
 """``keras-nmt lexicon RUN_DIR``: build the run's lexical table p(t|s) (IBM Model 1 over
-its training pairs) for vocabulary selection (``--shortlist F,B`` of translate, evaluate
-and export). Training builds it at its end unless told not to (``--no-lexicon``)."""
+a sample of its training pairs, in bounded memory) for vocabulary selection (``--shortlist
+F,B`` of translate, evaluate and export). Training builds it at its end unless told not to
+(``--no-lexicon``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typing import Sequence
 from keras_nmt.cli.common import OneLineParser, positive_int, run_command, std_streams
 from keras_nmt.config import ConfigError
 from keras_nmt.corpus.readers import InputError
-from keras_nmt.lexicon import DEFAULT_BEST, DEFAULT_ITERATIONS, LexiconError, build_for_run
+from keras_nmt.lexicon import DEFAULT_BEST, DEFAULT_ITERATIONS, LexiconError, Limits, build_for_run
+from keras_nmt.progress import Progress
 from keras_nmt.rundir import RunDir, RunDirError
 from keras_nmt.vocab import VocabularyError
 
@@ -26,20 +28,29 @@ def main(argv: Sequence[str] | None = None, stdin=None, stdout=None, stderr=None
                         help="EM rounds (default %(default)s)")
     parser.add_argument("--best", type=positive_int, default=DEFAULT_BEST,
                         help="translations kept per source word (default %(default)s)")
+    parser.add_argument("--sample", type=positive_int, default=Limits.sample_pairs,
+                        help="training lines EM runs on, spread evenly through the split; "
+                             "a shorter split is taken whole (default %(default)s)")
+    parser.add_argument("--max-word-pairs", type=positive_int, default=Limits.max_word_pairs,
+                        help="word pairs the table holds during EM, the least probable "
+                             "dropped beyond (default %(default)s)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
 
     def body() -> int:
         run = RunDir(args.run_dir)
         run.inspect("last")  # a usable run directory (its vocabularies above all)
-        log = None if args.quiet else (lambda text: print(text, file=stderr, flush=True))
-        lexicon = build_for_run(run, args.iterations, args.best, log)
+        progress = Progress(stream=stderr, enabled=not args.quiet)
+        limits = Limits(sample_pairs=args.sample, max_word_pairs=args.max_word_pairs)
+        lexicon = build_for_run(run, args.iterations, args.best, progress, limits)
+        progress.close()
         info = lexicon.info
         size = run.lexicon_path.stat().st_size
         print(json.dumps({"path": str(run.lexicon_path), "bytes": size, **info}, sort_keys=True),
               file=stdout)
         if not args.quiet:
-            print(f"wrote {run.lexicon_path} ({size / 1e6:.1f} MB): {info['pairs']:,} pairs, "
+            print(f"wrote {run.lexicon_path} ({size / 1e6:.1f} MB): {info['pairs']:,} pairs "
+                  f"(of {info['corpus_lines']:,} lines), "
                   f"{info['word_pairs']:,} word pairs, {info['iterations']} EM rounds in "
                   f"{info['total_seconds']:.1f} s", file=stderr)
         return 0

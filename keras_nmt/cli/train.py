@@ -9,8 +9,8 @@ from keras_nmt.cli.common import (
     OneLineParser, positive_float, positive_int, quiet_tensorflow, run_command, std_streams,
 )
 from keras_nmt.config import (
-    DEFAULT_VARIANT, PRECISIONS, RECIPES, VARIANTS, ConfigError, parse_overrides,
-    variant_config,
+    DEFAULT_VARIANT, PRECISIONS, PRESETS, RECIPES, SIZES, VARIANTS, ConfigError,
+    parse_overrides, variant_config,
 )
 from keras_nmt.corpus.readers import CorpusError
 from keras_nmt.corpus.wmt14 import DownloadError
@@ -82,8 +82,20 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     )
     parser.add_argument("--seed", type=int, help="random seed (default: the config's)")
     parser.add_argument(
+        "--size", choices=tuple(SIZES),
+        help="the model size: 'paper' (m=620, n=n'=1000, l=500, Adadelta, batch 80; the "
+        "default on your own corpus, days on a CPU), 'medium' (256/256/256/128, Adam 2e-3, "
+        "batch 64: the published real-corpus results) or 'compact' (96/128/128/64, Adam 5e-3; "
+        "the default on the built-in corpus)",
+    )
+    parser.add_argument(
+        "--preset", choices=tuple(PRESETS),
+        help="a size and a recipe together: 'budget' = --size medium --recipe budget, the "
+        "settings of the published Anki and Multi30k results (give --max-minutes)",
+    )
+    parser.add_argument(
         "--paper-size", action="store_true",
-        help="on the built-in corpus, keep the paper's dimensions instead of the compact ones",
+        help="the same as --size paper, on the built-in corpus",
     )
     parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
     parser.add_argument(
@@ -140,7 +152,8 @@ def _run(args, user_errors: list) -> int:
     if args.jit and args.strategy != "default":
         raise distribute.StrategyError("--jit works with --strategy default only")
     # An unknown variant or a bad value fails here, before any work.
-    variant_config(args.variant or DEFAULT_VARIANT, {**(RECIPES[args.recipe] if args.recipe else {}), **overrides})
+    recipe = args.recipe or (PRESETS[args.preset]["recipe"] if args.preset else None)
+    variant_config(args.variant or DEFAULT_VARIANT, {**(RECIPES[recipe] if recipe else {}), **overrides})
     if args.resume and not args.out:
         raise RunDirError("--resume needs --out RUN_DIR (the run to continue)")
     quiet_tensorflow()
@@ -156,6 +169,7 @@ def _run(args, user_errors: list) -> int:
         cache_dir=args.cache_dir, mirror=args.mirror, max_train_pairs=args.max_train_pairs,
         tokenizer=args.tokenizer,
         strategy=args.strategy, jit=args.jit, recipe=args.recipe, lexicon=not args.no_lexicon,
+        size=args.size, preset=args.preset,
     )
     experiment.train(options)
     return 0

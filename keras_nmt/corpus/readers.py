@@ -89,6 +89,18 @@ def open_binary(path: pathlib.Path) -> io.BufferedIOBase:
     return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
 
+def count_lines(path: pathlib.Path) -> int:
+    """The lines of a text file as :meth:`ParallelFiles.pairs` numbers them (the last
+    one with or without its line end), read as bytes: a quick pass that gives long
+    passes over the file their total (and so an ETA)."""
+    lines, last = 0, b"\n"
+    with open_binary(path) as f:
+        while block := f.read(1 << 20):
+            lines += block.count(b"\n")
+            last = block[-1:]
+    return lines + (last != b"\n")
+
+
 def open_text(path: pathlib.Path) -> io.TextIOBase:
     return io.TextIOWrapper(open_binary(path), encoding="utf-8", newline="\n")
 
@@ -146,13 +158,15 @@ class SplitStats:
 def scan_training_split(
     files: ParallelFiles, src: str, tgt: str, max_len: int,
     tokenizers: tuple[Callable[[str], list[str]], Callable[[str], list[str]]] | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> SplitStats:
     """Tokenize the training split once: word counts for the shortlists, and how many
     pairs the length limit drops (the pipeline drops the same ones).
 
     Streams the files: memory holds one pair and the two token-count tables (which grow
     with the number of distinct tokens, not with the corpus). ``tokenizers`` (source,
-    target) replace the word tokenizer, e.g. by a subword model's."""
+    target) replace the word tokenizer, e.g. by a subword model's. ``progress`` is
+    called with the pairs read so far, every 1,000 pairs and at the end."""
     if tokenizers is None:
         tokenizers = (lambda line: word.tokenize(line, src),
                       lambda line: word.tokenize(line, tgt))
@@ -160,6 +174,8 @@ def scan_training_split(
     stats = SplitStats()
     for source, target in files.pairs():
         stats.pairs += 1
+        if progress and not stats.pairs % 1000:
+            progress(stats.pairs)
         s, t = tokenize_source(source), tokenize_target(target)
         if not s or not t:
             stats.empty += 1
@@ -172,4 +188,6 @@ def scan_training_split(
         stats.target_tokens += len(t)
         stats.source_counts.update(s)
         stats.target_counts.update(t)
+    if progress:
+        progress(stats.pairs)
     return stats

@@ -33,12 +33,10 @@ import dataclasses
 import os
 import pathlib
 import unicodedata
-import weakref
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from keras_nmt.constants import BOS_ID, EOS_ID
 from keras_nmt.evaluation import EvaluationError
 from keras_nmt.text import codecs, word
 
@@ -211,64 +209,20 @@ def word_links(links, source_words: Sequence[int], target_words: Sequence[int]) 
     return {(source_words[i], target_words[j]) for i, j in links}
 
 
-_FORCED_FNS: "weakref.WeakKeyDictionary[Any, Callable]" = weakref.WeakKeyDictionary()
-
-
-def _forced_attention_fn(model) -> Callable:
-    """A compiled (source ids, decoder inputs) -> attention [B, T, Tx] for ``model``,
-    traced once per model.
-
-    An ensemble's attention is its members' mean (:mod:`keras_nmt.ensemble`); under
-    teacher forcing each member's weights depend only on the reference, so the mean of
-    the members' forced attention is the ensemble's."""
-    import tensorflow as tf
-
-    if model not in _FORCED_FNS:
-        members = tuple(getattr(model, "models", None) or (model,))
-
-        def mean_attention(source, target_in):
-            weights = [tf.cast(m.forced(source, target_in)[1], tf.float32) for m in members]
-            return tf.add_n(weights) / float(len(weights))
-
-        _FORCED_FNS[model] = tf.function(
-            mean_attention, input_signature=[tf.TensorSpec([None, None], tf.int32)] * 2
-        )
-    return _FORCED_FNS[model]
-
-
 def forced_attention(
     translator, sources: Sequence[str], references: Sequence[str], batch_size: int = 32,
     progress: Callable[[int], None] | None = None,
 ) -> list[np.ndarray | None]:
-    """Teacher-force each reference through the model; per sentence the attention
-    weights [reference tokens + EOS, source tokens + EOS] (None when a side is empty)."""
-    import tensorflow as tf
+    """Teacher-force each reference through the model
+    (:func:`keras_nmt.evaluation.forced.force_decode`); per sentence the attention
+    weights [reference tokens + EOS, source tokens + EOS] (None when a side is empty:
+    there is nothing to align)."""
+    from keras_nmt.evaluation.forced import force_decode
 
-    forced = _forced_attention_fn(translator.model)
-    source_ids, target_ids = [], []
-    for source, reference in zip(sources, references):
-        source_tokens = translator.source_codec.encode(source)
-        target_tokens = translator.target_codec.encode(reference)
-        source_ids.append(source_tokens + [EOS_ID] if source_tokens else None)
-        target_ids.append(target_tokens + [EOS_ID] if target_tokens else None)
-    out: list[np.ndarray | None] = [None] * len(sources)
-    todo = [i for i in range(len(sources)) if source_ids[i] and target_ids[i]]
-    todo.sort(key=lambda i: (len(source_ids[i]), len(target_ids[i])))
-    for start in range(0, len(todo), batch_size):
-        chosen = todo[start : start + batch_size]
-        source = np.zeros((len(chosen), max(len(source_ids[i]) for i in chosen)), np.int32)
-        target_in = np.zeros((len(chosen), max(len(target_ids[i]) for i in chosen)), np.int32)
-        for row, i in enumerate(chosen):
-            source[row, : len(source_ids[i])] = source_ids[i]
-            target_in[row, : len(target_ids[i])] = [BOS_ID] + target_ids[i][:-1]
-        weights = forced(tf.constant(source), tf.constant(target_in)).numpy()
-        for row, i in enumerate(chosen):
-            out[i] = weights[row, : len(target_ids[i]), : len(source_ids[i])].copy()
-        if progress is not None:
-            progress(len(chosen))
-    if progress is not None and len(todo) < len(sources):
-        progress(len(sources) - len(todo))
-    return out
+    pairs = force_decode(translator, sources, references, batch_size, attention=True,
+                         progress=progress)
+    return [pair.attention if pair.source_tokens and pair.target_tokens else None
+            for pair in pairs]
 
 
 def alignment_report(

@@ -1,14 +1,24 @@
 """The files next to the exported models that tell TF Serving how to serve them:
-``models.config`` (a ModelServerConfig text proto) and ``SERVING.md``."""
+``models.config`` (a ModelServerConfig text proto) and ``SERVING.md``.
+
+:func:`models_config` writes ``models.config`` with TF Serving's own proto class (the
+training install); :func:`read_models_config` reads it back without TensorFlow, for
+``keras-nmt serve``, with the part of that proto a server of ONNX models uses."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import os
 import pathlib
 
 from keras_nmt.export import ExportError, layout
 
 CONFIG_NAME = "models.config"
 SERVING_NAME = "SERVING.md"
+# The directory the docker commands of SERVING.md mount EXPORT_DIR on: the base paths
+# models.config names lie under it.
+CONTAINER_ROOT = "/models"
 
 
 def models_config(export_dir: pathlib.Path, name: str) -> str:
@@ -146,3 +156,132 @@ saved_model_cli run --dir {name}/{version} --tag_set serve --signature_def servi
   --input_exprs 'sentences=["The man is here.", ""]'
 ```
 {onnx_part}"""
+
+
+# ---- reading models.config without TensorFlow -----------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class ModelEntry:
+    """One model of a models.config: its name, its base path (the directory of its
+    versions, resolved here), the versions its version policy serves and its labels."""
+
+    name: str
+    base_path: pathlib.Path
+    policy: str  # "latest", "all" or "specific", as TF Serving's ServableVersionPolicy
+    count: int  # latest: how many of the newest versions
+    specific: tuple[int, ...]  # specific: these versions
+    labels: dict[str, int]  # version_labels: label -> version
+
+    def chosen_versions(self) -> list[int]:
+        """The versions the policy serves among those under ``base_path`` (lowest
+        first); :class:`ExportError` when it serves none or names one that is missing."""
+        found = layout.versions(self.base_path)
+        if self.policy == "specific":
+            missing = [v for v in self.specific if v not in found]
+            if missing:
+                raise ExportError(f"model {self.name!r}: {self.base_path} has no version "
+                                  f"{missing[0]} (its version policy names it)")
+            return sorted(set(self.specific))
+        if not found:
+            raise ExportError(f"model {self.name!r}: {self.base_path} holds no exported "
+                              "version")
+        return found if self.policy == "all" else found[-self.count:]
+
+
+@functools.cache
+def _config_class():
+    """A message class for ModelServerConfig's text format, built from a descriptor of
+    the fields named below (their names and nesting as in TF Serving's
+    model_server_config.proto and file_system_storage_path_source.proto). Fields it
+    lacks (logging, model_type, ...) are skipped when parsing, as a server of ONNX models
+    has no use for them. A private pool: no clash with TF Serving's own classes."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    kind = descriptor_pb2.FieldDescriptorProto
+    proto = descriptor_pb2.FileDescriptorProto(name="keras_nmt_models_config.proto",
+                                               package="keras_nmt", syntax="proto3")
+
+    def message(name: str, *fields, into=proto.message_type, map_entry: bool = False):
+        described = into.add(name=name)
+        described.options.map_entry = map_entry
+        for number, (field, field_type, label, type_name, oneof) in enumerate(fields, 1):
+            added = described.field.add(name=field, number=number, type=field_type,
+                                        label=label or kind.LABEL_OPTIONAL)
+            if type_name:
+                added.type_name = f".keras_nmt.{type_name}"
+            if oneof:
+                if not described.oneof_decl:
+                    described.oneof_decl.add(name="choice")
+                added.oneof_index = 0
+        return described
+
+    repeated, text, message_type = kind.LABEL_REPEATED, kind.TYPE_STRING, kind.TYPE_MESSAGE
+    message("Latest", ("num_versions", kind.TYPE_UINT32, None, None, False))
+    message("All")
+    message("Specific", ("versions", kind.TYPE_INT64, repeated, None, False))
+    message("ServableVersionPolicy", *((choice, message_type, None, choice.title(), True)
+                                       for choice in ("latest", "all", "specific")))
+    model = message(
+        "ModelConfig", ("name", text, None, None, False), ("base_path", text, None, None, False),
+        ("model_platform", text, None, None, False),
+        ("model_version_policy", message_type, None, "ServableVersionPolicy", False),
+        ("version_labels", message_type, repeated, "ModelConfig.VersionLabelsEntry", False),
+    )
+    # A map field's entry type, nested in its message as protoc writes it.
+    message("VersionLabelsEntry", ("key", text, None, None, False),
+            ("value", kind.TYPE_INT64, None, None, False), into=model.nested_type,
+            map_entry=True)
+    message("ModelConfigList", ("config", message_type, repeated, "ModelConfig", False))
+    message("ModelServerConfig",
+            ("model_config_list", message_type, None, "ModelConfigList", False))
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(proto)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(
+        "keras_nmt.ModelServerConfig"))
+
+
+def resolve_base_path(base_path: str, config_dir: pathlib.Path) -> pathlib.Path:
+    """Where a models.config base path lies here: a relative one under the config's
+    directory; one under /models (where SERVING.md's docker commands mount EXPORT_DIR;
+    ``keras-nmt export`` writes /models/NAME) that is not a directory here, under the
+    config's directory too; any other as written."""
+    path = pathlib.PurePosixPath(base_path)
+    if not path.is_absolute():
+        return config_dir / path
+    if not pathlib.Path(base_path).is_dir() and path.is_relative_to(CONTAINER_ROOT):
+        return config_dir / path.relative_to(CONTAINER_ROOT)
+    return pathlib.Path(base_path)
+
+
+def read_models_config(path: str | os.PathLike) -> list[ModelEntry]:
+    """The models of a models.config (TF Serving's --model_config_file text format),
+    base paths resolved by :func:`resolve_base_path`; :class:`ExportError` (one line)
+    for a file that cannot be read or lists no model, or a name listed twice."""
+    from google.protobuf import text_format
+
+    path = pathlib.Path(path)
+    config = _config_class()()
+    try:
+        text_format.Parse(path.read_text(encoding="utf-8"), config, allow_unknown_field=True)
+    except (OSError, UnicodeDecodeError, text_format.ParseError) as error:
+        reason = " ".join(str(getattr(error, "strerror", None) or error).split())
+        raise ExportError(f"cannot read {path} as a TF Serving model config: {reason}") from None
+    entries, seen = [], set()
+    for model in config.model_config_list.config:
+        if not model.name or not model.base_path:
+            raise ExportError(f"{path}: every model needs a name and a base_path")
+        if model.name in seen:
+            raise ExportError(f"{path} lists the model {model.name!r} twice")
+        seen.add(model.name)
+        policy = model.model_version_policy.WhichOneof("choice") or "latest"
+        entries.append(ModelEntry(
+            name=model.name,
+            base_path=resolve_base_path(model.base_path, path.parent),
+            policy=policy,
+            count=max(1, model.model_version_policy.latest.num_versions),
+            specific=tuple(model.model_version_policy.specific.versions),
+            labels=dict(model.version_labels),
+        ))
+    if not entries:
+        raise ExportError(f"{path} lists no model (model_config_list is empty)")
+    return entries

@@ -1,0 +1,366 @@
+"""Load, overload and fuzz of ``keras-nmt serve``, against offline onnxruntime.
+
+On one export (its int8 model with the export's vocabulary selection when it has them,
+else NAME.onnx), at the export's beam (the one its serving_default signature uses):
+
+- offline: :class:`OnnxTranslator` over the sentences in batches of --batch-size (sorted
+  by length, as ``keras-nmt onnx-translate``), sentences/s after one warm-up batch;
+- load: ``keras-nmt serve`` in a child process (the same batch size, --max-wait-ms), and
+  --clients concurrent clients in this process for --seconds, each sending TF Serving
+  predict requests of --per-request sentences drawn in turn from the file, the next as
+  soon as the last is answered: sentences/s answered, the ratio to offline, request
+  latency (p50, p99, max), errors (anything but a well-formed 200) and the share of
+  translations equal to offline's (below 1 with vocabulary selection or int8, whose
+  candidate words and activation ranges are computed over a batch);
+- overload: a second server with a small queue (--overload-queue sentences) and
+  --overload-clients clients sending requests of --per-overload sentences for
+  --overload-seconds: how many got 503 and how fast (p50, p99, max), and whether any
+  other error or hang happened;
+- fuzz: --fuzz bad requests (invalid UTF-8, broken JSON, wrong shapes and types, bad
+  beams and n-best sizes, unknown models and paths, oversize bodies, deep nesting,
+  random bytes), drawn with a fixed seed, against the load server: the count of each
+  status, 5xx other than 503, connection failures (a crash), and whether a correct
+  translation still comes back afterwards.
+
+Usage::
+
+    PYTHONPATH=. python bench/serving_load.py EXPORT_DIR --sentences anki.en \\
+        [--clients 32] [--seconds 120] [--batch-size 32] [--json out.json]
+
+Sentences: --sentences FILE (one per line; e.g. the English side of a test split), else
+--count sentences of the built-in corpus generator (seed 0). Prints a table, then the
+JSON (machine facts and the matrix-multiply rate included). Only loopback traffic; every
+phase is bounded in time and count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import pathlib
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT)]
+
+from bench import _common  # noqa: E402
+from keras_nmt.export import ExportError  # noqa: E402
+from keras_nmt.serving.onnx_translator import OnnxTranslator  # noqa: E402
+
+
+def _sentences(path: str | None, count: int) -> list[str]:
+    if path:
+        return _common.spread_sentences(pathlib.Path(path).read_text(encoding="utf-8"), count)
+    from keras_nmt.corpus import builtin
+    from keras_nmt.text import word
+
+    rng = random.Random(0)
+    return [word.detokenize(builtin.generate_pair(rng).source, "en") for _ in range(count)]
+
+
+def _percentiles(values: list[float]) -> dict:
+    if not values:
+        return {"p50_ms": None, "p99_ms": None, "max_ms": None}
+    ordered = sorted(values)
+    pick = lambda q: ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)]  # noqa: E731
+    return {"p50_ms": 1000 * statistics.median(ordered), "p99_ms": 1000 * pick(0.99),
+            "max_ms": 1000 * ordered[-1]}
+
+
+def offline(translator: OnnxTranslator, sentences: list[str], beam: int,
+            batch_size: int) -> dict:
+    translator.translate(sentences[:batch_size], beam_size=beam, batch_size=batch_size)
+    start = time.perf_counter()
+    results = translator.translate(sentences, beam_size=beam, batch_size=batch_size)
+    seconds = time.perf_counter() - start
+    return {"sentences": len(sentences), "seconds": seconds,
+            "sentences_per_second": len(sentences) / seconds,
+            "texts": {s: r.text for s, r in zip(sentences, results)}}
+
+
+class Server:
+    """``keras-nmt serve`` in a child process on a free loopback port."""
+
+    def __init__(self, export_dir: str, name: str, options: list[str]):
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "keras_nmt.cli", "serve", export_dir, "--name", name,
+             "--port", "0", *options],
+            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, cwd=ROOT,
+        )
+        line = self.process.stderr.readline()
+        if " on http://" not in line:
+            self.process.kill()
+            raise RuntimeError(f"the server did not start: {line.strip()}")
+        self.url = line.rsplit(" on ", 1)[1].strip()
+
+    def stop(self) -> dict:
+        """SIGTERM; how it ended."""
+        start = time.perf_counter()
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            code = self.process.wait(60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            code = None
+        return {"exit_status": code, "stop_seconds": time.perf_counter() - start}
+
+
+async def _clients(url: str, bodies, count: int, seconds: float, check=None) -> dict:
+    """``count`` clients posting ``bodies()`` to ``url`` for ``seconds``."""
+    import aiohttp
+
+    latencies, statuses, failures, sentences = [], {}, [], [0]
+    stop_at = time.perf_counter() + seconds
+    timeout = aiohttp.ClientTimeout(total=60)
+
+    async def client(session, number):
+        while time.perf_counter() < stop_at:
+            lines, body = bodies(number)
+            start = time.perf_counter()
+            try:
+                async with session.post(url, data=body) as response:
+                    answer = await response.read()
+                    status = response.status
+            except (aiohttp.ClientError, asyncio.TimeoutError) as error:
+                failures.append(type(error).__name__)
+                continue
+            latencies.append((status, time.perf_counter() - start))
+            statuses[status] = statuses.get(status, 0) + 1
+            if status == 200:
+                sentences[0] += len(lines)
+                if check is not None and not check(lines, answer):
+                    failures.append("wrong answer")
+
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout,
+                                     trust_env=False) as session:
+        start = time.perf_counter()
+        await asyncio.gather(*(client(session, n) for n in range(count)))
+        elapsed = time.perf_counter() - start
+    return {"seconds": elapsed, "statuses": {str(k): v for k, v in sorted(statuses.items())},
+            "failures": len(failures), "failure_kinds": sorted(set(failures)),
+            "sentences": sentences[0], "latencies": latencies}
+
+
+def load_phase(server: Server, name: str, sentences: list[str], expected: dict, args) -> dict:
+    url = f"{server.url}/v1/models/{name}:predict"
+    order = [0]
+
+    def bodies(_):
+        start = order[0]
+        order[0] += args.per_request
+        lines = [sentences[(start + i) % len(sentences)] for i in range(args.per_request)]
+        return lines, json.dumps({"instances": lines})
+
+    same = [0]
+
+    def check(lines, answer):
+        """A well-formed answer; counts those equal to the offline translations (not all
+        need be: vocabulary selection and int8 activations are computed over a batch, so
+        a sentence's translation may change with its batch companions)."""
+        try:
+            got = [p["translations"] for p in json.loads(answer)["predictions"]]
+        except (ValueError, KeyError, TypeError):
+            return False
+        if len(got) != len(lines) or not all(isinstance(text, str) for text in got):
+            return False
+        same[0] += sum(text == expected[line] for text, line in zip(got, lines))
+        return True
+
+    result = asyncio.run(_clients(url, bodies, args.clients, args.seconds, check))
+    ok = [seconds for status, seconds in result.pop("latencies") if status == 200]
+    errors = result["failures"] + sum(v for k, v in result["statuses"].items() if k != "200")
+    return {**result, "errors": errors,
+            "sentences_per_second": result["sentences"] / result["seconds"],
+            "same_as_offline": same[0] / max(1, result["sentences"]), **_percentiles(ok)}
+
+
+def overload_phase(export_dir: str, name: str, sentences: list[str], common: list[str],
+                   args) -> dict:
+    server = Server(export_dir, name, common + [
+        "--queue-size", str(args.overload_queue),
+        "--max-sentences", str(min(args.per_overload, args.overload_queue))])
+    try:
+        url = f"{server.url}/v1/models/{name}:predict"
+        rng = random.Random(1)
+
+        def bodies(_):
+            lines = rng.sample(sentences, min(args.per_overload, len(sentences)))
+            return lines, json.dumps({"instances": lines})
+
+        result = asyncio.run(_clients(url, bodies, args.overload_clients,
+                                      args.overload_seconds))
+    finally:
+        stopped = server.stop()
+    busy = [seconds for status, seconds in result.pop("latencies") if status == 503]
+    other = result["failures"] + sum(v for k, v in result["statuses"].items()
+                                     if k not in ("200", "503"))
+    return {**result, "queue_sentences": args.overload_queue, "rejected": len(busy),
+            "other_errors": other, "time_to_503": _percentiles(busy), **stopped}
+
+
+def bad_requests(name: str, count: int, seed: int = 0) -> list[tuple[str, str, bytes]]:
+    """``count`` (method, path, body) of bad requests, drawn with ``seed``."""
+    rng = random.Random(seed)
+    predict = f"/v1/models/{name}:predict"
+
+    def junk_text():
+        return "".join(chr(rng.randrange(32, 0x2FFF)) for _ in range(rng.randrange(0, 12)))
+
+    def junk_value(depth=0):
+        kinds = [lambda: None, lambda: rng.random() < 0.5, lambda: rng.randrange(-10**6, 10**6),
+                 lambda: rng.uniform(-1e6, 1e6), junk_text]
+        if depth < 3:
+            kinds += [lambda: [junk_value(depth + 1) for _ in range(rng.randrange(4))],
+                      lambda: {junk_text(): junk_value(depth + 1) for _ in range(rng.randrange(3))}]
+        return rng.choice(kinds)()
+
+    def body(value):
+        return json.dumps(value).encode("utf-8")
+
+    makers = [
+        lambda: ("POST", "/translate", b"\xff\xfe\xfd" + bytes(rng.randrange(256) for _ in range(8))),
+        lambda: ("POST", predict, body({"instances": ["a b c"]})[: rng.randrange(1, 20)]),
+        lambda: ("POST", "/translate", b"[" * 50_000 + b"]" * 50_000),
+        lambda: ("POST", "/translate", b"x" * ((1 << 20) + rng.randrange(1, 1000))),
+        lambda: ("POST", "/translate", body({"text": ["a"], "beam": rng.choice(
+            [0, -1, -(10**9), 10**9, 10**40, 2.5, True, "5", None])})),
+        lambda: ("POST", "/translate", body({"text": ["a"], "beam": 1, "nbest": rng.randrange(2, 50)})),
+        lambda: ("POST", "/translate", body({"text": ["a"], "alpha": rng.choice(
+            [-1, 1e300, "x", [1]])})),
+        lambda: ("POST", "/translate", body({"text": ["a"] * rng.randrange(257, 400)})),
+        lambda: ("POST", "/translate", body({"text": junk_value()})),
+        lambda: ("POST", "/translate", body(junk_value())),
+        lambda: ("POST", predict, body(junk_value())),
+        lambda: ("POST", predict, body({"instances": junk_value()})),
+        lambda: ("POST", predict, body({"inputs": {"sentences": ["a"], "beam_size": junk_value()}})),
+        lambda: ("POST", predict, body({"signature_name": junk_text(), "instances": ["a"]})),
+        lambda: ("POST", predict, body({"instances": [{"b64": junk_text()}]})),
+        lambda: ("POST", f"/v1/models/{junk_text() or 'x'}:predict", body({"instances": ["a"]})),
+        lambda: ("POST", f"/v1/models/{name}/versions/{rng.randrange(2, 10**6)}:predict",
+                 body({"instances": ["a"]})),
+        lambda: (rng.choice(["GET", "PUT", "DELETE", "PATCH"]), predict, b""),
+        lambda: ("GET", rng.choice(["/static/", "/v1/models/", "/"]) + "a" * rng.randrange(1, 5000), b""),
+        lambda: (rng.choice(["GET", "POST"]), "/" + junk_text(), bytes(
+            rng.randrange(256) for _ in range(rng.randrange(64)))),
+    ]
+    return [makers[i % len(makers)]() for i in (rng.randrange(len(makers)) for _ in range(count))]
+
+
+def fuzz_phase(server: Server, name: str, count: int, probe: str, expected: str) -> dict:
+    import http.client
+    import urllib.parse
+
+    port = urllib.parse.urlsplit(server.url).port
+    statuses, failures = {}, 0
+    for method, path, body in bad_requests(name, count):
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        try:
+            connection.request(method, urllib.parse.quote(path, safe="/:"), body)
+            status = connection.getresponse().status
+            statuses[status] = statuses.get(status, 0) + 1
+        except (OSError, http.client.HTTPException):
+            failures += 1
+        finally:
+            connection.close()
+    server_5xx = sum(v for k, v in statuses.items() if k >= 500 and k != 503)
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        connection.request("POST", f"/v1/models/{name}:predict", json.dumps({"instances": [probe]}))
+        answer = json.loads(connection.getresponse().read())
+        correct = answer["predictions"][0]["translations"] == expected
+    except (OSError, ValueError, KeyError, TypeError, http.client.HTTPException):
+        correct = False
+    finally:
+        connection.close()
+    return {"requests": count, "statuses": {str(k): v for k, v in sorted(statuses.items())},
+            "5xx_not_503": server_5xx, "connection_failures": failures,
+            "alive": server.process.poll() is None, "correct_afterwards": correct}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("export_dir", help="an export made with --onnx (--int8, --shortlist)")
+    parser.add_argument("--name", default="nmt")
+    parser.add_argument("--sentences", metavar="FILE", help="source sentences, one a line")
+    parser.add_argument("--count", type=int, default=2000, help="sentences used (default 2000)")
+    parser.add_argument("--no-int8", action="store_true", help="NAME.onnx even with an int8 model")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--max-wait-ms", type=float, default=5.0)
+    parser.add_argument("--threads", type=int, help="onnxruntime intra-op threads")
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--seconds", type=float, default=120.0)
+    parser.add_argument("--per-request", type=int, default=1, help="sentences a request")
+    parser.add_argument("--overload-clients", type=int, default=64)
+    parser.add_argument("--overload-seconds", type=float, default=10.0)
+    parser.add_argument("--overload-queue", type=int, default=64, help="its queue, sentences")
+    parser.add_argument("--per-overload", type=int, default=16, help="sentences a request")
+    parser.add_argument("--fuzz", type=int, default=2000, help="bad requests (default 2000)")
+    parser.add_argument("--json", metavar="FILE", help="also write the JSON here")
+    args = parser.parse_args(argv)
+
+    sentences = _sentences(args.sentences, args.count)
+    int8 = not args.no_int8
+    try:
+        translator = OnnxTranslator.from_export_dir(args.export_dir, args.name, args.threads,
+                                                    int8=int8)
+    except ExportError:  # no int8 model in the export
+        int8 = False
+        translator = OnnxTranslator.from_export_dir(args.export_dir, args.name, args.threads)
+    beam = translator.beam_size  # serving_default's, so offline decodes at it too
+    common = ["--batch-size", str(args.batch_size), "--max-wait-ms", str(args.max_wait_ms)]
+    common += ["--int8"] if int8 else []
+    common += ["--threads", str(args.threads)] if args.threads else []
+
+    off = offline(translator, sentences, beam, args.batch_size)
+    expected = off.pop("texts")
+    server = Server(args.export_dir, args.name, common)
+    try:
+        load = load_phase(server, args.name, sentences, expected, args)
+        # Alone in its batch, as translated here alone.
+        probe = translator.translate(sentences[:1], beam_size=beam)[0].text
+        fuzz = fuzz_phase(server, args.name, args.fuzz, sentences[0], probe)
+    finally:
+        stopped = server.stop()
+    overload = overload_phase(args.export_dir, args.name, sentences, common, args)
+    report = {
+        "benchmark": "serving_load",
+        "command": "python bench/serving_load.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "machine": _common.machine(), "matmul": _common.matmul_flops(),
+        "model": {"export_dir": str(args.export_dir), "name": args.name, "int8": int8,
+                  "shortlist": list(translator.shortlist) if translator.shortlist else None,
+                  "beam": beam, "alpha": translator.alpha},
+        "settings": {"batch_size": args.batch_size, "max_wait_ms": args.max_wait_ms,
+                     "clients": args.clients, "seconds": args.seconds,
+                     "per_request": args.per_request, "sentences": len(sentences)},
+        "offline": off,
+        "load": {**load, "ratio_to_offline": load["sentences_per_second"] / off["sentences_per_second"],
+                 **stopped},
+        "overload": overload,
+        "fuzz": fuzz,
+    }
+    rows = [
+        {"phase": "offline", "rate": off["sentences_per_second"]},
+        {"phase": "load", "rate": load["sentences_per_second"], "p50": load["p50_ms"],
+         "p99": load["p99_ms"], "errors": load["errors"]},
+        {"phase": "overload 503", "p50": overload["time_to_503"]["p50_ms"],
+         "p99": overload["time_to_503"]["p99_ms"], "errors": overload["other_errors"]},
+        {"phase": "fuzz", "errors": fuzz["5xx_not_503"] + fuzz["connection_failures"]},
+    ]
+    print(_common.table(rows, [("phase", "phase", ""), ("rate", "sentences/s", ".1f"),
+                               ("p50", "p50 ms", ".1f"), ("p99", "p99 ms", ".1f"),
+                               ("errors", "errors", "")]))
+    print(json.dumps(report, indent=2))
+    _common.write_report(args.json, report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

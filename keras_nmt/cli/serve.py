@@ -1,0 +1,115 @@
+"""``keras-nmt serve EXPORT_DIR``: an HTTP translation server on onnxruntime, without
+TensorFlow (:mod:`keras_nmt.serving.server`). It speaks TF Serving's REST API, so TF
+Serving clients work against it, and a plain JSON API (``POST /translate``)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Sequence, TextIO
+
+from keras_nmt.cli.common import (
+    OneLineParser, non_negative_float, non_negative_int, positive_int, run_command, std_streams,
+)
+from keras_nmt.export import ExportError
+from keras_nmt.vocab import VocabularyError
+
+PROG = "keras-nmt serve"
+
+
+class UsageError(ValueError):
+    """Options that do not fit together."""
+
+
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    from keras_nmt.serving.server import ServerOptions
+
+    d = ServerOptions()
+    parser = OneLineParser(
+        prog=prog,
+        description="Serve the ONNX models of an export over HTTP with onnxruntime (no "
+        "TensorFlow): TF Serving's REST API (POST /v1/models/NAME:predict, GET "
+        "/v1/models/NAME[/metadata]), POST /translate {\"text\": [...]}, GET /health, "
+        "/models and /stats, and a page to try the models at /. Serves the models of EXPORT_DIR/models.config (their version "
+        "policies and labels; base paths under /models are read under EXPORT_DIR), or with "
+        "--name, or without a models.config, the newest version of one model. Requests that "
+        "arrive together are translated in one batch. SIGTERM or Ctrl-C: stop listening, "
+        "answer the requests held, exit 0.",
+    )
+    parser.add_argument("export_dir", metavar="EXPORT_DIR")
+    parser.add_argument("--name", help="serve only this model of EXPORT_DIR, its newest "
+                        "version (default: the models of models.config, else nmt)")
+    parser.add_argument("--model-config-file", metavar="FILE",
+                        help="a models.config elsewhere than EXPORT_DIR/models.config")
+    parser.add_argument("--host", default=d.host,
+                        help=f"address to listen on (default {d.host}: this machine only)")
+    parser.add_argument("--port", type=non_negative_int, default=d.port,
+                        help=f"port (default {d.port}, TF Serving's REST port; 0: any free "
+                             "port, printed when listening)")
+    parser.add_argument("--int8", action="store_true",
+                        help="run each model's NAME.int8.onnx (exported with --int8)")
+    parser.add_argument("--threads", type=positive_int, metavar="N",
+                        help="onnxruntime intra-op threads (default: onnxruntime's choice)")
+    parser.add_argument("--batch-size", type=positive_int, default=d.batch_size, metavar="B",
+                        help=f"sentences in one onnxruntime run, at most (default {d.batch_size})")
+    parser.add_argument("--max-wait-ms", type=non_negative_float, default=d.max_wait * 1000,
+                        metavar="MS", help="how long the oldest request waits for others to "
+                        f"join its batch (default {d.max_wait * 1000:g})")
+    parser.add_argument("--queue-size", type=positive_int, default=d.queue_size, metavar="N",
+                        help="sentences waiting, at most; a request beyond gets 503 at once "
+                             f"(default {d.queue_size})")
+    parser.add_argument("--batch-threads", type=positive_int, default=d.batch_threads,
+                        metavar="N", help=f"batches run at once (default {d.batch_threads})")
+    parser.add_argument("--max-sentences", type=positive_int, default=d.max_sentences,
+                        metavar="N", help=f"sentences a request, at most (default {d.max_sentences})")
+    parser.add_argument("--max-body-bytes", type=positive_int, default=d.max_body_bytes,
+                        metavar="N", help=f"request body size, at most (default {d.max_body_bytes})")
+    parser.add_argument("--max-beam", type=positive_int, default=d.max_beam, metavar="K",
+                        help=f"the largest beam a request may ask for (default {d.max_beam})")
+    parser.add_argument("--shutdown-timeout", type=non_negative_float, default=d.shutdown_timeout,
+                        metavar="S", help="seconds the requests held at shutdown get to finish "
+                        f"(default {d.shutdown_timeout:g})")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, stdin=None, stdout: TextIO | None = None,
+         stderr: TextIO | None = None, prog: str = PROG) -> int:
+    stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
+    args = build_parser(prog).parse_args(argv)
+    return run_command(prog, lambda: _run(args, stderr, prog), stdout, stderr,
+                       (ExportError, VocabularyError, UsageError), interrupted="stopped")
+
+
+def _run(args, stderr: TextIO, prog: str) -> int:
+    from keras_nmt.serving.registry import Registry
+    from keras_nmt.serving.server import ServerOptions, TranslationServer
+
+    if args.name and args.model_config_file:
+        raise UsageError("--name and --model-config-file exclude each other")
+    options = ServerOptions(
+        host=args.host, port=args.port, batch_size=args.batch_size,
+        max_wait=args.max_wait_ms / 1000, queue_size=args.queue_size,
+        max_sentences=args.max_sentences, max_body_bytes=args.max_body_bytes,
+        max_beam=args.max_beam, batch_threads=args.batch_threads,
+        shutdown_timeout=args.shutdown_timeout,
+    )
+    try:
+        options.check()
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    registry = Registry.from_export_dir(args.export_dir, args.name, args.model_config_file,
+                                        int8=args.int8, threads=args.threads)
+    served = ", ".join(f"{s.name} (version {s.version}{', int8' if s.int8 else ''})"
+                       for s in registry.servables())
+    server = TranslationServer(registry, options, log=stderr, prog=prog)
+
+    def ready(url: str) -> None:
+        print(f"{prog}: serving {served} on {url}", file=stderr, flush=True)
+
+    try:
+        asyncio.run(server.run(ready))
+    except OSError as error:  # the address is taken or cannot be bound
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: "
+                         f"{error.strerror or error}") from None
+    print(f"{prog}: stopped", file=stderr, flush=True)
+    return 0

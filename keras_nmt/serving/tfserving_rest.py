@@ -1,0 +1,219 @@
+"""TF Serving's REST formats for the export's string signatures, without TensorFlow.
+
+``keras-nmt serve`` answers what TF Serving answers for the SavedModel of
+:mod:`keras_nmt.export.savedmodel` (https://www.tensorflow.org/tfx/serving/api_rest), so
+TF Serving clients (``keras-nmt tfserving-client`` included) work against it unchanged:
+
+- ``serving_default``: ``sentences`` string [N] -> ``translations`` string [N],
+  ``scores`` float32 [N], ``truncated`` int32 [N], and with an export of ``--nbest K``
+  (K > 1) ``nbest_translations`` string [N, K] and ``nbest_scores`` float32 [N, K]
+  ("" and -Infinity in unfilled slots); the export's beam size and alpha;
+- ``translate``: the same with the scalars ``beam_size`` int32 and ``alpha`` float32.
+
+Requests come in the row form, ``{"instances": [...]}`` (answered by ``{"predictions":
+[{output: value, ...}, ...]}``), or the columnar form, ``{"inputs": {...}}`` or a bare
+list for ``serving_default`` (answered by ``{"outputs": {output: [...], ...}}``); a
+string may be ``{"b64": BASE64}``. The SavedModel's ``translate_ids`` signature (token ids
+in and out) and its ``attention`` output are not served: the ONNX model has neither.
+Floats are written as TF Serving writes them: the shortest text that reads back as the
+same float32, and -Infinity for an unfilled n-best slot.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import math
+from typing import Sequence
+
+import numpy as np
+
+from keras_nmt.serving import RequestError
+from keras_nmt.serving.onnx_translator import OnnxTranslation
+
+DEFAULT_SIGNATURE = "serving_default"
+SEARCH_SIGNATURE = "translate"
+SIGNATURE_INPUTS = {DEFAULT_SIGNATURE: ("sentences",),
+                    SEARCH_SIGNATURE: ("sentences", "beam_size", "alpha")}
+PREDICT_METHOD = "tensorflow/serving/predict"
+
+
+def bad(reason: str) -> RequestError:
+    """400, TF Serving's status for INVALID_ARGUMENT."""
+    return RequestError(400, reason)
+
+
+@dataclasses.dataclass(frozen=True)
+class PredictCall:
+    """A predict request, read: its signature, form, sentences and search settings
+    (None: the export's)."""
+
+    signature: str
+    columnar: bool
+    sentences: list[str]
+    beam: int | None = None
+    alpha: float | None = None
+
+
+def _text(value, where: str) -> str:
+    """A sentence: a JSON string, or {"b64": ...} holding UTF-8 bytes."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and set(value) == {"b64"} and isinstance(value["b64"], str):
+        try:
+            raw = base64.b64decode(value["b64"], validate=True)
+        except (binascii.Error, ValueError):
+            raise bad(f"{where}: Unable to base64 decode") from None
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise bad(f"{where}: the decoded bytes are not UTF-8 text") from None
+    raise bad(f"{where}: expected a string (or {{\"b64\": ...}}), got {_json_type(value)}")
+
+
+def _json_type(value) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string",
+            list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def sentences_value(value, where: str) -> list[str]:
+    if not isinstance(value, list):
+        raise bad(f"{where} must be a list of strings (shape [N]), got {_json_type(value)}")
+    return [_text(item, f"{where}[{i}]") for i, item in enumerate(value)]
+
+
+def int_value(value, name: str) -> int:
+    """A JSON integer (not a boolean, not 5.0: TF Serving reads int32 from integers)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise bad(f"{name} must be an integer, got {_json_type(value)}")
+    return value
+
+
+def float_value(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise bad(f"{name} must be a number, got {_json_type(value)}")
+    try:
+        value = float(value)
+    except OverflowError:
+        value = math.inf
+    if not math.isfinite(value):
+        raise bad(f"{name} must be a finite number")
+    return value
+
+
+def parse_predict(body) -> PredictCall:
+    """Read a predict body (parsed JSON) for the two string signatures; 400 with TF
+    Serving's kind of reason for anything else."""
+    if not isinstance(body, dict):
+        raise bad("the request body must be a JSON object")
+    unknown = sorted(set(body) - {"signature_name", "instances", "inputs"})
+    if unknown:
+        raise bad(f"unknown key {unknown[0]!r}: expected 'signature_name' and either "
+                  "'instances' or 'inputs'")
+    signature = body.get("signature_name", DEFAULT_SIGNATURE)
+    if not isinstance(signature, str):
+        raise bad("'signature_name' key must be a string value")
+    signature = signature or DEFAULT_SIGNATURE
+    if signature not in SIGNATURE_INPUTS:
+        raise bad(f'Serving signature name: "{signature}" not found in signature def '
+                  f"(served: {', '.join(SIGNATURE_INPUTS)})")
+    if ("instances" in body) == ("inputs" in body):
+        raise bad("the request must hold either 'instances' or 'inputs' (not both)")
+    names = SIGNATURE_INPUTS[signature]
+    if "instances" in body:
+        if len(names) > 1:
+            raise bad(f"the {signature} signature's beam_size and alpha are scalars: send "
+                      "them in the columnar form, {\"inputs\": {...}}")
+        instances = body["instances"]
+        if not isinstance(instances, list):
+            raise bad(f"'instances' must be a list, got {_json_type(instances)}")
+        rows = [item["sentences"] if isinstance(item, dict) and set(item) == {"sentences"}
+                else item for item in instances]
+        return PredictCall(signature, False, sentences_value(rows, "instances"))
+    inputs = body["inputs"]
+    if not isinstance(inputs, dict):
+        if len(names) > 1:
+            raise bad(f"'inputs' must be an object with the inputs {list(names)}")
+        return PredictCall(signature, True, sentences_value(inputs, "inputs"))
+    if set(inputs) != set(names):
+        raise bad(f"'inputs' must hold exactly the inputs {list(names)} of {signature}, "
+                  f"got {sorted(inputs)}")
+    sentences = sentences_value(inputs["sentences"], "inputs.sentences")
+    if len(names) == 1:
+        return PredictCall(signature, True, sentences)
+    return PredictCall(signature, True, sentences, int_value(inputs["beam_size"], "beam_size"),
+                       float_value(inputs["alpha"], "alpha"))
+
+
+def float32_json(value: float) -> float:
+    """A float32 as the shortest decimal that reads back as it (TF Serving's way)."""
+    return float(str(np.float32(value)))
+
+
+def outputs(results: Sequence[OnnxTranslation], nbest_width: int) -> dict[str, list]:
+    """The signatures' outputs, columns of the batch; n-best columns when the export
+    returns more than one hypothesis a sentence."""
+    columns = {
+        "translations": [t.text for t in results],
+        "scores": [float32_json(t.score) for t in results],
+        "truncated": [int(t.truncated) for t in results],
+    }
+    if nbest_width > 1:
+        pad = [("", -math.inf)] * nbest_width
+        slots = [([(h.text, h.score) for h in t.hypotheses] + pad)[:nbest_width]
+                 for t in results]
+        columns["nbest_translations"] = [[text for text, _ in row] for row in slots]
+        columns["nbest_scores"] = [[float32_json(score) for _, score in row] for row in slots]
+    return columns
+
+
+def predict_answer(call: PredictCall, results: Sequence[OnnxTranslation],
+                   nbest_width: int) -> dict:
+    columns = outputs(results, nbest_width)
+    if call.columnar:
+        return {"outputs": columns}
+    return {"predictions": [{key: values[i] for key, values in columns.items()}
+                            for i in range(len(results))]}
+
+
+def status_answer(versions: Sequence[int]) -> dict:
+    """``GET /v1/models/NAME[/versions/N]``: every version served is AVAILABLE."""
+    return {"model_version_status": [
+        {"version": str(v), "state": "AVAILABLE",
+         "status": {"error_code": "OK", "error_message": ""}}
+        for v in sorted(versions, reverse=True)
+    ]}
+
+
+def _tensor(dtype: str, *dims: int) -> dict:
+    return {"dtype": dtype, "tensor_shape": {
+        "dim": [{"size": str(d), "name": ""} for d in dims], "unknown_rank": False}}
+
+
+def metadata_answer(name: str, version: int, nbest_width: int) -> dict:
+    """``GET /v1/models/NAME[/versions/N]/metadata``: the signatures served, in TF
+    Serving's SignatureDefMap JSON (tensor names are the aliases: no graph here)."""
+    outputs_info = {"translations": _tensor("DT_STRING", -1), "scores": _tensor("DT_FLOAT", -1),
+                    "truncated": _tensor("DT_INT32", -1)}
+    if nbest_width > 1:
+        outputs_info["nbest_translations"] = _tensor("DT_STRING", -1, nbest_width)
+        outputs_info["nbest_scores"] = _tensor("DT_FLOAT", -1, nbest_width)
+    inputs_info = {"sentences": _tensor("DT_STRING", -1), "beam_size": _tensor("DT_INT32"),
+                   "alpha": _tensor("DT_FLOAT")}
+    signatures = {}
+    for signature, names in SIGNATURE_INPUTS.items():
+        signatures[signature] = {
+            "inputs": {n: {**inputs_info[n], "name": n} for n in names},
+            "outputs": {n: {**info, "name": n} for n, info in outputs_info.items()},
+            "method_name": PREDICT_METHOD,
+        }
+    return {
+        "model_spec": {"name": name, "signature_name": "", "version": str(version)},
+        "metadata": {"signature_def": {
+            "signature_def": signatures,
+            "@type": "type.googleapis.com/tensorflow.serving.SignatureDefMap",
+        }},
+    }
