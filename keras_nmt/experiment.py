@@ -235,8 +235,8 @@ def _prepare(options: TrainOptions, config: Config, run: RunDir, log,
         return (Vocabulary.from_counts(stats.source_counts, config.src_vocab_size),
                 Vocabulary.from_counts(stats.target_counts, config.tgt_vocab_size))
 
-    log(f"tokenizing {splits['train'].source} and {splits['train'].target} once, into "
-        f"token ids in {run.prepared}")
+    log(f"reading {splits['train'].source} and {splits['train'].target}: tokenized once, "
+        f"into token ids in {run.prepared}")
     tokenizing = Phase(progress, "tokenizing the training split (vocabularies, lengths, ids)",
                        total=lines, unit="pairs")
     stats, (source_vocab, target_vocab) = prepared.prepare_split(
