@@ -123,8 +123,8 @@ def pipeline_overhead(corpus: Corpus, settings: dict, steps: int, block: int) ->
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", action="append", required=True, type=pathlib.Path)
-    parser.add_argument("--src", default="en")
-    parser.add_argument("--tgt", default="fr")
+    parser.add_argument("--src-lang", dest="src", default="en")
+    parser.add_argument("--tgt-lang", dest="tgt", default="fr")
     parser.add_argument("--max-len", type=int, default=50)
     parser.add_argument("--vocab-size", type=int, default=30000)
     parser.add_argument("--batches", type=int, default=400, help="batches measured per setting")

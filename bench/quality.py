@@ -64,8 +64,8 @@ def build_parser():
     parser.add_argument("--minutes", type=positive_float, required=True,
                         help="training minutes for each model")
     parser.add_argument("--out", default="bench-quality", help="output directory (default %(default)s)")
-    parser.add_argument("--src", default="en")
-    parser.add_argument("--tgt", default="fr")
+    parser.add_argument("--src-lang", dest="src", default="en")
+    parser.add_argument("--tgt-lang", dest="tgt", default="fr")
     parser.add_argument("--models", default="search,encdec")
     parser.add_argument("--dims", default="256/256/256/128", help="E/H/N/L (default %(default)s)")
     parser.add_argument("--vocab-size", type=positive_int, default=30000, help="shortlist per side")

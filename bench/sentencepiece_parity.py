@@ -26,8 +26,8 @@ from keras_nmt.text.sentencepiece_graph import SentencePieceEncoder
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=pathlib.Path, required=True)
-    parser.add_argument("--src", default="en")
-    parser.add_argument("--tgt", default="fr")
+    parser.add_argument("--src-lang", dest="src", default="en")
+    parser.add_argument("--tgt-lang", dest="tgt", default="fr")
     parser.add_argument("--vocab-size", type=int, default=8000)
     args = parser.parse_args(argv)
     splits = find_corpus(args.data, args.src, args.tgt)

@@ -97,7 +97,7 @@ def measure_protocol(protocol: str, export_dir: pathlib.Path, name: str, sentenc
 
 def _cold_client(protocol: str, server, name: str, sentence: str) -> float:
     where = ["--url", server.rest_url] if protocol == "rest" else ["--grpc", server.grpc_target]
-    return _cold([str(ROOT / "serving" / "tfserving_client.py"), *where, "--model", name],
+    return _cold([str(ROOT / "serving" / "tfserving_client.py"), *where, "--name", name],
                  sentence)
 
 

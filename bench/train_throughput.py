@@ -241,8 +241,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True,
                         help="corpus directory with train.SRC/train.TGT")
-    parser.add_argument("--src", default="en")
-    parser.add_argument("--tgt", default="fr")
+    parser.add_argument("--src-lang", dest="src", default="en")
+    parser.add_argument("--tgt-lang", dest="tgt", default="fr")
     parser.add_argument("--models", default="search,encdec", help="search and/or encdec")
     parser.add_argument("--sizes", default="compact,paper", help="compact, paper or E/H/N/L@B, comma-separated")
     parser.add_argument("--vocab-size", type=positive_int, default=30000, help="shortlist per side")

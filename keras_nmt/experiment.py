@@ -172,7 +172,7 @@ def _new_run_config(options: TrainOptions) -> Config:
             raise CorpusError(f"{', '.join(misplaced)}: for --data {wmt14.NAME} only, not "
                               f"--data {options.data}")
     elif {options.src, options.tgt} != set(wmt14.LANGS):
-        raise CorpusError(f"--data {wmt14.NAME} needs --src/--tgt en and fr, "
+        raise CorpusError(f"--data {wmt14.NAME} needs --src-lang/--tgt-lang en and fr, "
                           f"got {options.src}/{options.tgt}")
     if options.paper_size and options.data != BUILTIN:
         raise ConfigError(f"--paper-size: for --data {BUILTIN} only (on other corpora the "
@@ -301,8 +301,8 @@ def _resume_config(options: TrainOptions, run: RunDir) -> tuple[Config, dict[str
     given = {
         "--variant": (options.variant, config.variant),
         "--tokenizer": (options.tokenizer, run.tokenizer(info)),
-        "--src": (options.src, info["src"]),
-        "--tgt": (options.tgt, info["tgt"]),
+        "--src-lang": (options.src, info["src"]),
+        "--tgt-lang": (options.tgt, info["tgt"]),
         "--seed": (options.seed, config.seed),
     }
     for name in RECORDED_OPTIONS:

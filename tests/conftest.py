@@ -86,7 +86,7 @@ def tiny_export(tiny_run, tmp_path_factory):
     from keras_nmt.cli import export as cli
 
     out = tmp_path_factory.mktemp("export")
-    argv = [str(tiny_run), "--out", str(out), "--beam", "5", "--nbest", "2", "--attention",
+    argv = [str(tiny_run), "--out", str(out), "--beam", "5", "--nbest", "2", "--return-attention",
             "--onnx"]
     assert cli.main(argv) == 0
     return out

@@ -61,13 +61,18 @@ def test_the_averaged_run_translates_evaluates_and_exports(averaged_run, tiny_co
                           stdout=stdout, stderr=stderr) == 0, stderr.getvalue()
     assert stdout.getvalue().splitlines() == expected
     report = tmp_path / "evaluation"
+    stdout, stderr = io.StringIO(), io.StringIO()
     assert evaluate.main([str(averaged_run), "--weights", "averaged", "--src",
                           str(tiny_corpus / "valid.en"), "--ref", str(tiny_corpus / "valid.fr"),
-                          "--beam", "1", "--plots", str(report), "--heatmaps", "0"],
-                         stdout=io.StringIO(), stderr=io.StringIO()) == 0
+                          "--beam", "1", "--plots", str(report), "--heatmaps", "0", "--json",
+                          "--quiet"], stdout=stdout, stderr=stderr) == 0
+    assert stderr.getvalue() == ""  # --quiet --json: no progress, no tables
+    assert json.loads(stdout.getvalue())["runs"][0]["sentences"] == 30
     assert json.loads((report / "evaluation.json").read_text())["runs"][0]["sentences"] == 30
-    assert export.main([str(averaged_run), "--weights", "averaged", "--out", str(tmp_path / "x")],
-                       stdout=io.StringIO(), stderr=io.StringIO()) == 0
+    stderr = io.StringIO()
+    assert export.main([str(averaged_run), "--weights", "averaged", "--out", str(tmp_path / "x"),
+                        "--quiet"], stdout=io.StringIO(), stderr=stderr) == 0
+    assert stderr.getvalue() == ""
     served = SessionModel(tmp_path / "x" / "nmt" / "1").run("serving_default", sentences=lines)
     assert [t.decode("utf-8") for t in served["translations"]] == [
         t.text for t in Translator.from_run_dir(averaged_run, weights="averaged")
@@ -81,6 +86,9 @@ def test_the_average_command_and_its_errors(tiny_run, tmp_path):
     assert average_cli.main([str(run_dir)], stdout=io.StringIO(), stderr=stderr) == 0
     assert (run_dir / "averaged" / "checkpoint").is_file()
     assert "average of 2 checkpoint(s)" in stderr.getvalue()
+    stderr = io.StringIO()
+    assert average_cli.main([str(run_dir), "--quiet"], stdout=io.StringIO(), stderr=stderr) == 0
+    assert stderr.getvalue() == ""
     stderr = io.StringIO()
     assert average_cli.main([str(run_dir), "--last", "5"], stdout=io.StringIO(), stderr=stderr) == 2
     [line] = stderr.getvalue().strip().splitlines()

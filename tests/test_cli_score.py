@@ -107,7 +107,7 @@ def test_translate_nbest_lists_rescore_to_translates_scores(tiny_run, tiny_corpu
     assert " <unk> " in nbest
     with gzip.open(tmp_path / "nbest.gz", "wt", encoding="utf-8") as f:  # .gz is read too
         f.write(nbest)
-    status, out, err = call(run, "--src", src, "--tgt", tmp_path / "nbest.gz", "--nbest",
+    status, out, err = call(run, "--src", src, "--tgt", tmp_path / "nbest.gz", "--nbest-input",
                             "--format", "nbest", "--alpha", "1", "--quiet")
     assert status == 0, err
     given = [line.split(" ||| ") for line in nbest.splitlines()]
@@ -120,7 +120,7 @@ def test_translate_nbest_lists_rescore_to_translates_scores(tiny_run, tiny_corpu
         assert float(s[2]) == pytest.approx(float(g[2]), abs=2e-4)
     assert given[-1][2] == "0.0000" and float(scored[-1][2]) < 0
     # tsv: one line per n-best line.
-    status, out, _ = call(run, "--src", src, "--tgt", tmp_path / "nbest.gz", "--nbest", "--quiet")
+    status, out, _ = call(run, "--src", src, "--tgt", tmp_path / "nbest.gz", "--nbest-input", "--quiet")
     assert status == 0 and len(out.splitlines()) == len(given)
 
 
@@ -167,7 +167,7 @@ def test_bad_input_is_a_one_line_error(tiny_run, encdec_labelled_run, pairs_file
                             (["Un."], "line 1: not an n-best line"),
                             (["12 ||| Un. ||| -1.0"], "index 12 is past the last line")):
         nbest = write_lines(tmp_path / "nbest", lines)
-        one_line_error(call(tiny_run, "--src", src, "--tgt", nbest, "--nbest"), fragment)
+        one_line_error(call(tiny_run, "--src", src, "--tgt", nbest, "--nbest-input"), fragment)
     one_line_error(call(encdec_labelled_run, "--src", src, "--tgt", tgt, "--align", "a"),
                    "--align")
     one_line_error(call(tiny_run, "--src", src, "--tgt", tgt, "--out", tmp_path / "no" / "x"),

@@ -185,13 +185,22 @@ def assert_refused(args, *expected):
      "--set rho: only the adadelta optimizer reads it, and this run uses adam"),
     (["--set", "epsilon=1e-8", "--set", "rho=0.9", "--set", "optimizer=sgd"],
      "--set epsilon, rho: only the adadelta optimizer reads them, and this run uses sgd"),
-    (["--data", "wmt14-en-fr", "--src", "de"], "--data wmt14-en-fr needs --src/--tgt en and fr, got de/fr"),
+    (["--data", "wmt14-en-fr", "--src-lang", "de"], "--data wmt14-en-fr needs --src-lang/--tgt-lang en and fr, got de/fr"),
 ])
 def test_options_a_new_run_would_ignore_are_refused_before_any_work(tmp_path, corpus, args, expected):
     out = tmp_path / "run"
     data = [] if "--data" in args else ["--data", corpus]
     assert_refused([*data, "--out", out, *args], expected)
     assert not out.exists() and not (tmp_path / "cache").exists()
+
+
+def test_the_old_language_spellings_work_after_a_notice(tmp_path, corpus, capsys):
+    new = train_main("--data", "wmt14-en-fr", "--out", tmp_path / "run", "--src-lang", "de")
+    old = train_main("--data", "wmt14-en-fr", "--out", tmp_path / "run", "--src", "de")
+    assert old == new and new[0] == 2 and "needs --src-lang/--tgt-lang en and fr" in new[1]
+    assert capsys.readouterr().err == ("train.py: warning: --src is deprecated, use --src-lang "
+                                       "(the old spelling goes in the next release)\n")
+    assert not (tmp_path / "run").exists()
 
 
 def test_set_rho_with_the_compact_adam_and_budget_defaults(tmp_path):
@@ -212,7 +221,7 @@ def _resume_args(run_dir, *args):
 
 @pytest.mark.parametrize("args, expected", [
     (["--data", "builtin"], ["--data builtin does not match the run in ", "started with --data /"]),
-    (["--src", "de", "--tgt", "fr"], ["--src de does not match", "started with --src en ("]),
+    (["--src-lang", "de", "--tgt-lang", "fr"], ["--src-lang de does not match", "started with --src-lang en ("]),
     (["--seed", "7"], ["--seed 7 does not match", "started with --seed 1234"]),
     (["--recipe", "budget"], ["--recipe budget does not match", "started with no --recipe"]),
     (["--paper-size"], ["--paper-size does not match", "started with no --paper-size"]),

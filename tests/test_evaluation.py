@@ -313,14 +313,14 @@ def test_cli_missing_files_and_bad_run_dirs(tiny_run, files, tmp_path):
 def test_cli_alignment_and_option_errors(tiny_run, files, tmp_path):
     src, ref = files
     assert_one_line_error(
-        run_cli(tiny_run, "--src", src, "--ref", ref, "--align", tmp_path / "none.align"), "none.align"
+        run_cli(tiny_run, "--src", src, "--ref", ref, "--gold-align", tmp_path / "none.align"), "none.align"
     )
     short = tmp_path / "short.align"
     short.write_text("0-0\n", encoding="utf-8")
-    assert_one_line_error(run_cli(tiny_run, "--src", src, "--ref", ref, "--align", short), "short.align", "1", "40")
+    assert_one_line_error(run_cli(tiny_run, "--src", src, "--ref", ref, "--gold-align", short), "short.align", "1", "40")
     far = tmp_path / "far.align"
     far.write_text("0-999\n" * 40, encoding="utf-8")
-    assert_one_line_error(run_cli(tiny_run, "--src", src, "--ref", ref, "--align", far), "line 1", "target token 999")
+    assert_one_line_error(run_cli(tiny_run, "--src", src, "--ref", ref, "--gold-align", far), "line 1", "target token 999")
     assert_one_line_error(
         run_cli(tiny_run, "--src", src, "--ref", ref, "--plots", tmp_path / "p", "--sentences", "1,99"), "99"
     )
@@ -386,7 +386,7 @@ def test_cli_options_that_would_do_nothing_are_refused(tiny_run, files, tmp_path
     assert stderr.count("\n") == 1 and not (tmp_path / "p").exists()
 
 
-@pytest.mark.parametrize("option", [["--heatmaps", "2"], ["--sentences", "1"], ["--align", "a"]])
+@pytest.mark.parametrize("option", [["--heatmaps", "2"], ["--sentences", "1"], ["--gold-align", "a"]])
 def test_cli_attention_options_are_refused_for_rnnencdec(encdec_labelled_run, files, tmp_path,
                                                          option):
     src, ref = files

@@ -141,11 +141,11 @@ def test_onnx_translate_never_runs_an_older_versions_onnx_model(tiny_run, export
     assert err[0] == (
         f"keras-nmt onnx-translate: error: {export_dir / 'nmt' / '2'}, the newest version of "
         "'nmt', has no ONNX model (it was exported without --onnx): export again with --onnx, "
-        "or pick --version 1 (the newest that has one)")
-    assert _onnx_translate(export_dir, "--version", "1") == (0, expected, [])
-    code, _, err = _onnx_translate(export_dir, "--version", "2")
+        "or pick --model-version 1 (the newest that has one)")
+    assert _onnx_translate(export_dir, "--model-version", "1") == (0, expected, [])
+    code, _, err = _onnx_translate(export_dir, "--model-version", "2")
     assert code == 2 and err[0].endswith("nmt/2 has no ONNX model (it was exported without --onnx)")
-    code, _, err = _onnx_translate(export_dir, "--version", "7")
+    code, _, err = _onnx_translate(export_dir, "--model-version", "7")
     assert code == 2 and err[0].endswith("has no version 7 (it has 1, 2)")
     # EXPORT_DIR may be a version's onnx/ directory itself.
     assert _onnx_translate(onnx_files(export_dir)) == (0, expected, [])
@@ -256,7 +256,7 @@ def test_errors_are_one_line(tiny_run, exported, tmp_path, capsys):
     cases = [
         ([str(tmp_path), "--out", str(tmp_path / "o")], "no config.json"),
         ([str(tmp_path / "nope"), "--out", str(tmp_path / "o")], "not found"),
-        ([str(tiny_run), "--out", str(exported), "--version", "1"], "already exists"),
+        ([str(tiny_run), "--out", str(exported), "--model-version", "1"], "already exists"),
         ([str(tiny_run), "--out", str(exported / "models.config" / "x")], "cannot write"),
         ([str(tiny_run), "--out", str(tmp_path / "o"), "--beam", "0"], "positive integer"),
         ([str(tiny_run), "--out", str(tmp_path / "o"), "--beam", "x"], "positive integer"),

@@ -29,6 +29,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from child_env import child_env
+from conftest import edit_json, onnx_files
 from keras_nmt.cli import serve as serve_cli
 from keras_nmt.serving.onnx_translator import OnnxTranslator
 from keras_nmt.serving.registry import Registry
@@ -180,13 +181,46 @@ def test_tfserving_client_works_against_the_server(served, translator):
     stdout, stderr = io.StringIO(), io.StringIO()
     lines = [line for line in LINES if "\n" not in line]
     code = client_cli.main(
-        ["--url", served.url, "--model", "nmt", "--version", "1", "--form", "inputs",
+        ["--url", served.url, "--name", "nmt", "--model-version", "1", "--form", "inputs",
          "--beam", "2", "--alpha", "0.5", "--batch-size", "4"],
         stdin=io.BytesIO(("\n".join(lines) + "\n").encode()), stdout=stdout, stderr=stderr,
     )
     assert code == 0, stderr.getvalue()
     assert stdout.getvalue().splitlines() == [
         t.text for t in translator.translate(lines, beam_size=2, alpha=0.5)]
+
+
+def test_tfserving_client_beam_without_alpha_keeps_the_exports_alpha(tiny_export, tmp_path):
+    """--beam alone: the client sends alpha -1, which the server (as the SavedModel's
+    ``translate`` signature) reads as the export's alpha; here 0.3, not the config's 1.0."""
+    from keras_nmt.cli import tfserving_client as client_cli
+
+    export = tmp_path / "export"
+    shutil.copytree(tiny_export, export)
+    metadata = onnx_files(export) / "nmt.onnx.json"
+    edit_json(metadata, alpha=0.3)
+    tuned = OnnxTranslator.from_export_dir(export)
+    assert tuned.alpha == pytest.approx(0.3)
+    lines = ["the cat sat on the mat .", "a dog runs .", "the cat"]
+    with ServerThread(Registry.from_export_dir(export)) as server:
+        stdout, stderr = io.StringIO(), io.StringIO()
+        code = client_cli.main(["--url", server.url, "--beam", "2", "--scores"],
+                               stdin=io.BytesIO(("\n".join(lines) + "\n").encode()),
+                               stdout=stdout, stderr=stderr)
+        status, answer = server.call("/v1/models/nmt:predict", {
+            "signature_name": "translate",
+            "inputs": {"sentences": lines, "beam_size": 2, "alpha": -1}})
+    assert code == 0, stderr.getvalue()
+    got = [line.split("\t") for line in stdout.getvalue().splitlines()]
+    expected = tuned.translate(lines, beam_size=2, alpha=0.3)
+    assert [text for _, text in got] == [t.text for t in expected]
+    np.testing.assert_allclose([float(score) for score, _ in got],
+                               [t.score for t in expected], atol=1e-4)
+    # At the old fixed alpha of 1.0 the translations differ: the test tells the two apart.
+    at_one = tuned.translate(lines, beam_size=2, alpha=1.0)
+    assert any(a.text != b.text or abs(a.score - b.score) > 1e-3
+               for a, b in zip(at_one, expected))
+    assert status == 200 and answer["outputs"]["translations"] == [t.text for t in expected]
 
 
 def test_status_metadata_health_models_stats(served):

@@ -25,6 +25,7 @@ import urllib.request
 import numpy as np
 import pytest
 
+from keras_nmt.export import EXPORT_ALPHA
 from keras_nmt.constants import RESERVED, UNK
 from keras_nmt.text import word as tokenizer
 from keras_nmt.cli import onnx_translate as onnx_cli, tfserving_client as client_cli
@@ -329,13 +330,44 @@ def test_beam_and_alpha_go_to_the_translate_signature(standin, capsys):
         client_cli.main(["--url", standin.rest_url, "--alpha", "0.5"])
     assert "--alpha needs --beam" in capsys.readouterr().err
     stdout = io.StringIO()
-    code = client_cli.main(["--url", standin.rest_url, "--model", "echo", "--beam", "1"],
+    code = client_cli.main(["--url", standin.rest_url, "--name", "echo", "--beam", "1"],
                                  stdin=io.BytesIO(b"a b c\n\n"), stdout=stdout)
     assert code == 0 and stdout.getvalue() == "a\n\n"
 
 
+def test_beam_without_alpha_sends_the_exports_alpha(standin):
+    """No --alpha: alpha -1 goes out, which the signature reads as the export's alpha (the
+    echo model has no export alpha: it multiplies, so -1 shows in the scores)."""
+    search = dict(signature="translate", beam=2)
+    for transport in (RestTransport(standin.rest_url, "echo", form="inputs", **search),
+                      GrpcTransport(standin.grpc_target, "echo", **search)):
+        assert transport.search == {"beam_size": 2, "alpha": EXPORT_ALPHA} and EXPORT_ALPHA < 0
+        try:
+            _check_echo(TFServingClient(transport).translate(LINES), beam=2, alpha=EXPORT_ALPHA)
+        finally:
+            getattr(transport, "close", lambda: None)()
+
+
+def test_old_option_spellings_still_work_with_a_notice(standin, capsys):
+    def translate(*options):
+        stdout = io.StringIO()
+        code = client_cli.main(["--url", standin.rest_url, *options, "--scores"],
+                               stdin=io.BytesIO(b"a b c\n"), stdout=stdout)
+        return code, stdout.getvalue(), capsys.readouterr().err
+
+    new = translate("--name", "echo", "--model-version", "1")
+    assert new == (0, "-3.0000\ta b c\n", "")
+    code, out, err = translate("--model", "echo", "--version", "1")
+    assert (code, out) == new[:2]
+    assert err.splitlines() == [
+        "keras-nmt tfserving-client: warning: --model is deprecated, use --name (the old "
+        "spelling goes in the next release)",
+        "keras-nmt tfserving-client: warning: --version is deprecated, use --model-version "
+        "(the old spelling goes in the next release)"]
+
+
 def test_rest_client_script_in_a_subprocess_with_a_version(standin):
-    result = _run(CLIENT, ["--url", standin.rest_url, "--model", "echo", "--version", "1",
+    result = _run(CLIENT, ["--url", standin.rest_url, "--name", "echo", "--model-version", "1",
                            "--form", "inputs", "--batch-size", "2", "--scores"],
                   "\n".join(LINES) + "\n")
     assert result.returncode == 0, result.stderr.decode()
@@ -626,6 +658,25 @@ def test_served_export_at_another_beam_equals_translator(tiny_standin, tiny_expe
                      expected)
     finally:
         grpc_transport.close()
+
+
+def test_served_export_at_another_beam_keeps_the_exports_alpha(tiny_standin, tiny_expected,
+                                                               tiny_run, tiny_export):
+    """--beam without --alpha: the SavedModel's translate signature reads the client's alpha
+    -1 as its own (here the config's 1.0); at -1 itself the scores would be far off."""
+    from keras_nmt.translator import Translator
+
+    sentences, _ = tiny_expected
+    alpha = json.loads((onnx_files(tiny_export) / "nmt.onnx.json").read_text("utf-8"))["alpha"]
+    expected = Translator.from_run_dir(tiny_run).translate(sentences, beam_size=2, alpha=alpha)
+    stdout = io.StringIO()
+    assert client_cli.main(["--url", tiny_standin.rest_url, "--beam", "2", "--scores"],
+                           stdin=io.BytesIO(("\n".join(sentences) + "\n").encode()),
+                           stdout=stdout, stderr=io.StringIO()) == 0
+    got = [line.split("\t", 1) for line in stdout.getvalue().split("\n")[:-1]]
+    assert [text for _, text in got] == [t.text for t in expected]
+    np.testing.assert_allclose([float(score) for score, _ in got],
+                               [t.score for t in expected], atol=1e-4)
 
 
 def test_onnx_translate_equals_translator_without_tensorflow(tiny_export, tiny_expected):

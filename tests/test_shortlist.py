@@ -170,7 +170,7 @@ def run_copy(tiny_run, tmp_path_factory):
 def test_training_built_the_table_and_the_command_rebuilds_it(tiny_run, run_copy, capsys):
     built = RunDir(tiny_run).load_lexicon()
     assert built.best == lexicon_lib.DEFAULT_BEST and built.info["pairs"] > 100
-    assert lexicon_cli.main([str(run_copy), "--best", "3", "--iterations", "2"]) == 0
+    assert lexicon_cli.main([str(run_copy), "--translations", "3", "--iterations", "2"]) == 0
     out, err = capsys.readouterr()
     report = json.loads(out)
     assert report["best"] == 3 and report["iterations"] == 2 and report["bytes"] > 0
@@ -182,7 +182,7 @@ def test_training_built_the_table_and_the_command_rebuilds_it(tiny_run, run_copy
     report = json.loads(capsys.readouterr().out)
     assert report["sampled_lines"] == 40 and report["pairs"] <= 40
     assert report["word_pairs"] == 500 and report["limits"]["sample_pairs"] == 40
-    assert lexicon_cli.main([str(run_copy), "--best", "3", "--iterations", "2"]) == 0
+    assert lexicon_cli.main([str(run_copy), "--translations", "3", "--iterations", "2"]) == 0
     out, err = capsys.readouterr()
     assert "EM round 2/2" in err and "wrote" in err
     rebuilt = RunDir(run_copy).load_lexicon()

@@ -188,6 +188,20 @@ def test_a_file_that_fails_its_checksum_is_not_used(tmp_path, mirror, manifest):
     assert not (tmp_path / "wmt14-en-fr" / "prepared").exists()
 
 
+def test_wmt14_command_prints_the_prepared_directory_and_quiet_keeps_stderr_empty(
+        tmp_path, mirror, manifest, monkeypatch):
+    from keras_nmt.cli import wmt14 as wmt14_cli
+
+    monkeypatch.setattr(wmt14, "MANIFEST", tuple(manifest))
+    for quiet in (True, False):
+        stdout, stderr = io.StringIO(), io.StringIO()
+        cache = tmp_path / f"quiet-{quiet}"
+        assert wmt14_cli.main(["--cache-dir", str(cache), "--mirror", mirror.url,
+                               *["--quiet"] * quiet], stdout=stdout, stderr=stderr) == 0
+        assert stdout.getvalue() == f"{cache / wmt14.NAME / 'prepared'}\n"
+        assert (stderr.getvalue() == "") == quiet, stderr.getvalue()
+
+
 def run_cli(capsys, *args):
     status = train_cli.main(["--data", "wmt14-en-fr", "--quiet", *args])
     lines = capsys.readouterr().err.strip().splitlines()

@@ -16,9 +16,7 @@ from keras_nmt.vocab import VocabularyError
 PROG = "keras-nmt average"
 
 
-def main(argv: Sequence[str] | None = None, stdin=None, stdout=None, stderr=None,
-         prog: str = PROG) -> int:
-    stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
+def build_parser(prog: str = PROG) -> OneLineParser:
     parser = OneLineParser(prog=prog, description=__doc__.replace("``", "'"))
     parser.add_argument("run_dir", metavar="RUN_DIR")
     which = parser.add_mutually_exclusive_group()
@@ -26,7 +24,14 @@ def main(argv: Sequence[str] | None = None, stdin=None, stdout=None, stderr=None
                        help="the last N checkpoints (recent/, else checkpoints/; default 2)")
     which.add_argument("--best", type=positive_int, metavar="N",
                        help="the N best by the development score (best/)")
-    args = parser.parse_args(argv)
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, stdin=None, stdout=None, stderr=None,
+         prog: str = PROG) -> int:
+    stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
+    args = build_parser(prog).parse_args(argv)
 
     def body() -> int:
         run = RunDir(args.run_dir)
@@ -35,7 +40,8 @@ def main(argv: Sequence[str] | None = None, stdin=None, stdout=None, stderr=None
         from keras_nmt import averaging
 
         source, count = ("best", args.best) if args.best else ("last", args.last or 2)
-        averaging.average(run, source, count, log=lambda text: print(text, file=stderr))
+        averaging.average(run, source, count, log=lambda text: None if args.quiet else
+                          print(text, file=stderr, flush=True))
         return 0
 
     return run_command(prog, body, stdout, stderr, (ConfigError, RunDirError, VocabularyError))

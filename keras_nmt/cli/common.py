@@ -15,10 +15,50 @@ from typing import BinaryIO, Callable, Sequence, TextIO
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line, not a usage dump."""
+    """An ArgumentParser whose errors are one line, not a usage dump, and which keeps an
+    option's old spelling working for one release (:meth:`rename`)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.renamed: dict[str, str] = {}
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+    def rename(self, old: str, new: str) -> None:
+        """Accept ``old`` as a deprecated spelling of the option ``new`` (already added):
+        it works as ``new`` does, after a one-line notice on stderr that names ``new``.
+        The rule each spelling follows is in docs/cli.md."""
+        if new not in self._option_string_actions:
+            raise ValueError(f"{new} is not an option of {self.prog}")
+        self.renamed[old] = new
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        return super().parse_known_args(self._respell(args), namespace)
+
+    def _respell(self, args: list[str]) -> list[str]:
+        """``args`` with every old spelling replaced by its new one, each noticed once.
+
+        A token that starts with ``--`` is an option to argparse wherever it stands (it
+        never takes one as a value), so replacing such tokens before the first bare ``--``
+        changes exactly the options argparse would see; replacing them before parsing also
+        keeps argparse's prefix matching from taking ``--src`` for ``--src-lang`` unnoticed."""
+        out, noticed = [], set()
+        for position, token in enumerate(args):
+            if token == "--":
+                return out + args[position:]
+            name, equals, value = token.partition("=")
+            new = self.renamed.get(name) if name.startswith("--") else None
+            if new is None:
+                out.append(token)
+                continue
+            if name not in noticed:
+                noticed.add(name)
+                print(f"{self.prog}: warning: {name} is deprecated, use {new} (the old "
+                      "spelling goes in the next release)", file=sys.stderr, flush=True)
+            out.append(new + equals + value)
+        return out
 
 
 def _number(kind: type, accept: Callable[[float], bool], description: str):

@@ -1,7 +1,7 @@
 """``keras-nmt evaluate``: the paper's evaluation of trained runs.
 
     keras-nmt evaluate RUN_DIR [RUN_DIR ...] --src test.en --ref test.fr
-        [--beam K] [--alpha A] [--plots DIR] [--json] [--align FILE]
+        [--beam K] [--alpha A] [--plots DIR] [--json] [--gold-align FILE]
         [--heatmaps N | --sentences I,J,K] [--batch-size B] [--ensemble]
 
 BLEU / chrF on all sentences and on the No-UNK subset
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import io
 import pathlib
 from typing import Any, Sequence
 
@@ -55,11 +56,13 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         "maps (Fig. 3), Table 2, and AER when gold alignments are available.",
     )
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories to evaluate and compare")
-    parser.add_argument("--src", required=True, help="source sentences, one per line")
-    parser.add_argument("--ref", required=True, help="reference translations, line-aligned with --src")
-    parser.add_argument("--beam", type=positive_int,
+    parser.add_argument("--src", required=True, metavar="FILE",
+                        help="source sentences, one per line")
+    parser.add_argument("--ref", required=True, metavar="FILE",
+                        help="reference translations, line-aligned with --src")
+    parser.add_argument("--beam", type=positive_int, metavar="K",
                         help="beam size (default: each run's tuned one, else its config's)")
-    parser.add_argument("--alpha", type=non_negative_float,
+    parser.add_argument("--alpha", type=non_negative_float, metavar="A",
                         help="length normalisation exponent (default: each run's tuned one, else "
                         "its config's)")
     parser.add_argument("--tune", action="store_true",
@@ -72,14 +75,16 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser.add_argument("--tune-alphas", type=_alphas, metavar="A,A",
                         help="with --tune: alphas to try (default "
                         f"{','.join(f'{a:g}' for a in DEFAULT_ALPHAS)})")
-    parser.add_argument("--batch-size", type=positive_int, default=32, help="sentences per decoding batch (default 32)")
+    parser.add_argument("--batch-size", type=positive_int, default=32, metavar="B", help="sentences per decoding batch (default 32)")
     parser.add_argument(
         "--plots", metavar="DIR",
         help="write figures (PNG + CSV/JSON), table2.md, evaluation.json, translations and predicted alignments here",
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout (the tables go to stderr)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress lines on stderr (with --json: no tables either)")
     parser.add_argument(
-        "--align", metavar="FILE",
+        "--gold-align", dest="align", metavar="FILE",
         help="gold alignments, Pharaoh i-j per line (default: SRC_STEM.align next to --src, when it exists)",
     )
     heatmaps = parser.add_mutually_exclusive_group()
@@ -96,6 +101,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         "--ensemble", action="store_true",
         help="also evaluate the ensemble of all RUN_DIRs (same vocabularies needed), as one more row",
     )
+    parser.rename("--align", "--gold-align")
     return parser
 
 
@@ -170,7 +176,7 @@ def _main(args: argparse.Namespace, stdout, stderr) -> int:
         )
     src_lang, tgt_lang = runs[0].src, runs[0].tgt
     for option, value in (("--heatmaps", args.heatmaps), ("--sentences", args.sentences),
-                          ("--align", args.align)):
+                          ("--gold-align", args.align)):
         if value is not None:
             check_attention(option, [run.config for run in runs])
     if args.ensemble:
@@ -180,7 +186,7 @@ def _main(args: argparse.Namespace, stdout, stderr) -> int:
     align_path = pathlib.Path(args.align) if args.align else default_alignment_path(args.src)
     gold = None
     if args.align and not align_path.is_file():
-        raise EvaluationError(f"--align file not found: {align_path}")
+        raise EvaluationError(f"--gold-align file not found: {align_path}")
     if align_path.is_file():
         gold = read_gold(align_path, sources, references, src_lang, tgt_lang, pathlib.Path(args.src))
     plots_dir = _prepare_output_dir(args.plots) if args.plots else None
@@ -213,6 +219,8 @@ def _main(args: argparse.Namespace, stdout, stderr) -> int:
     from keras_nmt.translator import Translator
 
     report = stderr if args.json else stdout
+    if args.json and args.quiet:  # the JSON on stdout holds what the tables show
+        report = io.StringIO()
     results = []
     rows = []
     loaded: dict[tuple[pathlib.Path, ...], Translator] = {}  # a run named twice is loaded once
@@ -233,7 +241,7 @@ def _main(args: argparse.Namespace, stdout, stderr) -> int:
         result = evaluate_run(
             translator, sources, references, beam, alpha, batch_size=args.batch_size,
             gold=gold if attends else None, keep_attention=keep if attends else [],
-            progress=Progress(), label=job.label, shortlist=args.shortlist,
+            progress=Progress(stream=stderr, enabled=not args.quiet), label=job.label, shortlist=args.shortlist,
         )
         ensemble = len(job.paths) > 1
         result = {

@@ -41,15 +41,16 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser.add_argument("--out", required=True, metavar="EXPORT_DIR",
                         help="directory that receives NAME/VERSION/, models.config, SERVING.md")
     parser.add_argument("--name", default="nmt", help="model name for TF Serving (default nmt)")
-    parser.add_argument("--version", type=non_negative_int, default=None,
-                        help="version number (default: 1 + the highest existing, 1 if none)")
+    parser.add_argument("--model-version", dest="version", type=non_negative_int, default=None,
+                        metavar="N", help="the model's version number (default: 1 + the "
+                        "highest existing, 1 if none)")
     parser.add_argument("--beam", type=positive_int, default=None, metavar="K",
                         help="beam size of serving_default (default: the run's tuned beam, "
                              "keras-nmt evaluate --tune, else its beam_size); alpha: the tuned "
                              "one, else the config's")
     parser.add_argument("--nbest", type=positive_int, default=1, metavar="N",
                         help="N > 1: serving_default also returns the N best translations")
-    parser.add_argument("--attention", action="store_true",
+    parser.add_argument("--return-attention", dest="attention", action="store_true",
                         help="serving_default also returns the best translation's attention")
     parser.add_argument("--onnx", action="store_true",
                         help="also write NAME/VERSION/onnx/NAME.onnx (translate_ids, for "
@@ -65,6 +66,9 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     add_shortlist_argument(parser, what="serving_default and onnx-translate decode (the "
                            "table goes into both graphs; shortlist inputs turn it off)")
     add_weights_argument(parser)
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.rename("--version", "--model-version")
+    parser.rename("--attention", "--return-attention")
     return parser
 
 
@@ -82,6 +86,8 @@ def _run(args: argparse.Namespace, stderr, prog: str) -> int:
     started = time.monotonic()
 
     def log(message: str) -> None:
+        if args.quiet:
+            return
         print(f"{prog}: {message} [{format_duration(time.monotonic() - started)}]",
               file=stderr, flush=True)
 

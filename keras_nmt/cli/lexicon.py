@@ -19,15 +19,14 @@ from keras_nmt.vocab import VocabularyError
 PROG = "keras-nmt lexicon"
 
 
-def main(argv: Sequence[str] | None = None, stdin=None, stdout=None, stderr=None,
-         prog: str = PROG) -> int:
-    stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
+def build_parser(prog: str = PROG) -> OneLineParser:
     parser = OneLineParser(prog=prog, description=__doc__.replace("``", "'"))
     parser.add_argument("run_dir", metavar="RUN_DIR")
     parser.add_argument("--iterations", type=positive_int, default=DEFAULT_ITERATIONS,
                         help="EM rounds (default %(default)s)")
-    parser.add_argument("--best", type=positive_int, default=DEFAULT_BEST,
-                        help="translations kept per source word (default %(default)s)")
+    parser.add_argument("--translations", dest="best", type=positive_int, default=DEFAULT_BEST,
+                        metavar="N", help="translations kept per source word, the most "
+                        "--shortlist F,B can use as B (default %(default)s)")
     parser.add_argument("--sample", type=positive_int, default=Limits.sample_pairs,
                         help="training lines EM runs on, spread evenly through the split; "
                              "a shorter split is taken whole (default %(default)s)")
@@ -35,7 +34,14 @@ def main(argv: Sequence[str] | None = None, stdin=None, stdout=None, stderr=None
                         help="word pairs the table holds during EM, the least probable "
                              "dropped beyond (default %(default)s)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    args = parser.parse_args(argv)
+    parser.rename("--best", "--translations")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, stdin=None, stdout=None, stderr=None,
+         prog: str = PROG) -> int:
+    stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
+    args = build_parser(prog).parse_args(argv)
 
     def body() -> int:
         run = RunDir(args.run_dir)

@@ -34,12 +34,12 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         prog=prog,
         description="Translate raw sentences from stdin with onnxruntime, using the ONNX "
         "model, NAME.onnx.json and the vocabularies that `keras-nmt export ... --onnx` writes "
-        "into EXPORT_DIR/NAME/VERSION/onnx/ (the newest version's, unless --version says). "
+        "into EXPORT_DIR/NAME/VERSION/onnx/ (the newest version's, unless --model-version says). "
         "No TensorFlow needed. One translation per input line, in order.",
     )
     parser.add_argument("export_dir", metavar="EXPORT_DIR")
     parser.add_argument("--name", default="nmt", help="model name in EXPORT_DIR (default nmt)")
-    parser.add_argument("--version", type=non_negative_int, metavar="N",
+    parser.add_argument("--model-version", dest="version", type=non_negative_int, metavar="N",
                         help="the version of NAME to run (default: the newest, which must "
                              "have been exported with --onnx)")
     parser.add_argument("--beam", type=positive_int, metavar="K",
@@ -63,6 +63,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser.add_argument("--threads", type=positive_int, metavar="N",
                         help="onnxruntime intra-op threads (default: onnxruntime's choice)")
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    parser.rename("--version", "--model-version")
     return parser
 
 

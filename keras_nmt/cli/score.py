@@ -1,6 +1,6 @@
 """``keras-nmt score``: the model's log-probability of given translations (force decoding).
 
-    keras-nmt score RUN_DIR [RUN_DIR ...] --src FILE --tgt FILE [--nbest]
+    keras-nmt score RUN_DIR [RUN_DIR ...] --src FILE --tgt FILE [--nbest-input]
         [--format tsv|json|nbest] [--alpha A] [--align FILE] [--attention FILE.jsonl]
         [--out FILE] [--batch-size B] [--weights W] [--quiet]
 
@@ -63,7 +63,7 @@ formats (--format):
   nbest  INDEX ||| translation ||| score, as keras-nmt translate --nbest writes it
 INDEX is the 0-based line number of --src the target translates.
 
-n-best lists (--nbest): --tgt is keras-nmt translate --nbest output (Moses format:
+n-best lists (--nbest-input): --tgt is keras-nmt translate --nbest output (Moses format:
 "INDEX ||| translation ||| ..."; fields after the translation are ignored); each line
 is scored against line INDEX of --src. Rescoring: score the n-best list of one model
 with another, --format nbest.
@@ -83,8 +83,8 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                         help="source sentences, one per line (UTF-8, .gz read as gzip)")
     parser.add_argument("--tgt", required=True, metavar="FILE",
                         help="translations to score, line-aligned with --src (or an n-best "
-                        "list with --nbest)")
-    parser.add_argument("--nbest", action="store_true",
+                        "list with --nbest-input)")
+    parser.add_argument("--nbest-input", dest="nbest", action="store_true",
                         help="--tgt is an n-best list 'INDEX ||| translation ||| ...' (see below)")
     parser.add_argument("--format", choices=FORMATS, default="tsv",
                         help="output lines (default tsv; see below)")
@@ -102,6 +102,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                         help="pairs force-decoded together (default 32)")
     add_weights_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    parser.rename("--nbest", "--nbest-input")
     return parser
 
 

@@ -13,7 +13,7 @@ from keras_nmt.cli.common import (
 )
 from keras_nmt.corpus.readers import InputError, read_lines
 from keras_nmt.serving.tfserving_client import (
-    DEFAULT_ALPHA, DEFAULT_SIGNATURE, SEARCH_SIGNATURE, GrpcTransport, RestTransport,
+    DEFAULT_SIGNATURE, SEARCH_SIGNATURE, GrpcTransport, RestTransport,
     ServingError, TFServingClient,
 )
 
@@ -31,8 +31,10 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--url", help="REST endpoint, e.g. http://localhost:8501")
     where.add_argument("--grpc", metavar="HOST:PORT", help="gRPC endpoint, e.g. localhost:8500")
-    parser.add_argument("--model", default="nmt", help="model name (default nmt)")
-    parser.add_argument("--version", type=positive_int, help="model version (default: latest)")
+    parser.add_argument("--name", dest="model", default="nmt", metavar="NAME",
+                        help="the model's name on the server (default nmt)")
+    parser.add_argument("--model-version", dest="version", type=positive_int, metavar="N",
+                        help="the model's version (default: the newest the server has)")
     parser.add_argument("--signature",
                         help=f"signature taking 'sentences' (default {DEFAULT_SIGNATURE}; "
                         f"{SEARCH_SIGNATURE} with --beam)")
@@ -43,8 +45,8 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                         help=f"beam size, sent to the export's '{SEARCH_SIGNATURE}' signature "
                         "(default: the beam fixed in serving_default)")
     parser.add_argument("--alpha", type=non_negative_float, metavar="A",
-                        help="with --beam: length normalisation exponent "
-                        f"(default {DEFAULT_ALPHA})")
+                        help="with --beam: length normalisation exponent (default: the "
+                        "export's, the run's tuned alpha else its config's)")
     parser.add_argument("--batch-size", type=positive_int, default=32, metavar="B",
                         help="sentences per request (default 32)")
     parser.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
@@ -57,6 +59,8 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser.add_argument("--scores", action="store_true",
                         help="write 'SCORE<TAB>translation' (length-normalised log-prob)")
     parser.add_argument("--quiet", action="store_true", help="no retry notices on stderr")
+    parser.rename("--model", "--name")
+    parser.rename("--version", "--model-version")
     return parser
 
 

@@ -58,8 +58,10 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         "--max-train-pairs", type=positive_int,
         help="with --data wmt14-en-fr: a deterministic random sample of this many training pairs",
     )
-    parser.add_argument("--src", help="source language suffix (default en)")
-    parser.add_argument("--tgt", help="target language suffix (default fr)")
+    parser.add_argument("--src-lang", dest="src", metavar="LANG",
+                        help="source language, the suffix of the corpus files (default en)")
+    parser.add_argument("--tgt-lang", dest="tgt", metavar="LANG",
+                        help="target language, the suffix of the corpus files (default fr)")
     parser.add_argument(
         "--tokenizer", choices=("word", "sentencepiece"),
         help="'word' (the paper's Moses-compatible words and shortlists, the default) or "
@@ -129,6 +131,8 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     )
     jit.add_argument("--no-jit", dest="jit", action="store_false", default=None,
                      help="do not compile with XLA, also on a GPU")
+    parser.rename("--src", "--src-lang")
+    parser.rename("--tgt", "--tgt-lang")
     return parser
 
 

@@ -12,9 +12,7 @@ from keras_nmt.corpus.readers import CorpusError
 PROG = "keras-nmt wmt14"
 
 
-def main(argv: Sequence[str] | None = None, stdin=None, stdout=None, stderr=None,
-         prog: str = PROG) -> int:
-    stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
+def build_parser(prog: str = PROG) -> OneLineParser:
     parser = OneLineParser(prog=prog, description=wmt14.__doc__.split("\n\n")[0])
     parser.add_argument("--cache-dir", help=f"cache directory (default ${wmt14.CACHE_ENV} or "
                         f"{wmt14.DEFAULT_CACHE})")
@@ -22,11 +20,20 @@ def main(argv: Sequence[str] | None = None, stdin=None, stdout=None, stderr=None
                         f"${wmt14.MIRROR_ENV} or statmt.org)")
     parser.add_argument("--max-train-pairs", type=positive_int,
                         help="deterministic subsample of the training pairs")
-    args = parser.parse_args(argv)
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr "
+                        "(the prepared corpus's directory still goes to stdout)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, stdin=None, stdout=None, stderr=None,
+         prog: str = PROG) -> int:
+    stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
+    args = build_parser(prog).parse_args(argv)
 
     def body() -> int:
-        out = wmt14.prepare(args.cache_dir, args.mirror, args.max_train_pairs,
-                            log=lambda text: print(text, file=stderr, flush=True))
+        out = wmt14.prepare(args.cache_dir, args.mirror, args.max_train_pairs, quiet=args.quiet,
+                            log=lambda text: None if args.quiet else
+                            print(text, file=stderr, flush=True))
         print(out, file=stdout)
         return 0
 

@@ -13,6 +13,12 @@ onnxruntime path (:mod:`keras_nmt.serving.onnx_translator`), which reads exports
 """
 
 
+# The ``alpha`` input of the ``translate`` signature (SavedModel, and keras-nmt serve's
+# mirror of it) below 0: the alpha fixed at export (the run's tuned one, else its
+# config's), so that a client can change the beam and keep the export's alpha.
+EXPORT_ALPHA = -1.0
+
+
 class ExportError(ValueError):
     """An export that cannot be made, or an export directory that cannot be used; the
     message is one line."""

@@ -75,7 +75,7 @@ def _prepare_out(out: pathlib.Path, name: str, version: int | None) -> tuple[pat
     if version is None:
         version = next_version(model_dir)
     if (model_dir / str(version)).exists():
-        raise ExportError(f"{model_dir / str(version)} already exists (pick another --version)")
+        raise ExportError(f"{model_dir / str(version)} already exists (pick another --model-version)")
     return model_dir, version
 
 
@@ -310,7 +310,7 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
                 metadata = json.loads(metadata_path.read_text(encoding="utf-8"))
                 write_json_atomic(metadata_path, {**metadata, "int8": int8})
         if final.exists():
-            raise ExportError(f"{final} already exists (pick another --version)")
+            raise ExportError(f"{final} already exists (pick another --model-version)")
         staging.chmod(0o755)  # mkdtemp makes it private; a server may run as another user
         staging.rename(final)
     finally:

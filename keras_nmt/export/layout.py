@@ -74,7 +74,7 @@ def find_onnx_dir(export_dir: str | os.PathLike, name: str,
     if with_onnx:
         raise ExportError(
             f"{model_dir / str(chosen)}, the newest version of {name!r}, has no ONNX model (it "
-            f"was exported without --onnx): export again with --onnx, or pick --version "
+            f"was exported without --onnx): export again with --onnx, or pick --model-version "
             f"{with_onnx[-1]} (the newest that has one)"
         )
     if (export_dir / metadata).is_file():

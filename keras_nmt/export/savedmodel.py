@@ -171,7 +171,8 @@ def build_archive(
     )
     archive.add_endpoint(
         "translate",
-        lambda sentences, beam, alpha_: string_translate(sentences, beam, alpha_, *shortlist),
+        lambda sentences, beam, alpha_: string_translate(
+            sentences, beam, tf.where(alpha_ < 0.0, alpha, alpha_), *shortlist),
         input_signature=[
             SENTENCES,
             tf.TensorSpec([], tf.int32, name="beam_size"),
@@ -208,8 +209,9 @@ def signature_summary(settings: ExportSettings) -> dict[str, str]:
     return {
         "serving_default": f"`sentences` string [N] (raw text) -> {outputs}; beam "
                            f"{settings.beam_size}, alpha {settings.alpha:g}{selection}",
-        "translate": "`sentences` string [N], `beam_size` int32, `alpha` float32 -> the "
-                     f"outputs of serving_default{selection}",
+        "translate": "`sentences` string [N], `beam_size` int32, `alpha` float32 (< 0: "
+                     f"the export's, {settings.alpha:g}) -> the outputs of "
+                     f"serving_default{selection}",
         "translate_ids": "`source_ids` int32 [N, S] (0-padded, EOS=3 appended), `beam_size` "
                          "int32, `alpha` float32, `forbid_unk` bool, `max_length` int32 "
                          f"(<= 0: the decode-ratio rule){inputs} -> `ids` int32 [N, n, T], "

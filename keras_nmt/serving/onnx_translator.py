@@ -3,7 +3,7 @@
 The command is ``keras-nmt onnx-translate EXPORT_DIR [--name nmt] [--beam K] < in.txt``
 (:mod:`keras_nmt.cli.onnx_translate`). It reads what ``keras-nmt export RUN_DIR --out
 EXPORT_DIR --onnx`` writes into the newest version's EXPORT_DIR/NAME/VERSION/onnx/
-(:mod:`keras_nmt.export.layout`; another version with ``--version``): ``NAME.onnx`` (the
+(:mod:`keras_nmt.export.layout`; another version with ``--model-version``): ``NAME.onnx`` (the
 beam search over token ids, signature ``translate_ids``), ``NAME.onnx.json`` (languages,
 vocabulary files, maximum source length, beam size, alpha) and the two vocabularies.
 Sentences are encoded and decoded by the export's :mod:`keras_nmt.text` codecs, the

@@ -2,15 +2,16 @@
 
 The command is ``keras-nmt tfserving-client`` (:mod:`keras_nmt.cli.tfserving_client`)::
 
-    keras-nmt tfserving-client --url http://localhost:8501 --model nmt < in.txt
-    keras-nmt tfserving-client --grpc localhost:8500 --model nmt < in.txt
+    keras-nmt tfserving-client --url http://localhost:8501 --name nmt < in.txt
+    keras-nmt tfserving-client --grpc localhost:8500 --name nmt < in.txt
 
 The model is an export of ``keras-nmt export`` (signature ``serving_default``: raw
 ``sentences`` in; ``translations``, ``scores``, ``truncated`` out). One output line per
 input line, in order; empty lines give empty lines. Lines are sent in batches
 (--batch-size) of similar length. With --beam K (and --alpha A) the request goes to
 the export's ``translate`` signature, which takes the beam size and alpha as inputs
-(REST: columnar form only). A connection that fails (refused, dropped, HTTP 503 /
+(REST: columnar form only); without --alpha it sends :data:`~keras_nmt.export.EXPORT_ALPHA`,
+which the signature reads as the export's own (tuned) alpha. A connection that fails (refused, dropped, HTTP 503 /
 UNAVAILABLE) is retried --retries times with exponential backoff; a server that does not
 answer within --timeout seconds, a server that stays down, or an answer that is not
 what TF Serving sends raise :class:`ServingError` (one line for the user).
@@ -37,11 +38,11 @@ import urllib.parse
 import urllib.request
 from typing import Callable, Sequence
 
+from keras_nmt.export import EXPORT_ALPHA
 from keras_nmt.progress import native_stderr_filtered
 
 DEFAULT_SIGNATURE = "serving_default"
 SEARCH_SIGNATURE = "translate"  # sentences, beam_size, alpha
-DEFAULT_ALPHA = 1.0  # the project's default length_alpha
 OUTPUTS = ("translations", "scores", "truncated")  # the outputs read, of an export's signature
 MAX_BACKOFF = 30.0
 LOOPBACK = ("localhost", "127.0.0.1", "::1")
@@ -95,7 +96,7 @@ def _search_inputs(beam: int | None, alpha: float | None) -> dict:
         if alpha is not None:
             raise ValueError("--alpha needs --beam (the serving_default signature fixes both)")
         return {}
-    return {"beam_size": int(beam), "alpha": float(DEFAULT_ALPHA if alpha is None else alpha)}
+    return {"beam_size": int(beam), "alpha": float(EXPORT_ALPHA if alpha is None else alpha)}
 
 
 class RestTransport:

@@ -8,7 +8,8 @@ TF Serving clients (``keras-nmt tfserving-client`` included) work against it unc
   ``scores`` float32 [N], ``truncated`` int32 [N], and with an export of ``--nbest K``
   (K > 1) ``nbest_translations`` string [N, K] and ``nbest_scores`` float32 [N, K]
   ("" and -Infinity in unfilled slots); the export's beam size and alpha;
-- ``translate``: the same with the scalars ``beam_size`` int32 and ``alpha`` float32.
+- ``translate``: the same with the scalars ``beam_size`` int32 and ``alpha`` float32 (below
+  0, :data:`keras_nmt.export.EXPORT_ALPHA`: the export's alpha, as in the SavedModel).
 
 Requests come in the row form, ``{"instances": [...]}`` (answered by ``{"predictions":
 [{output: value, ...}, ...]}``), or the columnar form, ``{"inputs": {...}}`` or a bare
@@ -144,8 +145,9 @@ def parse_predict(body) -> PredictCall:
     sentences = sentences_value(inputs["sentences"], "inputs.sentences")
     if len(names) == 1:
         return PredictCall(signature, True, sentences)
+    alpha = float_value(inputs["alpha"], "alpha")
     return PredictCall(signature, True, sentences, int_value(inputs["beam_size"], "beam_size"),
-                       float_value(inputs["alpha"], "alpha"))
+                       None if alpha < 0 else alpha)  # < 0: the export's (EXPORT_ALPHA)
 
 
 def float32_json(value: float) -> float:
