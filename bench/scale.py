@@ -236,7 +236,7 @@ def run_command(name: str, corpus: pathlib.Path, run: pathlib.Path, steps: int,
     src, tgt = LANGS
     if name == "train":
         shutil.rmtree(run, ignore_errors=True)  # a killed first start leaves a partial run
-        return watch(_cli("train", "--data", str(corpus), "--src", src, "--tgt", tgt,
+        return watch(_cli("train", "--data", str(corpus), "--src-lang", src, "--tgt-lang", tgt,
                           "--out", str(run), "--max-steps", "1", "--no-lexicon", *TRAIN_SETTINGS),
                      {"prepare": "training pairs:", "setup": "training search50",
                       "first_batches": "translating the held-out", "held_out": ""},
