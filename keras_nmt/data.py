@@ -1,11 +1,14 @@
-"""tf.data pipelines: text files -> tokenized, length-bucketed, padded batches.
+"""tf.data pipelines: token ids -> length-bucketed, padded batches.
 
 Training pairs come in a new random order every epoch, whatever their order on disk
-(many corpora are sorted by length): a permutation of the whole training split, held in
-memory (:func:`permuted_pairs`), or for a corpus too large for that, a streaming shuffle
-buffer. Evaluation files are streamed. Text is tokenized with the run's graph encoders
-(:mod:`keras_nmt.text`). Batches are ``((source_ids, target_in), target_out)``, int32,
-padded with PAD_ID (0).
+(many corpora are sorted by length): a permutation of the whole training split. A run
+reads its training split as token ids prepared once (:mod:`keras_nmt.prepared`,
+:func:`prepared_batches`): the permutation is over pair indices, so it costs the same
+at any corpus size and memory does not grow with the corpus. Text files can also be
+tokenized on the fly with the run's graph encoders (:func:`training_batches`; runs made
+before prepared data, benchmarks), permuted in memory (:func:`permuted_pairs`) or
+streamed through a shuffle buffer. Evaluation files are streamed. Batches are
+``((source_ids, target_in), target_out)``, int32, padded with PAD_ID (0).
 """
 
 from __future__ import annotations
@@ -14,11 +17,13 @@ import tensorflow as tf
 
 from keras_nmt.constants import BOS_ID, PAD_ID
 from keras_nmt.corpus.readers import ParallelFiles
+from keras_nmt.text.graph_ids import append_eos
 
 _ENCODE_CHUNK = 512  # lines tokenized per vectorized call
 
 
-def _lines(files: ParallelFiles) -> tf.data.Dataset:
+def text_pairs(files: ParallelFiles) -> tf.data.Dataset:
+    """(source line, target line) in file order, CR stripped."""
     def read(path):
         compression = "GZIP" if path.suffix == ".gz" else None
         # Strip CR so CRLF files give the same tokens as LF files.
@@ -53,6 +58,58 @@ def permuted_pairs(files: ParallelFiles, seed: int) -> tf.data.Dataset:
         return tf.gather(sources, chosen), tf.gather(targets, chosen)
 
     return tf.data.Dataset.counter().map(pair)
+
+
+def pair_indices(count: int, seed: int, window: int, shuffle_buffer: int = 0) -> tf.data.Dataset:
+    """Pair indices, endlessly, ``window`` at a time: each epoch a permutation of
+    range(count), the stateless function of (seed, epoch, position) that
+    :func:`permuted_pairs` uses, computed for a whole window at once; with
+    ``shuffle_buffer`` > 0, file order through a shuffle buffer of that many indices."""
+    size = tf.constant(count, tf.int64)
+    if shuffle_buffer:
+        return (tf.data.Dataset.range(size)
+                .shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True).repeat()
+                .batch(window))
+    seed = tf.constant(seed, tf.int64)
+
+    def indices(start):
+        positions = start * window + tf.range(window, dtype=tf.int64)
+        epochs, offsets = positions // size, positions % size
+        first = epochs[0]
+        # One call per epoch the window spans (one or two unless the corpus is smaller
+        # than a window), then each position takes its epoch's.
+        per_epoch = tf.map_fn(
+            lambda epoch: tf.random.experimental.index_shuffle(offsets, tf.stack([seed, epoch]), size - 1),
+            tf.range(first, epochs[-1] + 1), fn_output_signature=tf.int64)
+        return tf.gather_nd(per_epoch, tf.stack([epochs - first, tf.range(window, dtype=tf.int64)], axis=1))
+
+    return tf.data.Dataset.counter().map(indices)
+
+
+def prepared_pairs(split, seed: int, window: int = _ENCODE_CHUNK,
+                   shuffle_buffer: int = 0) -> tf.data.Dataset:
+    """A :class:`keras_nmt.prepared.PreparedSplit`'s pairs, endlessly, as ragged windows
+    ``(source [window, (T)], target [window, (T)])`` ending with EOS, in the order of
+    :func:`pair_indices`.
+
+    Reading is a ``tf.numpy_function`` of the indices: a pure function of them, so
+    the iterator's checkpoint (taken with the external state ignored, see
+    :func:`prepared_batches`) holds the index stream's counter and the buffers after
+    it, and ``--resume`` continues with exactly the next pair."""
+    if split.count == 0:
+        raise ValueError(f"{split.directory} holds no training pair")
+
+    def read(indices):
+        source, source_lengths, target, target_lengths = tf.numpy_function(
+            split.gather, [indices], [tf.int32, tf.int64, tf.int32, tf.int64], stateful=False)
+        return tuple(
+            append_eos(tf.RaggedTensor.from_row_lengths(
+                tf.ensure_shape(values, [None]), tf.ensure_shape(lengths, [window]), validate=False))
+            for values, lengths in ((source, source_lengths), (target, target_lengths))
+        )
+
+    return (pair_indices(split.count, seed, window, shuffle_buffer)
+            .map(read, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True))
 
 
 def decoder_io(target_ids: tf.RaggedTensor) -> tuple[tf.RaggedTensor, tf.RaggedTensor]:
@@ -100,11 +157,96 @@ def training_batches(
     mean_length: float | None = None,
     length_multiple: int = 0,
 ) -> tf.data.Dataset:
-    """An endless stream of training batches, bucketed the paper's way.
+    """An endless stream of training batches from text files, tokenized on the fly by
+    the graph encoders, the pairs with an empty side or over ``max_len`` tokens dropped,
+    and bucketed as :func:`bucketed_batches` says.
 
-    Pairs with an empty side or more than ``max_len`` tokens on either side are dropped.
-    Then a window of pairs is sorted by length and cut into minibatches, whose order is
-    shuffled, so each batch holds sentences of similar length and little padding.
+    ``shuffle_buffer`` = 0 gives each epoch as a permutation of the whole split, held in
+    memory (:func:`permuted_pairs`); > 0 streams the files through a shuffle buffer of
+    that many pairs (memory bounded, but the order on disk shows through).
+    """
+    if shuffle_buffer:
+        ordered = (text_pairs(files)
+                   .shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+                   .repeat())
+    else:
+        ordered = permuted_pairs(files, seed)
+    limit = max_len + 1  # + EOS
+
+    def keep(source, target):
+        source_len, target_len = tf.size(source), tf.size(target)
+        return (source_len > 1) & (target_len > 1) & (source_len <= limit) & (target_len <= limit)
+
+    # Sentence by sentence, as runs made before prepared data have it in their
+    # checkpoints (an iterator's state only restores into the same stages).
+    windows = (ordered.batch(_ENCODE_CHUNK).map(_encode(source_encoder, target_encoder))
+               .unbatch().filter(keep)
+               .ragged_batch(window_size(max_len, batch_size, sort_batches, batch_tokens, mean_length))
+               .map(_sorter(max_len)))
+    if batch_tokens:
+        batches = windows.map(_token_batches(batch_tokens)).unbatch()
+    else:
+        batches = windows.unbatch().ragged_batch(batch_size)
+    return _shuffled_padded(batches, sort_batches, seed, length_multiple)
+
+
+def prepared_batches(
+    split,
+    *,
+    max_len: int,
+    batch_size: int,
+    sort_batches: int,
+    seed: int,
+    shuffle_buffer: int = 0,
+    batch_tokens: int = 0,
+    mean_length: float | None = None,
+    length_multiple: int = 0,
+) -> tf.data.Dataset:
+    """An endless stream of training batches from a prepared split
+    (:func:`prepared_pairs`), bucketed as :func:`bucketed_batches` says: the same
+    batches as :func:`training_batches` gives from the split's text, in another order.
+
+    Its iterator is checkpointed with ``ExternalStatePolicy.IGNORE``: the only external
+    state is the read of the prepared files, which a checkpoint need not hold since
+    the same indices read the same pairs."""
+    if split.info.get("max_len") != max_len:
+        raise ValueError(f"{split.directory} was prepared for max_len={split.info.get('max_len')}, "
+                         f"not {max_len}")
+    options = tf.data.Options()
+    options.experimental_external_state_policy = tf.data.experimental.ExternalStatePolicy.IGNORE
+    window = window_size(max_len, batch_size, sort_batches, batch_tokens, mean_length)
+    return bucketed_batches(
+        prepared_pairs(split, seed, window, shuffle_buffer), max_len=max_len,
+        batch_size=batch_size, sort_batches=sort_batches, seed=seed, batch_tokens=batch_tokens,
+        length_multiple=length_multiple,
+    ).with_options(options)
+
+
+def window_size(max_len: int, batch_size: int, sort_batches: int, batch_tokens: int = 0,
+                mean_length: float | None = None) -> int:
+    """Pairs sorted together (see :func:`bucketed_batches`)."""
+    if not batch_tokens:
+        return batch_size * sort_batches
+    rows = batch_tokens / max(1.0, mean_length or (max_len + 1) / 2)
+    return max(1, int(sort_batches * rows))
+
+
+def bucketed_batches(
+    windows: tf.data.Dataset,
+    *,
+    max_len: int,
+    batch_size: int,
+    sort_batches: int,
+    seed: int,
+    batch_tokens: int = 0,
+    length_multiple: int = 0,
+) -> tf.data.Dataset:
+    """Windows of pairs ``(source [W, (T)], target [W, (T)])`` (rows ending with EOS, of
+    :func:`window_size` pairs each, none empty or over ``max_len``) -> an endless stream
+    of training batches, bucketed the paper's way: each window is sorted by length and
+    cut into minibatches, whose order is shuffled, so each batch holds sentences of
+    similar length and little padding. Every stage works on a whole window or batch,
+    none on single sentences.
 
     With ``batch_tokens`` = 0 (the paper's way), the window holds ``sort_batches``
     minibatches of ``batch_size`` sentences. With ``batch_tokens`` > 0, a minibatch
@@ -117,16 +259,20 @@ def training_batches(
     ``length_multiple`` > 0 pads each batch to one width, a multiple of it (see
     :func:`_padder`), for XLA: with ``batch_tokens`` = 0 every batch then has
     ``batch_size`` rows and one of ``ceil((max_len + 1) / length_multiple)`` widths.
-
-    ``shuffle_buffer`` = 0 gives each epoch as a permutation of the whole split
-    (:func:`permuted_pairs`); > 0 streams the files through a shuffle buffer of that many
-    pairs (memory bounded, but the order on disk shows through).
     """
-    limit = max_len + 1  # + EOS
+    def sentence_batches(source, target):
+        return tuple(tf.RaggedTensor.from_uniform_row_length(side, batch_size)
+                     for side in (source, target))
 
-    def keep(source, target):
-        source_len, target_len = tf.size(source), tf.size(target)
-        return (source_len > 1) & (target_len > 1) & (source_len <= limit) & (target_len <= limit)
+    cut = _token_batches(batch_tokens) if batch_tokens else sentence_batches
+    sort = _sorter(max_len)
+    batches = windows.map(lambda source, target: cut(*sort(source, target))).unbatch()
+    return _shuffled_padded(batches, sort_batches, seed, length_multiple)
+
+
+def _sorter(max_len: int):
+    """A window of pairs [W, (T)] x 2 -> the same pairs sorted by length."""
+    limit = max_len + 1  # + EOS
 
     def sort_window(source, target):
         # Longer side first, then the shorter: consecutive pairs then have both sides of
@@ -138,35 +284,12 @@ def training_batches(
         order = tf.argsort(key, stable=True)
         return tf.gather(source, order), tf.gather(target, order)
 
-    if shuffle_buffer:
-        ordered = (_lines(files)
-                   .shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-                   .repeat())
-    else:
-        ordered = permuted_pairs(files, seed)
-    pairs = (
-        ordered
-        .batch(_ENCODE_CHUNK)
-        .map(_encode(source_encoder, target_encoder))
-        .unbatch()
-        .filter(keep)
-    )
-    if batch_tokens:
-        rows = batch_tokens / max(1.0, mean_length or limit / 2)
-        window = max(1, int(sort_batches * rows))
-        batches = (
-            pairs.ragged_batch(window)
-            .map(sort_window)
-            .map(_token_batches(batch_tokens))
-            .unbatch()
-        )
-    else:
-        batches = (
-            pairs.ragged_batch(batch_size * sort_batches)
-            .map(sort_window)
-            .unbatch()
-            .ragged_batch(batch_size)
-        )
+    return sort_window
+
+
+def _shuffled_padded(batches: tf.data.Dataset, sort_batches: int, seed: int,
+                     length_multiple: int) -> tf.data.Dataset:
+    """Ragged batches -> padded ones (:func:`_padder`), their order shuffled."""
     return (
         batches
         .shuffle(sort_batches, seed=seed + 1, reshuffle_each_iteration=True)
@@ -214,7 +337,7 @@ def evaluation_batches(
 ) -> tf.data.Dataset:
     """Every pair once, in file order (nothing dropped), as padded batches."""
     return (
-        _lines(files)
+        text_pairs(files)
         .batch(batch_size)
         .map(_encode(source_encoder, target_encoder))
         .map(_padder())

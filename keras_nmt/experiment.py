@@ -17,12 +17,12 @@ from typing import Any
 import keras
 
 from keras_nmt import config as config_lib
-from keras_nmt import averaging, checkpoints, data, distribute, lexicon
+from keras_nmt import averaging, checkpoints, data, distribute, lexicon, prepared
 from keras_nmt.checkpoints import checkpoint_problem, checkpoint_step
 from keras_nmt.config import Config, ConfigError
 from keras_nmt.corpus import builtin, wmt14
 from keras_nmt.corpus.readers import (
-    CorpusError, ParallelFiles, count_lines, find_corpus, open_text, scan_training_split,
+    CorpusError, ParallelFiles, count_lines, find_corpus, open_text,
 )
 from keras_nmt.models import TranslationModel
 from keras_nmt.progress import Phase, Progress
@@ -40,8 +40,9 @@ BUILTIN = "builtin"
 # Without limits, a run on the built-in corpus stops after this much training so that
 # the main command finishes in minutes on a laptop.
 BUILTIN_DEFAULT_MINUTES = 6.0
-# A training split larger than this (both files, on disk) is not permuted in memory but
-# streamed through a shuffle buffer of LARGE_CORPUS_SHUFFLE_BUFFER pairs.
+# Runs made before prepared data read their text: a training split larger than this (both
+# files, on disk) is not permuted in memory but streamed through a shuffle buffer of
+# LARGE_CORPUS_SHUFFLE_BUFFER pairs.
 PERMUTATION_MAX_BYTES = 2 * 2**30
 LARGE_CORPUS_SHUFFLE_BUFFER = 1_000_000
 # The fields that make a model's size: --set on any of them is a size chosen.
@@ -202,13 +203,12 @@ def _prepare(options: TrainOptions, config: Config, run: RunDir, log,
         corpus_dir = pathlib.Path(options.data).expanduser().resolve()
     splits = find_corpus(corpus_dir, options.src, options.tgt)
     for name, files in splits.items():
-        if name != "train":  # the training split is checked by the scan below
+        if name != "train":  # the training split is checked by the tokenization pass below
             files.check()
     kind = options.tokenizer or codecs.WORD
-    tokenizers = None
+    models = {}
     lines = count_lines(splits["train"].source)  # the passes' totals, for their ETA
     if kind == codecs.SENTENCEPIECE:
-        pieces = []
         for side, lang, size in ((0, options.src, config.src_vocab_size), (1, options.tgt, config.tgt_vocab_size)):
             # SentencePiece reports nothing while it trains: the reading is counted, then
             # what it does and the time it took are said.
@@ -224,26 +224,33 @@ def _prepare(options: TrainOptions, config: Config, run: RunDir, log,
                     f"on {min(phase.done, SENTENCEPIECE_SAMPLE):,} of its {phase.done:,} lines "
                     "(SentencePiece reports no progress)")
 
-            model = train_sentencepiece(read(), size)
+            models[lang] = train_sentencepiece(read(), size)
             phase.finish(f"{phase.done:,} lines read and the model trained")
-            run.sentencepiece_path(lang).write_bytes(model)
-            pieces.append(SentencePieceCodec(model, lang))
-        tokenizers = (pieces[0].tokenize, pieces[1].tokenize)
-    log(f"reading {splits['train'].source} and {splits['train'].target}")
-    scan = Phase(progress, "counting words (vocabularies, lengths)", total=lines, unit="pairs")
-    stats = scan_training_split(splits["train"], options.src, options.tgt, config.max_len,
-                                tokenizers, progress=scan.reached)
-    scan.finish()
+            run.sentencepiece_path(lang).write_bytes(models[lang])
+
+    def vocabularies(stats) -> tuple[Vocabulary, Vocabulary]:
+        if kind == codecs.SENTENCEPIECE:
+            return tuple(SentencePieceCodec(models[lang], lang).vocabulary
+                         for lang in (options.src, options.tgt))
+        return (Vocabulary.from_counts(stats.source_counts, config.src_vocab_size),
+                Vocabulary.from_counts(stats.target_counts, config.tgt_vocab_size))
+
+    log(f"reading {splits['train'].source} and {splits['train'].target}: tokenized once, "
+        f"into token ids in {run.prepared}")
+    tokenizing = Phase(progress, "tokenizing the training split (vocabularies, lengths, ids)",
+                       total=lines, unit="pairs")
+    stats, (source_vocab, target_vocab) = prepared.prepare_split(
+        splits["train"], run.prepared, (options.src, options.tgt),
+        tuple(codecs.graph_tokenizer(kind, lang, models.get(lang))
+              for lang in (options.src, options.tgt)),
+        config.max_len, vocabularies, progress=tokenizing.reached,
+    )
+    tokenizing.finish()
     if stats.kept == 0:
         raise CorpusError(
             f"no usable training pair in {splits['train'].source}: every pair is empty or "
             f"longer than max_len={config.max_len}"
         )
-    if kind == codecs.SENTENCEPIECE:
-        source_vocab, target_vocab = pieces[0].vocabulary, pieces[1].vocabulary
-    else:
-        source_vocab = Vocabulary.from_counts(stats.source_counts, config.src_vocab_size)
-        target_vocab = Vocabulary.from_counts(stats.target_counts, config.tgt_vocab_size)
     config = config.replace(src_vocab_size=len(source_vocab), tgt_vocab_size=len(target_vocab))
     source_vocab.save(run.vocab_path(options.src))
     target_vocab.save(run.vocab_path(options.tgt))
@@ -255,6 +262,7 @@ def _prepare(options: TrainOptions, config: Config, run: RunDir, log,
         "tokenizer": kind,
         "splits": {name: {"source": run.stored_path(f.source), "target": run.stored_path(f.target)}
                    for name, f in splits.items()},
+        "prepared": run.stored_path(run.prepared),
         "train": stats.summary(),
         "source_types": len(stats.source_counts),
         "target_types": len(stats.target_counts),
@@ -460,6 +468,8 @@ def train(options: TrainOptions) -> dict[str, Any]:
                 for path in (run.config_path, run.data_path, *run.path.glob("vocab.*.txt"),
                              *run.path.glob("spm.*.model")):
                     path.unlink(missing_ok=True)
+                shutil.rmtree(run.prepared, ignore_errors=True)
+                prepared.remove_stale(run.prepared)
             raise
     # Every file training reads is there before any work is done (a run moved without
     # the corpus it was trained on).
@@ -482,20 +492,18 @@ def train(options: TrainOptions) -> dict[str, Any]:
     source_encoder, target_encoder = run.graph_encoders()
     with distribute.scope(strategy):
         model = TranslationModel(config)
-    shuffle_buffer = config.shuffle_buffer
-    corpus_bytes = sum(path.stat().st_size for path in (train_files.source, train_files.target))
-    if not shuffle_buffer and corpus_bytes > PERMUTATION_MAX_BYTES:
-        shuffle_buffer = LARGE_CORPUS_SHUFFLE_BUFFER
-        warn(f"the training split holds {corpus_bytes / 2**30:.1f} GiB, more than a whole-corpus "
-             f"permutation keeps in memory ({PERMUTATION_MAX_BYTES / 2**30:.0f} GiB): pairs are "
-             f"shuffled in a streaming buffer of {shuffle_buffer:,} pairs instead")
-    train_batches = data.training_batches(
-        train_files, source_encoder, target_encoder,
-        max_len=config.max_len, batch_size=config.batch_size,
-        sort_batches=config.sort_batches, seed=config.seed, shuffle_buffer=shuffle_buffer,
-        batch_tokens=config.batch_tokens, mean_length=mean_pair_length(info["train"]),
-        length_multiple=config.length_multiple,
+    batching = dict(
+        max_len=config.max_len, batch_size=config.batch_size, sort_batches=config.sort_batches,
+        seed=config.seed, batch_tokens=config.batch_tokens,
+        mean_length=mean_pair_length(info["train"]), length_multiple=config.length_multiple,
     )
+    split = run.prepared_split(info, needed_for=needed_for)
+    if split is not None:
+        train_batches = data.prepared_batches(split, shuffle_buffer=config.shuffle_buffer, **batching)
+    else:  # a run made before prepared data: its checkpoints hold the text pipeline's state
+        train_batches = data.training_batches(
+            train_files, source_encoder, target_encoder,
+            shuffle_buffer=_text_shuffle_buffer(config, train_files, warn), **batching)
 
     def dev_batches():
         return data.evaluation_batches(
@@ -596,6 +604,17 @@ def train(options: TrainOptions) -> dict[str, Any]:
     result(f"run directory: {run.path}  (summary.json, checkpoints/, best/, tensorboard/)")
     distribute.barrier(strategy)
     return summary
+
+
+def _text_shuffle_buffer(config: Config, files: ParallelFiles, warn) -> int:
+    """The shuffle buffer of a run that reads its text (made before prepared data)."""
+    corpus_bytes = sum(path.stat().st_size for path in (files.source, files.target))
+    if config.shuffle_buffer or corpus_bytes <= PERMUTATION_MAX_BYTES:
+        return config.shuffle_buffer
+    warn(f"the training split holds {corpus_bytes / 2**30:.1f} GiB, more than a whole-corpus "
+         f"permutation keeps in memory ({PERMUTATION_MAX_BYTES / 2**30:.0f} GiB): pairs are "
+         f"shuffled in a streaming buffer of {LARGE_CORPUS_SHUFFLE_BUFFER:,} pairs instead")
+    return LARGE_CORPUS_SHUFFLE_BUFFER
 
 
 def mean_pair_length(train: dict[str, int]) -> float | None:

@@ -6,6 +6,7 @@
     RUN_DIR/vocab.SRC.txt      source vocabulary, one token per line
     RUN_DIR/vocab.TGT.txt      target vocabulary
     RUN_DIR/spm.LANG.model     SentencePiece models (``--tokenizer sentencepiece`` only)
+    RUN_DIR/prepared/          the training split as token ids (keras_nmt.prepared)
     RUN_DIR/checkpoints/       model + optimizer + step + data position (for --resume)
     RUN_DIR/best/              the weights with the best development score(s)
     RUN_DIR/recent/            the model weights of the last checkpoints (averaging only)
@@ -143,6 +144,7 @@ class RunDir:
     corpus = property(lambda self: self.path / "corpus")
     lexicon_path = property(lambda self: self.path / "lexicon.npz")
     search_path = property(lambda self: self.path / "search.json")
+    prepared = property(lambda self: self.path / "prepared")
 
     def vocab_path(self, lang: str) -> pathlib.Path:
         return self.path / f"vocab.{lang}.txt"
@@ -224,6 +226,20 @@ class RunDir:
                     f"{self.data_path}"
                 )
         return files
+
+    def prepared_split(self, info: dict[str, Any] | None = None, *, needed_for: str):
+        """The run's :class:`~keras_nmt.prepared.PreparedSplit` (the training pairs as
+        token ids), or None for a run made before data.json named one. A missing or
+        damaged one is a :class:`RunDirError` naming it and ``needed_for``."""
+        from keras_nmt.prepared import PreparedError, PreparedSplit
+
+        info = self.load_data_info() if info is None else info
+        if info.get("prepared") is None:
+            return None
+        try:
+            return PreparedSplit(self.stored_location(info["prepared"], info), info["src"], info["tgt"])
+        except PreparedError as error:
+            raise RunDirError(f"{error} (needed for {needed_for})") from None
 
     def write_lexicon(self, lexicon) -> None:
         """Store a :class:`~keras_nmt.lexicon.Lexicon` (atomically: a crash keeps the old one)."""

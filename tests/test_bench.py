@@ -327,6 +327,49 @@ def test_selection_bleu_against_the_exact_search(tiny_run, tiny_corpus, tmp_path
     assert "vs exact" in capsys.readouterr().out
 
 
+def test_scale_corpus_has_the_shape_of_news_text(tmp_path):
+    from keras_nmt.corpus.readers import find_corpus, scan_training_split
+
+    scale = load("scale")
+    facts = scale.write_corpus(tmp_path, 4000, types=50_000, seed=3)
+    splits = find_corpus(tmp_path, "en", "fr")
+    assert splits["test"].check() == splits["valid"].check() == scale.HELD_OUT_PAIRS
+    stats = scan_training_split(splits["train"], "en", "fr", 10_000)
+    assert stats.pairs == 4000 and facts["train_bytes"] > 0
+    assert 25 <= stats.source_tokens / stats.kept <= 30 and 26 <= stats.target_tokens / stats.kept <= 32
+    assert len(stats.source_counts) > 20_000  # a Zipfian draw over 50k types
+    assert stats.empty >= 1  # a few empty lines, and a few very long ones
+    assert max(map(len, (tmp_path / "train.en").read_text().splitlines())) > 1000
+    assert scale.write_corpus(tmp_path / "again", 4000, types=50_000, seed=3) == facts
+    assert (tmp_path / "again" / "train.fr").read_bytes() == (tmp_path / "train.fr").read_bytes()
+
+
+def test_scale_growth_labels():
+    scale = load("scale")
+    assert scale.growth([10, 100, 1000], [1.0, 10.0, 100.0]) == "linear (N^1.00)"
+    assert scale.growth([10, 100], [5.0, 5.1]).startswith("constant")
+    assert scale.growth([10, 100], [1.0, 100.0]) == "superlinear (N^2.00)"
+    assert scale.growth([10], [1.0]) == "one size: no trend"
+
+
+@SLOW
+def test_scale_runs_every_stage_and_resumes(tmp_path):
+    report = tmp_path / "scale.json"
+    argv = [sys.executable, str(ROOT / "bench" / "scale.py"), "--pairs", "300", "--types", "2000",
+            "--steps", "2", "--work", str(tmp_path / "work"), "--json", str(report),
+            "--commands", "train,resume,pipeline,evaluate,export"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    assert subprocess.run(argv, env=env, capture_output=True).returncode == 0
+    entry = json.loads(report.read_text())["sizes"]["300"]["commands"]
+    assert all(entry[c]["exit_status"] == 0 for c in ("train", "resume", "pipeline", "evaluate", "export"))
+    assert set(entry["train"]["stages"]) == {"prepare", "setup", "first_batches", "held_out"}
+    assert entry["pipeline"]["distinct_in_sample"] == entry["pipeline"]["order_sample"]
+    assert not (tmp_path / "work" / "corpus-300").exists()  # removed once done
+    # A second start finds everything done and runs nothing.
+    again = subprocess.run(argv, env=env, capture_output=True, text=True)
+    assert again.returncode == 0 and "pairs: train" not in again.stderr
+
+
 def test_serving_load_phases_on_the_tiny_export(tiny_export, tmp_path, capsys):
     bench = load("serving_load")
     out = tmp_path / "load.json"

@@ -94,7 +94,7 @@ def test_train_report_and_run_directory(tmp_path, corpus):
     assert report[0].startswith("done: 6 updates") and len(report) == 4, report
     assert "held-out BLEU (test, 40 sentences, beam 2)" in report[1]
     assert report[3].startswith(f"run directory: {out}")
-    for line in ("training encdec30", "counting words (vocabularies, lengths): 400 pairs in",
+    for line in ("training encdec30", "tokenizing the training split (vocabularies, lengths, ids): 400 pairs in",
                  "translating test.en: 40 sentences in", "lexicon: EM round 5/5"):
         assert line in result.stderr, line
     summary = json.loads((out / "summary.json").read_text())

@@ -30,7 +30,7 @@ def train(out, *extra, hook=None, resume=False, corpus=None):
         env[HOOK_ENV] = hook
     args = ["--variant", "search30", "--out", str(out), "--max-steps", str(STEPS), *TINY, *extra]
     args += ["--resume"] if resume else ["--data", str(corpus)]
-    # Not --quiet about where it resumed: the test reads it from stdout.
+    # Not --quiet about where it resumed: the test reads it from the log (stderr).
     args.remove("--quiet")
     return subprocess.run([sys.executable, str(ROOT / "train.py"), *args], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
@@ -42,7 +42,7 @@ def named_checkpoints(out: Path) -> list[str]:
 
 
 def resumed_step(result) -> int:
-    return int(re.search(r"resumed at step (\d+)", result.stdout).group(1))
+    return int(re.search(r"resumed at step (\d+)", result.stderr).group(1))
 
 
 def assert_checkpoints_complete(out: Path) -> None:

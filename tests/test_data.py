@@ -136,7 +136,7 @@ def test_the_order_is_uncorrelated_with_length_on_a_sorted_corpus(sorted_corpus)
     the first epoch; a 100-pair streaming buffer keeps the file's order."""
     lengths = np.arange(1000) // 40 + 1
     permuted = lengths[_order(data.permuted_pairs(sorted_corpus, seed=5), 1000)]
-    streamed = lengths[_order(data._lines(sorted_corpus).shuffle(100, seed=5), 1000)]
+    streamed = lengths[_order(data.text_pairs(sorted_corpus).shuffle(100, seed=5), 1000)]
     position = np.arange(1000)
     assert abs(np.corrcoef(position, permuted)[0, 1]) < 0.1
     assert np.corrcoef(position, streamed)[0, 1] > 0.9

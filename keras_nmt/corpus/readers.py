@@ -65,10 +65,7 @@ class ParallelFiles:
                     # One file ended: count the rest of the other for the message.
                     rest = 1 + sum(1 for _ in (src if t is None else tgt))
                     counts = (number - 1 + rest, number - 1) if t is None else (number - 1, number - 1 + rest)
-                    raise CorpusError(
-                        f"line counts differ: {self.source} has {counts[0]} lines, "
-                        f"{self.target} has {counts[1]}"
-                    )
+                    raise line_count_error(self, *counts)
                 yield self._decode(s, self.source, number), self._decode(t, self.target, number)
 
     @staticmethod
@@ -81,6 +78,11 @@ class ParallelFiles:
     def check(self) -> int:
         """Read the whole split once (UTF-8, equal line counts); returns the pair count."""
         return sum(1 for _ in self.pairs())
+
+
+def line_count_error(files: ParallelFiles, source_lines: int, target_lines: int) -> CorpusError:
+    return CorpusError(f"line counts differ: {files.source} has {source_lines} lines, "
+                       f"{files.target} has {target_lines}")
 
 
 def open_binary(path: pathlib.Path) -> io.BufferedIOBase:

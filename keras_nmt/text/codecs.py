@@ -51,3 +51,17 @@ def graph_encoder(codec):
     from keras_nmt.text.word_graph import WordEncoder
 
     return WordEncoder(codec.vocabulary, codec.lang)
+
+
+def graph_tokenizer(kind: str, lang: str, sentencepiece_model: bytes | None = None):
+    """What the one tokenization pass over a training split runs, before any vocabulary
+    exists: lines [N] -> ragged tokens (``word``: the same ops as the word graph
+    encoder, without its lookup) or ragged piece ids without EOS (``sentencepiece``)."""
+    if check_kind(kind, "the run") == SENTENCEPIECE:
+        from keras_nmt.text.sentencepiece_graph import SentencePieceEncoder
+
+        encoder = SentencePieceEncoder(sentencepiece_model, lang, name=f"sentencepiece_{lang}")
+        return lambda lines: encoder(lines, add_eos=False)
+    from keras_nmt.text.word_graph import tokenize
+
+    return lambda lines: tokenize(lines, lang)

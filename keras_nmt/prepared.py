@@ -1,0 +1,339 @@
+"""The training split as token ids on disk: one tokenization pass writes them, training
+reads any pair by its index.
+
+A prepared split is a folder (``RUN_DIR/prepared/``, :attr:`keras_nmt.rundir.RunDir.prepared`):
+
+    train.SRC.ids       the kept pairs' source ids (no EOS), one flat little-endian array:
+                        uint16 when the vocabulary fits, uint32 otherwise
+    train.SRC.offsets   int64, kept + 1 entries: pair i is ids[offsets[i]:offsets[i+1]]
+    train.TGT.ids, train.TGT.offsets
+    train.json          what the files hold (counts, dtypes, sizes) and the pass's
+                        statistics; written last, so its presence marks a complete set
+
+The folder is written under a temporary name and renamed into place: a crash leaves
+no half-valid prepared split, only a temporary folder the next start removes.
+
+**One tokenization.** The pass runs the run's graph tokenizer (the one an export
+carries) in tf.data, several chunks at once. Word runs need their vocabulary before
+ids can be final, and the vocabulary needs the counts of the same pass: each distinct
+token gets a provisional id in order of appearance, the counts are kept per
+provisional id, and once the vocabulary is chosen one sequential pass over the
+provisional ids maps them to the vocabulary's (:func:`prepare_split`).
+
+**Cost.** Preparation is linear in the corpus: one tokenization pass, one sequential
+remapping pass over the ids. Memory holds the table of distinct tokens (grows with the
+number of types, not of pairs) and one chunk. Reading a pair is two ``pread`` calls per
+side (its offsets, then its ids), so memory while training does not grow with the
+corpus either, and any order of pairs costs the same.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import pathlib
+import shutil
+import tempfile
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from keras_nmt.constants import UNK_ID
+from keras_nmt.corpus.readers import (
+    CorpusError, ParallelFiles, SplitStats, count_lines, line_count_error,
+)
+from keras_nmt.vocab import Vocabulary
+
+SPLIT = "train"
+FORMAT = 1
+CHUNK = 2048  # lines tokenized per call; a few chunks run at once
+REMAP_CHUNK = 1 << 22  # ids remapped per step of the second pass
+_LENGTH = np.dtype("<u2")  # a kept pair's side holds at most max_len tokens
+
+
+class PreparedError(ValueError):
+    """Prepared data that is missing or does not match its manifest."""
+
+
+def ids_dtype(vocab_size: int) -> np.dtype:
+    return np.dtype("<u2") if vocab_size <= 1 << 16 else np.dtype("<u4")
+
+
+def _names(lang: str) -> tuple[str, str]:
+    return f"{SPLIT}.{lang}.ids", f"{SPLIT}.{lang}.offsets"
+
+
+class PreparedSplit:
+    """A prepared training split, read by pair index (:meth:`gather`). Holds two open
+    files a side and no data: any number of threads may gather at once (``pread``
+    does not move a file position). Reading a pair costs the same at any corpus size."""
+
+    def __init__(self, directory: str | os.PathLike, src: str, tgt: str):
+        self._fds: list[tuple[int, int]] | None = None
+        self.directory = pathlib.Path(directory)
+        manifest = self.directory / f"{SPLIT}.json"
+        try:
+            self.info = json.loads(manifest.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise PreparedError(f"no prepared training data in {self.directory} "
+                                f"({manifest.name} is missing)") from None
+        if self.info.get("format") != FORMAT or self.info.get("langs") != [src, tgt]:
+            raise PreparedError(f"{manifest} is not a prepared {src}-{tgt} split of this version")
+        self.count = int(self.info["count"])
+        self._sides = []
+        for lang in (src, tgt):
+            side = self.info["sides"][lang]
+            dtype = np.dtype(side["dtype"])
+            paths = [self.directory / name for name in _names(lang)]
+            expected = (side["tokens"] * dtype.itemsize, (self.count + 1) * 8)
+            for path, size in zip(paths, expected):
+                actual = path.stat().st_size if path.is_file() else None
+                if actual != size:
+                    raise PreparedError(f"{path} holds {actual} bytes, {manifest.name} says "
+                                        f"{size}: prepare the run again")
+            self._sides.append((dtype, *paths))
+        # Opened once, here: several reading threads share them.
+        self._fds = [(os.open(ids, os.O_RDONLY), os.open(offsets, os.O_RDONLY))
+                     for _, ids, offsets in self._sides]
+
+    def close(self) -> None:
+        for fds in self._fds or ():
+            for fd in fds:
+                os.close(fd)
+        self._fds = None
+
+    def __del__(self):
+        self.close()
+
+    def gather(self, indices: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Pairs by index -> (source ids, source lengths, target ids, target lengths):
+        ids int32 and flat, lengths int64, no EOS."""
+        out: list[np.ndarray] = []
+        for (dtype, _, _), (ids_fd, offsets_fd) in zip(self._sides, self._fds):
+            bounds = np.frombuffer(b"".join(os.pread(offsets_fd, 16, 8 * int(i)) for i in indices),
+                                   "<i8").reshape(-1, 2)
+            size = dtype.itemsize
+            ids = b"".join(os.pread(ids_fd, int(end - start) * size, int(start) * size)
+                           for start, end in bounds.tolist())
+            out += [np.frombuffer(ids, dtype).astype(np.int32),
+                    (bounds[:, 1] - bounds[:, 0]).astype(np.int64)]
+        return tuple(out)
+
+    def pair(self, index: int) -> tuple[list[int], list[int]]:
+        """One pair's (source ids, target ids), without EOS."""
+        source, _, target, _ = self.gather(np.array([index]))
+        return source.tolist(), target.tolist()
+
+
+def exists(directory: str | os.PathLike) -> bool:
+    return (pathlib.Path(directory) / f"{SPLIT}.json").is_file()
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+class _Side:
+    """One language's share of the pass: provisional ids and lengths written to disk,
+    counts per provisional id. Token sides map each distinct token (bytes) to a
+    provisional id; id sides (SentencePiece) take the encoder's ids as they are."""
+
+    def __init__(self, directory: pathlib.Path, lang: str, tokens: bool):
+        self.lang = lang
+        self.tokens = tokens
+        self.table: dict[bytes, int] = {}
+        self.counts = np.zeros(0, np.int64)
+        self.ids_path = directory / f"{lang}.provisional"
+        self.lengths_path = directory / f"{lang}.lengths"
+        self.ids_file = open(self.ids_path, "wb")
+        self.lengths_file = open(self.lengths_path, "wb")
+        self.total = 0
+
+    def add(self, values: np.ndarray, lengths: np.ndarray, uniques=None) -> None:
+        if self.tokens:  # values index ``uniques``, this chunk's distinct tokens
+            table, before = self.table, len(self.table)
+            # setdefault(t, len(table)): a new token takes the next provisional id.
+            known = np.fromiter((table.setdefault(t, len(table)) for t in uniques.tolist()),
+                                np.int64, len(uniques))
+            for token in uniques[known >= before].tolist():
+                # TF's tokenizer passes invalid UTF-8 through: check each token once.
+                token.decode("utf-8")
+            values = known[values]
+        values = values.astype(np.uint32)
+        counts = np.bincount(values)
+        if len(counts) > len(self.counts):
+            counts[: len(self.counts)] += self.counts
+            self.counts = counts
+        else:
+            self.counts[: len(counts)] += counts
+        self.ids_file.write(values.tobytes())
+        self.lengths_file.write(lengths.astype(_LENGTH).tobytes())
+        self.total += len(values)
+
+    def close(self) -> None:
+        self.ids_file.close()
+        self.lengths_file.close()
+
+    def token_counts(self, vocabulary: Vocabulary | None = None) -> collections.Counter:
+        """Counts by token: the table's (token sides) or ``vocabulary``'s (id sides)."""
+        if self.tokens:
+            names = [t.decode("utf-8") for t in self.table]
+        else:
+            names = list(vocabulary.tokens) + [f"<id {i}>" for i in
+                                                range(len(vocabulary), len(self.counts))]
+        return collections.Counter({names[i]: int(c) for i, c in enumerate(self.counts) if c})
+
+    def mapping(self, vocabulary: Vocabulary) -> np.ndarray:
+        """Provisional id -> vocabulary id (UNK for tokens outside it)."""
+        if not self.tokens:
+            return np.arange(max(len(self.counts), 1), dtype=np.int64)
+        ids = {token: i for i, token in enumerate(vocabulary.tokens)}
+        mapping = np.full(max(len(self.table), 1), UNK_ID, np.int64)
+        for token, provisional in self.table.items():
+            mapping[provisional] = ids.get(token.decode("utf-8"), UNK_ID)
+        return mapping
+
+    def write_final(self, vocabulary: Vocabulary, directory: pathlib.Path) -> dict[str, Any]:
+        """The second pass: provisional ids -> vocabulary ids in the final dtype, and
+        lengths -> offsets, both streamed."""
+        dtype = ids_dtype(len(vocabulary))
+        mapping = self.mapping(vocabulary)
+        ids_name, offsets_name = _names(self.lang)
+        with open(self.ids_path, "rb") as src, open(directory / ids_name, "wb") as dst:
+            while chunk := src.read(REMAP_CHUNK * 4):
+                dst.write(mapping[np.frombuffer(chunk, np.uint32)].astype(dtype).tobytes())
+        with open(self.lengths_path, "rb") as src, open(directory / offsets_name, "wb") as dst:
+            end = 0
+            dst.write(np.zeros(1, "<i8").tobytes())
+            while chunk := src.read(REMAP_CHUNK * _LENGTH.itemsize):
+                offsets = end + np.cumsum(np.frombuffer(chunk, _LENGTH), dtype=np.int64)
+                dst.write(offsets.astype("<i8").tobytes())
+                end = int(offsets[-1])
+        self.ids_path.unlink()
+        self.lengths_path.unlink()
+        return {"dtype": dtype.str, "tokens": self.total, "vocabulary": len(vocabulary)}
+
+
+def _chunks(files: ParallelFiles, tokenizers, max_len: int) -> Iterator[tuple]:
+    """The split tokenized by the graph tokenizers, chunk by chunk, in file order: per
+    chunk (pairs, empty, too long) and per side the kept pairs' values and lengths
+    (token sides: indices into the chunk's distinct tokens, and those tokens)."""
+    import tensorflow as tf
+
+    from keras_nmt import data
+
+    def tokenize(source_lines, target_lines):
+        sides = [tokenizer(lines) for tokenizer, lines in zip(tokenizers, (source_lines, target_lines))]
+        lengths = [side.row_lengths() for side in sides]
+        nonempty = (lengths[0] > 0) & (lengths[1] > 0)
+        keep = nonempty & (lengths[0] <= max_len) & (lengths[1] <= max_len)
+        counts = tf.stack([tf.size(keep, tf.int64),
+                           tf.reduce_sum(tf.cast(~nonempty, tf.int64)),
+                           tf.reduce_sum(tf.cast(nonempty & ~keep, tf.int64))])
+        out = [counts]
+        for side in sides:
+            kept = tf.ragged.boolean_mask(side, keep)
+            if kept.dtype == tf.string:
+                uniques, index = tf.unique(kept.flat_values, out_idx=tf.int32)
+                out.append((index, kept.row_lengths(), uniques))
+            else:
+                out.append((kept.flat_values, kept.row_lengths()))
+        return tuple(out)
+
+    dataset = (data.text_pairs(files).batch(CHUNK)
+               .map(tokenize, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+               .prefetch(4))
+    for counts, *sides in dataset.as_numpy_iterator():
+        yield counts, sides
+
+
+def prepare_split(
+    files: ParallelFiles,
+    directory: pathlib.Path,
+    langs: tuple[str, str],
+    tokenizers: tuple[Callable, Callable],
+    max_len: int,
+    vocabularies: Callable[[SplitStats], tuple[Vocabulary, Vocabulary]],
+    progress: Callable[[int], None] = lambda pairs: None,
+) -> tuple[SplitStats, tuple[Vocabulary, Vocabulary]]:
+    """Tokenize ``files`` once with the graph ``tokenizers`` (lines [N] -> ragged tokens,
+    or ragged ids for a subword model), keep the pairs with 1 to ``max_len`` tokens a
+    side, count, choose the vocabularies with ``vocabularies(stats)`` and write the
+    prepared split into ``directory`` (replaced atomically). Returns the statistics (as
+    :func:`keras_nmt.corpus.readers.scan_training_split` gives them) and the vocabularies.
+
+    Raises CorpusError for invalid UTF-8 in a kept pair or line counts that differ,
+    naming the file and line. (SentencePiece runs read every line in Python to train
+    their models, which checks it is UTF-8.)"""
+    directory = pathlib.Path(directory)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(directory)
+    work = pathlib.Path(tempfile.mkdtemp(dir=directory.parent, prefix=f".{directory.name}.",
+                                         suffix=".tmp"))
+    try:
+        stats = SplitStats()
+        sides: list[_Side] = []
+        for chunk_index, (counts, chunk) in enumerate(_chunks(files, tokenizers, max_len)):
+            if not sides:
+                sides = [_Side(work, lang, len(part) == 3) for lang, part in zip(langs, chunk)]
+            pairs, empty, too_long = (int(c) for c in counts)
+            stats.pairs += pairs
+            stats.empty += empty
+            stats.too_long += too_long
+            stats.kept += pairs - empty - too_long
+            for side, (values, lengths, *uniques) in zip(sides, chunk):
+                side.add(values, lengths, *uniques)
+            progress(stats.pairs)
+        for side in sides:
+            side.close()
+        _check_whole(files, stats.pairs)
+        if sides:
+            stats.source_tokens, stats.target_tokens = (side.total for side in sides)
+            if all(side.tokens for side in sides):
+                stats.source_counts, stats.target_counts = (s.token_counts() for s in sides)
+        chosen = vocabularies(stats)
+        if sides and not sides[0].tokens:
+            stats.source_counts, stats.target_counts = (
+                s.token_counts(v) for s, v in zip(sides, chosen))
+        manifest = {"format": FORMAT, "langs": list(langs), "count": stats.kept,
+                    "max_len": max_len, "sides": {}, "train": stats.summary()}
+        for lang, side, vocabulary in zip(langs, sides, chosen):
+            manifest["sides"][lang] = side.write_final(vocabulary, work)
+        if not sides:  # an empty file: nothing kept, the caller reports it
+            for lang, vocabulary in zip(langs, chosen):
+                for name in _names(lang):
+                    (work / name).write_bytes(np.zeros(1, "<i8").tobytes() if "offsets" in name else b"")
+                manifest["sides"][lang] = {"dtype": ids_dtype(len(vocabulary)).str, "tokens": 0,
+                                           "vocabulary": len(vocabulary)}
+        (work / f"{SPLIT}.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n",
+                                            encoding="utf-8")
+        for path in work.iterdir():  # durable before the rename makes them the prepared split
+            with open(path, "rb") as f:
+                os.fsync(f.fileno())
+        if directory.exists():  # a directory is replaced only when empty: move the old aside
+            os.replace(directory, work.with_name(work.name.replace(".tmp", ".old.tmp")))
+        os.replace(work, directory)
+        remove_stale(directory)
+    except UnicodeDecodeError:
+        shutil.rmtree(work, ignore_errors=True)
+        files.check()  # finds the file and line, and says so in a CorpusError
+        raise CorpusError(f"{files.source} or {files.target} holds text that is not UTF-8") from None
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return stats, chosen
+
+
+def _check_whole(files: ParallelFiles, pairs: int) -> None:
+    """The pass read pairs until the shorter file ended: both must have ended there,
+    and every line must be UTF-8 (TF's tokenizer passes invalid bytes through)."""
+    counts = count_lines(files.source), count_lines(files.target)
+    if counts[0] != counts[1]:
+        raise line_count_error(files, *counts)
+    assert counts[0] == pairs, (counts, pairs)
+
+
+def remove_stale(directory: pathlib.Path) -> None:
+    """Remove what a killed preparation left next to ``directory``: its temporary folders."""
+    for stale in directory.parent.glob(f".{directory.name}.*.tmp"):
+        shutil.rmtree(stale, ignore_errors=True)

@@ -1,0 +1,258 @@
+"""The training split prepared once as token ids: the same ids as the Python mirror,
+every epoch a permutation at any size, exact resume, atomic writes, moved runs."""
+
+import io
+import json
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import TINY_SETTINGS
+from keras_nmt import data, experiment, prepared
+from keras_nmt.corpus.readers import CorpusError, ParallelFiles
+from keras_nmt.rundir import RunDir
+from keras_nmt.text import codecs, word
+from keras_nmt.text.sentencepiece import SentencePieceCodec, train_sentencepiece
+from keras_nmt.vocab import Vocabulary
+
+MAX_LEN = 12
+
+
+def _prepare(files, directory, kind="word", models=None, vocab_size=40, max_len=MAX_LEN):
+    models = models or {}
+
+    def vocabularies(stats):
+        if kind == codecs.SENTENCEPIECE:
+            return tuple(SentencePieceCodec(models[lang], lang).vocabulary for lang in ("en", "fr"))
+        return (Vocabulary.from_counts(stats.source_counts, vocab_size),
+                Vocabulary.from_counts(stats.target_counts, vocab_size))
+
+    tokenizers = tuple(codecs.graph_tokenizer(kind, lang, models.get(lang)) for lang in ("en", "fr"))
+    return prepared.prepare_split(files, directory, ("en", "fr"), tokenizers, max_len, vocabularies)
+
+
+def _kept(files, codecs_, max_len=MAX_LEN):
+    """The pairs the Python mirror keeps, as its ids (no EOS), in file order."""
+    kept = []
+    for source, target in files.pairs():
+        ids = [codec.encode(line) for codec, line in zip(codecs_, (source, target))]
+        if all(0 < len(side) <= max_len for side in ids):
+            kept.append(tuple(ids))
+    return kept
+
+
+@pytest.fixture(scope="module")
+def text_corpus(tmp_path_factory):
+    """300 pairs of varied text: punctuation, elision, numbers, accents, CRLF, empty
+    and over-long lines."""
+    rng = np.random.default_rng(4)
+    words_en = ["the", "cat", "Mr.", "Smith", "isn't", "here", "3.5", "U.S.", "(big)", "naïve",
+                "well,", "\u00a0", "emoji🙂", "don't", "x", "42%"]
+    words_fr = ["l'homme", "aujourd'hui", "est", "là", "«", "oui", "»", "M.", "Dupont", "1,5",
+                "?", "c'est", "très", "bien", "!", "qu'on"]
+    directory = tmp_path_factory.mktemp("text")
+    lines = {"en": [], "fr": []}
+    for i in range(300):
+        for lang, words in (("en", words_en), ("fr", words_fr)):
+            n = 0 if i % 37 == 5 and lang == "fr" else int(rng.integers(1, 9))
+            lines[lang].append(" ".join(rng.choice(words, n)))
+    for lang, text in lines.items():
+        (directory / f"train.{lang}").write_bytes("\r\n".join(text).encode() + b"\r\n")
+    return ParallelFiles(directory / "train.en", directory / "train.fr")
+
+
+def test_the_prepared_ids_are_the_python_mirrors(text_corpus, tmp_path):
+    stats, (source_vocab, target_vocab) = _prepare(text_corpus, tmp_path / "p", vocab_size=20)
+    mirror = (word.WordCodec(source_vocab, "en"), word.WordCodec(target_vocab, "fr"))
+    kept = _kept(text_corpus, mirror)
+    split = prepared.PreparedSplit(tmp_path / "p", "en", "fr")
+    assert split.count == stats.kept == len(kept) and 200 < stats.kept < 290
+    assert stats.pairs == 300 and stats.empty >= 9  # the French side of every 37th pair at least
+    assert [split.pair(i) for i in range(split.count)] == kept
+    assert 1 in np.concatenate(split.gather(np.arange(split.count))[::2])  # some UNKs
+    # The counts are the Python scan's, so the vocabularies are too.
+    from keras_nmt.corpus.readers import scan_training_split
+
+    scan = scan_training_split(text_corpus, "en", "fr", MAX_LEN)
+    assert scan.summary() == stats.summary()
+    assert scan.source_counts == stats.source_counts and scan.target_counts == stats.target_counts
+    assert split.info["sides"]["en"]["dtype"] == "<u2"
+
+
+def test_sentencepiece_ids_are_the_python_mirrors(text_corpus, tmp_path):
+    models = {lang: train_sentencepiece((pair[side] for pair in text_corpus.pairs()), 60)
+              for side, lang in enumerate(("en", "fr"))}
+    stats, vocabularies = _prepare(text_corpus, tmp_path / "p", "sentencepiece", models)
+    mirror = tuple(SentencePieceCodec(models[lang], lang) for lang in ("en", "fr"))
+    split = prepared.PreparedSplit(tmp_path / "p", "en", "fr")
+    assert [split.pair(i) for i in range(split.count)] == [
+        tuple(p) for p in _kept(text_corpus, mirror)]
+    assert sum(stats.source_counts.values()) == stats.source_tokens
+
+
+def test_wide_vocabularies_take_four_bytes_an_id():
+    assert prepared.ids_dtype(65536).itemsize == 2 and prepared.ids_dtype(65537).itemsize == 4
+
+
+@pytest.fixture(scope="module")
+def sorted_split(tmp_path_factory):
+    """2,000 pairs sorted by length (pair i has i // 80 + 1 words), prepared."""
+    directory = tmp_path_factory.mktemp("sorted")
+    for lang in ("en", "fr"):
+        (directory / f"train.{lang}").write_text(
+            "".join(" ".join([f"w{i}"] * (i // 80 + 1)) + "\n" for i in range(2000)))
+    files = ParallelFiles(directory / "train.en", directory / "train.fr")
+    _prepare(files, directory / "prepared", vocab_size=3000, max_len=50)
+    return prepared.PreparedSplit(directory / "prepared", "en", "fr")
+
+
+def _indices(split, count, seed=5):
+    """Pair indices in the order the pipeline reads them (the pair's word id - 4 is its
+    line, since every word of line i is w{i} and ids follow falling frequency)."""
+    line_of_id = {}
+    order = []
+    for source, _ in prepared_iterator(split, seed).take(count // 500):
+        for row in source.numpy():
+            order.append(row[0])
+    for i in range(split.count):
+        line_of_id[split.pair(i)[0][0]] = i
+    return [line_of_id[token] for token in order]
+
+
+def prepared_iterator(split, seed):
+    return data.prepared_pairs(split, seed).rebatch(500)
+
+
+def test_every_epoch_is_a_permutation_uncorrelated_with_the_file_order(sorted_split):
+    order = _indices(sorted_split, 6000)
+    epochs = [order[:2000], order[2000:4000], order[4000:]]
+    for epoch in epochs:
+        assert sorted(epoch) == list(range(2000))  # every pair exactly once
+    assert epochs[0] != epochs[1] != epochs[2]
+    assert _indices(sorted_split, 2000) == epochs[0]  # seeded
+    assert _indices(sorted_split, 2000, seed=6) != epochs[0]
+    lengths = np.arange(2000) // 80 + 1
+    position = np.arange(2000)
+    assert abs(np.corrcoef(position, lengths[epochs[0]])[0, 1]) < 0.1
+    assert abs(np.corrcoef(position, epochs[0])[0, 1]) < 0.1
+    assert len(set(lengths[epochs[0][:200]])) > 18  # the first tenth spans nearly every length
+
+
+def test_a_large_corpus_is_permuted_too(tiny_corpus, tmp_path, monkeypatch, capsys):
+    """The in-memory limit of the text pipeline does not apply to prepared data: a
+    corpus over it still gets a permutation, not a streaming buffer."""
+    monkeypatch.setattr(experiment, "PERMUTATION_MAX_BYTES", 1)
+    calls = []
+    original = data.prepared_batches
+
+    def spy(split, **settings):
+        calls.append((split.count, settings["shuffle_buffer"]))
+        return original(split, **settings)
+
+    monkeypatch.setattr(data, "prepared_batches", spy)
+    experiment.train(experiment.TrainOptions(
+        variant="search30", data=str(tiny_corpus), out=str(tmp_path / "run"), max_steps=1,
+        quiet=True, lexicon=False, overrides=dict(TINY_SETTINGS)))
+    kept = json.loads((tmp_path / "run" / "data.json").read_text())["train"]["kept"]
+    assert calls == [(kept, 0)]
+    assert "streaming buffer" not in capsys.readouterr().err
+
+
+def _batches(split, shuffle_buffer=0, batch_tokens=0):
+    return iter(data.prepared_batches(
+        split, max_len=50, batch_size=16, sort_batches=5, seed=3, shuffle_buffer=shuffle_buffer,
+        batch_tokens=batch_tokens, mean_length=8.0))
+
+
+@pytest.mark.parametrize("shuffle_buffer,batch_tokens", [(0, 0), (0, 200), (300, 0)])
+def test_resume_continues_with_exactly_the_next_batch(sorted_split, tmp_path, shuffle_buffer,
+                                                      batch_tokens):
+    first = _batches(sorted_split, shuffle_buffer, batch_tokens)
+    for _ in range(140):  # past the first epoch (2,000 pairs)
+        next(first)
+    saved = tf.train.Checkpoint(iterator=first).write(str(tmp_path / "ckpt"))
+    expected = [next(first) for _ in range(10)]
+    resumed = _batches(sorted_split, shuffle_buffer, batch_tokens)
+    tf.train.Checkpoint(iterator=resumed).read(saved).assert_consumed()
+    for ((s0, t0), o0), ((s1, t1), o1) in zip(expected, (next(resumed) for _ in range(10))):
+        for a, b in ((s0, s1), (t0, t1), (o0, o1)):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_batches_from_prepared_ids_are_those_from_text(text_corpus, tmp_path):
+    """Same pairs, same ids, same bucketing as the text pipeline's batches."""
+    _, vocabularies = _prepare(text_corpus, tmp_path / "p")
+    split = prepared.PreparedSplit(tmp_path / "p", "en", "fr")
+    from keras_nmt.text.word_graph import WordEncoder
+
+    encoders = [WordEncoder(v, lang) for v, lang in zip(vocabularies, ("en", "fr"))]
+    settings = dict(max_len=MAX_LEN, batch_size=8, sort_batches=4, seed=1, length_multiple=8)
+    text = data.training_batches(text_corpus, *encoders, **settings)
+    ids = data.prepared_batches(split, **settings)
+
+    def rows(dataset, batches):
+        out = []
+        for (source, _), target_out in dataset.take(batches):
+            assert source.shape[1] % 8 == 0 and source.shape[1] == target_out.shape[1]
+            out += [(tuple(s[s > 0]), tuple(t[t > 0])) for s, t in
+                    zip(source.numpy(), target_out.numpy())]
+        return out
+
+    # Over two epochs every kept pair comes, and nothing else, with the same ids.
+    batches = 2 * split.count // 8
+    everything = {tuple(tuple(side) + (3,) for side in split.pair(i)) for i in range(split.count)}
+    assert set(rows(ids, batches)) == set(rows(text, batches)) == everything
+
+
+def test_a_killed_preparation_leaves_nothing_half_valid(text_corpus, tmp_path, monkeypatch):
+    target = tmp_path / "prepared"
+    _prepare(text_corpus, target)
+    before = {p.name: p.read_bytes() for p in target.iterdir()}
+
+    def crash(self, vocabulary, directory):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(prepared._Side, "write_final", crash)
+    with pytest.raises(KeyboardInterrupt):
+        _prepare(text_corpus, target, vocab_size=20)
+    assert {p.name: p.read_bytes() for p in target.iterdir()} == before  # the old set, whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["prepared"]  # no temporary left
+
+    (target / "train.fr.ids").write_bytes(b"\0\0")
+    with pytest.raises(prepared.PreparedError, match="train.fr.ids holds 2 bytes"):
+        prepared.PreparedSplit(target, "en", "fr")
+    shutil.rmtree(target)
+    with pytest.raises(prepared.PreparedError, match="no prepared training data"):
+        prepared.PreparedSplit(target, "en", "fr")
+
+
+def test_bad_corpora_fail_in_one_line_naming_the_file(tmp_path):
+    (tmp_path / "train.en").write_text("a b\nc d\ne\n")
+    (tmp_path / "train.fr").write_text("a b\nc d\n")
+    files = ParallelFiles(tmp_path / "train.en", tmp_path / "train.fr")
+    with pytest.raises(CorpusError, match=r"line counts differ: .*train.en has 3 lines, .*train.fr has 2$"):
+        _prepare(files, tmp_path / "p")
+    (tmp_path / "train.fr").write_bytes(b"a b\nc \xff d\ne")
+    with pytest.raises(CorpusError, match=r"train.fr: line 2 is not UTF-8 text \(bad byte at column 3\)"):
+        _prepare(files, tmp_path / "p")
+    assert not (tmp_path / "p").exists() and len(list(tmp_path.iterdir())) == 2
+
+
+def test_a_moved_run_finds_its_prepared_data(tiny_run, tmp_path):
+    info = json.loads((tiny_run / "data.json").read_text())
+    assert info["prepared"] == "prepared"
+    moved = tmp_path / "elsewhere" / "run"
+    shutil.copytree(tiny_run, moved)
+    split = RunDir(moved).prepared_split(needed_for="a test")
+    assert split.directory == moved / "prepared" and split.count == info["train"]["kept"]
+    from keras_nmt.cli import train as train_cli
+
+    shutil.rmtree(moved / "prepared")
+    err = io.StringIO()
+    assert train_cli.main(["--variant", "search30", "--out", str(moved), "--resume",
+                           "--max-steps", "12", "--quiet"], stdout=io.StringIO(), stderr=err) == 2
+    [line] = err.getvalue().strip().splitlines()
+    assert line == (f"keras-nmt train: error: no prepared training data in {moved / 'prepared'} "
+                    f"(train.json is missing) (needed for --resume)")
