@@ -295,6 +295,8 @@ def main(argv=None) -> int:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--max-wait-ms", type=float, default=5.0)
     parser.add_argument("--threads", type=int, help="onnxruntime intra-op threads")
+    parser.add_argument("--batch-threads", type=int, default=1,
+                        help="batches the server runs at once (default 1)")
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=120.0)
     parser.add_argument("--per-request", type=int, default=1, help="sentences a request")
@@ -318,6 +320,7 @@ def main(argv=None) -> int:
     common = ["--batch-size", str(args.batch_size), "--max-wait-ms", str(args.max_wait_ms)]
     common += ["--int8"] if int8 else []
     common += ["--threads", str(args.threads)] if args.threads else []
+    common += ["--batch-threads", str(args.batch_threads)]
 
     off = offline(translator, sentences, beam, args.batch_size)
     expected = off.pop("texts")
@@ -338,6 +341,7 @@ def main(argv=None) -> int:
                   "shortlist": list(translator.shortlist) if translator.shortlist else None,
                   "beam": beam, "alpha": translator.alpha},
         "settings": {"batch_size": args.batch_size, "max_wait_ms": args.max_wait_ms,
+                     "batch_threads": args.batch_threads, "threads": args.threads,
                      "clients": args.clients, "seconds": args.seconds,
                      "per_request": args.per_request, "sentences": len(sentences)},
         "offline": off,

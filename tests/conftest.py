@@ -12,6 +12,8 @@ hypothesis_settings.register_profile("repeatable", derandomize=True, database=No
 hypothesis_settings.register_profile("explore", derandomize=False)
 hypothesis_settings.load_profile("repeatable")
 
+_SESSION_ENVIRONMENT: dict[str, str] = {}
+
 TINY_SETTINGS = {
     "embedding": 16, "hidden": 16, "attention": 16, "maxout": 8,
     "batch_size": 16, "beam_size": 2, "eval_every": 5,
@@ -25,6 +27,23 @@ def pytest_configure(config):
     import tensorflow as tf
 
     tf.config.experimental.enable_tensor_float_32_execution(False)
+    import os
+
+    _SESSION_ENVIRONMENT.update(os.environ)  # TensorFlow's import sets a few
+
+
+@pytest.fixture(autouse=True)
+def _environment_restored():
+    """After each test, os.environ is what it was when the session began. Commands and
+    bench scripts run in process set TF_CPP_MIN_LOG_LEVEL for their own sake (some in
+    session fixtures); left behind, every later child process would take it for the
+    user's setting and show TensorFlow's start-up lines."""
+    import os
+
+    yield
+    for name in set(os.environ) - set(_SESSION_ENVIRONMENT) - {"PYTEST_CURRENT_TEST"}:
+        del os.environ[name]  # pytest's own variable it removes itself
+    os.environ.update(_SESSION_ENVIRONMENT)
 
 
 @pytest.fixture(scope="session")
