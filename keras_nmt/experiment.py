@@ -20,7 +20,7 @@ from keras_nmt import config as config_lib
 from keras_nmt import averaging, checkpoints, data, distribute, lexicon, prepared
 from keras_nmt.checkpoints import checkpoint_problem, checkpoint_step
 from keras_nmt.config import Config, ConfigError
-from keras_nmt.corpus import builtin, wmt14
+from keras_nmt.corpus import builtin, heldout, wmt14
 from keras_nmt.corpus.readers import (
     CorpusError, ParallelFiles, count_lines, find_corpus, open_text,
 )
@@ -205,6 +205,14 @@ def _prepare(options: TrainOptions, config: Config, run: RunDir, log,
     for name, files in splits.items():
         if name != "train":  # the training split is checked by the tokenization pass below
             files.check()
+    development = splits["valid"]
+    if "test" not in splits:
+        halves = heldout.write_halves(development, run.heldout, options.src, options.tgt)
+        if halves:
+            splits = {**splits, "valid": halves[heldout.SELECT], "test": halves[heldout.REPORT]}
+            log(f"no test split: the development split is cut in two ({heldout.RULE}); "
+                f"{heldout.SELECT}.* picks the checkpoints, {heldout.REPORT}.* is only "
+                f"reported (both in {run.heldout})")
     kind = options.tokenizer or codecs.WORD
     models = {}
     lines = count_lines(splits["train"].source)  # the passes' totals, for their ETA
@@ -262,6 +270,9 @@ def _prepare(options: TrainOptions, config: Config, run: RunDir, log,
         "tokenizer": kind,
         "splits": {name: {"source": run.stored_path(f.source), "target": run.stored_path(f.target)}
                    for name, f in splits.items()},
+        "development": {"source": run.stored_path(development.source),
+                        "target": run.stored_path(development.target),
+                        "halves": heldout.RULE if splits["valid"] != development else None},
         "prepared": run.stored_path(run.prepared),
         "train": stats.summary(),
         "source_types": len(stats.source_counts),
@@ -469,6 +480,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
                              *run.path.glob("spm.*.model")):
                     path.unlink(missing_ok=True)
                 shutil.rmtree(run.prepared, ignore_errors=True)
+                shutil.rmtree(run.heldout, ignore_errors=True)
                 prepared.remove_stale(run.prepared)
             raise
     # Every file training reads is there before any work is done (a run moved without

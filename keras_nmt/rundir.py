@@ -145,6 +145,7 @@ class RunDir:
     lexicon_path = property(lambda self: self.path / "lexicon.npz")
     search_path = property(lambda self: self.path / "search.json")
     prepared = property(lambda self: self.path / "prepared")
+    heldout = property(lambda self: self.path / "heldout")  # corpus.heldout's two halves
 
     def vocab_path(self, lang: str) -> pathlib.Path:
         return self.path / f"vocab.{lang}.txt"

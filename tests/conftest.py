@@ -46,6 +46,12 @@ def _environment_restored():
     os.environ.update(_SESSION_ENVIRONMENT)
 
 
+@pytest.fixture
+def tiny_settings():
+    """The tiny model's ``--set`` overrides (a fresh dict a test may change)."""
+    return dict(TINY_SETTINGS)
+
+
 @pytest.fixture(scope="session")
 def tiny_corpus(tmp_path_factory):
     """A built-in corpus of 400 / 30 / 40 pairs with gold alignments (*.align)."""
