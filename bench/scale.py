@@ -52,7 +52,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._common import machine, peak_rss_mib, table, write_report  # noqa: E402
+from bench._common import machine, matmul_flops, peak_rss_mib, table, write_report  # noqa: E402
 
 LANGS = ("en", "fr")
 HELD_OUT_PAIRS = 500
@@ -469,6 +469,8 @@ def main(argv: list[str] | None = None) -> int:
         if "train" in todo:  # a new run: whatever was measured on the old one is redone
             entry["commands"] = {}
             todo = list(commands)
+        # The machine's speed when this size ran: times compare across sizes through it.
+        entry["matmul"] = matmul_flops()
         for command in todo:
             log(f"{pairs:,} pairs: {command}")
             result = run_command(command, corpus, run, args.steps, args.max_rss_gib, log)

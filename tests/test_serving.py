@@ -155,7 +155,8 @@ def _onnx_translate_probe(args: list[str], lines: list[str], then: str = ""):
         "    assert not stop.code, stop.code\n"
         f"{then}"
         "heavy = sorted(m for m, module in sys.modules.items()\n"
-        "               if module is not None and m.split('.')[0] in ('tensorflow', 'keras'))\n"
+        "               if module is not None and (m.split('.')[0] in ('tensorflow', 'keras')\n"
+        "                                          or m == 'keras_nmt.corpus.builtin'))\n"
         "print(json.dumps(heavy), file=sys.stderr)\n"
     )
     result = subprocess.run(

@@ -1,23 +1,7 @@
-"""Corpora: readers and the built-in generator."""
+"""Corpora: reading parallel files (``readers``), the development split's two halves
+(``heldout``), the built-in generator (``builtin``) and the paper's WMT'14 recipe
+(``wmt14``).
 
-from keras_nmt.corpus.builtin import (
-    SOURCE_LANG,
-    TARGET_LANG,
-    BuiltinCorpusSpec,
-    SentencePair,
-    corpus_stats,
-    generate_corpus,
-    generate_pair,
-    write_corpus,
-)
-
-__all__ = [
-    "SOURCE_LANG",
-    "TARGET_LANG",
-    "BuiltinCorpusSpec",
-    "SentencePair",
-    "corpus_stats",
-    "generate_corpus",
-    "generate_pair",
-    "write_corpus",
-]
+Import the module you need: this package imports none of them, so that reading a line
+of input (the ONNX path, the server) does not load the corpus generator.
+"""
