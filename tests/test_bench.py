@@ -410,3 +410,33 @@ def test_serving_load_bad_requests_are_repeatable_and_varied():
     assert first == again
     paths = {path for _, path, _ in first}
     assert {"/translate", "/v1/models/nmt:predict"} <= paths and len(paths) > 50
+
+
+def test_heldout_sets_rare_words_and_joined_lines(tmp_path):
+    sets = load("heldout_sets")
+    from keras_nmt.corpus import heldout
+
+    data = tmp_path / "data"
+    data.mkdir()
+    train = ["the cat sleeps .", "the cat eats .", "the dog eats ."] * 3 + ["a zebra ."]
+    (data / "train.en").write_text("\n".join(train) + "\n", encoding="utf-8")
+    (data / "train.fr").write_text("\n".join(["x"] * len(train)) + "\n", encoding="utf-8")
+    # 40 development pairs: every tenth one has a never-seen word, the zebra one a rare one.
+    sources = [f"the {'okapi' if i % 10 == 0 else 'cat'} eats {i} ." for i in range(39)]
+    sources.append("a zebra sleeps .")
+    targets = [f"t{i}" for i in range(40)]
+    (data / "valid.en").write_text("\n".join(sources) + "\n", encoding="utf-8")
+    (data / "valid.fr").write_text("\n".join(targets) + "\n", encoding="utf-8")
+
+    summary = sets.write_sets(data, tmp_path / "sets", "en", "fr")
+    report = [(s, t) for s, t in zip(sources, targets) if heldout.half_of(s) == heldout.REPORT]
+    assert summary["report_pairs"] == len(report) > 0
+    rare = (tmp_path / "sets" / "rare.en").read_text(encoding="utf-8").splitlines()
+    # Numbers are not words: "eats 7" is not rare for its 7; okapi (never seen) and zebra
+    # (seen once) are.
+    assert rare == [s for s, _ in report if "okapi" in s or "zebra" in s]
+    groups = [int(g) for g in (tmp_path / "sets" / "joined.groups").read_text().split()]
+    assert sum(groups) == len(report) and set(groups[:-1]) <= {2, 3} and groups[:2] == [2, 3][:len(groups[:2])]
+    joined = (tmp_path / "sets" / "joined.fr").read_text(encoding="utf-8").splitlines()
+    assert joined[0] == " ".join(t for _, t in report[:groups[0]])
+    assert not (tmp_path / "sets" / "select.en").exists()

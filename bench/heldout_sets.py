@@ -1,0 +1,182 @@
+"""Test sets cut from a corpus's reported development half, never trained or selected on.
+
+From ``--data DIR`` (``train.SRC/.TGT``, ``valid.SRC/.TGT``) this writes into ``--out``:
+
+- ``report.SRC/.TGT``: the development half that is only reported
+  (:mod:`keras_nmt.corpus.heldout`, the same half training reports on);
+- ``rare.SRC/.TGT``: the pairs of the report half whose source holds a word seen at most
+  ``--rare-count`` (2) times in the training source, or never (words as the word
+  tokenizer cuts them, punctuation and numbers not counted);
+- ``joined.SRC/.TGT``: the report half's consecutive pairs joined 2, 3, 2, 3, ... at a
+  time into one line each (a space between sentences), and ``joined.groups``, how many
+  pairs each joined line holds, so the same pairs translated one by one can be joined the
+  same way and scored against the same references.
+
+Usage::
+
+    python bench/heldout_sets.py --data data/anki-fra-eng --out sets/anki
+
+then, for a run ``RUN``::
+
+    keras-nmt evaluate RUN --src sets/anki/rare.en --ref sets/anki/rare.fr --beam 5
+    python bench/heldout_sets.py --score-joined RUN --out sets/anki --beam 5
+
+The second command translates ``joined.SRC`` as whole lines (split into sentences, as
+``translate`` does by default, and not split) and the report half pair by pair, joins the
+pair-by-pair translations by ``joined.groups``, and prints BLEU and chrF of the three
+against ``joined.TGT``.
+
+Cost: one pass over the training source (a word counter: memory grows with the number
+of distinct words, not with the corpus) and one over the development split.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import itertools
+import json
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench._common import write_report  # noqa: E402
+from keras_nmt.corpus import heldout  # noqa: E402
+from keras_nmt.corpus.readers import ParallelFiles, find_split  # noqa: E402
+from keras_nmt.text import word  # noqa: E402
+
+GROUP_SIZES = (2, 3)
+
+
+def counted_word(token: str) -> bool:
+    """Words the rare-word rule looks at: those with a letter (not punctuation or numbers)."""
+    return any(c.isalpha() for c in token)
+
+
+def source_counts(files: ParallelFiles, lang: str) -> collections.Counter:
+    counts: collections.Counter = collections.Counter()
+    for source, _ in files.pairs():
+        counts.update(t for t in word.tokenize(source, lang) if counted_word(t))
+    return counts
+
+
+def rare_pairs(pairs, counts: collections.Counter, lang: str, at_most: int):
+    """The pairs whose source holds a counted word seen at most ``at_most`` times."""
+    for source, target in pairs:
+        if any(counts[t] <= at_most for t in word.tokenize(source, lang) if counted_word(t)):
+            yield source, target
+
+
+def joined_pairs(pairs) -> tuple[list[tuple[str, str]], list[int]]:
+    """Consecutive non-empty pairs joined 2, 3, 2, 3, ... at a time (a shorter last group
+    when the pairs run out); returns the joined pairs and each one's group size."""
+    pairs = [(s.strip(), t.strip()) for s, t in pairs if s.strip() and t.strip()]
+    joined, groups, start = [], [], 0
+    for size in itertools.cycle(GROUP_SIZES):
+        group = pairs[start:start + size]
+        if not group:
+            break
+        joined.append((" ".join(s for s, _ in group), " ".join(t for _, t in group)))
+        groups.append(len(group))
+        start += size
+    return joined, groups
+
+
+def _write(directory: pathlib.Path, name: str, src: str, tgt: str, pairs) -> int:
+    pairs = list(pairs)
+    for index, lang in enumerate((src, tgt)):
+        (directory / f"{name}.{lang}").write_text(
+            "".join(pair[index] + "\n" for pair in pairs), encoding="utf-8")
+    return len(pairs)
+
+
+def write_sets(data: pathlib.Path, out: pathlib.Path, src: str, tgt: str,
+               rare_count: int = 2) -> dict:
+    valid, train = (find_split(data, split, src, tgt) for split in ("valid", "train"))
+    if valid is None or train is None:
+        raise SystemExit(f"{data}: expected train.{src}/.{tgt} and valid.{src}/.{tgt}")
+    out.mkdir(parents=True, exist_ok=True)
+    halves = heldout.write_halves(valid, out, src, tgt)
+    if halves is None:
+        raise SystemExit(f"{valid.source}: too few lines for two halves")
+    report = list(halves[heldout.REPORT].pairs())
+    counts = source_counts(train, src)
+    joined, groups = joined_pairs(report)
+    (out / "joined.groups").write_text("".join(f"{g}\n" for g in groups), encoding="utf-8")
+    summary = {
+        "data": str(data), "rule": heldout.RULE, "rare_count": rare_count,
+        "report_pairs": len(report),
+        "rare_pairs": _write(out, "rare", src, tgt, rare_pairs(report, counts, src, rare_count)),
+        "joined_lines": _write(out, "joined", src, tgt, joined),
+        "joined_pairs": sum(groups),
+        "training_source_types": len(counts),
+    }
+    (halves[heldout.SELECT].source).unlink()  # only the reported half is a test set here
+    (halves[heldout.SELECT].target).unlink()
+    return summary
+
+
+def score_joined(run: str, out: pathlib.Path, src: str, tgt: str, beam: int) -> dict:
+    """BLEU and chrF on the joined lines: translated whole with and without sentence
+    splitting, and pair by pair then joined."""
+    from keras_nmt.evaluation import scoring
+    from keras_nmt.translator import Translator
+
+    def read(name):
+        return (out / name).read_text(encoding="utf-8").splitlines()
+
+    joined, references, parts = read(f"joined.{src}"), read(f"joined.{tgt}"), read(f"report.{src}")
+    groups = [int(g) for g in read("joined.groups")]
+    parts = [p.strip() for p, t in zip(parts, read(f"report.{tgt}")) if p.strip() and t.strip()]
+    summary = json.loads((pathlib.Path(run) / "summary.json").read_text())
+    # The weights the run reported with (averaged ones with --recipe budget).
+    translator = Translator.from_run_dir(run, weights=summary.get("report_weights", "best"))
+    alpha = translator.model.config.length_alpha
+
+    def texts(lines, **options):
+        return [t.text for t in translator.translate(lines, beam_size=beam, alpha=alpha, **options)]
+
+    one_by_one, start = [], 0
+    single = texts(parts, split_sentences=False)
+    for size in groups:
+        one_by_one.append(" ".join(single[start:start + size]))
+        start += size
+    result = {"lines": len(joined), "pairs": len(parts), "beam": beam}
+    for name, hypotheses in (("split", texts(joined)),
+                             ("not_split", texts(joined, split_sentences=False)),
+                             ("one_by_one", one_by_one)):
+        result[name] = {"bleu": scoring.bleu(hypotheses, references)[0],
+                        "chrf": scoring.chrf(hypotheses, references)[0]}
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", help="corpus directory (train and valid splits)")
+    parser.add_argument("--out", required=True, help="where the sets go")
+    parser.add_argument("--src-lang", default="en")
+    parser.add_argument("--tgt-lang", default="fr")
+    parser.add_argument("--rare-count", type=int, default=2,
+                        help="a source word seen at most this often in training is rare (default 2)")
+    parser.add_argument("--score-joined", metavar="RUN", help="score RUN on the joined lines")
+    parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--json", help="write the figures here as well")
+    args = parser.parse_args(argv)
+    out = pathlib.Path(args.out)
+    if args.score_joined:
+        result = score_joined(args.score_joined, out, args.src_lang, args.tgt_lang, args.beam)
+    elif args.data:
+        result = write_sets(pathlib.Path(args.data), out, args.src_lang, args.tgt_lang,
+                            args.rare_count)
+    else:
+        parser.error("give --data (write the sets) or --score-joined RUN")
+    print(json.dumps(result, indent=1))
+    write_report(args.json, result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
