@@ -14,11 +14,8 @@ import pytest
 from conftest import TINY_SETTINGS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-SLOW = pytest.mark.skipif(
-    not os.environ.get("KERAS_NMT_SLOW_TESTS"),
-    reason="trains in fresh interpreters or trains and scores two models (~15-30 s each); "
-           "set KERAS_NMT_SLOW_TESTS=1 to run",
-)
+# Trains in fresh interpreters, or trains and scores two models (~15-30 s each).
+SLOW = pytest.mark.slow
 
 
 def load(name: str):

@@ -67,18 +67,20 @@ ALL_FAILURES = [
     ("checkpoint-start@10:nospace", 2, 8),      # the disk is full from step 10 on
     ("write:summary.json", KILLED, STEPS),      # training done, report being written
 ]
-# Each point costs a process start (~10 s): CI tries six of them (a kill between
-# checkpoints, a kill mid-write, a kill between the data and the state file, a torn
-# checkpoint, a full disk, a kill in the report's write), KERAS_NMT_SLOW_TESTS=1 all ten.
+# Each point costs a process start (~10 s): the default run tries six of them (a kill
+# between checkpoints, a kill mid-write, a kill between the data and the state file, a
+# torn checkpoint, a full disk, a kill in the report's write), `-m slow` all ten.
 QUICK = {"step@3", "checkpoint-writing@4", "checkpoint-data-written@4",
          "checkpoint-state-written@8", "checkpoint-start@10:nospace", "write:summary.json"}
-FAILURES = [f for f in ALL_FAILURES if os.environ.get("KERAS_NMT_SLOW_TESTS") or f[0] in QUICK]
 
 
-def test_failure_at_every_point_then_resume_finishes(tmp_path, tiny_corpus):
+@pytest.mark.parametrize("points", [
+    "quick", pytest.param("all", marks=pytest.mark.slow)])
+def test_failure_at_every_point_then_resume_finishes(points, tmp_path, tiny_corpus):
+    failures = [f for f in ALL_FAILURES if points == "all" or f[0] in QUICK]
     out = tmp_path / "run"
-    result = train(out, hook=FAILURES[0][0], corpus=tiny_corpus)
-    for number, (hook, exit_status, resume_step) in enumerate(FAILURES):
+    result = train(out, hook=failures[0][0], corpus=tiny_corpus)
+    for number, (hook, exit_status, resume_step) in enumerate(failures):
         assert result.returncode == exit_status, (hook, result.stderr[-3000:])
         assert "Traceback" not in result.stderr, (hook, result.stderr[-3000:])
         assert_checkpoints_complete(out)
@@ -98,7 +100,7 @@ def test_failure_at_every_point_then_resume_finishes(tmp_path, tiny_corpus):
         if hook == "checkpoint-state-written@8":
             data = next((out / "checkpoints").glob("ckpt-8.data-*"))
             data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])  # a torn write
-        next_hook = FAILURES[number + 1][0] if number + 1 < len(FAILURES) else None
+        next_hook = failures[number + 1][0] if number + 1 < len(failures) else None
         result = train(out, hook=next_hook, resume=True)
         assert resumed_step(result) == resume_step, (hook, result.stdout)
         if hook == "checkpoint-state-written@8":

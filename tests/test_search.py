@@ -9,7 +9,6 @@ to be tested against.
 from __future__ import annotations
 
 import itertools
-import os
 
 import keras
 import numpy as np
@@ -477,10 +476,7 @@ def test_translate_fn_traces_once(search_model):
     assert not any(op.startswith("TensorArray") for op in ops)
 
 
-@pytest.mark.skipif(
-    not os.environ.get("KERAS_NMT_SLOW_TESTS"),
-    reason="tf2onnx conversion takes ~20 s; set KERAS_NMT_SLOW_TESTS=1 to run",
-)
+@pytest.mark.slow  # the tf2onnx conversion takes ~20 s
 def test_onnx_round_trip(search_model):
     tf2onnx = pytest.importorskip("tf2onnx")
     ort = pytest.importorskip("onnxruntime")
