@@ -15,12 +15,14 @@ it is cut once, by a rule that depends on nothing but each pair's source line:
 selects on ``select.*`` and reports on ``report.*``; ``keras-nmt heldout`` writes them
 for any pair of files.
 
-Cost: one pass over the development split, memory for one line at a time.
+Cost: two passes over the development split (count, then write), memory for one line
+at a time.
 """
 
 from __future__ import annotations
 
-import os
+import collections
+import contextlib
 import pathlib
 import zlib
 
@@ -47,34 +49,21 @@ def write_halves(files: ParallelFiles, directory: pathlib.Path, src: str,
                  tgt: str) -> dict[str, ParallelFiles] | None:
     """Cut ``files`` into ``directory/{select,report}.{src,tgt}``; returns the two halves'
     files, or None (and writes nothing) when one half would be empty, as for a
-    development split of one sentence.
+    development split of one sentence. Each file is written atomically."""
+    from keras_nmt.rundir import open_atomic
 
-    Each file is written beside its final name and renamed into place, so a killed
-    process leaves no half-written half under the final names."""
+    counts = collections.Counter(half_of(source) for source, _ in files.pairs())
+    if not all(counts[half] for half in HALVES):
+        return None
     directory.mkdir(parents=True, exist_ok=True)
     halves = half_files(directory, src, tgt)
-    temporary = {half: tuple(path.with_name(path.name + ".tmp") for path in (f.source, f.target))
-                 for half, f in halves.items()}
-    counts = dict.fromkeys(HALVES, 0)
-    outputs = {half: tuple(open(path, "w", encoding="utf-8", newline="\n") for path in paths)
-               for half, paths in temporary.items()}
-    try:
+    with contextlib.ExitStack() as stack:
+        outputs = {half: tuple(stack.enter_context(open_atomic(path, "w", encoding="utf-8",
+                                                               newline="\n"))
+                               for path in (f.source, f.target))
+                   for half, f in halves.items()}
         for source, target in files.pairs():
-            half = half_of(source)
-            counts[half] += 1
-            outputs[half][0].write(source + "\n")
-            outputs[half][1].write(target + "\n")
-    finally:
-        for pair in outputs.values():
-            for f in pair:
-                f.close()
-    if not all(counts.values()):
-        for paths in temporary.values():
-            for path in paths:
-                path.unlink(missing_ok=True)
-        return None
-    for half, f in halves.items():
-        for path, final in zip(temporary[half], (f.source, f.target)):
-            os.replace(path, final)
+            source_file, target_file = outputs[half_of(source)]
+            source_file.write(source + "\n")
+            target_file.write(target + "\n")
     return halves
-
