@@ -36,7 +36,7 @@ abbreviation before a capital ("... Smith Corp. Jones said") is.
 
 from __future__ import annotations
 
-from typing import Sequence, TypeVar
+from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 import regex
@@ -160,6 +160,50 @@ def split_sentences(line: str, lang: str) -> list[str]:
 # sentence (its best when it has fewer). A line of one sentence keeps its translation.
 
 Item = TypeVar("Item")
+Joined = TypeVar("Joined")
+
+
+class SplitLines:
+    """Lines as one flat list of sentences, for batching, and the way back to the lines:
+    what the translators (Translator, the onnxruntime path) do around their decoding."""
+
+    def __init__(self, lines: Sequence[str], lang: str, split: bool = True):
+        self.parts = [split_sentences(line, lang) if split else [line] for line in lines]
+        self.sentences = [sentence for found in self.parts for sentence in found]
+        self.line_of = [i for i, found in enumerate(self.parts) for _ in found]
+
+    def join(self, results: Sequence[Item], join: Callable[[list[Item]], Joined]) -> list[Joined]:
+        """One result a sentence -> one a line: ``join`` of each line's results."""
+        joined, start = [], 0
+        for found in self.parts:
+            joined.append(join(list(results[start : start + len(found)])))
+            start += len(found)
+        return joined
+
+    def progress(self, progress: Callable[[int], None] | None) -> Callable[[Sequence[int]], None]:
+        """A callback that takes the indices of the sentences a batch decoded and calls
+        ``progress`` with the number of lines that it finished (a line is finished with its
+        last sentence; a line none of whose sentences is decoded is never counted)."""
+        left: dict[int, int] = {}
+        for line in self.line_of:
+            left[line] = left.get(line, 0) + 1
+
+        def finished(decoded: Sequence[int]) -> None:
+            done = 0
+            for sentence in decoded:
+                line = self.line_of[sentence]
+                left[line] -= 1
+                done += left[line] == 0
+            if progress is not None:
+                progress(done)
+
+        return finished
+
+
+def truncated_sentences(translation) -> int:
+    """How many sentences of a line's translation (Translator's or the onnxruntime path's:
+    ``truncated`` and ``sentences``) were cut to the maximum source length."""
+    return sum(part.truncated > 0 for part in translation.sentences or (translation,))
 
 
 def join_texts(texts: Sequence[str]) -> str:
