@@ -14,6 +14,7 @@ import http.server
 import io
 import json
 import pathlib
+import shutil
 import socket
 import subprocess
 import sys
@@ -591,12 +592,14 @@ def test_standin_serves_a_models_config_with_tf_servings_proto(echo_savedmodel, 
 
 @pytest.fixture(scope="module")
 def tiny_expected(tiny_export, tiny_run, tiny_corpus):
-    """Sentences (test set + hard lines) and Translator's translations of them at the
-    export's beam and alpha: what every serving path must give."""
+    """Sentences (test set + hard lines + lines of 2 and 3 test sentences) and Translator's
+    translations of them at the export's beam and alpha: what every serving path must
+    give (the SavedModel and the onnxruntime path split lines as Translator does)."""
     from keras_nmt.translator import Translator
 
     metadata = json.loads((onnx_files(tiny_export) / "nmt.onnx.json").read_text("utf-8"))
-    sentences = (tiny_corpus / "test.en").read_text("utf-8").splitlines()[:30] + HARD_LINES
+    test = (tiny_corpus / "test.en").read_text("utf-8").splitlines()
+    sentences = test[:30] + HARD_LINES + [" ".join(test[:2]), " ".join(test[2:5])]
     translations = Translator.from_run_dir(tiny_run).translate(
         sentences, beam_size=metadata["beam_size"], alpha=metadata["alpha"]
     )
