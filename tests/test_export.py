@@ -211,6 +211,22 @@ def test_serving_default_uses_the_export_beam_and_nbest(loaded, translator, sent
         assert list(out["truncated"]) == [0] * 22
 
 
+def test_an_export_without_sentence_splitting_translates_lines_whole(tiny_run, translator,
+                                                                    sentences, tmp_path):
+    from keras_nmt.export.loaders import TF2Model
+
+    assert cli.main([str(tiny_run), "--out", str(tmp_path), "--beam", "2", "--quiet",
+                     "--no-split-sentences"]) == 0
+    lines = [" ".join(sentences[:2]), sentences[0]]
+    out = TF2Model(tmp_path / "nmt" / "1").run("serving_default", sentences=lines)
+    whole = translator.translate(lines, beam_size=2, split_sentences=False)
+    split = translator.translate(lines, beam_size=2)
+    assert [t.decode("utf-8") for t in out["translations"]] == [t.text for t in whole]
+    np.testing.assert_allclose(out["scores"], [t.score for t in whole], atol=1e-4)
+    assert out["scores"][0] != pytest.approx(split[0].score, abs=1e-3)  # not split
+    assert "each line is translated whole" in (tmp_path / "SERVING.md").read_text("utf-8")
+
+
 BAD_INPUTS = [
     "",
     "   ",

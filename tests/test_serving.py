@@ -213,6 +213,43 @@ def test_onnx_translator_api_options_and_nbest_format(echo_onnx_dir, capsys):
     assert stdout.getvalue() == ""  # no input, no output, no error
 
 
+def test_onnx_translator_splits_sentences_as_the_export_says(echo_onnx_dir, tmp_path):
+    """The echo model's translation of a sentence is its first 5 tokens, scored -(tokens
+    + EOS): a line's translation joins its sentences' exactly."""
+    line = "The cat sat. The mat sat on the cat cat cat."
+    first, second = "The cat sat.", "The mat sat on the cat cat cat."
+    translator = onnx_translator.OnnxTranslator.from_export_dir(echo_onnx_dir, "echo")
+    assert translator.split_sentences is False  # no "split_sentences": an older export
+    [whole] = translator.translate([line])
+    assert (whole.text, whole.score, whole.truncated) == (_echo_expected(line), -6.0, 8)
+    [split] = translator.translate([line, ""], split_sentences=True)[:1]
+    assert split.text == f"{_echo_expected(first)} {_echo_expected(second)}" == (
+        "<unk> cat sat. <unk> mat sat on the")
+    assert split.tokens == ("<unk>", "cat", "sat", ".", "<unk>", "mat", "sat", "on", "the")
+    assert (split.score, split.truncated, len(split.sentences)) == (-11.0, 4, 2)
+    assert split.hypotheses == (onnx_translator.Hypothesis(split.text, split.tokens, -11.0),)
+    assert [t.text for t in split.sentences] == [_echo_expected(first), _echo_expected(second)]
+    assert translator.translate([first], split_sentences=True) == translator.translate([first])
+
+    export = tmp_path / "echo"
+    shutil.copytree(echo_onnx_dir, export)
+    metadata = json.loads((export / "echo.onnx.json").read_text("utf-8"))
+    (export / "echo.onnx.json").write_text(json.dumps({**metadata, "split_sentences": True}))
+    lines = (line + "\n\n" + first + "\n").encode()
+    for options, expected in ((["--name", "echo"], [split.text, "", _echo_expected(first)]),
+                              (["--name", "echo", "--no-split-sentences"],
+                               [whole.text, "", _echo_expected(first)])):
+        stdout, stderr = io.StringIO(), io.StringIO()
+        assert onnx_cli.main([str(export), "--quiet", *options], stdin=io.BytesIO(lines),
+                             stdout=stdout, stderr=stderr) == 0
+        assert stdout.getvalue().split("\n")[:-1] == expected
+        # One sentence of 9 tokens cut, split or not (the whole line has 13).
+        assert stderr.getvalue().startswith("keras-nmt onnx-translate: warning: 1 sentence(s) longer")
+    (export / "echo.onnx.json").write_text(json.dumps({**metadata, "split_sentences": "yes"}))
+    with pytest.raises(onnx_translator.ExportError, match="split_sentences must be true or false"):
+        onnx_translator.OnnxTranslator.from_export_dir(export, "echo")
+
+
 def test_onnx_translate_bad_export_dir_is_one_line(tmp_path, echo_onnx_dir):
     result = _run(ONNX_TRANSLATE, [str(tmp_path)], "hello\n")
     assert result.returncode == 2
