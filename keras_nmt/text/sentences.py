@@ -44,8 +44,9 @@ import regex
 from keras_nmt.text.word import SPACE
 
 # Words whose period never ends a sentence, whatever follows ("Mr. Smith"). Titles and
-# forms of address mostly: a word often found at a sentence's end ("etc.", French "vol."
-# (flight), "art.") is listed below, only before a number. This is not the tokenizer's list
+# forms of address mostly: a word often found at a sentence's end is not listed ("etc.",
+# which mostly ends a list, and so a sentence, before a capital) or listed below, only
+# before a number (French "vol." (flight), "art."). This is not the tokenizer's list
 # (keras_nmt.text.word.ABBREVIATIONS): that one says whether a period stays on its word,
 # and it cannot change without changing the tokens of trained runs.
 ABBREVIATIONS: dict[str, tuple[str, ...]] = {
