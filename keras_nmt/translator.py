@@ -15,6 +15,10 @@ this class, and Python users call it directly::
     for t in translator.translate(lines, beam_size=5, nbest=3, unk_replace=True):
         for hypothesis in t.hypotheses:
             print(hypothesis.text, hypothesis.score)
+
+A line of several sentences is split (:mod:`keras_nmt.text.sentences`) and each sentence is
+translated alone, as the models were trained on single sentences; ``split_sentences=False``
+translates each line whole. :func:`join_translations` says what the line's Translation is.
 """
 
 from __future__ import annotations
@@ -28,11 +32,12 @@ import tensorflow as tf
 
 from keras_nmt import search
 from keras_nmt.config import JIT_LENGTH_MULTIPLE, check_attention
-from keras_nmt.constants import EOS_ID
+from keras_nmt.constants import EOS, EOS_ID
 from keras_nmt.ensemble import Ensemble, check_compatible
 from keras_nmt.lexicon import shortlist_inputs
 from keras_nmt.models import TranslationModel
 from keras_nmt.rundir import RunDir
+from keras_nmt.text.sentences import SplitLines, block_diagonal, join_texts, nbest_rows
 from keras_nmt.unk_replace import load_dictionary, replace_unknowns
 
 # The default maximum source length is max(MIN_SOURCE_LEN, SOURCE_LEN_FACTOR * max_len).
@@ -51,11 +56,51 @@ class Translation:
     # translation again); each has empty ``alternatives``. Empty with nbest=1.
     alternatives: tuple["Translation", ...] = ()
     truncated: int = 0  # source tokens dropped beyond Translator.max_source_len
+    # A line split into several sentences: each sentence's translation, in order, which
+    # the fields above join (join_translations); () for a line of one sentence.
+    sentences: tuple["Translation", ...] = ()
 
     @property
     def hypotheses(self) -> tuple["Translation", ...]:
         """The n-best list: ``alternatives``, or just this translation when it is empty."""
         return self.alternatives or (self,)
+
+    def attention_labels(self) -> tuple[list[str], list[str]]:
+        """The labels of ``attention``'s rows and columns: each sentence's output tokens,
+        then its source tokens, each followed by EOS (one sentence: tokens + EOS)."""
+        parts = self.sentences or (self,)
+        return ([token for part in parts for token in (*part.tokens, EOS)],
+                [token for part in parts for token in (*part.source_tokens, EOS)])
+
+
+def join_translations(parts: Sequence[Translation]) -> Translation:
+    """The Translation of a line from those of its sentences (:mod:`keras_nmt.text.sentences`):
+    ``text`` the sentences' texts one space apart (empty ones left out), ``tokens`` and
+    ``source_tokens`` concatenated, ``score`` and ``truncated`` summed, ``attention`` the
+    block-diagonal matrix of the sentences' (rows: each sentence's output tokens + EOS,
+    columns: its source tokens + EOS, in order; :meth:`Translation.attention_labels`),
+    ``sentences`` the parts. With n-best lists, hypothesis k joins hypothesis k of each
+    sentence (its best when it has fewer). One sentence: its own Translation."""
+    if len(parts) == 1:
+        return parts[0]
+
+    def joined(hypotheses: tuple[Translation, ...]) -> Translation:
+        matrices = [h.attention for h in hypotheses if h.attention is not None]
+        return Translation(
+            join_texts([h.text for h in hypotheses]),
+            tuple(token for h in hypotheses for token in h.tokens),
+            float(sum(h.score for h in hypotheses)),
+            tuple(token for h in hypotheses for token in h.source_tokens),
+            block_diagonal(matrices) if matrices else None,
+            truncated=sum(h.truncated for h in hypotheses),
+            sentences=hypotheses,
+        )
+
+    rows = nbest_rows([part.hypotheses for part in parts])
+    best = joined(rows[0])
+    if any(part.alternatives for part in parts):
+        best = dataclasses.replace(best, alternatives=tuple(joined(row) for row in rows))
+    return best
 
 
 def default_max_source_len(max_len: int) -> int:
@@ -187,8 +232,15 @@ class Translator:
         unk_replace: bool = False,
         dictionary: Mapping[str, str] | str | os.PathLike | None = None,
         shortlist: tuple[int, int] | None = None,
+        split_sentences: bool = True,
     ) -> list[Translation]:
         """Translate ``lines``; the output has one Translation per line, in order.
+
+        ``split_sentences``: each line is split into its sentences
+        (:func:`keras_nmt.text.sentences.split_sentences`, the source language's rules),
+        every sentence is translated alone, and the line's Translation joins theirs
+        (:func:`join_translations`); a line of one sentence gives the Translation it gives
+        unsplit. False: each line is translated whole, as one sentence.
 
         Sentences are decoded in batches of similar length (less padding); an empty
         or whitespace-only line translates to an empty string (score 0.0). A sentence
@@ -210,7 +262,9 @@ class Translator:
         lexical table and the reserved words (:class:`keras_nmt.search.Shortlist`);
         scores are normalised over those words. None: the whole vocabulary.
 
-        ``progress`` is called with the number of sentences finished after each batch.
+        ``progress`` is called after each batch with the number of lines it finished (a
+        line of several sentences is finished with its last one; empty lines, never
+        decoded, are not counted).
         """
         _check_positive("beam_size", beam_size)
         _check_positive("nbest", nbest)
@@ -225,8 +279,19 @@ class Translator:
         if unk_replace:  # an Ensemble attends when one of its members does
             members = getattr(self.model, "models", [self.model])
             check_attention("unk_replace", [member.config for member in members])
-        need_attention = with_attention or unk_replace
+        split = SplitLines(lines, self.src_lang, split_sentences)
+        translated = self._decode(split.sentences, beam_size, alpha, forbid_unk, batch_size,
+                                  with_attention, nbest, unk_replace, dictionary, selection,
+                                  split.progress(progress))
+        return split.join(translated, join_translations)
 
+    def _decode(self, lines: list[str], beam_size: int, alpha: float, forbid_unk: bool,
+                batch_size: int, with_attention: bool, nbest: int, unk_replace: bool,
+                dictionary, selection, finished: Callable[[list[int]], None]
+                ) -> list[Translation]:
+        """One Translation per line of ``lines``, each translated as one sentence, in
+        batches of similar length; ``finished`` hears the indices of each batch's lines."""
+        need_attention = with_attention or unk_replace
         prepared = [self._source_tokens(line) for line in lines]
         source_tokens = [tokens for tokens, _ in prepared]
         ids = [self.source_vocab.encode(tokens) + [EOS_ID] for tokens in source_tokens]
@@ -290,8 +355,7 @@ class Translator:
                 if nbest > 1:
                     best = dataclasses.replace(best, alternatives=tuple(hypotheses))
                 results[i] = best
-            if progress is not None:
-                progress(len(chosen))
+            finished(chosen)
         return results  # type: ignore[return-value]
 
 

@@ -95,6 +95,17 @@ def test_a_new_spelling_is_not_taken_for_an_old_ones_prefix(capsys):
     assert "--src is deprecated" in capsys.readouterr().err
 
 
+def test_sentence_splitting_is_on_unless_turned_off():
+    for command in ("translate", "evaluate", "export"):
+        argv = {"translate": ["RUN"], "evaluate": ["RUN", "--src", "s", "--ref", "r"],
+                "export": ["RUN", "--out", "OUT"]}[command]
+        assert parse(command, argv).split_sentences is True, command
+        assert parse(command, [*argv, "--no-split-sentences"]).split_sentences is False
+    # onnx-translate and serve: the export's setting unless told.
+    assert parse("onnx-translate", ["EXPORT"]).split_sentences is None
+    assert parse("onnx-translate", ["EXPORT", "--no-split-sentences"]).split_sentences is False
+
+
 def test_rename_needs_an_option_to_rename_to():
     parser = OneLineParser(prog="p")
     parser.add_argument("--new")

@@ -243,3 +243,29 @@ def test_unk_replacement_is_refused_for_rnnencdec(encdec_labelled_run, tiny_run,
     from keras_nmt.rundir import RunDir
 
     check_attention(option, [RunDir(path).load_config() for path in (encdec_labelled_run, tiny_run)])
+
+
+def test_a_line_of_sentences_is_split_unless_told(tiny_run, tmp_path):
+    """In-process: a line of two sentences is translated as Translator translates it, split
+    (its attention record has EOS after each sentence) or, with --no-split-sentences, whole."""
+    from keras_nmt.cli.translate import main
+    from keras_nmt.translator import Translator
+
+    first, second = "The man is here.", "A dog sleeps under the table."
+    lines = [f"{first} {second}", "A dog."]
+    translator = Translator.from_run_dir(tiny_run)
+    for split, flags in ((True, []), (False, ["--no-split-sentences"])):
+        expected = translator.translate(lines, beam_size=2, split_sentences=split)
+        stdout, stderr, attention = io.StringIO(), io.StringIO(), tmp_path / f"{split}.jsonl"
+        assert main([str(tiny_run), "--beam", "2", "--quiet", "--attention", str(attention),
+                     *flags], stdin=io.BytesIO("\n".join(lines).encode() + b"\n"),
+                    stdout=stdout, stderr=stderr) == 0, stderr.getvalue()
+        assert stdout.getvalue().split("\n")[:-1] == [t.text for t in expected]
+        record = json.loads(attention.read_text(encoding="utf-8").splitlines()[0])
+        sentences = [first, second] if split else lines[:1]
+        assert record["source"] == [token for sentence in sentences
+                                    for token in (*tokenize(sentence, "en"), "</s>")]
+        assert record["target"].count("</s>") == len(sentences)
+        assert np.array(record["attention"]).shape == (len(record["target"]),
+                                                       len(record["source"]))
+        assert record["score"] == pytest.approx(expected[0].score, abs=1e-5)

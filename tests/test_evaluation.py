@@ -110,8 +110,9 @@ class FakeTranslator:
         self.calls = []
 
     def translate(self, lines, beam_size=5, alpha=1.0, forbid_unk=False, batch_size=32,
-                  with_attention=False, progress=None, shortlist=None):
-        self.calls.append({"lines": list(lines), "forbid_unk": forbid_unk, "beam_size": beam_size})
+                  with_attention=False, progress=None, shortlist=None, split_sentences=True):
+        self.calls.append({"lines": list(lines), "forbid_unk": forbid_unk, "beam_size": beam_size,
+                           "split_sentences": split_sentences})
         out = []
         for line in lines:
             text = self.table[(line, forbid_unk)]
@@ -152,6 +153,10 @@ def test_evaluate_run_with_an_empty_no_unk_subset():
     result = scoring.evaluate_run(translator, ["the dog sleeps ."], ["le chien dort ."], beam_size=1)
     assert result["no_unk"]["sentences"] == 0 and result["no_unk"]["bleu"] is None
     assert result["bleu"] == pytest.approx(100.0)
+    assert [call["split_sentences"] for call in translator.calls] == [True, True]
+    scoring.evaluate_run(translator, ["the dog sleeps ."], ["le chien dort ."], beam_size=1,
+                         split_sentences=False)  # keras-nmt evaluate --no-split-sentences
+    assert [call["split_sentences"] for call in translator.calls[2:]] == [False, False]
 
 
 def _strict_json(text):

@@ -53,6 +53,7 @@ def test_onnx_files(exported):
                                  "max_source_len", "beam_size", "alpha")} == {
         "src": "en", "tgt": "fr", "tokenizer": "word", "source_vocab": "nmt.vocab.en.txt",
         "target_vocab": "nmt.vocab.fr.txt", "max_source_len": 100, "beam_size": 5, "alpha": 1.0}
+    assert meta["split_sentences"] is True  # onnx-translate splits as serving_default does
     assert meta["inputs"] == ["source_ids", "beam_size", "alpha", "forbid_unk", "max_length"]
     assert sorted(meta["outputs"]) == ["ids", "lengths", "log_probs", "scores"]
     assert len(Vocabulary.load(onnx_files(exported) / meta["target_vocab"])) > 4
@@ -186,11 +187,15 @@ def test_savedmodel_matches_keras_beam_search(loaded, translator, sentences, bea
 
 
 def test_serving_default_uses_the_export_beam_and_nbest(loaded, translator, sentences):
-    lines = sentences[:20]
+    # The last two lines hold 2 and 3 sentences: serving_default splits them as Translator
+    # does, and joins their outputs the same way (texts, summed scores, n-best slots,
+    # block-diagonal attention).
+    lines = sentences[:20] + [" ".join(sentences[:2]), " ".join(sentences[2:5])]
     reference = translator.translate(lines, beam_size=EXPORT_BEAM, nbest=2, with_attention=True)
+    assert [len(t.sentences) for t in reference[-2:]] == [2, 3]
     for name in ("tf2", "tf1"):
         out = loaded[name].run("serving_default", sentences=lines)
-        assert out["nbest_translations"].shape == (20, 2), name
+        assert out["nbest_translations"].shape == (22, 2), name
         for row, t in enumerate(reference):
             texts = [h.text for h in t.hypotheses]
             got = [x.decode("utf-8") for x in out["nbest_translations"][row, : len(texts)]]
@@ -202,6 +207,24 @@ def test_serving_default_uses_the_export_beam_and_nbest(loaded, translator, sent
             np.testing.assert_allclose(out["attention"][row, :tokens, :source], t.attention,
                                        atol=1e-5)
             assert not out["attention"][row, tokens:].any()
+            assert not out["attention"][row, :, source:].any()
+        assert list(out["truncated"]) == [0] * 22
+
+
+def test_an_export_without_sentence_splitting_translates_lines_whole(tiny_run, translator,
+                                                                    sentences, tmp_path):
+    from keras_nmt.export.loaders import TF2Model
+
+    assert cli.main([str(tiny_run), "--out", str(tmp_path), "--beam", "2", "--quiet",
+                     "--no-split-sentences"]) == 0
+    lines = [" ".join(sentences[:2]), sentences[0]]
+    out = TF2Model(tmp_path / "nmt" / "1").run("serving_default", sentences=lines)
+    whole = translator.translate(lines, beam_size=2, split_sentences=False)
+    split = translator.translate(lines, beam_size=2)
+    assert [t.decode("utf-8") for t in out["translations"]] == [t.text for t in whole]
+    np.testing.assert_allclose(out["scores"], [t.score for t in whole], atol=1e-4)
+    assert out["scores"][0] != pytest.approx(split[0].score, abs=1e-3)  # not split
+    assert "each line is translated whole" in (tmp_path / "SERVING.md").read_text("utf-8")
 
 
 BAD_INPUTS = [

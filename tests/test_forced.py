@@ -1,6 +1,7 @@
 """Force decoding (keras_nmt.evaluation.forced): its sums are the training NLL, its
 attention rows are distributions, an ensemble mixes its members' probabilities."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -89,3 +90,23 @@ def test_forced_fn_is_traced_once(tiny_run, tiny_corpus):
     assert forced._FNS[translator.model].experimental_get_tracing_count() == 1
     with pytest.raises(ValueError, match="2 sources for 1 targets"):
         forced.force_decode(translator, ["a", "b"], ["c"])
+
+
+def test_the_pairs_of_a_lines_sentences_join_with_eos_between_them():
+    first = forced.ForcedPair(("a", "b"), ("x",), np.array([-1.0, -2.0], np.float32),
+                              np.full((2, 3), 0.5, np.float32), 0)
+    second = forced.ForcedPair(("c",), ("y", "z"), np.array([-3.0, -4.0, -5.0], np.float32),
+                               np.full((3, 2), 0.25, np.float32), 1)
+    joined = forced.join_pairs([first, second])
+    assert joined.source_tokens == ("a", "b", "</s>", "c")
+    assert joined.target_tokens == ("x", "</s>", "y", "z")
+    np.testing.assert_array_equal(joined.token_logprobs, [-1, -2, -3, -4, -5])
+    assert joined.logprob == first.logprob + second.logprob and joined.unknown == 1
+    # Still [target tokens + 1, source tokens + 1]: each sentence attends to its own source.
+    assert joined.attention.shape == (len(joined.target_tokens) + 1,
+                                      len(joined.source_tokens) + 1) == (5, 5)
+    np.testing.assert_array_equal(joined.attention[:2, :3], first.attention)
+    np.testing.assert_array_equal(joined.attention[2:, 3:], second.attention)
+    assert joined.attention.sum() == pytest.approx(first.attention.sum() + second.attention.sum())
+    assert forced.join_pairs([first]) is first
+    assert forced.join_pairs([first, dataclasses.replace(second, attention=None)]).attention is None

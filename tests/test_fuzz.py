@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from keras_nmt.cli import translate
-from keras_nmt.text import word as tokenizer, word_graph as text
+from keras_nmt.text import sentences_graph, word as tokenizer, word_graph as text
+from keras_nmt.text.sentences import split_sentences
 from keras_nmt.translator import Translator
 
 EXAMPLES = int(os.environ.get("KERAS_NMT_FUZZ_EXAMPLES", "50"))
@@ -72,6 +73,18 @@ def test_graph_tokenizer_agrees_with_python_on_any_text(lang, lines):
     assert graph == expected
 
 
+@pytest.mark.parametrize("lang", ["en", "fr"])
+@fuzz(EXAMPLES)
+@given(lines=st.lists(line_strategy(ASSIGNED_CHAR), min_size=1, max_size=LINES_PER_BATCH))
+def test_graph_sentence_splitter_agrees_with_python_on_any_text(lang, lines):
+    expected = [split_sentences(line, lang) for line in lines]
+    for line, found in zip(lines, expected):
+        assert found == [line] or all(sentence.strip() for sentence in found)
+    graph = [[s.decode("utf-8") for s in row]
+             for row in sentences_graph.split(lines, lang).to_list()]
+    assert graph == expected
+
+
 @pytest.fixture(scope="module")
 def translator(tiny_run):
     return Translator.from_run_dir(tiny_run)
@@ -86,7 +99,9 @@ def test_translator_returns_one_translation_per_line(translator, lines):
     for line, translation in zip(lines, translations):
         assert isinstance(translation.text, str) and "\n" not in translation.text
         tokens = tokenizer.tokenize(line, "en")
-        assert translation.truncated == max(0, len(tokens) - translator.max_source_len)
+        assert translation.truncated == sum(  # each sentence is cut on its own
+            max(0, len(tokenizer.tokenize(sentence, "en")) - translator.max_source_len)
+            for sentence in split_sentences(line, "en"))
         if not tokens:
             assert translation.text == "" and translation.score == 0.0
 

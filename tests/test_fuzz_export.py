@@ -16,6 +16,7 @@ import tensorflow_text  # noqa: E402,F401  (registers the text ops the SavedMode
 from test_fuzz import EXAMPLES, LINE, LINES_PER_BATCH, fuzz  # noqa: E402
 
 from keras_nmt.text import word as tokenizer  # noqa: E402
+from keras_nmt.text.sentences import split_sentences  # noqa: E402
 from keras_nmt.serving import onnx_translator  # noqa: E402
 from keras_nmt.translator import default_max_source_len  # noqa: E402
 
@@ -67,7 +68,9 @@ def test_onnx_translator_answers_every_line(export_dir, max_source_len, lines):
     assert len(translations) == len(lines)
     for line, translation in zip(lines, translations):
         tokens = tokenizer.tokenize(line, "en")
-        assert translation.truncated == max(0, len(tokens) - max_source_len)
+        assert translation.truncated == sum(  # each sentence is cut on its own
+            max(0, len(tokenizer.tokenize(sentence, "en")) - max_source_len)
+            for sentence in split_sentences(line, "en"))
         assert "\n" not in translation.text
         if not tokens:
             assert translation.text == "" and translation.score == 0.0

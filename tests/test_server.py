@@ -240,7 +240,7 @@ def test_status_metadata_health_models_stats(served):
     assert status == 200 and models["models"][0] == {
         "name": "nmt", "version": 1, "src": "en", "tgt": "fr", "beam": 5, "alpha": 1.0,
         "max_nbest": 2, "max_source_len": 100, "int8": False, "shortlist": None,
-        "alignment": True}
+        "alignment": True, "split_sentences": True}
     status, stats = served.call("/stats")
     assert status == 200 and stats["batch_size"] == 8 and stats["waiting"] == 0
     for path, reason in [("/v1/models/other", "Servable not found for request: Latest(other)"),
@@ -299,6 +299,45 @@ def test_json_api_alignment_of_the_best_translation(served, translator):
     assert status == 200 and "alignment" not in answer["translations"][0]
 
 
+def test_a_line_of_sentences_is_split_as_the_export_says_unless_told(served, translator,
+                                                                     tiny_run):
+    lines = ["the cat sat on the mat . A dog runs near the house .", "a dog runs ."]
+    split = translator.translate(lines, beam_size=3, nbest=2, align=True)
+    whole = translator.translate(lines, beam_size=3, nbest=2, align=True, split_sentences=False)
+    assert translator.split_sentences and len(split[0].sentences) == 2 and not split[1].sentences
+    for body, expected in (({}, split), ({"split_sentences": False}, whole)):
+        status, answer = served.call("/translate", {"text": lines, "beam": 3, "nbest": 2,
+                                                    "alignment": True, **body})
+        assert status == 200, answer
+        got = answer["translations"]
+        assert [t["text"] for t in got] == [t.text for t in expected]
+        assert [[h["tokens"] for h in t["nbest"]] for t in got] == [
+            [list(h.tokens) for h in t.hypotheses] for t in expected]
+        np.testing.assert_array_equal(_float32([t["score"] for t in got]),
+                                      _float32([t.score for t in expected]))
+        alignment = got[0]["alignment"]
+        assert alignment["source_tokens"] == list(expected[0].alignment.source_tokens)
+        assert _float32(alignment["attention"]).shape == (
+            len(alignment["target_tokens"]) + 1, len(alignment["source_tokens"]) + 1)
+    # Split: EOS between the sentences on both sides of the matrix, block-diagonal.
+    pair, first = split[0].alignment, split[0].sentences[0]
+    assert pair.source_tokens == ("the", "cat", "sat", "on", "the", "mat", ".", "</s>", "A",
+                                  "dog", "runs", "near", "the", "house", ".")
+    assert not pair.attention[: len(first.tokens) + 1, 8:].any()
+    assert not pair.attention[len(first.tokens) + 1:, :8].any()
+    # TF Serving's predict splits as the export's SavedModel does.
+    status, answer = served.call("/v1/models/nmt:predict", {"instances": lines})
+    assert [row["translations"] for row in answer["predictions"]] == [
+        t.text for t in translator.translate(lines)]
+    # And the Python Translator agrees (scores; the barely trained model's tied hypotheses
+    # may differ between onnxruntime and TensorFlow).
+    from keras_nmt.translator import Translator
+
+    reference = Translator.from_run_dir(tiny_run).translate(lines, beam_size=3)
+    assert [len(t.sentences) for t in reference] == [2, 0]
+    np.testing.assert_allclose([t.score for t in split], [t.score for t in reference], atol=1e-4)
+
+
 def test_alignment_of_an_export_without_the_forced_model_is_a_400(tiny_export, tmp_path):
     copy = tmp_path / "export"
     shutil.copytree(tiny_export, copy)
@@ -342,6 +381,8 @@ BAD = [  # path, body, status, a phrase of the reason
     ("/translate", {"text": ["a"], "version": 7}, 404, "Specific(nmt, 7)"),
     ("/translate", {"text": ["a"], "no_unk": "yes"}, 400, "true or false"),
     ("/translate", {"text": ["a"], "alignment": 1}, 400, "alignment must be true or false"),
+    ("/translate", {"text": ["a"], "split_sentences": None}, 400,
+     "split_sentences must be true or false"),
     ("/v1/models/nmt:predict", {"instances": ["a"], "inputs": ["a"]}, 400, "either"),
     ("/v1/models/nmt:predict", {"instances": "a"}, 400, "must be a list"),
     ("/v1/models/nmt:predict", {"inputs": {"sentences": ["a"], "beam_size": 2}}, 400,

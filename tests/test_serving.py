@@ -14,6 +14,7 @@ import http.server
 import io
 import json
 import pathlib
+import shutil
 import socket
 import subprocess
 import sys
@@ -211,6 +212,43 @@ def test_onnx_translator_api_options_and_nbest_format(echo_onnx_dir, capsys):
     assert onnx_cli.main([str(echo_onnx_dir), "--name", "echo"], stdin=io.BytesIO(b""),
                                stdout=stdout, stderr=stderr) == 0
     assert stdout.getvalue() == ""  # no input, no output, no error
+
+
+def test_onnx_translator_splits_sentences_as_the_export_says(echo_onnx_dir, tmp_path):
+    """The echo model's translation of a sentence is its first 5 tokens, scored -(tokens
+    + EOS): a line's translation joins its sentences' exactly."""
+    line = "The cat sat. The mat sat on the cat cat cat."
+    first, second = "The cat sat.", "The mat sat on the cat cat cat."
+    translator = onnx_translator.OnnxTranslator.from_export_dir(echo_onnx_dir, "echo")
+    assert translator.split_sentences is False  # no "split_sentences": an older export
+    [whole] = translator.translate([line])
+    assert (whole.text, whole.score, whole.truncated) == (_echo_expected(line), -6.0, 8)
+    [split] = translator.translate([line, ""], split_sentences=True)[:1]
+    assert split.text == f"{_echo_expected(first)} {_echo_expected(second)}" == (
+        "<unk> cat sat. <unk> mat sat on the")
+    assert split.tokens == ("<unk>", "cat", "sat", ".", "<unk>", "mat", "sat", "on", "the")
+    assert (split.score, split.truncated, len(split.sentences)) == (-11.0, 4, 2)
+    assert split.hypotheses == (onnx_translator.Hypothesis(split.text, split.tokens, -11.0),)
+    assert [t.text for t in split.sentences] == [_echo_expected(first), _echo_expected(second)]
+    assert translator.translate([first], split_sentences=True) == translator.translate([first])
+
+    export = tmp_path / "echo"
+    shutil.copytree(echo_onnx_dir, export)
+    metadata = json.loads((export / "echo.onnx.json").read_text("utf-8"))
+    (export / "echo.onnx.json").write_text(json.dumps({**metadata, "split_sentences": True}))
+    lines = (line + "\n\n" + first + "\n").encode()
+    for options, expected in ((["--name", "echo"], [split.text, "", _echo_expected(first)]),
+                              (["--name", "echo", "--no-split-sentences"],
+                               [whole.text, "", _echo_expected(first)])):
+        stdout, stderr = io.StringIO(), io.StringIO()
+        assert onnx_cli.main([str(export), "--quiet", *options], stdin=io.BytesIO(lines),
+                             stdout=stdout, stderr=stderr) == 0
+        assert stdout.getvalue().split("\n")[:-1] == expected
+        # One sentence of 9 tokens cut, split or not (the whole line has 13).
+        assert stderr.getvalue().startswith("keras-nmt onnx-translate: warning: 1 sentence(s) longer")
+    (export / "echo.onnx.json").write_text(json.dumps({**metadata, "split_sentences": "yes"}))
+    with pytest.raises(onnx_translator.ExportError, match="split_sentences must be true or false"):
+        onnx_translator.OnnxTranslator.from_export_dir(export, "echo")
 
 
 def test_onnx_translate_bad_export_dir_is_one_line(tmp_path, echo_onnx_dir):
@@ -592,12 +630,14 @@ def test_standin_serves_a_models_config_with_tf_servings_proto(echo_savedmodel, 
 
 @pytest.fixture(scope="module")
 def tiny_expected(tiny_export, tiny_run, tiny_corpus):
-    """Sentences (test set + hard lines) and Translator's translations of them at the
-    export's beam and alpha: what every serving path must give."""
+    """Sentences (test set + hard lines + lines of 2 and 3 test sentences) and Translator's
+    translations of them at the export's beam and alpha: what every serving path must
+    give (the SavedModel and the onnxruntime path split lines as Translator does)."""
     from keras_nmt.translator import Translator
 
     metadata = json.loads((onnx_files(tiny_export) / "nmt.onnx.json").read_text("utf-8"))
-    sentences = (tiny_corpus / "test.en").read_text("utf-8").splitlines()[:30] + HARD_LINES
+    test = (tiny_corpus / "test.en").read_text("utf-8").splitlines()
+    sentences = test[:30] + HARD_LINES + [" ".join(test[:2]), " ".join(test[2:5])]
     translations = Translator.from_run_dir(tiny_run).translate(
         sentences, beam_size=metadata["beam_size"], alpha=metadata["alpha"]
     )

@@ -162,6 +162,11 @@ def test_forbid_unk_and_unk_replacement(peaked):
         for alternative in after.alternatives:
             assert UNK not in alternative.tokens
     assert any(token in ("Schmidt", "homme") for t in out for token in t.tokens)
+    # In a line of two sentences each is replaced from its own attention.
+    alone = loving.translate(lines[::2], beam_size=2, unk_replace=True, dictionary=dictionary)
+    [joined] = loving.translate(["Mr Smith sees Jones. The man is here."], beam_size=2,
+                                unk_replace=True, dictionary=dictionary)
+    assert joined.tokens == alone[0].tokens + alone[1].tokens and len(joined.sentences) == 2
 
 
 def test_unk_replacement_needs_a_model_with_attention(translator):
@@ -178,3 +183,59 @@ def test_unk_replacement_needs_a_model_with_attention(translator):
     mixed = Translator(Ensemble([encdec, translator.model]), translator.source_codec,
                        translator.target_codec)
     assert len(mixed.translate(["The man."], beam_size=1, unk_replace=True)) == 1
+
+
+TWO_SENTENCES = "The man is here. A dog sleeps on the table."
+
+
+def test_a_line_of_two_sentences_joins_their_translations(peaked):
+    first, second = "The man is here.", "A dog sleeps on the table."
+    alone = peaked.translate([first, second], beam_size=3)
+    [joined] = peaked.translate([TWO_SENTENCES], beam_size=3)
+    assert joined.text == f"{alone[0].text} {alone[1].text}"
+    assert joined.tokens == alone[0].tokens + alone[1].tokens
+    assert joined.source_tokens == alone[0].source_tokens + alone[1].source_tokens
+    assert joined.score == pytest.approx(alone[0].score + alone[1].score, abs=1e-6)
+    assert joined.truncated == 0 and joined.sentences == tuple(alone)
+    assert joined.attention is None and joined.alternatives == ()
+    # Unsplit: the line is one sentence, as before sentences were split.
+    [whole] = peaked.translate([TWO_SENTENCES], beam_size=3, split_sentences=False)
+    assert whole.source_tokens == joined.source_tokens and whole.sentences == ()
+    assert whole.score != pytest.approx(joined.score)
+    # A line of one sentence gives the same Translation either way.
+    assert peaked.translate([first], beam_size=3) == peaked.translate(
+        [first], beam_size=3, split_sentences=False) == alone[:1]
+
+
+def test_a_split_lines_nbest_list_and_block_diagonal_attention(peaked):
+    first, second = "The man is here.", "A dog sleeps on the table."
+    alone = peaked.translate([first, second], beam_size=4, nbest=3, with_attention=True)
+    [joined] = peaked.translate([TWO_SENTENCES], beam_size=4, nbest=3, with_attention=True)
+    width = max(len(t.hypotheses) for t in alone)
+    assert len(joined.hypotheses) == width == 3
+    for k, hypothesis in enumerate(joined.hypotheses):
+        parts = [t.hypotheses[k] if k < len(t.hypotheses) else t.hypotheses[0] for t in alone]
+        assert hypothesis.text == " ".join(p.text for p in parts)
+        assert hypothesis.score == pytest.approx(sum(p.score for p in parts), abs=1e-6)
+        assert [s.tokens for s in hypothesis.sentences] == [p.tokens for p in parts]
+        assert hypothesis.alternatives == ()
+    assert joined.hypotheses[0].text == joined.text
+    # Rows: each sentence's tokens + EOS; columns: each sentence's source tokens + EOS.
+    a, b = alone[0].attention, alone[1].attention
+    assert joined.attention.shape == (a.shape[0] + b.shape[0], a.shape[1] + b.shape[1])
+    np.testing.assert_array_equal(joined.attention[: a.shape[0], : a.shape[1]], a)
+    np.testing.assert_array_equal(joined.attention[a.shape[0]:, a.shape[1]:], b)
+    assert not joined.attention[: a.shape[0], a.shape[1]:].any()
+    assert not joined.attention[a.shape[0]:, : a.shape[1]].any()
+    rows, columns = joined.attention_labels()
+    assert (len(rows), len(columns)) == joined.attention.shape
+    assert columns == [*alone[0].source_tokens, "</s>", *alone[1].source_tokens, "</s>"]
+    assert alone[0].attention_labels() == ([*alone[0].tokens, "</s>"],
+                                           [*alone[0].source_tokens, "</s>"])
+
+
+def test_progress_counts_lines(peaked):
+    counts = []
+    peaked.translate([TWO_SENTENCES, "", "A dog.", TWO_SENTENCES], beam_size=1, batch_size=2,
+                     progress=counts.append)
+    assert sum(counts) == 3 and len(counts) == 3  # 5 sentences, batches of 2

@@ -112,6 +112,20 @@ def add_shortlist_argument(parser: argparse.ArgumentParser, what: str = "decode"
     )
 
 
+def add_split_sentences_argument(
+    parser: argparse.ArgumentParser,
+    default: str = "split each line into its sentences (keras_nmt.text.sentences), translate "
+                   "each alone and join their translations",
+    unset: bool | None = True,
+) -> None:
+    """``--no-split-sentences``: translate each line whole, as one sentence
+    (``args.split_sentences`` False; ``unset`` without the option)."""
+    parser.add_argument(
+        "--no-split-sentences", dest="split_sentences", action="store_false", default=unset,
+        help=f"translate each line whole, as one sentence (default: {default})",
+    )
+
+
 def quiet_tensorflow() -> None:
     """Keep TensorFlow's C++ start-up lines off the terminal: on a machine without a GPU
     they include an error, "failed call to cuInit", that a new user reads as a failure.

@@ -19,8 +19,9 @@ import pathlib
 from typing import Any, Sequence
 
 from keras_nmt.cli.common import (
-    OneLineParser, add_shortlist_argument, add_weights_argument, non_negative_float, non_negative_int, positive_int, quiet_tensorflow,
-    run_command, std_streams,
+    OneLineParser, add_shortlist_argument, add_split_sentences_argument, add_weights_argument,
+    non_negative_float, non_negative_int, positive_int, quiet_tensorflow, run_command,
+    std_streams,
 )
 from keras_nmt.config import ConfigError, check_attention
 from keras_nmt.corpus.readers import CorpusError
@@ -96,6 +97,9 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                           help="with --plots: heat maps for these line numbers of --src "
                           "(1-based) instead")
     add_shortlist_argument(parser)
+    add_split_sentences_argument(
+        parser, "split each --src line into its sentences, translate each alone and join "
+        "their translations; the scores are per line either way")
     add_weights_argument(parser)
     parser.add_argument(
         "--ensemble", action="store_true",
@@ -242,6 +246,7 @@ def _main(args: argparse.Namespace, stdout, stderr) -> int:
             translator, sources, references, beam, alpha, batch_size=args.batch_size,
             gold=gold if attends else None, keep_attention=keep if attends else [],
             progress=Progress(stream=stderr, enabled=not args.quiet), label=job.label, shortlist=args.shortlist,
+            split_sentences=args.split_sentences,
         )
         ensemble = len(job.paths) > 1
         result = {
@@ -290,7 +295,8 @@ def _tune(args, translator, sources, references, run_dir: pathlib.Path, report) 
     tuned = tune_search(translator, sources, references, args.tune_beams or DEFAULT_BEAMS,
                         args.tune_alphas or DEFAULT_ALPHAS,
                         batch_size=args.batch_size, shortlist=args.shortlist,
-                        log=lambda text: print(text, file=report, flush=True))
+                        log=lambda text: print(text, file=report, flush=True),
+                        split_sentences=args.split_sentences)
     tuned.update(src=str(args.src), ref=str(args.ref), weights=args.weights)
     RunDir(run_dir).write_search_settings(tuned)
     print(f"tuned: beam {tuned['beam_size']}, alpha {tuned['alpha']:g} (BLEU {tuned['bleu']:.2f}); "

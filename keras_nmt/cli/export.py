@@ -10,9 +10,9 @@ import time
 from typing import Sequence
 
 from keras_nmt.cli.common import (
-    OneLineParser, add_shortlist_argument, add_weights_argument, non_negative_float,
-    non_negative_int, positive_int, quiet_tensorflow,
-    run_command, std_streams,
+    OneLineParser, add_shortlist_argument, add_split_sentences_argument, add_weights_argument,
+    non_negative_float, non_negative_int, positive_int, quiet_tensorflow, run_command,
+    std_streams,
 )
 from keras_nmt.config import ConfigError
 from keras_nmt.export import ExportError
@@ -65,6 +65,9 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                                              "(default %(default)s)")
     add_shortlist_argument(parser, what="serving_default and onnx-translate decode (the "
                            "table goes into both graphs; shortlist inputs turn it off)")
+    add_split_sentences_argument(
+        parser, "serving_default, translate and onnx-translate split each line into its "
+        "sentences, translate each alone and join their translations")
     add_weights_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.rename("--version", "--model-version")
@@ -95,7 +98,7 @@ def _run(args: argparse.Namespace, stderr, prog: str) -> int:
         run_dir=args.run_dir, out=args.out, name=args.name, version=args.version,
         beam=args.beam, nbest=args.nbest, attention=args.attention, onnx=args.onnx,
         weights=args.weights, shortlist=args.shortlist, int8=args.int8,
-        int8_max_drop=args.int8_max_drop,
+        int8_max_drop=args.int8_max_drop, split_sentences=args.split_sentences,
     )
     quiet_tensorflow()
     try:

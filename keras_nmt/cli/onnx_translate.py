@@ -11,13 +11,14 @@ import time
 from typing import Sequence, TextIO
 
 from keras_nmt.cli.common import (
-    OneLineParser, binary, non_negative_float, non_negative_int, positive_int, run_command,
-    shortlist, std_streams,
+    OneLineParser, add_split_sentences_argument, binary, non_negative_float, non_negative_int,
+    positive_int, run_command, shortlist, std_streams,
 )
 from keras_nmt.corpus.readers import InputError, read_lines
 from keras_nmt.export import ExportError
 from keras_nmt.progress import Progress, format_duration
 from keras_nmt.serving.onnx_translator import OnnxTranslator
+from keras_nmt.text.sentences import truncated_sentences
 from keras_nmt.vocab import VocabularyError
 
 PROG = "keras-nmt onnx-translate"
@@ -58,6 +59,10 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                                 "export made with --shortlist holds the lexical table)")
     selection.add_argument("--full-vocabulary", action="store_true",
                            help="decode over every word although the export selects")
+    add_split_sentences_argument(
+        parser, "as the export does: split each line into its sentences, translate each alone "
+        "and join their translations, unless it was exported with --no-split-sentences or by "
+        "a keras-nmt older than that option", unset=None)
     parser.add_argument("--batch-size", type=positive_int, default=32, metavar="B",
                         help="sentences decoded together (default 32)")
     parser.add_argument("--threads", type=positive_int, metavar="N",
@@ -81,7 +86,7 @@ def _run(args, stdin, stdout: TextIO, stderr: TextIO, prog: str) -> int:
     nbest = args.nbest or 1
     beam = args.beam if args.beam is not None else max(translator.beam_size, nbest)
     options = dict(beam_size=beam, alpha=args.alpha, nbest=nbest, forbid_unk=args.no_unk,
-                   batch_size=args.batch_size,
+                   batch_size=args.batch_size, split_sentences=args.split_sentences,
                    shortlist=False if args.full_vocabulary else (args.shortlist or True))
     try:
         translator.translate([], **options)  # checks the options before reading stdin
@@ -104,7 +109,7 @@ def _run(args, stdin, stdout: TextIO, stderr: TextIO, prog: str) -> int:
     for begin in range(0, len(lines), chunk):
         part = lines[begin : begin + chunk]
         for index, t in enumerate(translator.translate(part, progress=advance, **options), begin):
-            truncated += t.truncated > 0
+            truncated += truncated_sentences(t)
             if args.nbest:
                 for h in t.hypotheses:
                     stdout.write(f"{index} ||| {h.text} ||| {h.score:.4f}\n")

@@ -15,16 +15,16 @@ import time
 from typing import Sequence, TextIO
 
 from keras_nmt.cli.common import (
-    OneLineParser, add_shortlist_argument, add_weights_argument, binary, non_negative_float,
-    positive_int, quiet_tensorflow, run_command, std_streams,
+    OneLineParser, add_shortlist_argument, add_split_sentences_argument, add_weights_argument,
+    binary, non_negative_float, positive_int, quiet_tensorflow, run_command, std_streams,
 )
 from keras_nmt.config import ConfigError, check_attention
-from keras_nmt.constants import EOS
 from keras_nmt.corpus.readers import InputError, decode_line, read_lines
 from keras_nmt.ensemble import EnsembleError, check_compatible
 from keras_nmt.lexicon import LexiconError, shortlist_inputs
 from keras_nmt.progress import Progress, format_duration
 from keras_nmt.rundir import RunDir, RunDirError, json_text
+from keras_nmt.text.sentences import truncated_sentences
 from keras_nmt.unk_replace import DictionaryError, load_dictionary
 from keras_nmt.vocab import VocabularyError
 
@@ -40,23 +40,29 @@ DESCRIPTION = """\
 Translate raw sentences read from stdin with the model of RUN_DIR (several RUN_DIRs:
 an ensemble that averages the models' word probabilities; their vocabularies must be
 identical). Writes detokenized translations to stdout, one line per input line, in
-order. Empty or whitespace-only lines translate to empty lines. A sentence longer than
-the maximum source length is cut to it (one warning at the end counts them). When stdin
-is a file or a pipe, the sentences are decoded in batches with a progress line on
-stderr; on a terminal each line is translated as soon as it is typed."""
+order. A line of several sentences is split into them, each is translated alone and
+their translations are joined on the line, one space apart (--no-split-sentences: each
+line is translated whole). Empty or whitespace-only lines translate to empty lines. A
+sentence longer than the maximum source length is cut to it (one warning at the end
+counts them). When stdin is a file or a pipe, the sentences are decoded in batches with
+a progress line on stderr; on a terminal each line is translated as soon as it is typed."""
 
 EPILOG = """\
 n-best output (--nbest N): the Moses n-best list format, one hypothesis per line,
 "INDEX ||| translation ||| score", best first, where INDEX is the 0-based input line
-number and score the length-normalised log-probability used for ranking. An input line
-gets up to N lines (fewer only when fewer distinct translations exist); an empty input
-line gets exactly one, "INDEX |||  ||| 0.0000", so every index appears.
+number and score the length-normalised log-probability used for ranking (a line of
+several sentences: hypothesis k joins hypothesis k of each sentence, its best when it has
+fewer, and the score is the sum of theirs). An input line gets up to N lines (fewer only
+when fewer distinct translations exist); an empty input line gets exactly one,
+"INDEX |||  ||| 0.0000", so every index appears.
 
 attention (--attention FILE.jsonl): one JSON object per input line, in order:
 {"index", "source": source tokens + "</s>", "target": output tokens + "</s>",
 "attention": one row per target token and one column per source token,
 "score", "truncated": source tokens dropped}; for the best hypothesis, after UNK
-replacement. An empty input line has empty lists."""
+replacement. A line of several sentences has "</s>" after each sentence's tokens, and
+its matrix is block-diagonal: each sentence attends to its own source only. An empty
+input line has empty lists."""
 
 
 
@@ -107,6 +113,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         help="truncate sentences to N source tokens (default: max(100, 2 * the run's max_len))",
     )
     add_shortlist_argument(parser)
+    add_split_sentences_argument(parser)
     add_weights_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     return parser
@@ -127,8 +134,7 @@ class _Writer:
 
     def write(self, translations) -> None:
         for t in translations:
-            if t.truncated:
-                self.truncated += 1
+            self.truncated += truncated_sentences(t)
             if self.nbest:
                 for h in t.hypotheses:
                     self.stdout.write(f"{self.index} ||| {h.text} ||| {h.score:.4f}\n")
@@ -147,10 +153,11 @@ def _attention_record(index: int, t) -> dict:
         return {"index": index, "source": [], "target": [], "attention": [], "score": 0.0,
                 "truncated": 0}
     weights = t.attention.astype(float).round(6)
+    target, source = t.attention_labels()
     return {
         "index": index,
-        "source": list(t.source_tokens) + [EOS],
-        "target": list(t.tokens) + [EOS],
+        "source": source,
+        "target": target,
         "attention": weights.tolist(),
         "score": round(t.score, 6),
         "truncated": t.truncated,
@@ -212,7 +219,7 @@ def _run(args, stdin, stdout: TextIO, stderr: TextIO, prog: str) -> int:
         options = dict(
             beam_size=beam, alpha=alpha, forbid_unk=args.no_unk, batch_size=args.batch_size,
             with_attention=bool(args.attention), nbest=nbest, unk_replace=unk_replace,
-            dictionary=dictionary, shortlist=args.shortlist,
+            dictionary=dictionary, shortlist=args.shortlist, split_sentences=args.split_sentences,
         )
         writer = _Writer(stdout, args.nbest, attention, interactive)
         if interactive:

@@ -40,8 +40,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID, UNK, UNK_ID
+from keras_nmt.constants import BOS_ID, EOS, EOS_ID, PAD_ID, UNK, UNK_ID
 from keras_nmt.text import codecs
+from keras_nmt.text.sentences import block_diagonal
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +71,28 @@ class ForcedPair:
     def score(self, alpha: float) -> float:
         """``logprob / tokens ** alpha``: the beam search's ranking score."""
         return self.logprob / self.tokens ** alpha
+
+
+def join_pairs(pairs: Sequence[ForcedPair]) -> ForcedPair:
+    """The pairs of a line's sentences as one (a line split into sentences,
+    :mod:`keras_nmt.text.sentences`): the tokens of each side one sentence after the
+    other with EOS between them, so that the matrix stays [target tokens + 1, source
+    tokens + 1]; the log-probabilities concatenated (each sentence's EOS included), the
+    attention block-diagonal (None when a pair has none), the unknown words summed. One
+    pair: itself."""
+    if len(pairs) == 1:
+        return pairs[0]
+
+    def tokens(side: str) -> tuple[str, ...]:
+        joined = [token for pair in pairs for token in (*getattr(pair, side), EOS)]
+        return tuple(joined[:-1])  # the last EOS is the matrix's own
+
+    attention = None
+    if all(pair.attention is not None for pair in pairs):
+        attention = block_diagonal([pair.attention for pair in pairs])
+    return ForcedPair(tokens("source_tokens"), tokens("target_tokens"),
+                      np.concatenate([pair.token_logprobs for pair in pairs]), attention,
+                      sum(pair.unknown for pair in pairs))
 
 
 _FNS: "weakref.WeakKeyDictionary[Any, Callable]" = weakref.WeakKeyDictionary()

@@ -229,8 +229,9 @@ def write_plots(
         for index, translation in sorted(details.get("translations", {}).items()):
             if translation.attention is None:
                 continue
+            rows, columns = translation.attention_labels()  # EOS after each sentence
             files = attention_figure(
-                translation.source_tokens, translation.tokens, translation.attention,
+                columns, rows, translation.attention,
                 directory / f"fig3_{name}_line{index + 1}.png",
                 title=f"{result['label']}, line {index + 1} (beam {result['beam_size']})",
                 source_name=f"Source ({result.get('src_lang', 'source')})",

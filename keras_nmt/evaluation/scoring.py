@@ -149,9 +149,12 @@ def evaluate_run(
     beam_size: int = 5, alpha: float = 1.0, *, batch_size: int = 32,
     gold: Sequence[GoldAlignment] | None = None, keep_attention: Sequence[int] = (),
     progress: Progress | None = None, label: str = "", shortlist: tuple[int, int] | None = None,
+    split_sentences: bool = True,
 ) -> dict[str, Any]:
     """Score one translator on (sources, references), decoding over the whole vocabulary
     or, with ``shortlist`` = (F, B), with vocabulary selection (Translator.translate).
+    ``split_sentences``: a source line of several sentences is translated sentence by
+    sentence (Translator.translate's option); the scores are per line in any case.
 
     Returns a JSON-ready dict: sentences, beam_size, alpha, bleu, chrf (All), signatures,
     no_unk {sentences, bleu, chrf}, bleu_by_length (Fig. 2 rows), aer (None without
@@ -166,13 +169,13 @@ def evaluate_run(
     translations = translator.translate(
         sources, beam_size=beam_size, alpha=alpha, forbid_unk=False, batch_size=batch_size,
         with_attention=bool(keep), progress=_counter(progress, f"{prefix}translating", len(sources)),
-        shortlist=shortlist,
+        shortlist=shortlist, split_sentences=split_sentences,
     )
     hypotheses = [t.text for t in translations]
     subset = no_unk_indices(sources, references, translator.source_codec, translator.target_codec)
     subset_translations = translator.translate(
         [sources[i] for i in subset], beam_size=beam_size, alpha=alpha, forbid_unk=True,
-        batch_size=batch_size, shortlist=shortlist,
+        batch_size=batch_size, shortlist=shortlist, split_sentences=split_sentences,
         progress=_counter(progress, f"{prefix}translating the No-UNK subset (UNK forbidden)", len(subset)),
     )
     seconds = time.monotonic() - start

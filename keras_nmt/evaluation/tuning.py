@@ -23,15 +23,17 @@ def tune_search(
     translator, sources: Sequence[str], references: Sequence[str],
     beams: Sequence[int] = DEFAULT_BEAMS, alphas: Sequence[float] = DEFAULT_ALPHAS,
     batch_size: int = 32, shortlist: tuple[int, int] | None = None,
-    log: Callable[[str], None] | None = None,
+    log: Callable[[str], None] | None = None, split_sentences: bool = True,
 ) -> dict[str, Any]:
-    """BLEU of every (beam, alpha) on (sources, references); the best pair with the grid."""
+    """BLEU of every (beam, alpha) on (sources, references); the best pair with the grid
+    (``split_sentences``: as Translator.translate's)."""
     grid = []
     for beam in beams:
         for alpha in alphas:
             start = time.monotonic()
             hypotheses = [t.text for t in translator.translate(
-                sources, beam_size=beam, alpha=alpha, batch_size=batch_size, shortlist=shortlist)]
+                sources, beam_size=beam, alpha=alpha, batch_size=batch_size, shortlist=shortlist,
+                split_sentences=split_sentences)]
             row = {"beam_size": int(beam), "alpha": float(alpha),
                    "bleu": bleu(hypotheses, references)[0],
                    "seconds": time.monotonic() - start}

@@ -59,6 +59,7 @@ class ExportRequest:
     shortlist: tuple[int, int] | None = None  # (F, B): vocabulary selection by default
     int8: bool = False  # also NAME.int8.onnx (needs onnx)
     int8_max_drop: float = INT8_MAX_DROP  # BLEU the int8 model may lose on the sample
+    split_sentences: bool = True  # the string signatures and onnx-translate split lines
 
 
 def next_version(model_dir: pathlib.Path) -> int:
@@ -82,22 +83,25 @@ def _prepare_out(out: pathlib.Path, name: str, version: int | None) -> tuple[pat
 
 
 def _check_sentences(source_vocab) -> list[str]:
-    """Four sentences of 3, 6, 9 and 12 frequent source words, then BAD_INPUTS.
+    """Four sentences of 3, 6, 9 and 12 frequent source words, a line of the first two
+    (a capital starts the second: two sentences where lines are split), then BAD_INPUTS.
     SentencePiece pieces count as words without their word-start mark."""
     pieces = (t.lstrip(SENTENCEPIECE_SPACE) for t in source_vocab.tokens[4:])
     words = [t for t in pieces if t.isalpha()] or ["hello"]
     made = [" ".join(words[3 * n : 6 * n + 3]) + " ." for n in range(4)]
-    return made + list(BAD_INPUTS)
+    return made + [f"{made[0]} {made[1][:1].upper()}{made[1][1:]}"] + list(BAD_INPUTS)
 
 
 def self_check(savedmodel_dir: pathlib.Path, translator, beam_size: int, alpha: float,
-               shortlist: tuple[int, int] | None = None) -> None:
-    """The SavedModel in the TF1 session loader translates like the Keras model."""
+               shortlist: tuple[int, int] | None = None, split_sentences: bool = True) -> None:
+    """The SavedModel in the TF1 session loader translates like the Keras model (lines
+    split into sentences, or not, as the SavedModel does)."""
     from keras_nmt.export import parity
     from keras_nmt.export.loaders import SessionModel
 
     lines = _check_sentences(translator.source_vocab)
-    reference = translator.translate(lines, beam_size=beam_size, alpha=alpha, shortlist=shortlist)
+    reference = translator.translate(lines, beam_size=beam_size, alpha=alpha, shortlist=shortlist,
+                                     split_sentences=split_sentences)
     session = SessionModel(savedmodel_dir)
     try:
         outputs = session.run("serving_default", sentences=lines)
@@ -121,9 +125,11 @@ def onnx_check(onnx_path: pathlib.Path, translator, beam_size: int, alpha: float
     from keras_nmt.export import parity
     from keras_nmt.export.onnx import OnnxModel
 
-    # Empty sentences never reach the model: the onnxruntime path answers "" itself.
+    # Empty sentences never reach the model: the onnxruntime path answers "" itself. Each
+    # line is one sentence here, as translate_ids decodes it (splitting is Python's work).
     lines = [line for line in _check_sentences(translator.source_vocab) if line.strip()]
-    reference = translator.translate(lines, beam_size=beam_size, alpha=alpha, shortlist=shortlist)
+    reference = translator.translate(lines, beam_size=beam_size, alpha=alpha, shortlist=shortlist,
+                                     split_sentences=False)
     decoded = parity.run_ids(OnnxModel(onnx_path).run, translator.encode(lines),
                              translator.target_vocab, beam_size, alpha, shortlist=shortlist)
     result = parity.compare(parity.from_translations(reference), decoded)
@@ -143,7 +149,7 @@ def forced_check(directory: pathlib.Path, name: str, translator) -> dict:
 
     sources = [line for line in _check_sentences(translator.source_vocab)
                if line.strip() and len(line) < 200]
-    targets = [t.text for t in translator.translate(sources, beam_size=1)]
+    targets = [t.text for t in translator.translate(sources, beam_size=1, split_sentences=False)]
     sources, targets = sources + [sources[0], ""], targets + ["", ""]
     reference = force_decode(translator, sources, targets, attention=True)
     served = OnnxTranslator.from_export_dir(directory, name=name).align(sources, targets)
@@ -257,6 +263,9 @@ def write_onnx(directory: pathlib.Path, name: str, run, model, settings, tokeniz
         **vocabularies,
         **models,
         "max_source_len": settings.max_source_len,
+        # onnx-translate and keras-nmt serve split lines as the SavedModel does, by the
+        # rules of the source language ("src").
+        "split_sentences": settings.split_sentences,
         "beam_size": settings.beam_size,
         "alpha": settings.alpha,
         "nbest": settings.nbest,
@@ -314,19 +323,22 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
         attention=args.attention,
         max_source_len=default_max_source_len(run.config.max_len),
         shortlist=args.shortlist,
+        split_sentences=args.split_sentences,
     )
     # Everything, the ONNX files included, is written into a temporary directory (a name
     # TF Serving ignores, not an integer) and renamed into place once all of it is checked.
     staging = pathlib.Path(tempfile.mkdtemp(dir=model_dir, prefix=f".{version}.tmp-"))
     try:
         selection = f", shortlist {args.shortlist[0]},{args.shortlist[1]}" if args.shortlist else ""
-        log(f"exporting SavedModel (beam {beam_size}, alpha {settings.alpha:g}{selection})")
+        unsplit = "" if args.split_sentences else ", lines not split into sentences"
+        log(f"exporting SavedModel (beam {beam_size}, alpha {settings.alpha:g}{selection}{unsplit})")
         archive = savedmodel.build_archive(
             model, run.run.graph_encoders(), settings, lexicon_table=table,
         )
         savedmodel.write_savedmodel(archive, staging)
         log("checking the SavedModel with the TF1 session loader")
-        self_check(staging, translator, beam_size, settings.alpha, args.shortlist)
+        self_check(staging, translator, beam_size, settings.alpha, args.shortlist,
+                   settings.split_sentences)
         if args.onnx:
             onnx_staging = staging / layout.ONNX_DIR
             onnx_staging.mkdir()

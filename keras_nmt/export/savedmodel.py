@@ -15,9 +15,12 @@ selection (F, B) (their inputs stay those of any export, so clients need no chan
 ``translate_ids`` takes ``shortlist_frequent`` and ``shortlist_best`` inputs (both 0: the
 whole vocabulary, the exact search).
 
-Everything the string signatures do happens in the graph: source encoding, truncation to
-the maximum source length (counted in the run's tokens), beam search (one
-``tf.while_loop``) and target decoding. The text codecs are the run's graph encoders,
+Everything the string signatures do happens in the graph: sentence splitting (each line
+into its sentences, by the source language's rules of :mod:`keras_nmt.text.sentences` run
+by :mod:`keras_nmt.text.sentences_graph`; off with ``ExportSettings.split_sentences``),
+source encoding, truncation to the maximum source length (counted in the run's tokens),
+beam search (one ``tf.while_loop``), target decoding and the join of a line's sentences
+(as :func:`keras_nmt.translator.join_translations` joins them). The text codecs are the run's graph encoders,
 :meth:`keras_nmt.rundir.RunDir.graph_encoders` (the ones tf.data trained with):
 
 - ``word``: the rewrite tables of :mod:`keras_nmt.text.word` run by
@@ -41,6 +44,7 @@ import tensorflow as tf
 from keras_nmt import search
 from keras_nmt.constants import PAD_ID
 from keras_nmt.models import TranslationModel
+from keras_nmt.text import sentences_graph
 from keras_nmt.text.codecs import SENTENCEPIECE
 from keras_nmt.text.graph_ids import append_eos
 
@@ -56,6 +60,7 @@ class ExportSettings:
     attention: bool = False  # the string signatures also return the best hypothesis' attention
     max_source_len: int = 100  # source tokens kept (EOS not counted)
     shortlist: tuple[int, int] | None = None  # (F, B) of serving_default; None: every word
+    split_sentences: bool = True  # a line of several sentences: each translated alone
 
 
 def translate_ids_function(model: TranslationModel, nbest: int,
@@ -91,12 +96,18 @@ def make_string_translate(
 ) -> Callable:
     """``(sentences, beam_size, alpha[, shortlist_frequent, shortlist_best]) -> dict`` of
     the string signatures. ``encoder``: sentences -> ragged source ids (a graph encoder of
-    :mod:`keras_nmt.text`); ``decode_text``: search output ids [B, N, T] -> text [B, N];
-    ``search_fn``: :func:`keras_nmt.search.make_translate_fn`'s function (the shortlist
-    sizes go to it when it takes them)."""
+    :mod:`keras_nmt.text`, its ``lang`` the source language); ``decode_text``: search
+    output ids [B, N, T] -> text [B, N]; ``search_fn``:
+    :func:`keras_nmt.search.make_translate_fn`'s function (the shortlist sizes go to it
+    when it takes them). With ``settings.split_sentences`` each line is split into its
+    sentences, and the line's outputs join theirs."""
     max_len = int(settings.max_source_len)
 
-    def translate(sentences, beam_size, alpha, *shortlist):
+    def translate_sentences(sentences, beam_size, alpha, shortlist) -> dict:
+        """Each sentence's outputs: texts and scores [S, N] (N: the search's n-best
+        width), which slots hold a hypothesis [S, N], truncated [S]; with attention, the
+        best hypothesis' [S, T, X] and its size (rows: output tokens + EOS, columns:
+        source tokens + EOS; 0 for an empty sentence)."""
         tokens = encoder(sentences, add_eos=False)  # ragged [B, None]
         counts = tf.cast(tokens.row_lengths(), tf.int32)
         truncated = tf.maximum(counts - max_len, 0)
@@ -116,14 +127,43 @@ def make_string_translate(
         first_slot = tf.equal(tf.range(tf.shape(out["scores"])[1]), 0)[None, :]
         empty_scores = tf.where(first_slot, 0.0, float("-inf"))
         scores = tf.where(empty[:, None], empty_scores, out["scores"])
-        result = {"translations": texts[:, 0], "scores": scores[:, 0], "truncated": truncated}
-        if settings.nbest > 1:
-            result["nbest_translations"] = texts
-            result["nbest_scores"] = scores
+        filled = tf.where(empty[:, None], first_slot, out["lengths"] > 0)
+        result = {"texts": texts, "scores": scores, "filled": filled, "truncated": truncated}
         if settings.attention:
             result["attention"] = tf.where(
                 empty[:, None, None], tf.constant(0.0, tf.float32), out["attention"][:, 0]
             )
+            result["rows"] = tf.where(empty, 0, out["lengths"][:, 0])
+            result["columns"] = tf.where(empty, 0, tf.minimum(counts, max_len) + 1)
+        return result
+
+    def join_lines(found: dict, row_splits) -> dict:
+        """The sentences' outputs -> their lines' (keras_nmt.text.sentences' join)."""
+        texts, scores = sentences_graph.join_nbest(found["texts"], found["scores"],
+                                                   found["filled"], row_splits)
+        joined = {"texts": texts, "scores": scores,
+                  "truncated": sentences_graph.join_sums(found["truncated"], row_splits)}
+        if settings.attention:
+            joined["attention"] = sentences_graph.join_attention(
+                found["attention"], found["rows"], found["columns"], row_splits)
+        return joined
+
+    def translate(sentences, beam_size, alpha, *shortlist):
+        if settings.split_sentences:
+            split = sentences_graph.split(sentences, encoder.lang)
+            found = join_lines(
+                translate_sentences(split.flat_values, beam_size, alpha, shortlist),
+                split.row_splits)
+        else:
+            found = translate_sentences(sentences, beam_size, alpha, shortlist)
+        texts, scores = found["texts"], found["scores"]
+        result = {"translations": texts[:, 0], "scores": scores[:, 0],
+                  "truncated": found["truncated"]}
+        if settings.nbest > 1:
+            result["nbest_translations"] = texts
+            result["nbest_scores"] = scores
+        if settings.attention:
+            result["attention"] = found["attention"]
         return result
 
     return translate
@@ -206,9 +246,15 @@ def signature_summary(settings: ExportSettings) -> dict[str, str]:
                      f"the {best} best translations of each source word")
         inputs = (", `shortlist_frequent` int32, `shortlist_best` int32 (both 0: the whole "
                   "vocabulary)")
+    split = ("; a line of several sentences is split into them (the source language's rules "
+             "of keras_nmt.text.sentences), each is translated alone and the line's outputs "
+             "join theirs: texts one space apart, scores and `truncated` summed, n-best slot "
+             "k from slot k of each sentence (its best when it has fewer), attention "
+             "block-diagonal" if settings.split_sentences else
+             "; each line is translated whole, as one sentence")
     return {
         "serving_default": f"`sentences` string [N] (raw text) -> {outputs}; beam "
-                           f"{settings.beam_size}, alpha {settings.alpha:g}{selection}",
+                           f"{settings.beam_size}, alpha {settings.alpha:g}{selection}{split}",
         "translate": "`sentences` string [N], `beam_size` int32, `alpha` float32 (< 0: "
                      f"the export's, {settings.alpha:g}) -> the outputs of "
                      f"serving_default{selection}",

@@ -12,8 +12,16 @@ pure-Python twins of the SavedModel graph's: the word tokenizer
 (``NAME.spm.SRC.model`` / ``NAME.spm.TGT.model``, run by the ``sentencepiece`` package).
 They are truncated to the export's ``max_source_len`` tokens (pieces) as
 the SavedModel and :class:`keras_nmt.translator.Translator` do (a warning at the end counts
-the truncated lines). One output line per input line, in order; empty and
+the truncated sentences). One output line per input line, in order; empty and
 whitespace-only lines give empty lines.
+
+A line of several sentences is split (:mod:`keras_nmt.text.sentences`, the source
+language's rules) when the export says so (``"split_sentences"`` of NAME.onnx.json, written
+by ``keras-nmt export``, on unless ``--no-split-sentences``; an export without the key, from
+an older keras-nmt, does not split, as its SavedModel does not): each sentence is translated
+alone and the line's translation joins theirs as Translator's does (:func:`join_translations`
+here; ``translate(..., split_sentences=False)`` or ``--no-split-sentences`` translates each
+line whole).
 
 Force decoding and alignment run ``NAME.forced.onnx`` (written beside ``NAME.onnx`` by the
 export; :func:`keras_nmt.evaluation.forced.stepwise_forced`), loaded when first needed:
@@ -43,9 +51,10 @@ from typing import Callable, Sequence
 import numpy as np
 
 from keras_nmt.constants import EOS_ID, UNK_ID
-from keras_nmt.evaluation.forced import ForcedPair, run_batches, target_tokens
+from keras_nmt.evaluation.forced import ForcedPair, join_pairs, run_batches, target_tokens
 from keras_nmt.export import ExportError, layout
 from keras_nmt.text import CodecError, codecs
+from keras_nmt.text.sentences import SplitLines, join_texts, nbest_rows
 from keras_nmt.vocab import Vocabulary
 
 INPUTS = ("source_ids", "beam_size", "alpha", "forbid_unk", "max_length")
@@ -76,8 +85,32 @@ class OnnxTranslation:
     truncated: int  # source tokens dropped beyond max_source_len
     hypotheses: tuple[Hypothesis, ...]  # best first; (the best,) with nbest=1
     # With translate(..., align=True): the best hypothesis force-decoded against the
-    # (cut) source; None for an empty line.
+    # (cut) source; None for an empty line. A line of several sentences: their pairs
+    # joined (keras_nmt.evaluation.forced.join_pairs: EOS between the sentences).
     alignment: ForcedPair | None = None
+    # A line split into several sentences: each one's translation, in order, which the
+    # fields above join (join_translations); () for a line of one sentence.
+    sentences: tuple["OnnxTranslation", ...] = ()
+
+
+def join_translations(parts: Sequence[OnnxTranslation]) -> OnnxTranslation:
+    """The translation of a line from those of its sentences, as
+    :func:`keras_nmt.translator.join_translations` joins them: texts one space apart (empty
+    ones left out), tokens concatenated, scores and ``truncated`` summed, hypothesis k from
+    hypothesis k of each sentence (its best when it has fewer), the alignments joined by
+    :func:`~keras_nmt.evaluation.forced.join_pairs`. One sentence: its own translation."""
+    if len(parts) == 1:
+        return parts[0]
+    hypotheses = tuple(
+        Hypothesis(join_texts([h.text for h in row]),
+                   tuple(token for h in row for token in h.tokens),
+                   float(sum(h.score for h in row)))
+        for row in nbest_rows([part.hypotheses for part in parts]))
+    pairs = [part.alignment for part in parts if part.alignment is not None]
+    best = hypotheses[0]
+    return OnnxTranslation(best.text, best.tokens, best.score,
+                           sum(part.truncated for part in parts), hypotheses,
+                           join_pairs(pairs) if pairs else None, tuple(parts))
 
 
 def _load_metadata(path: pathlib.Path) -> dict:
@@ -152,7 +185,8 @@ class OnnxTranslator:
     def __init__(self, session, source_codec, target_codec, max_source_len: int,
                  beam_size: int = 5, alpha: float = 1.0, max_nbest: int = 1,
                  shortlist: tuple[int, int] | None = None,
-                 forced_path: pathlib.Path | None = None, threads: int | None = None):
+                 forced_path: pathlib.Path | None = None, threads: int | None = None,
+                 split_sentences: bool = False):
         self.session = session
         # keras_nmt.text codecs: the word tokenizer or SentencePiece, as exported.
         self.source_codec = source_codec
@@ -165,6 +199,8 @@ class OnnxTranslator:
         self.beam_size = int(beam_size)
         self.alpha = float(alpha)
         self.max_nbest = int(max_nbest)  # hypotheses per sentence the graph returns
+        # translate()'s default, the export's: lines split into sentences (as its SavedModel)
+        self.split_sentences = bool(split_sentences)
         # The export's vocabulary selection (F, B), when its graph holds a lexical table.
         self.selects = any(i.name == "shortlist_best" for i in session.get_inputs())
         self.shortlist = tuple(shortlist) if shortlist and self.selects else None
@@ -193,6 +229,10 @@ class OnnxTranslator:
             shortlist = None if shortlist is None else (int(shortlist[0]), int(shortlist[1]))
         except (TypeError, ValueError, IndexError) as error:
             raise ExportError(f"{name}.onnx.json: {error}") from None
+        split = metadata.get("split_sentences", False)  # older exports: lines whole
+        if not isinstance(split, bool):
+            raise ExportError(f"{name}.onnx.json: split_sentences must be true or false, "
+                              f"got {split!r}")
         model = metadata.get("model", f"{name}.onnx")
         if int8:
             if not isinstance(metadata.get("int8"), dict) or "model" not in metadata["int8"]:
@@ -208,7 +248,7 @@ class OnnxTranslator:
         forced = metadata.get("forced")
         forced_path = export_dir / str(forced["model"]) if isinstance(forced, dict) else None
         return cls(session, source_codec, target_codec, max_source_len, beam_size, alpha,
-                   max_nbest, shortlist, forced_path, threads)
+                   max_nbest, shortlist, forced_path, threads, split)
 
     def forced_session(self):
         """The onnxruntime session of NAME.forced.onnx (loaded once); :class:`ExportError`
@@ -289,12 +329,16 @@ class OnnxTranslator:
                   batch_size: int = 32,
                   progress: Callable[[int], None] | None = None,
                   shortlist: tuple[int, int] | bool | None = True,
-                  align: bool = False) -> list[OnnxTranslation]:
+                  align: bool = False,
+                  split_sentences: bool | None = None) -> list[OnnxTranslation]:
         """One translation per line, in order (see :meth:`Translator.translate`).
         ``shortlist``: True, the export's vocabulary selection (if it was exported with
         one); (F, B) another one (the export must hold a lexical table); False or None:
         the whole vocabulary. ``align``: each translation's ``alignment`` is its best
-        hypothesis force-decoded (NAME.forced.onnx), one more pass per line."""
+        hypothesis force-decoded (NAME.forced.onnx), one more pass per sentence.
+        ``split_sentences``: split each line into its sentences and join their
+        translations (:func:`join_translations`); None: as the export does
+        (``self.split_sentences``). ``progress`` hears the lines each batch finished."""
         beam_size = self.beam_size if beam_size is None else int(beam_size)
         alpha = self.alpha if alpha is None else float(alpha)
         if not 1 <= nbest <= self.max_nbest:
@@ -313,6 +357,19 @@ class OnnxTranslator:
             frequent, best = shortlist or (0, 0)
             selection = {"shortlist_frequent": np.array(frequent, np.int32),
                          "shortlist_best": np.array(best, np.int32)}
+        split = SplitLines(lines, self.src_lang, self.split_sentences
+                           if split_sentences is None else bool(split_sentences))
+        results = self._decode(split.sentences, beam_size, alpha, nbest, forbid_unk,
+                               batch_size, selection, split.progress(progress))
+        if align:
+            results = self._align_best(split.sentences, results, batch_size)
+        return split.join(results, join_translations)
+
+    def _decode(self, lines: list[str], beam_size: int, alpha: float, nbest: int,
+                forbid_unk: bool, batch_size: int, selection: dict,
+                finished: Callable[[list[int]], None]) -> list[OnnxTranslation]:
+        """One translation per line of ``lines``, each translated as one sentence, in
+        batches of similar length; ``finished`` hears the indices of each batch's lines."""
         prepared = [self.source_ids(line) for line in lines]
         empty = OnnxTranslation("", (), 0.0, 0, (Hypothesis("", (), 0.0),))
         results: list[OnnxTranslation] = [empty] * len(lines)
@@ -344,6 +401,5 @@ class OnnxTranslator:
                 best = hypotheses[0]
                 results[i] = OnnxTranslation(best.text, best.tokens, best.score,
                                              prepared[i][1], tuple(hypotheses))
-            if progress is not None:
-                progress(len(chosen))
-        return self._align_best(lines, results, batch_size) if align else results
+            finished(chosen)
+        return results

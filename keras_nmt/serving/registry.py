@@ -37,6 +37,7 @@ class Servable:
             "max_source_len": t.max_source_len, "int8": self.int8,
             "shortlist": list(t.shortlist) if t.shortlist else None,
             "alignment": t.aligns,  # POST /translate takes "alignment": true
+            "split_sentences": t.split_sentences,  # a line of sentences: each translated alone
         }
 
 

@@ -4,17 +4,20 @@ Endpoints:
 
 - ``POST /v1/models/NAME[/versions/N | /labels/L]:predict``: TF Serving's REST predict
   API for the export's ``serving_default`` and ``translate`` signatures
-  (:mod:`keras_nmt.serving.tfserving_rest`);
+  (:mod:`keras_nmt.serving.tfserving_rest`); an input of several sentences is split into
+  them, or not, as the export's SavedModel does;
 - ``GET /v1/models/NAME[/versions/N]`` (status) and ``.../metadata`` (signatures), as
   TF Serving answers them;
 - ``POST /translate``: ``{"text": [...], "model", "version", "beam", "alpha", "nbest",
-  "no_unk", "alignment"}`` (all but ``text`` optional) -> ``{"model", "version", "beam",
-  "alpha", "translations": [{"text", "score", "truncated", "nbest": [{"text", "score",
-  "tokens"}]}]}``; with ``"alignment": true`` each translation also has ``"alignment"``:
-  ``{"source_tokens", "target_tokens", "token_logprobs", "attention"}`` for its best
-  hypothesis (:meth:`OnnxTranslator.translate`'s ``align``; ``attention`` has a row per
-  target token and a column per source token, EOS last on both; null for RNNencdec),
-  null for an empty line;
+  "no_unk", "alignment", "split_sentences"}`` (all but ``text`` optional) -> ``{"model",
+  "version", "beam", "alpha", "translations": [{"text", "score", "truncated", "nbest":
+  [{"text", "score", "tokens"}]}]}``; with ``"alignment": true`` each translation also has
+  ``"alignment"``: ``{"source_tokens", "target_tokens", "token_logprobs", "attention"}``
+  for its best hypothesis (:meth:`OnnxTranslator.translate`'s ``align``; ``attention`` has
+  a row per target token and a column per source token, EOS last on both, and between the
+  sentences of a split line; null for RNNencdec), null for an empty line. A text of
+  several sentences is split into them and their translations joined, as the export does
+  (``GET /models`` says); ``"split_sentences": false`` translates each text whole;
 - ``GET /health`` (200 while serving), ``GET /models`` (each model's languages, search
   settings and limits), ``GET /stats`` (the batcher's counters);
 - ``GET /``: a page to try the models (a text box, the translation, its n-best list and
@@ -57,7 +60,8 @@ from keras_nmt.serving.registry import Registry, Servable
 STATIC = pathlib.Path(__file__).resolve().parent / "static"
 STATIC_FILES = ("page.js", "page.css")
 MAX_ALPHA = 10.0  # length normalisation exponents beyond this only overflow
-TRANSLATE_KEYS = {"text", "model", "version", "beam", "alpha", "nbest", "no_unk", "alignment"}
+TRANSLATE_KEYS = {"text", "model", "version", "beam", "alpha", "nbest", "no_unk", "alignment",
+                  "split_sentences"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,6 +99,7 @@ class Search:
     alpha: float
     forbid_unk: bool = False
     align: bool = False  # also force-decode each best hypothesis (its attention matrix)
+    split_sentences: bool | None = None  # None: as the export does
 
 
 class TranslationServer:
@@ -222,14 +227,15 @@ class TranslationServer:
             translator.beam_size, nbest)
         alpha = rest.float_value(body["alpha"], "alpha") if "alpha" in body else translator.alpha
         no_unk, align = body.get("no_unk", False), body.get("alignment", False)
-        for key, value in (("no_unk", no_unk), ("alignment", align)):
+        split = body.get("split_sentences", translator.split_sentences)
+        for key, value in (("no_unk", no_unk), ("alignment", align), ("split_sentences", split)):
             if not isinstance(value, bool):
                 raise rest.bad(f"{key} must be true or false")
         if align and not translator.aligns:
             raise rest.bad(f"model {servable.name!r} version {servable.version} has no "
                            "force-decoding model (written by an older keras-nmt): export it "
                            "again with --onnx for alignments")
-        search = self._search(servable, sentences, beam, alpha, nbest, no_unk, align)
+        search = self._search(servable, sentences, beam, alpha, nbest, no_unk, align, split)
         results = await self.batcher.submit(search, sentences)
         return _json({
             "model": servable.name, "version": servable.version, "beam": beam,
@@ -251,7 +257,8 @@ class TranslationServer:
         return self.registry.find(next(iter(self.registry.models)), version)
 
     def _search(self, servable: Servable, sentences: Sequence[str], beam: int, alpha: float,
-                nbest: int, forbid_unk: bool = False, align: bool = False) -> Search:
+                nbest: int, forbid_unk: bool = False, align: bool = False,
+                split_sentences: bool | None = None) -> Search:
         """The batch key of a request, once its sentences and settings are within limits."""
         limits, translator = self.options, servable.translator
         if not sentences:
@@ -270,7 +277,7 @@ class TranslationServer:
                            f"for more), got {nbest}")
         if nbest > beam:
             raise rest.bad(f"nbest ({nbest}) cannot exceed the beam size ({beam})")
-        return Search(servable, beam, float(alpha), bool(forbid_unk), align)
+        return Search(servable, beam, float(alpha), bool(forbid_unk), align, split_sentences)
 
     def _translate_batch(self, search: Search, sentences: list[str]) -> list[OnnxTranslation]:
         """One batch, in a worker thread: every n-best hypothesis the export returns (a
@@ -280,6 +287,7 @@ class TranslationServer:
             sentences, beam_size=search.beam, alpha=search.alpha,
             nbest=min(translator.max_nbest, search.beam), forbid_unk=search.forbid_unk,
             batch_size=self.options.batch_size, align=search.align,
+            split_sentences=search.split_sentences,
         )
 
     # ---- health, models, stats -----------------------------------------------------------

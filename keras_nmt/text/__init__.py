@@ -6,8 +6,11 @@
   :mod:`~keras_nmt.text.sentencepiece_graph`: the same model in graphs (TF Text).
 - :mod:`~keras_nmt.text.codecs`: the one factory that gives a run's codecs, Python or
   graph, from its tokenizer kind.
+- :mod:`~keras_nmt.text.sentences`: splitting a line into its sentences (rules per
+  language, Python) and joining their translations; :mod:`~keras_nmt.text.sentences_graph`:
+  the same rules and join as TensorFlow graph ops.
 
-Importing this package, ``word``, ``sentencepiece`` or ``codecs`` loads no TensorFlow:
+Importing this package, ``word``, ``sentences``, ``sentencepiece`` or ``codecs`` loads no TensorFlow:
 the onnxruntime path runs on them alone. The ``*_graph`` modules import it.
 """
 

@@ -22,8 +22,9 @@ from keras_nmt.vocab import Vocabulary
 KIND = "word"
 
 # Every Unicode space separator (U+00A0 and U+202F included, which French text puts
-# before ? ! : ;), tabs and control characters count as a token boundary.
-_SPACE = "[\\p{Z}\\p{Cc}\ufeff]+"
+# before ? ! : ;), tabs and control characters count as a token boundary (and as the
+# space between two sentences, keras_nmt.text.sentences).
+SPACE = "[\\p{Z}\\p{Cc}\ufeff]"
 _LETTER = r"\p{L}"
 _NOT_LETTER = r"[^\p{L}]"
 # A word-final period that must stay on its word is parked on this character while the
@@ -54,7 +55,7 @@ _INITIALS = {"en": "[A-Z]", "fr": "[A-Zb-z]"}
 NUMERIC_ABBREVIATIONS: dict[str, tuple[str, ...]] = {"en": ("No", "Art", "pp"), "fr": ()}
 
 COMMON_RULES: tuple[tuple[str, str], ...] = (
-    (_SPACE, " "),
+    (SPACE + "+", " "),
     # Everything but letters, digits, marks and . ' ` , - is a token of its own:
     # ! ? ; : " ( ) « » “ ” ’ … % $ & / @ + = *, emoji, CJK punctuation...
     (r"([^\p{L}\p{N}\p{M} .'`,-])", r" \1 "),
