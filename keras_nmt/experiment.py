@@ -22,7 +22,7 @@ from keras_nmt.checkpoints import checkpoint_problem, checkpoint_step
 from keras_nmt.config import Config, ConfigError
 from keras_nmt.corpus import builtin, heldout, wmt14
 from keras_nmt.corpus.readers import (
-    CorpusError, ParallelFiles, count_lines, find_corpus, open_text,
+    CorpusError, ParallelFiles, count_lines, find_corpus,
 )
 from keras_nmt.models import TranslationModel
 from keras_nmt.progress import Phase, Progress
@@ -345,17 +345,12 @@ def _resume_config(options: TrainOptions, run: RunDir) -> tuple[Config, dict[str
     return config, info
 
 
-def _read_lines(path: pathlib.Path) -> list[str]:
-    with open_text(path) as f:
-        return [line.rstrip("\r\n") for line in f]
-
-
 def held_out_report(
     translator: Translator, files: ParallelFiles, beam_size: int, alpha: float, log,
     quiet: bool = False, progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Translate a held-out split and score it with sacreBLEU, overall and by length."""
-    sources, references = _read_lines(files.source), _read_lines(files.target)
+    sources, references = files.sides()
     progress = progress or Progress(log_seconds=30.0, enabled=not quiet)
     phase = Phase(progress, f"translating {files.source.name}", total=len(sources),
                   unit="sentences")
@@ -523,8 +518,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
         )
 
     translator = Translator(model, *run.codecs(), jit_compile=jit)
-    valid_sources = _read_lines(valid_files.source)
-    valid_references = _read_lines(valid_files.target)
+    valid_sources, valid_references = valid_files.sides()
 
     def dev_bleu() -> float:
         hypotheses = [t.text for t in translator.translate(valid_sources, beam_size=1)]

@@ -73,7 +73,6 @@ __all__ = [
     "greedy_search",
     "make_translate_fn",
     "output_columns",
-    "stepwise_greedy",
 ]
 
 
@@ -467,40 +466,6 @@ def greedy_search(model, source_ids, **kwargs) -> dict[str, tf.Tensor]:
     kwargs.pop("beam_size", None)
     kwargs["nbest"] = 1
     return beam_search(model, source_ids, 1, **kwargs)
-
-
-def stepwise_greedy(
-    model, source_ids, max_length=None, forbid_unk: bool = False, max_decode_ratio: float = 2.0
-) -> list[list[int]]:
-    """Reference greedy decoder: a plain eager Python loop over ``model.step``.
-
-    At each step the argmax of the logits over the allowed tokens (never PAD or BOS,
-    not UNK when ``forbid_unk``); EOS is forced at the sentence's limit, the same limit
-    :func:`beam_search` uses. Returns one list of ids per sentence, EOS included.
-    For tests and debugging, not for speed.
-    """
-    source_ids = tf.convert_to_tensor(source_ids, tf.int32)
-    limits = decode_limits(source_ids, max_length, max_decode_ratio).numpy()
-    state, memory = model.encode(source_ids)
-    batch = int(source_ids.shape[0])
-    previous = np.full([batch], BOS_ID, np.int32)
-    outputs: list[list[int]] = [[] for _ in range(batch)]
-    finished = np.zeros([batch], bool)
-    banned = [PAD_ID, BOS_ID] + ([UNK_ID] if forbid_unk else [])
-    for t in range(int(limits.max()) if batch else 0):
-        logits, state, _ = model.step(tf.constant(previous), state, memory)
-        logits = np.array(logits, np.float64)
-        logits[:, banned] = -np.inf
-        for b in range(batch):
-            if finished[b]:
-                continue
-            token = EOS_ID if t + 1 >= limits[b] else int(np.argmax(logits[b]))
-            outputs[b].append(token)
-            previous[b] = token
-            finished[b] = token == EOS_ID
-        if finished.all():
-            break
-    return outputs
 
 
 def make_translate_fn(

@@ -3,7 +3,7 @@ the matrix precision x optimizer x sampled softmax, trains a tiny model for a fe
 updates on fixed global batches with one strategy, and saves its parameters before the
 first update, after the first and after the last.
 
-    python tests/distributed_run.py STRATEGY OUT_DIR RUN_DIR [LOGICAL_CPUS]
+    python tests/distributed_run.py STRATEGY OUT_DIR RUN_DIR [LOGICAL_CPUS [CELL,CELL...]]
 
 Logical CPU devices must be configured before TensorFlow initialises its devices,
 hence a fresh process; one process runs every cell, so TensorFlow starts once. For
@@ -38,6 +38,15 @@ def cells():
         name = f"{precision}-{optimizer}-{'sampled' if sampled else 'full'}"
         yield name, {**TINY, "precision": precision, "optimizer": optimizer,
                      "learning_rate": OPTIMIZERS[optimizer], "sampled_softmax": sampled}
+
+
+def pairwise_cells() -> list[str]:
+    """9 of the 18 cells that hold every pair of values of two axes: each precision with
+    each optimizer, and each of them with and without the sampled softmax (the softmax
+    alternates along precision x optimizer like a chequerboard). The tests run these
+    under both strategies by default, and the other 9 under the marker ``slow``."""
+    return [f"{precision}-{optimizer}-{'sampled' if (i + j) % 2 else 'full'}"
+            for i, precision in enumerate(PRECISIONS) for j, optimizer in enumerate(OPTIMIZERS)]
 
 
 def global_batches() -> tf.data.Dataset:

@@ -77,19 +77,27 @@ def test_beam_search_under_jit_finds_the_same_tokens():
 @pytest.fixture(scope="module")
 def runs(tiny_corpus, tmp_path_factory):
     """train.py end to end once per precision: 20 updates, then the held-out report. The
-    float16 run keeps its best weights by development BLEU (a decode during training)."""
-    out = {}
+    float16 run keeps its best weights by development BLEU (a decode during training).
+    The three runs are independent processes and start together: much of a start is
+    importing TensorFlow, which leaves a core idle."""
+    out, processes = {}, {}
     for precision in PRECISIONS:
         run = tmp_path_factory.mktemp("precision") / precision
         extra = ["--set", "early_stop_metric=bleu"] if precision == "mixed_float16" else []
-        result = subprocess.run(
-            [sys.executable, str(ROOT / "train.py"), "--variant", "search30", "--data",
-             str(tiny_corpus), "--out", str(run), "--max-steps", "20", "--precision", precision,
-             *TINY, *extra], capture_output=True, text=True, timeout=600, cwd=ROOT,
-        )
-        assert result.returncode == 0, result.stderr
-        assert "BLEU" in result.stdout + result.stderr, result.stdout
+        # Output to a file: a pipe nobody reads while another run is awaited could fill up.
+        log = run.with_suffix(".log")
+        with log.open("w") as output:
+            processes[precision] = (log, subprocess.Popen(
+                [sys.executable, str(ROOT / "train.py"), "--variant", "search30", "--data",
+                 str(tiny_corpus), "--out", str(run), "--max-steps", "20", "--precision",
+                 precision, *TINY, *extra], stdout=output, stderr=subprocess.STDOUT, cwd=ROOT,
+            ))
         out[precision] = run
+    for precision, (log, process) in processes.items():
+        process.wait(timeout=600)
+        text = log.read_text()
+        assert process.returncode == 0, text[-3000:]
+        assert "BLEU" in text, text[-3000:]
     return out
 
 

@@ -75,6 +75,15 @@ class ParallelFiles:
         except InputError as error:
             raise CorpusError(str(error)) from None
 
+    def sides(self) -> tuple[list[str], list[str]]:
+        """Both files whole: the source lines and the target lines, read and checked as
+        :meth:`pairs` reads them. For held-out splits, which are small."""
+        sources, targets = [], []
+        for source, target in self.pairs():
+            sources.append(source)
+            targets.append(target)
+        return sources, targets
+
     def check(self) -> int:
         """Read the whole split once (UTF-8, equal line counts); returns the pair count."""
         return sum(1 for _ in self.pairs())

@@ -120,11 +120,8 @@ def read_parallel(src: str | os.PathLike, ref: str | os.PathLike) -> tuple[list[
     for flag, path in (("--src", src), ("--ref", ref)):
         if not path.is_file():
             raise EvaluationError(f"{flag} file not found: {path}")
-    sources, references = [], []
     try:
-        for source, reference in ParallelFiles(src, ref).pairs():
-            sources.append(source)
-            references.append(reference)
+        sources, references = ParallelFiles(src, ref).sides()
     except OSError as error:
         raise EvaluationError(f"cannot read {error.filename}: {error.strerror}") from None
     if not sources:
