@@ -239,8 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     from keras_nmt.cli.common import OneLineParser, positive_int
 
     parser = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", required=True,
-                        help="corpus directory with train.SRC/train.TGT")
+    parser.add_argument("--data", help="corpus directory with train.SRC/train.TGT (required)")
     parser.add_argument("--src-lang", dest="src", default="en")
     parser.add_argument("--tgt-lang", dest="tgt", default="fr")
     parser.add_argument("--models", default="search,encdec", help="search and/or encdec")
@@ -261,9 +260,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.child:
+    if args.child:  # a measurement's whole spec is in the argument; no corpus is read again
         print(json.dumps(measure(json.loads(args.child))))
         return 0
+    if not args.data:
+        parser.error("--data is required")
     models = [m for m in args.models.split(",") if m]
     unknown = [m for m in models if m not in ARCHITECTURES]
     if not models or unknown:
