@@ -70,10 +70,15 @@ def rare_pairs(pairs, counts: collections.Counter, lang: str, at_most: int):
             yield source, target
 
 
+def non_empty(pairs) -> list[tuple[str, str]]:
+    """The pairs with text on both sides, stripped: what the joined lines are made of."""
+    return [(s.strip(), t.strip()) for s, t in pairs if s.strip() and t.strip()]
+
+
 def joined_pairs(pairs) -> tuple[list[tuple[str, str]], list[int]]:
     """Consecutive non-empty pairs joined 2, 3, 2, 3, ... at a time (a shorter last group
     when the pairs run out); returns the joined pairs and each one's group size."""
-    pairs = [(s.strip(), t.strip()) for s, t in pairs if s.strip() and t.strip()]
+    pairs = non_empty(pairs)
     joined, groups, start = [], [], 0
     for size in itertools.cycle(GROUP_SIZES):
         group = pairs[start:start + size]
@@ -98,11 +103,13 @@ def write_sets(data: pathlib.Path, out: pathlib.Path, src: str, tgt: str,
     valid, train = (find_split(data, split, src, tgt) for split in ("valid", "train"))
     if valid is None or train is None:
         raise SystemExit(f"{data}: expected train.{src}/.{tgt} and valid.{src}/.{tgt}")
-    out.mkdir(parents=True, exist_ok=True)
-    halves = heldout.write_halves(valid, out, src, tgt)
-    if halves is None:
+    pairs = list(valid.pairs())
+    # Only the reported half is a test set here: the pairs training reports on.
+    report = [pair for pair in pairs if heldout.half_of(pair[0]) == heldout.REPORT]
+    if not 0 < len(report) < len(pairs):
         raise SystemExit(f"{valid.source}: too few lines for two halves")
-    report = list(halves[heldout.REPORT].pairs())
+    out.mkdir(parents=True, exist_ok=True)
+    _write(out, heldout.REPORT, src, tgt, report)
     counts = source_counts(train, src)
     joined, groups = joined_pairs(report)
     (out / "joined.groups").write_text("".join(f"{g}\n" for g in groups), encoding="utf-8")
@@ -114,8 +121,6 @@ def write_sets(data: pathlib.Path, out: pathlib.Path, src: str, tgt: str,
         "joined_pairs": sum(groups),
         "training_source_types": len(counts),
     }
-    (halves[heldout.SELECT].source).unlink()  # only the reported half is a test set here
-    (halves[heldout.SELECT].target).unlink()
     return summary
 
 
@@ -130,7 +135,7 @@ def score_joined(run: str, out: pathlib.Path, src: str, tgt: str, beam: int) -> 
 
     joined, references, parts = read(f"joined.{src}"), read(f"joined.{tgt}"), read(f"report.{src}")
     groups = [int(g) for g in read("joined.groups")]
-    parts = [p.strip() for p, t in zip(parts, read(f"report.{tgt}")) if p.strip() and t.strip()]
+    parts = [source for source, _ in non_empty(zip(parts, read(f"report.{tgt}")))]
     summary = json.loads((pathlib.Path(run) / "summary.json").read_text())
     # The weights the run reported with (averaged ones with --recipe budget).
     translator = Translator.from_run_dir(run, weights=summary.get("report_weights", "best"))

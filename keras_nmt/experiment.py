@@ -205,7 +205,7 @@ def _prepare(options: TrainOptions, config: Config, run: RunDir, log,
     for name, files in splits.items():
         if name != "train":  # the training split is checked by the tokenization pass below
             files.check()
-    development = splits["valid"]
+    development, halves = splits["valid"], None
     if "test" not in splits:
         halves = heldout.write_halves(development, run.heldout, options.src, options.tgt)
         if halves:
@@ -272,7 +272,7 @@ def _prepare(options: TrainOptions, config: Config, run: RunDir, log,
                    for name, f in splits.items()},
         "development": {"source": run.stored_path(development.source),
                         "target": run.stored_path(development.target),
-                        "halves": heldout.RULE if splits["valid"] != development else None},
+                        "halves": heldout.RULE if halves else None},
         "prepared": run.stored_path(run.prepared),
         "train": stats.summary(),
         "source_types": len(stats.source_counts),

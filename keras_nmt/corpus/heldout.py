@@ -12,8 +12,8 @@ it is cut once, by a rule that depends on nothing but each pair's source line:
   added to the file.
 
 ``keras-nmt train`` on such a corpus writes both halves into ``RUN_DIR/heldout/``,
-selects on ``select.*`` and reports on ``report.*``; ``keras-nmt heldout`` writes them
-for any pair of files.
+selects on ``select.*`` and reports on ``report.*``; :func:`write_halves` cuts any pair
+of files the same way.
 
 Cost: two passes over the development split (count, then write), memory for one line
 at a time.
@@ -26,7 +26,7 @@ import contextlib
 import pathlib
 import zlib
 
-from keras_nmt.corpus.readers import CorpusError, ParallelFiles
+from keras_nmt.corpus.readers import ParallelFiles
 
 SELECT = "select"
 REPORT = "report"
