@@ -1,64 +1,108 @@
-"""What every benchmark under bench/ shares: the machine and library versions, a plain
-text table, the JSON report, and a corpus directory's shortlists and encoders.
+"""The benchmark harness: what every benchmark under bench/ shares.
 
-The benchmarks are scripts (``python bench/NAME.py``); each puts the checkout's root on
-``sys.path`` before importing this module, so ``keras_nmt``, ``export`` and ``serving``
-are this checkout's.
+Running: from the checkout's root, ``python -m bench.NAME [options]``; the package that
+runs is this checkout's (``bench`` is found in the working directory, ``keras_nmt`` is
+installed from it). A benchmark that measures in fresh interpreters starts them the same
+way (:func:`run_child`).
+
+Options: a benchmark builds its command line with :func:`parser` and :func:`add`, so an
+option more than one benchmark takes has one spelling and one meaning (:data:`OPTIONS`):
+``--batch-size N`` is one value, ``--batch-sizes N,N`` a list to sweep, ``--batches N``
+a number of batches, ``--rounds N`` how many times a measurement is repeated, ``--json
+FILE`` where the report goes. Older spellings still work for a release, with a one-line
+notice (``OneLineParser.rename``, as the package's commands do).
+
+The report (:meth:`Bench.write`), one schema for every benchmark::
+
+    {"benchmark": NAME, "command": "python -m bench.NAME ...", "started": ISO 8601 UTC,
+     "seconds": wall seconds, "machine": {cpu, cores, memory, AVX-512/VNNI, versions},
+     "matmul_gflops": numpy float32 matmul rate measured in the same run,
+     "note": --note, "settings": {...}, "results": the figures}
+
+No goal is written into a benchmark: the results pages compare the figures with theirs.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import datetime
+import json
 import os
 import pathlib
 import platform
 import resource
+import shlex
+import subprocess
 import sys
 import time
 from typing import Any, Callable, Sequence
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+MATMUL_SIZE = 2048
 
 
-def cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo (Linux), else platform.processor()."""
+# ---------------------------------------------------------------------------- the machine
+
+def _cpuinfo(field: str) -> str | None:
+    """The first value of ``field`` in /proc/cpuinfo (Linux), else None."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             for line in f:
-                if line.startswith("model name"):
+                if line.split(":", 1)[0].strip() == field:
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    return None
 
 
-def _version(module: str) -> str | None:
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo, else platform.processor()."""
+    return _cpuinfo("model name") or platform.processor() or platform.machine()
+
+
+def _memory_gib() -> float | None:
     try:
-        from importlib import metadata
-
-        return metadata.version(module)
-    except Exception:  # not installed: the report says so with null
+        return round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 2)
+    except (ValueError, OSError, AttributeError):
         return None
 
 
-def machine() -> dict[str, Any]:
-    """CPU model, logical cores (and those this process may use), RAM, OS and the versions
-    of the libraries the benchmarks time."""
-    import psutil
+def _version(module: str, installed: bool) -> str | None:
+    """``module``'s version where this process has imported it (or, with ``installed``,
+    where it is installed: the benchmark's children import it)."""
+    loaded = sys.modules.get(module)
+    if loaded is not None:
+        return getattr(loaded, "__version__", None)
+    if installed:
+        from importlib import metadata
 
-    return {
+        try:
+            return metadata.version(module)
+        except metadata.PackageNotFoundError:
+            return None
+    return None
+
+
+def machine(libraries: Sequence[str] = ()) -> dict[str, Any]:
+    """CPU model, logical cores (and those this process may use), memory, the vector
+    instructions that matter to the kernels timed (AVX-512, VNNI), and the versions of
+    Python and of the libraries loaded (and of ``libraries``, which children load)."""
+    flags = set((_cpuinfo("flags") or "").split())
+    report = {
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "ram_gib": round(psutil.virtual_memory().total / 2**30, 2),
+        "memory_gib": _memory_gib(),
+        "avx512": "avx512f" in flags,
+        "vnni": bool(flags & {"avx512_vnni", "avx_vnni"}),
         "platform": platform.platform(),
-        "python": platform.python_version(),
-        "tensorflow": _version("tensorflow"),
-        "keras": _version("keras"),
-        "onnxruntime": _version("onnxruntime"),
-        "numpy": _version("numpy"),
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "python": platform.python_version(),
     }
+    for module in ("numpy", "tensorflow", "keras", "onnxruntime"):
+        report[module] = _version(module, module in libraries)
+    return report
 
 
 def peak_rss_mib() -> float:
@@ -67,25 +111,269 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 2**20
 
 
-def matmul_flops(size: int = 2048, repeats: int = 5) -> dict[str, Any]:
-    """This machine's float32 matrix-multiply rate: numpy ``size x size`` @ ``size x size``
-    (2 size^3 FLOPs), best of ``repeats`` after one untimed warm-up, with numpy's BLAS
-    using every core it is allowed."""
+def matmul_gflops(rounds: int = 5, size: int = MATMUL_SIZE) -> float:
+    """This machine's float32 matrix-multiply rate in GFLOP/s: numpy ``size x size`` @
+    ``size x size`` (2 size^3 FLOPs), best of ``rounds`` after one untimed warm-up, with
+    numpy's BLAS using every core it is allowed."""
     import numpy as np
 
     rng = np.random.default_rng(0)
     a = rng.standard_normal((size, size), dtype=np.float32)
     b = rng.standard_normal((size, size), dtype=np.float32)
     a @ b
-    best = min(_seconds(lambda: a @ b) for _ in range(repeats))
-    return {"size": size, "repeats": repeats, "best_seconds": best,
-            "flops_per_second": 2.0 * size**3 / best}
+    best = min(timed(lambda: a @ b)[0] for _ in range(rounds))
+    return 2.0 * size**3 / best / 1e9
 
 
-def _seconds(fn: Callable[[], Any]) -> float:
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    """(wall seconds, value) of ``fn()``."""
     start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
+    value = fn()
+    return time.perf_counter() - start, value
+
+
+# ---------------------------------------------------------------------------- options
+
+def int_list(text: str) -> list[int]:
+    """``N,N,...`` (argparse type): positive integers."""
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        values = []
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive integers, comma-separated, got {text!r}")
+    return values
+
+
+def _positive_int(text: str) -> int:
+    from keras_nmt.cli.common import positive_int
+
+    return positive_int(text)
+
+
+def _size_list(text: str) -> list[tuple[str, dict[str, Any]]]:
+    try:
+        sizes = [(name, model_size(name)) for name in text.split(",") if name]
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if not sizes:
+        raise argparse.ArgumentTypeError("give at least one size")
+    return sizes
+
+
+def _size(text: str) -> tuple[str, dict[str, Any]]:
+    [size] = _size_list(text)
+    return size
+
+
+def _weights() -> tuple[str, ...]:
+    from keras_nmt.rundir import WEIGHTS
+
+    return WEIGHTS
+
+
+# name: (flags, argparse keywords, older spellings). A benchmark may change the default
+# and the help of an option, never its spelling or its meaning.
+OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any], tuple[str, ...]]] = {
+    "data": (
+        ("--data",),
+        dict(metavar="DIR", help="corpus directory with train.SRC/.TGT and valid.SRC/.TGT"),
+        ("--corpus",)),
+    "src_lang": (
+        ("--src-lang",),
+        dict(dest="src", metavar="LANG", default="en",
+             help="source language, the corpus files' suffix (default en)"),
+        ()),
+    "tgt_lang": (
+        ("--tgt-lang",),
+        dict(dest="tgt", metavar="LANG", default="fr",
+             help="target language, the corpus files' suffix (default fr)"),
+        ()),
+    "vocab_size": (
+        ("--vocab-size",),
+        dict(type=_positive_int, default=30000, metavar="N",
+             help="shortlist per side (default %(default)s)"),
+        ()),
+    "max_len": (
+        ("--max-len",),
+        dict(type=_positive_int, default=50, metavar="N",
+             help="training pairs longer than this are dropped (default %(default)s)"),
+        ()),
+    "size": (
+        ("--size",),
+        dict(type=_size, metavar="SIZE",
+             help="a model size as keras-nmt train --size names it (compact, medium, paper), "
+                  "or E/H/N/L@B"),
+        ()),
+    "sizes": (
+        ("--sizes",),
+        dict(type=_size_list, metavar="SIZE,...",
+             help="model sizes to sweep, comma-separated: compact, medium, paper (as keras-nmt "
+                  "train --size names them) or E/H/N/L@B"),
+        ()),
+    "batch_size": (
+        ("--batch-size",),
+        dict(type=_positive_int, metavar="N", help="sentences a batch"),
+        ("--batch",)),
+    "batch_sizes": (
+        ("--batch-sizes",),
+        dict(type=int_list, metavar="N,...", help="batch sizes to sweep, comma-separated"),
+        ()),
+    "batches": (
+        ("--batches",),
+        dict(type=_positive_int, metavar="N", help="batches taken"),
+        ()),
+    "beam": (
+        ("--beam",),
+        dict(type=_positive_int, default=5, metavar="N", help="beam size (default %(default)s)"),
+        ()),
+    "beams": (
+        ("--beams",),
+        dict(type=int_list, metavar="N,...", help="beam sizes to sweep, comma-separated"),
+        ()),
+    "rounds": (
+        ("--rounds",),
+        dict(type=_positive_int, default=1, metavar="N",
+             help="times each measurement is repeated (default %(default)s)"),
+        ("--repeats",)),
+    "warmup": (
+        ("--warmup",),
+        dict(type=_positive_int, metavar="N", help="untimed steps first (tracing)"),
+        ()),
+    "steps": (
+        ("--steps",),
+        dict(type=_positive_int, metavar="N", help="timed steps"),
+        ()),
+    "sentences": (
+        ("--sentences",),
+        dict(metavar="FILE", help="source sentences, one a line"),
+        ()),
+    "count": (
+        ("--count",),
+        dict(type=_positive_int, metavar="N", help="sentences used, spread evenly through the file"),
+        ()),
+    "weights": (
+        ("--weights",),
+        dict(choices=None, default="best", help="which of the run's weights (default best)"),
+        ()),
+    "name": (
+        ("--name",),
+        dict(default="nmt", help="the model's name in the export (default nmt)"),
+        ()),
+    "copies": (
+        ("--copies",),
+        dict(type=int_list, default="1,10", metavar="R,...",
+             help="corpus sizes, as copies of the corpus's training files (default 1,10)"),
+        ("--repeat",)),
+}
+
+
+def add(parser: argparse.ArgumentParser, name: str, **changes) -> None:
+    """Add the shared option ``name`` (a key of :data:`OPTIONS`) to ``parser``, with
+    ``changes`` to its default, help or requiredness; its older spellings keep working."""
+    flags, keywords, older = OPTIONS[name]
+    keywords = {**keywords, **changes}
+    if name == "weights":
+        keywords["choices"] = _weights()
+    parser.add_argument(*flags, **keywords)
+    for spelling in older:
+        parser.rename(spelling, flags[0])
+
+
+def add_report_options(parser: argparse.ArgumentParser) -> None:
+    """``--json FILE``, ``--note`` and ``--matmul-rounds``: the report's options."""
+    parser.add_argument("--json", metavar="FILE", help="write the report (JSON) here")
+    parser.add_argument("--note", default="", help="stored in the report (e.g. 'under load')")
+    parser.add_argument("--matmul-rounds", type=_positive_int, default=5, metavar="N",
+                        help="numpy matmul timings, the best of which is the machine's rate "
+                             "in the report (default %(default)s)")
+    parser.rename("--matmul-repeats", "--matmul-rounds")
+
+
+def parser(name: str, doc: str, report: bool = True):
+    """A benchmark's command line: one-line errors, no abbreviated options (an option
+    is spelled as :data:`OPTIONS` spells it), and with ``report`` the report's options."""
+    from keras_nmt.cli.common import OneLineParser
+
+    made = OneLineParser(prog=f"python -m bench.{name}", description=doc.split("\n\n")[0],
+                         allow_abbrev=False)
+    if report:
+        add_report_options(made)
+    return made
+
+
+def subparser(subparsers, name: str, help: str, report: bool = True):
+    """A subcommand of a benchmark, with the report's options after it."""
+    made = subparsers.add_parser(name, help=help, allow_abbrev=False)
+    if report:
+        add_report_options(made)
+    return made
+
+
+# ---------------------------------------------------------------------------- the report
+
+class Bench:
+    """One run of a benchmark: its name, command line and start, the machine's matmul
+    rate (measured once, when first asked for), and the report written at the end."""
+
+    def __init__(self, name: str, args: argparse.Namespace, argv: Sequence[str] | None = None,
+                 libraries: Sequence[str] = ()):
+        self.name, self.args = name, args
+        self.argv = list(sys.argv[1:] if argv is None else argv)
+        self.libraries = tuple(libraries)  # loaded by children: their versions are reported
+        self.started = datetime.datetime.now(datetime.timezone.utc)
+        self._clock = time.perf_counter()
+        self._matmul: float | None = None
+
+    @property
+    def command(self) -> str:
+        """The command line as a user types it."""
+        return shlex.join(["python", "-m", f"bench.{self.name}", *self.argv])
+
+    def matmul_gflops(self) -> float:
+        if self._matmul is None:
+            rounds = getattr(self.args, "matmul_rounds", 5)
+            self._matmul = matmul_gflops(rounds)
+            self.log(f"numpy float32 {MATMUL_SIZE}x{MATMUL_SIZE} matmul: {self._matmul:.1f} "
+                     f"GFLOP/s (best of {rounds})")
+        return self._matmul
+
+    def log(self, text: str) -> None:
+        print(f"bench.{self.name}: {text}", file=sys.stderr, flush=True)
+
+    def report(self, results: Any, settings: dict[str, Any] | None = None) -> dict[str, Any]:
+        matmul = self.matmul_gflops()  # measured by now, its time among the run's seconds
+        return {
+            "benchmark": self.name,
+            "command": self.command,
+            "started": self.started.isoformat(timespec="seconds"),
+            "seconds": round(time.perf_counter() - self._clock, 3),
+            "machine": machine(self.libraries),
+            "matmul_gflops": matmul,
+            "note": getattr(self.args, "note", ""),
+            "settings": settings or {},
+            "results": results,
+        }
+
+    def write(self, results: Any, settings: dict[str, Any] | None = None,
+              path: str | os.PathLike | None = None) -> dict[str, Any]:
+        """The report, written atomically to ``path`` (default ``--json``; nothing is
+        written without one); returned either way."""
+        report = self.report(results, settings)
+        path = path if path is not None else getattr(self.args, "json", None)
+        if path:
+            write_json(path, report)
+        return report
+
+
+def write_json(path: str | os.PathLike, value: Any) -> None:
+    """``value`` as JSON, its keys in their order, written atomically (nothing
+    half-written if interrupted; a non-finite number becomes null)."""
+    from keras_nmt.atomic import json_text, write_text_atomic
+
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, json_text(value, indent=2, default=str) + "\n")
 
 
 def table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str, str]]) -> str:
@@ -105,6 +393,37 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str, str]
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------------------- children
+
+def module_argv(name: str, *args: str) -> list[str]:
+    """The command line of ``python -m bench.NAME ARGS`` with this interpreter."""
+    return [sys.executable, "-m", f"bench.{name}", *args]
+
+
+def checkout_env(**extra: str) -> dict[str, str]:
+    """The environment of a child: this one, with the checkout's root first on
+    PYTHONPATH (its ``bench``, ``export`` and ``serving`` whatever the working directory)."""
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, **extra}
+
+
+class ChildFailed(RuntimeError):
+    """A child measurement exited with an error; the message ends with its stderr."""
+
+
+def run_child(name: str, *args: str, **env: str) -> dict[str, Any]:
+    """``python -m bench.NAME ARGS`` in a fresh interpreter (so its imports and its peak
+    RSS are its own), from the checkout's root; returns the JSON object it printed last."""
+    done = subprocess.run(module_argv(name, *args), capture_output=True, text=True, cwd=ROOT,
+                          env=checkout_env(**env))
+    if done.returncode != 0:
+        raise ChildFailed(f"bench.{name} {' '.join(args[:1])} failed (exit status "
+                          f"{done.returncode}):\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------------------- sentences
+
 def spread(lines: Sequence[str], count: int) -> list[str]:
     """``count`` lines evenly spaced through ``lines``, in file order (all of them when
     there are no more): a file sorted by length still gives every length."""
@@ -118,28 +437,137 @@ def spread_sentences(text: str, count: int) -> list[str]:
     return spread([line for line in text.splitlines() if line.strip()], count)
 
 
-def write_report(path: str | os.PathLike | None, report: dict[str, Any]) -> None:
-    """The JSON report, written atomically (nothing half-written if interrupted)."""
-    if path is None:
-        return
-    from keras_nmt.rundir import write_json_atomic
+def sentences(path: str | os.PathLike | None, count: int, run_dir: str | None = None,
+              parser: argparse.ArgumentParser | None = None) -> list[str]:
+    """``count`` non-empty lines spread through ``path``; without one, through the valid
+    source file of ``run_dir``, or without a run, ``count`` sentences of the built-in
+    corpus generator (seed 0). A file that cannot be read, or holds no sentence, is the
+    user's error: ``parser.error`` with its message, else OSError or ValueError."""
+    try:
+        return _sentences(path, count, run_dir)
+    except (OSError, ValueError) as error:
+        if parser is None:
+            raise
+        parser.error(str(error))
 
-    path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(path, report)
+
+def _sentences(path, count: int, run_dir) -> list[str]:
+    if path is None and run_dir is not None:
+        from keras_nmt.rundir import RunDir
+
+        path = RunDir(run_dir).split_files("valid", needed_for="the benchmark").source
+    if path is not None:
+        lines = spread_sentences(pathlib.Path(path).read_text(encoding="utf-8"), count)
+        if not lines:
+            raise ValueError(f"{path} has no non-empty line")
+        return lines
+    import random
+
+    from keras_nmt.corpus import builtin
+    from keras_nmt.text import word
+
+    rng = random.Random(0)
+    return [word.detokenize(builtin.generate_pair(rng).source, "en") for _ in range(count)]
+
+
+# ---------------------------------------------------------------------------- decoding
+
+def warm_then_time(translate: Callable[[Sequence[str]], Any], lines: Sequence[str],
+                   batch_size: int) -> tuple[float, Any]:
+    """(seconds, outputs) of ``translate(lines)``, after one untimed call on the first
+    batch (tracing, session warm-up)."""
+    translate(lines[:batch_size])
+    return timed(lambda: translate(lines))
+
+
+def export(run_dir: str | os.PathLike, out: pathlib.Path, name: str = "nmt",
+           weights: str = "best", options: Sequence[str] = ()) -> pathlib.Path:
+    """``keras-nmt export RUN_DIR --out OUT --name NAME --weights W OPTIONS``, unless
+    ``out`` already holds that export (from an earlier run of a benchmark: ONNX too where
+    ``--onnx`` is asked). Returns ``out``."""
+    from keras_nmt.cli import export as cli
+    from keras_nmt.export import layout
+
+    out = pathlib.Path(out)
+    newest = max(layout.versions(out / name), default=None)
+    if newest is not None and ("--onnx" not in options or (
+            layout.onnx_dir(out, name, newest) / layout.metadata_name(name)).is_file()):
+        return out
+    print(f"bench: exporting {run_dir} to {out} {' '.join(options)}", file=sys.stderr, flush=True)
+    if cli.main([str(run_dir), "--out", str(out), "--name", name, "--weights", weights,
+                 *options]) != 0:
+        raise SystemExit(f"bench: error: the export of {run_dir} failed (its message is above)")
+    return out
+
+
+# ---------------------------------------------------------------------------- training
+
+# The fields a model size sets (keras_nmt.config.SIZES), the first four its dimensions.
+DIMENSIONS = ("embedding", "hidden", "attention", "maxout")
+SIZE_FIELDS = DIMENSIONS + ("batch_size", "optimizer", "learning_rate")
+
+
+def model_size(text: str) -> dict[str, Any]:
+    """A model size, every field of :data:`SIZE_FIELDS`: a name of
+    ``keras_nmt.config.SIZES`` (as ``keras-nmt train --size`` takes it), or ``E/H/N/L@B``
+    (those dimensions at batch B, Adam 2e-3)."""
+    from keras_nmt.config import SIZES, Config
+
+    if text in SIZES:
+        defaults = Config()
+        size = {field: getattr(defaults, field) for field in SIZE_FIELDS}
+        size.update({k: v for k, v in SIZES[text].items() if k in SIZE_FIELDS})
+        return size
+    try:
+        dims, batch = text.split("@")
+        values = dict(zip(DIMENSIONS, (int(x) for x in dims.split("/")), strict=True))
+        values["batch_size"] = int(batch)
+    except ValueError:
+        raise ValueError(f"size {text!r}: expected {', '.join(SIZES)} or E/H/N/L@B "
+                         "(e.g. 256/256/256/128@64)") from None
+    if min(values.values()) < 1:
+        raise ValueError(f"size {text!r}: every number must be positive")
+    return {**values, "optimizer": "adam", "learning_rate": 2e-3}
+
+
+def new_trainer(config, batches, run_path: str | os.PathLike, **options):
+    """A Trainer of a fresh model of ``config`` on ``batches`` (seeded with config.seed),
+    with no development set; it writes nothing, but needs a run directory."""
+    import keras
+
+    from keras_nmt.models import TranslationModel
+    from keras_nmt.rundir import RunDir
+    from keras_nmt.training import Trainer
+
+    keras.utils.set_random_seed(config.seed)
+    options.setdefault("train_pairs", 1)
+    return Trainer(config, TranslationModel(config), RunDir(run_path), batches, lambda: None,
+                   **options)
+
+
+def train_step(trainer, batch) -> dict[str, Any]:
+    """One training step on ``batch``, ended by reading its figures back (the step is
+    asynchronous): loss, target tokens, padded target slots and sentences."""
+    (source, target_in), target_out = batch
+    loss, tokens, _ = trainer.train_step(source, target_in, target_out)
+    return {"loss": float(loss), "tokens": int(tokens), "sentences": int(target_out.shape[0]),
+            "slots": int(target_out.shape[0] * target_out.shape[1])}
 
 
 @dataclasses.dataclass
 class Corpus:
     """A corpus directory's splits, the training split's statistics, and the source and
     target shortlists (``vocab_size`` words each, the reserved symbols included), built
-    the way ``experiment.train`` builds a run's."""
+    the way training builds a run's."""
 
     path: pathlib.Path
     splits: dict
     train: dict  # scan_training_split(...).summary()
     source_vocab: Any
     target_vocab: Any
+    src: str = "en"
+    tgt: str = "fr"
+    max_len: int = 50
 
     @classmethod
     def scan(cls, path: str | os.PathLike, src: str, tgt: str, max_len: int,
@@ -154,4 +582,11 @@ class Corpus:
             path, splits, stats.summary(),
             Vocabulary.from_counts(stats.source_counts, vocab_size),
             Vocabulary.from_counts(stats.target_counts, vocab_size),
+            src, tgt, max_len,
         )
+
+    def encoders(self):
+        """The graph encoders of the two shortlists (what training batches with)."""
+        from keras_nmt.text.word_graph import WordEncoder
+
+        return WordEncoder(self.source_vocab, self.src), WordEncoder(self.target_vocab, self.tgt)

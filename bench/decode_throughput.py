@@ -4,8 +4,8 @@ sizes; and the time per sentence against source length.
 
 Usage (one command; prints tables, writes JSON and a PNG)::
 
-    PYTHONPATH=. python bench/decode_throughput.py RUN_DIR [--weights best] \\
-        [--sentences FILE] [--count 512] [--beams 1,5,10] [--batches 1,16,64] \\
+    python -m bench.decode_throughput RUN_DIR [--weights best] \\
+        [--sentences FILE] [--count 512] [--beams 1,5,10] [--batch-sizes 1,16,64] \\
         [--shortlist 1000,20] [--selection off,on] [--rounds 1] \\
         [--json bench-decode.json] [--plot bench-decode-length.png]
 
@@ -31,10 +31,10 @@ by length; the SavedModel's batches are sorted the same way here); alpha is the 
 Before each (path, beam, batch) cell the first batch is decoded once, untimed (tracing,
 session warm-up). With ``--rounds N`` the whole grid is timed N times, round after round,
 and each cell reports its median (every round's seconds are in the JSON); numpy's matmul
-rate is measured before and after. Output tokens: the tokens of the best translation
-(EOS not counted; for the SavedModel, which returns text only, its text tokenized again with the
-project's tokenizer, outside the timing: fewer where detokenization joins tokens, as a
-barely trained model's ". . ." becoming "...").
+rate is measured before (the report's ``matmul_gflops``) and after. Output tokens: the
+tokens of the best translation (EOS not counted; for the SavedModel, which returns text
+only, its text tokenized again with the project's tokenizer, outside the timing: fewer
+where detokenization joins tokens, as a barely trained model's ". . ." becoming "...").
 
 Time against length: at batch 1 every sentence is timed alone; at ``--length-beam``
 (default 5) the per-sentence seconds of each path are fitted with a least-squares line
@@ -48,35 +48,24 @@ layer over the batch's candidate words (every word without selection); divided b
 cell's seconds and compared with numpy's float32 matmul rate measured in the same run.
 Work a batch spends on finished sentences or padding is not counted: the ratio says how
 far the search is from the machine's limit.
-
-Targets at beam 5, batch 64 (pass/fail; "n/a" when the grid leaves the cell out): the
-selecting SavedModel >= 2.5x the exact SavedModel's sentences/s; the fastest path >= 4x
-the exact SavedModel and >= 300 sentences/s (an AMD EPYC machine; 400 on an Intel Xeon);
-greedy (beam 1), batch 64, the fastest path >= 1,500 sentences/s.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import statistics
 import sys
 import tempfile
-import time
 from typing import Any, Callable, Sequence
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench import _common  # noqa: E402
+from bench import _common
 
 PROG = "decode_throughput"
 PATHS = ("keras", "savedmodel", "onnx", "onnx-int8")
 BUCKET = 5  # source tokens per bucket of the length table and plot
 # The headline figures (ratios against the exact SavedModel) are taken at this beam and
-# batch. Goals are not written here: the results pages compare the figures with them.
+# batch; the results pages compare them.
 HEADLINE_BEAM, HEADLINE_BATCH = 5, 64
 
 
@@ -189,19 +178,19 @@ def batch_columns(source_ids: Sequence[Sequence[int]], batch: int, vocab_size: i
 # ---------------------------------------------------------------------------- measuring
 
 def time_cell(run: Callable, lines: Sequence[str], beam: int, batch: int) -> tuple[float, list, list[float]]:
-    """(total seconds, outputs in line order, per-call seconds). Batch 1: one call per
-    sentence, each timed; larger batches: one call over every line."""
-    run(lines[:batch], beam, batch)  # warm-up, untimed
-    if batch == 1:
-        outputs, seconds = [], []
-        for line in lines:
-            start = time.perf_counter()
-            outputs += run([line], beam, 1)
-            seconds.append(time.perf_counter() - start)
-        return sum(seconds), outputs, seconds
-    start = time.perf_counter()
-    outputs = run(lines, beam, batch)
-    return time.perf_counter() - start, outputs, []
+    """(total seconds, outputs in line order, per-call seconds), after one untimed call
+    on the first batch. Batch 1: one call per sentence, each timed; larger batches: one
+    call over every line."""
+    if batch > 1:
+        seconds, outputs = _common.warm_then_time(lambda some: run(some, beam, batch), lines, batch)
+        return seconds, outputs, []
+    run(lines[:1], beam, 1)
+    outputs, seconds = [], []
+    for line in lines:
+        took, output = _common.timed(lambda: run([line], beam, 1))
+        outputs += output
+        seconds.append(took)
+    return sum(seconds), outputs, seconds
 
 
 def linear_fit(lengths: Sequence[int], seconds: Sequence[float]) -> dict[str, Any]:
@@ -287,58 +276,32 @@ def headline(cells: Sequence[dict]) -> list[dict[str, Any]]:
 
 # ---------------------------------------------------------------------------- command line
 
-def _int_list(text: str) -> list[int]:
-    values = [int(v) for v in text.split(",") if v.strip()]
-    if not values or min(values) < 1:
-        raise ValueError(text)
-    return values
-
-
 def build_parser():
-    from keras_nmt.cli.common import OneLineParser, positive_int, shortlist
+    from keras_nmt.cli.common import positive_int, shortlist
 
-    parser = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    parser = _common.parser(PROG, __doc__)
     parser.add_argument("run_dir", help="a run directory")
-    parser.add_argument("--weights", choices=("best", "last", "averaged"), default="best",
-                        help="which of the run's weights (default best)")
+    _common.add(parser, "weights")
     parser.add_argument("--export-dir", help="keep the exports here (EXPORT_DIR/exact, "
                                              "EXPORT_DIR/selected; reused when present) "
                                              "instead of a temporary directory")
-    parser.add_argument("--name", default="nmt", help="model name in the exports (default nmt)")
-    parser.add_argument("--sentences", help="source lines (default: the run's valid source file)")
-    parser.add_argument("--count", type=positive_int, default=512, help="sentences (default 512)")
-    parser.add_argument("--beams", default="1,5,10")
-    parser.add_argument("--batches", default="1,16,64")
+    _common.add(parser, "name")
+    _common.add(parser, "sentences", help="source lines (default: the run's valid source file)")
+    _common.add(parser, "count", default=512, help="sentences (default 512)")
+    _common.add(parser, "beams", default="1,5,10", help="beam sizes, comma-separated (default 1,5,10)")
+    _common.add(parser, "batch_sizes", default="1,16,64",
+                help="batch sizes, comma-separated (default 1,16,64)")
     parser.add_argument("--paths", default=",".join(PATHS), help=", ".join(PATHS))
     parser.add_argument("--shortlist", type=shortlist, default=(1000, 20), metavar="F,B",
                         help="vocabulary selection of the 'on' cells (default 1000,20)")
     parser.add_argument("--selection", default="off,on", help="off, on or both (default off,on)")
     parser.add_argument("--length-beam", type=positive_int, default=5,
                         help="beam of the time-against-length fit (batch 1 cells)")
-    parser.add_argument("--rounds", type=positive_int, default=1,
-                        help="time every cell this many times, round by round; "
-                             "report the medians (default 1)")
-    parser.add_argument("--note", default="", help="stored in the JSON (e.g. 'under load')")
-    parser.add_argument("--json", metavar="FILE", help="write the report here")
+    _common.add(parser, "rounds", help="time every cell this many times, round by round; "
+                                       "report the medians (default 1)")
     parser.add_argument("--plot", metavar="PNG", default="bench-decode-length.png",
                         help="time-against-length figure (default %(default)s)")
     return parser
-
-
-def _export(run_dir: str, out: pathlib.Path, name: str, weights: str, extra: list[str]) -> None:
-    from keras_nmt.cli import export as cli
-
-    from keras_nmt.export import layout
-
-    newest = max(layout.versions(out / name), default=None)
-    made = newest is not None and (
-        not extra or (layout.onnx_dir(out, name, newest) / layout.metadata_name(name)).is_file()
-    )
-    if made:
-        return  # made by an earlier run of this benchmark
-    print(f"{PROG}: exporting {run_dir} to {out} {' '.join(extra)}", file=sys.stderr, flush=True)
-    if cli.main([run_dir, "--out", str(out), "--name", name, "--weights", weights, *extra]) != 0:
-        raise SystemExit(f"{PROG}: error: the export of {run_dir} failed (its message is above)")
 
 
 def _savedmodel_dir(export_dir: pathlib.Path, name: str) -> pathlib.Path:
@@ -353,10 +316,7 @@ def _savedmodel_dir(export_dir: pathlib.Path, name: str) -> pathlib.Path:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        beams, batches = _int_list(args.beams), _int_list(args.batches)
-    except ValueError:
-        parser.error("--beams and --batches take positive integers, comma-separated")
+    beams, batches = args.beams, args.batch_sizes
     paths = [p for p in args.paths.split(",") if p]
     if not paths or any(p not in PATHS for p in paths):
         parser.error(f"--paths: choose from {', '.join(PATHS)}")
@@ -364,10 +324,11 @@ def main(argv=None) -> int:
     if not selections or any(s not in ("off", "on") for s in selections):
         parser.error("--selection: off, on or off,on")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    bench = _common.Bench(PROG, args, argv)
 
-    from keras_nmt.lexicon import LexiconError
+    from keras_nmt.errors import LexiconError, RunDirError
     from keras_nmt.text import word as tokenizer
-    from keras_nmt.rundir import RunDir, RunDirError
+    from keras_nmt.rundir import RunDir
 
     run = RunDir(args.run_dir)
     try:
@@ -379,17 +340,10 @@ def main(argv=None) -> int:
     source_file = args.sentences or (valid.source if valid else None)
     if not source_file:
         parser.error("the run has no valid split: give --sentences FILE")
-    try:
-        text = pathlib.Path(source_file).read_text(encoding="utf-8")
-    except OSError as error:
-        parser.error(f"cannot read {source_file}: {error.strerror}")
-    lines = _common.spread_sentences(text, args.count)
-    if not lines:
-        parser.error(f"{source_file} has no non-empty line")
+    lines = _common.sentences(source_file, args.count, parser=parser)
     lengths = [len(tokenizer.tokenize(line, info["src"])) for line in lines]
     alpha = config.length_alpha
-    matmul = _common.matmul_flops()
-    print(f"{PROG}: numpy float32 matmul {matmul['flops_per_second'] / 1e9:.1f} GFLOP/s", file=sys.stderr, flush=True)
+    matmul = bench.matmul_gflops()
 
     cells, per_sentence = [], {}
     source_ids = None
@@ -400,11 +354,11 @@ def main(argv=None) -> int:
         needs_selected = ("savedmodel" in paths and "on" in selections) or any(
             p.startswith("onnx") for p in paths)
         if needs_exact:
-            _export(args.run_dir, export_dir / "exact", args.name, args.weights, [])
+            _common.export(args.run_dir, export_dir / "exact", args.name, args.weights)
         if needs_selected:
             extra = ["--onnx", "--shortlist", f"{frequent},{best}"]
             extra += ["--int8"] if "onnx-int8" in paths else []
-            _export(args.run_dir, export_dir / "selected", args.name, args.weights, extra)
+            _common.export(args.run_dir, export_dir / "selected", args.name, args.weights, extra)
         runners = {}
         for name in paths:
             for selection in selections:
@@ -432,9 +386,8 @@ def main(argv=None) -> int:
             for (name, selection), run_path in runners.items():
                 for beam in beams:
                     for batch in batches:
-                        print(f"{PROG}: round {round_number}/{args.rounds}: {name} selection "
-                              f"{selection} beam {beam} batch {batch}: {len(lines)} sentences",
-                              file=sys.stderr, flush=True)
+                        bench.log(f"round {round_number}/{args.rounds}: {name} selection "
+                                  f"{selection} beam {beam} batch {batch}: {len(lines)} sentences")
                         timings.setdefault((name, selection, beam, batch), []).append(
                             time_cell(run_path, lines, beam, batch))
         for (name, selection, beam, batch), measured in timings.items():
@@ -453,7 +406,7 @@ def main(argv=None) -> int:
                 per_sentence[f"{name} selection {selection}"] = [
                     statistics.median(times) for times in zip(*(m[2] for m in measured))]
         del runners
-        matmul_after = _common.matmul_flops()
+        matmul_after = _common.matmul_gflops(args.matmul_rounds)
     if source_ids is None:  # only SavedModel paths ran: ids from the run's codec
         codec = run.codecs()[0]
         source_ids = [codec.encode(line) + [3] for line in lines]
@@ -463,7 +416,7 @@ def main(argv=None) -> int:
         flops = useful_flops(config, lengths, cell.pop("_tokens"), cell["beam"], columns)
         cell["mean_columns"] = sum(columns) / len(columns)
         cell["gflop_per_second"] = flops / cell["seconds"] / 1e9
-        cell["of_matmul_rate"] = cell["gflop_per_second"] * 1e9 / matmul["flops_per_second"]
+        cell["of_matmul_rate"] = cell["gflop_per_second"] / matmul
 
     fits = {name: linear_fit(lengths, each) for name, each in per_sentence.items()}
     plot = None
@@ -471,22 +424,20 @@ def main(argv=None) -> int:
         plot = pathlib.Path(args.plot)
         length_figure(fits, {name: (lengths, each) for name, each in per_sentence.items()},
                       args.length_beam, plot)
-    machine = _common.machine()
     figures = headline(cells)
-    report = {
-        "benchmark": "decode_throughput", "note": args.note, "machine": machine, "matmul": matmul,
-        "matmul_after": matmul_after, "rounds": args.rounds,
-        "settings": {"run_dir": str(args.run_dir), "weights": args.weights,
-                     "shortlist": list(args.shortlist), "selection": selections,
-                     "export_dir": args.export_dir,
-                     "sentences_file": str(source_file), "sentences": len(lines),
-                     "mean_source_tokens": sum(lengths) / len(lengths), "alpha": alpha,
-                     "beams": beams, "batches": batches, "paths": paths,
-                     "length_beam": args.length_beam, "config": config.to_dict()},
-        "results": cells,
+    settings = {"run_dir": str(args.run_dir), "weights": args.weights,
+                "shortlist": list(args.shortlist), "selection": selections,
+                "export_dir": args.export_dir, "rounds": args.rounds,
+                "sentences_file": str(source_file), "sentences": len(lines),
+                "mean_source_tokens": sum(lengths) / len(lengths), "alpha": alpha,
+                "beams": beams, "batch_sizes": batches, "paths": paths,
+                "length_beam": args.length_beam, "config": config.to_dict()}
+    results = {
+        "cells": cells,
         "time_against_length": {"beam": args.length_beam, "batch": 1, "fits": fits,
                                 "plot": str(plot) if plot else None},
         "headline": figures,
+        "matmul_gflops_after": matmul_after,
     }
     print(_common.table(cells, [
         ("path", "path", ""), ("selection", "selection", ""), ("beam", "beam", "d"),
@@ -494,8 +445,8 @@ def main(argv=None) -> int:
         ("output_tokens_per_second", "out tok/s", ",.0f"), ("mean_columns", "words", ",.0f"),
         ("gflop_per_second", "GFLOP/s", ".1f"), ("of_matmul_rate", "of matmul", ".1%"),
         ("seconds", "seconds", ".2f")]))
-    print(f"numpy float32 matmul in this run: {matmul['flops_per_second'] / 1e9:.1f} GFLOP/s "
-          f"before, {matmul_after['flops_per_second'] / 1e9:.1f} after; medians of "
+    print(f"numpy float32 matmul in this run: {matmul:.1f} GFLOP/s "
+          f"before, {matmul_after:.1f} after; medians of "
           f"{args.rounds} round(s)")
     if fits:
         print(f"\ntime per sentence against source length (beam {args.length_beam}, batch 1):")
@@ -505,7 +456,7 @@ def main(argv=None) -> int:
         print(f"plot: {plot}")
     print()
     print(_common.table(figures, [("figure", "figure", ""), ("value", "value", ",.2f")]))
-    _common.write_report(args.json, report)
+    bench.write(results, settings)
     return 0
 
 

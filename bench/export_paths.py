@@ -1,15 +1,15 @@
 """The export paths of one run, measured: export time, size on disk, parity with the Keras
 model's beam search, and first-request latency.
 
-Usage (one command; prints a table, and JSON with --json)::
+Usage (one command; prints a table, writes JSON with --json)::
 
-    PYTHONPATH=. python bench/export_paths.py RUN_DIR --sentences FILE [--count 200] [--json]
+    python -m bench.export_paths RUN_DIR --sentences FILE [--count 200] [--json FILE]
 
 - export time: ``python -m export RUN_DIR --out TMP --onnx`` as a whole (including its
   self-checks), and, in this process, the two steps alone: building and writing the
   SavedModel (ExportArchive) and converting translate_ids to ONNX (tf2onnx + checker);
 - size on disk: the SavedModel directory (NAME/1, less its onnx/) and NAME.onnx;
-- parity on the first ``--count`` lines of FILE at beam 1 and 5 (alpha = the run's),
+- parity on ``--count`` non-empty lines spread through FILE at beam 1 and 5 (alpha = the run's),
   against :class:`~keras_nmt.translator.Translator`: the SavedModel through
   ``tf.saved_model.load`` (TF2) and the TF1 session loader (TF1), each by its string
   signature ``translate`` (identical = same detokenized text) and by ``translate_ids``
@@ -23,20 +23,15 @@ Everything is written into a temporary directory that is removed at the end.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import pathlib
 import subprocess
 import sys
 import tempfile
-import time
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from bench import _common
 
-from bench import _common  # noqa: E402
+PROG = "export_paths"
 
 # Each first-request probe runs in a fresh interpreter and prints one JSON object.
 _PROBE_PRELUDE = """
@@ -102,28 +97,21 @@ def probe(name: str, run_dir: str, export_dir: pathlib.Path, sentence: str, beam
     code = _PROBE_PRELUDE.format(**PROBES[name])
     result = subprocess.run(
         [sys.executable, "-c", code, run_dir, str(export_dir), sentence, str(beam)],
-        capture_output=True, text=True, env=_environ(),
+        capture_output=True, text=True, env=_common.checkout_env(), cwd=_common.ROOT,
     )
     if result.returncode != 0:
         raise RuntimeError(f"probe {name} failed: {result.stderr.strip().splitlines()[-1:]}")
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def _environ() -> dict:
-    """This checkout's code first, whatever the caller's PYTHONPATH."""
-    return {**os.environ, "PYTHONPATH": str(REPO)}
-
-
 def measure(run_dir: str, sentences: list[str], work: pathlib.Path) -> dict:
-    report: dict = {"benchmark": "export_paths", "machine": _common.machine(),
-                    "run_dir": run_dir, "sentences": len(sentences)}
+    report: dict = {"run_dir": run_dir, "sentences": len(sentences)}
 
     # The whole command, as a user runs it.
     export_dir = work / "export"
-    started = time.perf_counter()
     command = [sys.executable, "-m", "export", run_dir, "--out", str(export_dir), "--onnx"]
-    subprocess.run(command, check=True, capture_output=True, env=_environ())
-    report["export_command_s"] = time.perf_counter() - started
+    report["export_command_s"], _ = _common.timed(lambda: subprocess.run(
+        command, check=True, capture_output=True, env=_common.checkout_env(), cwd=_common.ROOT))
 
     from keras_nmt.export import layout, onnx as onnx_export, parity, savedmodel
     from keras_nmt.export.loaders import SessionModel, TF2Model
@@ -136,15 +124,15 @@ def measure(run_dir: str, sentences: list[str], work: pathlib.Path) -> dict:
         beam_size=config.beam_size, alpha=alpha,
         max_source_len=default_max_source_len(config.max_len),
     )
-    started = time.perf_counter()
     from keras_nmt.rundir import RunDir
 
-    archive = savedmodel.build_archive(translator.model, RunDir(run_dir).graph_encoders(), settings)
-    savedmodel.write_savedmodel(archive, work / "step_savedmodel")
-    report["savedmodel_export_s"] = time.perf_counter() - started
-    started = time.perf_counter()
-    onnx_export.convert(translator.model, 1, work / "step.onnx")
-    report["onnx_export_s"] = time.perf_counter() - started
+    def savedmodel_step():
+        archive = savedmodel.build_archive(translator.model, RunDir(run_dir).graph_encoders(), settings)
+        savedmodel.write_savedmodel(archive, work / "step_savedmodel")
+
+    report["savedmodel_export_s"], _ = _common.timed(savedmodel_step)
+    report["onnx_export_s"], _ = _common.timed(
+        lambda: onnx_export.convert(translator.model, 1, work / "step.onnx"))
 
     onnx_dir = layout.onnx_dir(export_dir, "nmt", 1)
     report["savedmodel_bytes"] = du(export_dir / "nmt" / "1") - du(onnx_dir)
@@ -204,20 +192,22 @@ def table(report: dict) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv=None) -> int:
+    parser = _common.parser(PROG, __doc__)
     parser.add_argument("run_dir")
-    parser.add_argument("--sentences", required=True, help="raw source sentences, one a line")
-    parser.add_argument("--count", type=int, default=200)
-    parser.add_argument("--json", action="store_true", help="also print the report as JSON")
-    args = parser.parse_args()
-    lines = pathlib.Path(args.sentences).read_text(encoding="utf-8").split("\n")[: args.count]
+    _common.add(parser, "sentences", required=True)
+    _common.add(parser, "count", default=200, help="sentences used, spread evenly through the "
+                "file (default 200)")
+    args = parser.parse_args(argv)
+    bench = _common.Bench(PROG, args, argv)
+    lines = _common.sentences(args.sentences, args.count, parser=parser)
     with tempfile.TemporaryDirectory(prefix="export-bench-") as work:
         report = measure(args.run_dir, lines, pathlib.Path(work))
-    if args.json:
-        print(json.dumps(report, indent=2))
     print(table(report))
+    bench.write(report, {"run_dir": args.run_dir, "sentences_file": args.sentences,
+                         "sentences": len(lines)})
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -14,12 +14,12 @@ From ``--data DIR`` (``train.SRC/.TGT``, ``valid.SRC/.TGT``) this writes into ``
 
 Usage::
 
-    python bench/heldout_sets.py --data data/anki-fra-eng --out sets/anki
+    python -m bench.heldout_sets --data data/anki-fra-eng --out sets/anki
 
 then, for a run ``RUN``::
 
     keras-nmt evaluate RUN --src sets/anki/rare.en --ref sets/anki/rare.fr --beam 5
-    python bench/heldout_sets.py --score-joined RUN --out sets/anki --beam 5
+    python -m bench.heldout_sets --score-joined RUN --out sets/anki --beam 5
 
 The second command translates ``joined.SRC`` as whole lines (split into sentences, as
 ``translate`` does by default, and not split) and the report half pair by pair, joins the
@@ -32,21 +32,18 @@ of distinct words, not with the corpus) and one over the development split.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import itertools
 import json
 import pathlib
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from bench import _common
+from keras_nmt.corpus import heldout
+from keras_nmt.corpus.readers import ParallelFiles, find_split
+from keras_nmt.text import word
 
-from bench._common import write_report  # noqa: E402
-from keras_nmt.corpus import heldout  # noqa: E402
-from keras_nmt.corpus.readers import ParallelFiles, find_split  # noqa: E402
-from keras_nmt.text import word  # noqa: E402
+PROG = "heldout_sets"
 
 GROUP_SIZES = (2, 3)
 
@@ -159,27 +156,27 @@ def score_joined(run: str, out: pathlib.Path, src: str, tgt: str, beam: int) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", help="corpus directory (train and valid splits)")
+    parser = _common.parser(PROG, __doc__)
+    _common.add(parser, "data", help="corpus directory (train and valid splits)")
     parser.add_argument("--out", required=True, help="where the sets go")
-    parser.add_argument("--src-lang", default="en")
-    parser.add_argument("--tgt-lang", default="fr")
+    _common.add(parser, "src_lang")
+    _common.add(parser, "tgt_lang")
     parser.add_argument("--rare-count", type=int, default=2,
                         help="a source word seen at most this often in training is rare (default 2)")
     parser.add_argument("--score-joined", metavar="RUN", help="score RUN on the joined lines")
-    parser.add_argument("--beam", type=int, default=5)
-    parser.add_argument("--json", help="write the figures here as well")
+    _common.add(parser, "beam")
     args = parser.parse_args(argv)
+    bench = _common.Bench(PROG, args, argv)
     out = pathlib.Path(args.out)
     if args.score_joined:
-        result = score_joined(args.score_joined, out, args.src_lang, args.tgt_lang, args.beam)
+        result = score_joined(args.score_joined, out, args.src, args.tgt, args.beam)
     elif args.data:
-        result = write_sets(pathlib.Path(args.data), out, args.src_lang, args.tgt_lang,
-                            args.rare_count)
+        result = write_sets(pathlib.Path(args.data), out, args.src, args.tgt, args.rare_count)
     else:
         parser.error("give --data (write the sets) or --score-joined RUN")
     print(json.dumps(result, indent=1))
-    write_report(args.json, result)
+    bench.write(result, {"data": args.data, "out": args.out, "score_joined": args.score_joined,
+                         "beam": args.beam})
     return 0
 
 

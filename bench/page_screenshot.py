@@ -3,33 +3,31 @@
 Starts ``keras-nmt serve EXPORT_DIR`` in a child process on a free loopback port, opens
 ``/`` in Debian's headless Chromium (selenium through Debian's chromedriver: ``apt-get
 install chromium chromium-driver``, nothing downloaded), types the sentences, waits for
-each translation's heat map, and saves a PNG of the whole page.
+each translation's heat map, and saves a PNG of the whole page (it measures nothing: no report).
 
 Usage::
 
-    PYTHONPATH=. python bench/page_screenshot.py EXPORT_DIR --nbest 3 \\
+    python -m bench.page_screenshot EXPORT_DIR --nbest 3 \\
         --sentence "the cat sleeps near the big house ." --out docs/figures/serve/page.png
 """
 
 from __future__ import annotations
 
-import argparse
-import pathlib
 import shutil
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT)]
+from bench import _common
+from bench.serving_load import Server
 
-from bench.serving_load import Server  # noqa: E402
+PROG = "page_screenshot"
 
 WIDTH = 900
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = _common.parser(PROG, __doc__, report=False)
     parser.add_argument("export_dir")
-    parser.add_argument("--name", default="nmt")
+    _common.add(parser, "name")
     parser.add_argument("--sentence", action="append", required=True,
                         help="a sentence to type (repeatable: one line each)")
     parser.add_argument("--nbest", type=int, default=1)

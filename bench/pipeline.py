@@ -7,14 +7,14 @@ batches, for each corpus and each batching setting (``--batch-sizes`` sentences,
 
 Pipeline overhead (``--overhead``): training steps/s of the Trainer's compiled step fed
 by the real pipeline (files -> tokenizer -> bucketing, streamed) against the same
-batches taken beforehand and held in memory. The two conditions alternate in blocks
-(A B A B ...) so that a changing machine load hits both alike; the ratio of their
-total times is the overhead.
+batches taken beforehand and held in memory, at the medium size of ``keras-nmt train
+--size``. The two conditions alternate in blocks (A B A B ...) so that a changing
+machine load hits both alike; the ratio of their total times is the overhead.
 
 Usage::
 
-    PYTHONPATH=. python bench/pipeline.py --corpus data/anki-fra-eng \\
-        --corpus data/multi30k-en-fr --overhead --json bench-pipeline.json
+    python -m bench.pipeline --data data/anki-fra-eng \\
+        --data data/multi30k-en-fr --overhead --json bench-pipeline.json
 
 Prints a table; writes every figure, the configuration, the machine and the library
 versions as JSON.
@@ -22,53 +22,36 @@ versions as JSON.
 
 from __future__ import annotations
 
-import argparse
-import json
 import pathlib
 import sys
 import tempfile
-import time
 
-import numpy as np
-import tensorflow as tf
+from bench import _common
 
-from keras_nmt import config as config_lib
-from keras_nmt import data
-from keras_nmt.experiment import mean_pair_length
-from keras_nmt.text.word_graph import WordEncoder
-
-import _common  # bench/_common.py, beside this file
-from _common import machine
-
-# The compact real-corpus size of the README's Anki runs.
-COMPACT_REAL = {"embedding": 256, "hidden": 256, "attention": 256, "maxout": 128,
-                "optimizer": "adam", "learning_rate": 2e-3, "batch_size": 64}
+PROG = "pipeline"
+# The streaming order the published figures were measured with.
+SHUFFLE_BUFFER = 10_000
 
 
-class Corpus:
-    """A corpus directory scanned once (``_common.Corpus.scan``) and its graph encoders."""
+def batches(corpus: _common.Corpus, batch_size: int, batch_tokens: int = 0, seed: int = 1234):
+    """The training batches of ``corpus``, as training makes them."""
+    from keras_nmt import data
 
-    def __init__(self, path: pathlib.Path, src: str, tgt: str, max_len: int, vocab_size: int):
-        scanned = _common.Corpus.scan(path, src, tgt, max_len, vocab_size)
-        self.path, self.max_len = scanned.path, max_len
-        self.splits, self.train = scanned.splits, scanned.train
-        self.source_encoder = WordEncoder(scanned.source_vocab, src)
-        self.target_encoder = WordEncoder(scanned.target_vocab, tgt)
-
-    def batches(self, batch_size: int, batch_tokens: int = 0, seed: int = 1234) -> tf.data.Dataset:
-        return data.training_batches(
-            self.splits["train"], self.source_encoder, self.target_encoder,
-            max_len=self.max_len, batch_size=batch_size, sort_batches=20, seed=seed,
-            batch_tokens=batch_tokens, mean_length=mean_pair_length(self.train),
-            shuffle_buffer=10_000,  # the streaming order its published figures were measured with
-        )
+    return data.training_batches(
+        corpus.splits["train"], *corpus.encoders(), data.Batching(
+            max_len=corpus.max_len, batch_size=batch_size, sort_batches=20, seed=seed,
+            shuffle_buffer=SHUFFLE_BUFFER, batch_tokens=batch_tokens,
+            mean_length=data.mean_pair_length(corpus.train)),
+    )
 
 
-def padding_efficiency(batches: tf.data.Dataset, count: int) -> dict:
+def padding_efficiency(dataset, count: int) -> dict:
+    import numpy as np
+
     real = {"source": 0, "target": 0}
     slots = {"source": 0, "target": 0}
     rows = []
-    for (source, _), target_out in batches.take(count):
+    for (source, _), target_out in dataset.take(count):
         for side, ids in (("source", source), ("target", target_out)):
             ids = ids.numpy()
             real[side] += int(np.count_nonzero(ids))
@@ -83,22 +66,19 @@ def padding_efficiency(batches: tf.data.Dataset, count: int) -> dict:
     }
 
 
-def pipeline_overhead(corpus: Corpus, settings: dict, steps: int, block: int) -> dict:
+def pipeline_overhead(corpus: _common.Corpus, steps: int, block: int) -> dict:
     """Steps/s fed by the pipeline (A) against the same batches held in memory (B)."""
-    from keras_nmt.models import TranslationModel
-    from keras_nmt.rundir import RunDir
-    from keras_nmt.training import Trainer
+    from keras_nmt import config as config_lib
 
-    cfg = config_lib.variant_config("search50", settings).replace(
-        src_vocab_size=corpus.source_encoder.vocab_size, tgt_vocab_size=corpus.target_encoder.vocab_size)
-    model = TranslationModel(cfg)
+    source_encoder, target_encoder = corpus.encoders()
+    cfg = config_lib.variant_config("search50", _common.model_size("medium")).replace(
+        src_vocab_size=source_encoder.vocab_size, tgt_vocab_size=target_encoder.vocab_size)
     with tempfile.TemporaryDirectory() as tmp:
-        trainer = Trainer(cfg, model, RunDir(tmp), corpus.batches(cfg.batch_size), lambda: None, 1)
-        held = list(corpus.batches(cfg.batch_size).take(steps))  # the same batches, in order
+        trainer = _common.new_trainer(cfg, batches(corpus, cfg.batch_size), tmp)
+        held = list(batches(corpus, cfg.batch_size).take(steps))  # the same batches, in order
 
         def run(batch) -> None:
-            (source, target_in), target_out = batch
-            float(trainer.train_step(source, target_in, target_out)[0])
+            _common.train_step(trainer, batch)
 
         run(held[0])  # trace once, outside the timing
         run(next(trainer.iterator))
@@ -106,10 +86,11 @@ def pipeline_overhead(corpus: Corpus, settings: dict, steps: int, block: int) ->
         done = {"pipeline": 0, "memory": 0}
         for start in range(1, steps - block + 1, block):
             for condition in ("pipeline", "memory"):
-                begin = time.perf_counter()
-                for i in range(start, start + block):
-                    run(next(trainer.iterator) if condition == "pipeline" else held[i])
-                times[condition] += time.perf_counter() - begin
+                def one_block(start=start, condition=condition):
+                    for i in range(start, start + block):
+                        run(next(trainer.iterator) if condition == "pipeline" else held[i])
+
+                times[condition] += _common.timed(one_block)[0]
                 done[condition] += block
     rate = {c: done[c] / times[c] for c in times}
     return {
@@ -120,50 +101,57 @@ def pipeline_overhead(corpus: Corpus, settings: dict, steps: int, block: int) ->
     }
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", action="append", required=True, type=pathlib.Path)
-    parser.add_argument("--src-lang", dest="src", default="en")
-    parser.add_argument("--tgt-lang", dest="tgt", default="fr")
-    parser.add_argument("--max-len", type=int, default=50)
-    parser.add_argument("--vocab-size", type=int, default=30000)
-    parser.add_argument("--batches", type=int, default=400, help="batches measured per setting")
-    parser.add_argument("--batch-sizes", default="80,64")
-    parser.add_argument("--batch-tokens", default="1024,2048")
-    parser.add_argument("--overhead", action="store_true", help="also time the pipeline (first corpus)")
-    parser.add_argument("--steps", type=int, default=201, help="timed steps per overhead condition + 1")
-    parser.add_argument("--block", type=int, default=20, help="steps per A/B block")
-    parser.add_argument("--note", default="", help="stored in the JSON (e.g. 'under load')")
-    parser.add_argument("--json", type=pathlib.Path, help="write the results here")
-    args = parser.parse_args(argv)
+def build_parser():
+    from keras_nmt.cli.common import positive_int
 
-    results = {"machine": machine(), "note": args.note, "padding": [], "overhead": None,
-               "settings": {"max_len": args.max_len, "vocab_size": args.vocab_size,
-                            "sort_batches": 20, "batches_measured": args.batches}}
+    parser = _common.parser(PROG, __doc__)
+    _common.add(parser, "data", action="append", required=True,
+                help="a corpus directory (repeatable; --overhead times the first)")
+    _common.add(parser, "src_lang")
+    _common.add(parser, "tgt_lang")
+    _common.add(parser, "max_len")
+    _common.add(parser, "vocab_size")
+    _common.add(parser, "batches", default=400, help="batches measured per setting (default 400)")
+    _common.add(parser, "batch_sizes", default="80,64", help="batch sizes (default 80,64)")
+    parser.add_argument("--batch-tokens", type=_common.int_list, default="1024,2048",
+                        metavar="N,...", help="token budgets of a batch (default 1024,2048)")
+    parser.add_argument("--overhead", action="store_true", help="also time the pipeline (first corpus)")
+    _common.add(parser, "steps", default=201, help="timed steps per overhead condition + 1 "
+                "(default 201)")
+    parser.add_argument("--block", type=positive_int, default=20,
+                        help="steps per A/B block (default 20)")
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    bench = _common.Bench(PROG, args, argv)
+    results = {"padding": [], "overhead": None}
     print(f"{'corpus':<20} {'batching':<18} {'src eff':>8} {'tgt eff':>8} {'sent/batch':>10} {'tgt tok/batch':>13}")
     corpora = []
-    for path in args.corpus:
-        corpus = Corpus(path, args.src, args.tgt, args.max_len, args.vocab_size)
+    for path in map(pathlib.Path, args.data):
+        corpus = _common.Corpus.scan(path, args.src, args.tgt, args.max_len, args.vocab_size)
         corpora.append(corpus)
-        settings = [(f"batch_size={b}", int(b), 0) for b in args.batch_sizes.split(",") if b]
-        settings += [(f"batch_tokens={t}", 80, int(t)) for t in args.batch_tokens.split(",") if t]
+        settings = [(f"batch_size={b}", b, 0) for b in args.batch_sizes]
+        settings += [(f"batch_tokens={t}", 80, t) for t in args.batch_tokens]
         for name, batch_size, batch_tokens in settings:
-            figures = padding_efficiency(corpus.batches(batch_size, batch_tokens), args.batches)
+            figures = padding_efficiency(batches(corpus, batch_size, batch_tokens), args.batches)
             results["padding"].append({"corpus": path.name, "batching": name, **figures,
                                        "train": corpus.train})
             print(f"{path.name:<20} {name:<18} {figures['source']:>8.3f} {figures['target']:>8.3f} "
                   f"{figures['sentences_per_batch']:>10.1f} {figures['target_tokens_per_batch']:>13.1f}",
                   flush=True)
     if args.overhead:
-        overhead = pipeline_overhead(corpora[0], COMPACT_REAL, args.steps, args.block)
+        overhead = pipeline_overhead(corpora[0], args.steps, args.block)
         overhead["corpus"] = corpora[0].path.name
         results["overhead"] = overhead
         print(f"\npipeline overhead on {corpora[0].path.name} (search50 256/256/256/128, batch 64, "
               f"{overhead['steps_per_condition']} steps per condition, A/B blocks of {args.block}):")
         print(f"  real pipeline {overhead['pipeline_steps_per_s']:.3f} steps/s, batches in memory "
               f"{overhead['memory_steps_per_s']:.3f} steps/s, overhead {100 * overhead['overhead']:+.1f}%")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    bench.write(results, {"max_len": args.max_len, "vocab_size": args.vocab_size,
+                          "sort_batches": 20, "batches_measured": args.batches,
+                          "shuffle_buffer": SHUFFLE_BUFFER})
     return 0
 
 

@@ -1,73 +1,81 @@
 """Training throughput of each --precision x --jit setting, by model size and batch size
-(and by the values of any one Config field with --compare).
+(and by the values of any one Config field with --compare); on a GPU, and beam search's.
 
 Trains one RNNsearch per setting, all fed the same kind of batches from one corpus, and
 times the training step (input pipeline included) in interleaved rounds: round 1 of
 every setting, then round 2 of every setting, ... so that a change in the machine's load
 hits all settings alike. Warm-up steps (tracing, XLA compilation of the first shapes)
 are not timed. With --jit the batches are padded to widths that are multiples of 8, as
-``train.py --jit`` pads them (Config.length_multiple), so XLA compiles once per width;
-any compilation left after the warm-up stays in the timed rounds, as in a real run.
+``keras-nmt train --jit`` pads them (Config.length_multiple), so XLA compiles once per
+width; any compilation left after the warm-up stays in the timed rounds, as in a real run.
+A size (``--sizes``, as ``keras-nmt train --size`` names them, or E/H/N/L) sets the
+model's dimensions; the batch size is the grid's.
 
 Reported per setting: target tokens/s and sentences/s (median of the rounds), the
 training-step compilations, the padding efficiency (real target tokens / padded target
 slots of the timed batches), and on a GPU the peak GPU memory of its warm-up.
 
-    python bench/precision.py [--data builtin|DIR] [--sizes compact,paper] [--batches 80]
+``--decode`` (or ``--run RUN_DIR``) then times beam-5 decoding at ``--decode-batch-sizes``
+(sentences/s and output tokens/s over ``--count`` valid sentences, after one untimed
+batch): with the Translator of ``--run`` in each precision of the grid, or without one
+with the grid's first float32 model (a barely trained model decodes to the length limit,
+so its sentences/s understate a trained model's). ``--gpu`` refuses with one line when
+TensorFlow sees no GPU, and reports the GPU's name.
+
+    python -m bench.precision [--data builtin|DIR] [--sizes medium,paper] [--batch-sizes 80]
         [--precisions float32,mixed_bfloat16,mixed_float16] [--jit both|on|off]
-        [--compare FIELD=V1,V2] [--rounds 3] [--steps 20] [--warmup 10] [--json precision.json]
+        [--compare FIELD=V1,V2] [--rounds 3] [--steps 20] [--warmup 10]
+        [--gpu] [--decode | --run RUN_DIR [--weights averaged]] [--json precision.json]
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import pathlib
 import statistics
 import sys
 import tempfile
-import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from bench import _common
 
-from bench import _common  # noqa: E402
-
+PROG = "precision"
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
-# Model sizes: compact (what the README's CPU runs use) and the paper's Appendix A.
-SIZES = {
-    "compact": {"embedding": 256, "hidden": 256, "attention": 256, "maxout": 128},
-    "paper": {"embedding": 620, "hidden": 1000, "attention": 1000, "maxout": 500},
-}
+DECODE_BEAM = 5
 
 
-def add_arguments(parser: argparse.ArgumentParser, batches: str = "80",
-                  sizes: str = "compact") -> None:
-    parser.add_argument("--data", default="builtin",
-                        help="'builtin' (generated) or a corpus directory (train.en/.fr ...)")
-    parser.add_argument("--sizes", default=sizes, help=f"comma list of {', '.join(SIZES)}")
-    parser.add_argument("--batches", default=batches, help="comma list of batch sizes")
+def build_parser() -> argparse.ArgumentParser:
+    parser = _common.parser(PROG, __doc__)
+    _common.add(parser, "data", default="builtin",
+                help="'builtin' (generated) or a corpus directory (train.en/.fr ...)")
+    _common.add(parser, "sizes", default="medium", help="model sizes, comma-separated: compact, "
+                "medium, paper (keras-nmt train --size; their dimensions) or E/H/N/L@B "
+                "(default medium)")
+    _common.add(parser, "batch_sizes", default="80", help="batch sizes, comma-separated (default 80)")
     parser.add_argument("--precisions", default=",".join(PRECISIONS))
     parser.add_argument("--jit", choices=("both", "on", "off"), default="both")
-    parser.add_argument("--vocab-size", type=int, default=30000, help="shortlist per side")
-    parser.add_argument("--rounds", type=int, default=3, help="timed rounds per setting")
-    parser.add_argument("--steps", type=int, default=20, help="training steps per round")
-    parser.add_argument("--warmup", type=int, default=10, help="untimed steps per setting first")
+    _common.add(parser, "vocab_size")
+    _common.add(parser, "rounds", default=3, help="timed rounds per setting (default 3)")
+    _common.add(parser, "steps", default=20, help="training steps per round (default 20)")
+    _common.add(parser, "warmup", default=10, help="untimed steps per setting first (default 10)")
     parser.add_argument("--variant", default="search50")
     parser.add_argument("--compare", metavar="FIELD=V1,V2",
                         help="one more grid axis: a Config field and its values, e.g. "
                         "sampled_softmax=0,4096, or recipe=none,budget (a training recipe of "
-                        "config.RECIPES, its batch size left to --batches); relative figures "
-                        "are against the first")
-
-
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(parser)
-    parser.add_argument("--json", default="precision.json", help="where to write the results")
-    return parser.parse_args(argv)
+                        "config.RECIPES, its batch size left to --batch-sizes); relative "
+                        "figures are against the first")
+    parser.add_argument("--gpu", action="store_true",
+                        help="measure the GPU TensorFlow sees; refuse without one")
+    parser.add_argument("--decode", action="store_true",
+                        help="also time beam-5 decoding (with --run's model, else the grid's "
+                             "first float32 one)")
+    parser.add_argument("--run", metavar="RUN_DIR", help="a trained run to decode with (--decode)")
+    _common.add(parser, "weights")
+    parser.add_argument("--decode-batch-sizes", type=_common.int_list, default="64,256",
+                        metavar="N,...", help="decoding batch sizes (default 64,256)")
+    _common.add(parser, "count", default=1024, help="valid sentences decoded per batch size "
+                "(default 1024)")
+    return parser
 
 
 def compared(args) -> tuple[str | None, list]:
@@ -101,7 +109,7 @@ def settings_of(args) -> list[tuple]:
     """(size, batch, precision, jit, compared value) for every setting of the grid."""
     jits = {"both": (False, True), "on": (True,), "off": (False,)}[args.jit]
     return list(itertools.product(
-        args.sizes.split(","), [int(b) for b in args.batches.split(",")],
+        [name for name, _ in args.sizes], args.batch_sizes,
         args.precisions.split(","), jits, compared(args)[1],
     ))
 
@@ -109,40 +117,32 @@ def settings_of(args) -> list[tuple]:
 def make_trainers(args, scratch: pathlib.Path):
     """One Trainer per setting, on the run set up from ``args.data``; returns
     (trainers by setting, the base config, the run's data info)."""
-    import keras
-
-    from keras_nmt import data, experiment
+    from keras_nmt import data
     from keras_nmt.config import JIT_LENGTH_MULTIPLE
-    from keras_nmt.models import TranslationModel
+    from keras_nmt.run_data import prepare
     from keras_nmt.rundir import RunDir
-    from keras_nmt.training import Trainer
+    from keras_nmt.train_options import TrainOptions, new_run_config
 
     run = RunDir(scratch / "run")
     overrides = {"src_vocab_size": args.vocab_size, "tgt_vocab_size": args.vocab_size}
-    options = experiment.TrainOptions(variant=args.variant, data=args.data, out=str(run.path),
-                                      overrides=overrides, quiet=True).for_new_run()
-    config, info = experiment._prepare(options, experiment._new_run_config(options), run,
-                                       log=lambda text: None)
+    options = TrainOptions(variant=args.variant, data=args.data, out=str(run.path),
+                           overrides=overrides, quiet=True).for_new_run()
+    config, info = prepare(options, new_run_config(options), run, log=lambda text: None)
     config = config.replace(eval_every=10**9, checkpoint_every=10**9)
     encoders = run.graph_encoders()
     files = run.split_files("train", info, needed_for="the benchmark")
+    sizes = dict(args.sizes)
     trainers = {}
     field = compared(args)[0]
     for size, batch, precision, jit, value in settings_of(args):
-        keras.utils.set_random_seed(config.seed)
-        setting = config.replace(**SIZES[size], batch_size=batch, precision=precision,
+        dimensions = {k: sizes[size][k] for k in _common.DIMENSIONS}
+        setting = config.replace(**dimensions, batch_size=batch, precision=precision,
                                  length_multiple=JIT_LENGTH_MULTIPLE if jit else 0,
                                  **compared_values(field, value))
-        batches = data.training_batches(
-            files, *encoders, max_len=setting.max_len, batch_size=batch,
-            sort_batches=setting.sort_batches, seed=setting.seed,
-            shuffle_buffer=setting.shuffle_buffer, length_multiple=setting.length_multiple,
-        )
+        batches = data.training_batches(files, *encoders, data.Batching.from_config(setting))
         name = f"{size}-{batch}-{precision}-{'jit' if jit else 'nojit'}-{value}"
-        trainers[size, batch, precision, jit, value] = Trainer(
-            setting, TranslationModel(setting), RunDir(scratch / name), batches, lambda: None,
-            train_pairs=info["train"]["kept"], jit_compile=jit,
-        )
+        trainers[size, batch, precision, jit, value] = _common.new_trainer(
+            setting, batches, scratch / name, train_pairs=info["train"]["kept"], jit_compile=jit)
     return trainers, config, info
 
 
@@ -159,17 +159,17 @@ def _gpu_peak_bytes(reset: bool = False) -> int | None:
 
 def run_steps(trainer, count: int) -> dict:
     """``count`` training steps; tokens, padded target slots, sentences, seconds, last loss."""
-    tokens = slots = sentences = 0
-    loss = float("nan")
-    start = time.perf_counter()
-    for _ in range(count):
-        (source_ids, target_in), target_out = next(trainer.iterator)
-        loss, batch_tokens, _ = trainer.train_step(source_ids, target_in, target_out)
-        tokens += int(batch_tokens)
-        slots += int(target_out.shape[0] * target_out.shape[1])
-        sentences += int(target_out.shape[0])
-    return {"tokens": tokens, "slots": slots, "sentences": sentences,
-            "seconds": time.perf_counter() - start, "loss": float(loss)}
+    totals = {"tokens": 0, "slots": 0, "sentences": 0, "loss": float("nan")}
+
+    def steps():
+        for _ in range(count):
+            step = _common.train_step(trainer, next(trainer.iterator))
+            for key in ("tokens", "slots", "sentences"):
+                totals[key] += step[key]
+            totals["loss"] = step["loss"]
+
+    seconds, _ = _common.timed(steps)
+    return {**totals, "seconds": seconds}
 
 
 def measure(trainers: dict, args, log=lambda text: None) -> list[dict]:
@@ -208,32 +208,90 @@ def measure(trainers: dict, args, log=lambda text: None) -> list[dict]:
     return rows
 
 
+def decode_rates(translator, lines: list[str], precision: str, batch_sizes) -> list[dict]:
+    """Beam-5 sentences/s and output tokens/s of ``translator`` at each batch size."""
+    rows = []
+    for batch in batch_sizes:
+        seconds, results = _common.warm_then_time(
+            lambda some: translator.translate(some, beam_size=DECODE_BEAM, batch_size=batch),
+            lines, batch)
+        tokens = sum(len(r.tokens) for r in results)
+        rows.append({"precision": precision, "beam": DECODE_BEAM, "batch": batch,
+                     "sentences": len(lines),
+                     "sentences_per_second": len(lines) / seconds,
+                     "output_tokens_per_second": tokens / seconds})
+    return rows
+
+
+def decode(args, trainers: dict, scratch: pathlib.Path, info: dict) -> dict:
+    """Decoding rates with --run's Translator in each precision of the grid, or with the
+    grid's first float32 model."""
+    from keras_nmt.rundir import RunDir
+    from keras_nmt.translator import Translator
+
+    valid = RunDir(scratch / "run").split_files("valid", info, needed_for="--decode")
+    lines = _common.spread([source for source, _ in valid.pairs()], args.count)
+    rows = []
+    if args.run:  # a trained model in each precision measured: mixed precision decodes too
+        decoded_with = f"{args.run} ({args.weights} weights)"
+        for name in args.precisions.split(","):
+            translator = Translator.from_run_dir(args.run, weights=args.weights, precision=name)
+            rows += decode_rates(translator, lines, name, args.decode_batch_sizes)
+    else:
+        setting = next((s for s in trainers if s[2] == "float32"), next(iter(trainers)))
+        translator = Translator(trainers[setting].model, *RunDir(scratch / "run").codecs())
+        decoded_with = f"the benchmark's {setting} model"
+        rows = decode_rates(translator, lines, setting[2], args.decode_batch_sizes)
+    return {"with": decoded_with, "results": rows}
+
+
 COLUMNS = [
     ("size", "size", "s"), ("batch", "batch", "d"), ("precision", "precision", "s"),
-    ("jit", "jit", ""), ("compare", "compared", ""), ("median", "tgt tok/s", ",.0f"), ("sentences_per_second", "sent/s", ",.1f"),
-    ("relative_to_float32", "relative", ".2f"), ("compilations", "compiles", "d"),
-    ("padding_efficiency", "pad eff", ".3f"), ("peak_gpu_mib", "GPU MiB", ",.0f"),
-    ("last_loss", "loss", ".2f"),
+    ("jit", "jit", ""), ("compare", "compared", ""), ("median", "tgt tok/s", ",.0f"),
+    ("sentences_per_second", "sent/s", ",.1f"), ("relative_to_float32", "relative", ".2f"),
+    ("compilations", "compiles", "d"), ("padding_efficiency", "pad eff", ".3f"),
+    ("peak_gpu_mib", "GPU MiB", ",.0f"), ("last_loss", "loss", ".2f"),
+]
+DECODE_COLUMNS = [
+    ("precision", "precision", "s"), ("beam", "beam", "d"), ("batch", "batch", "d"),
+    ("sentences_per_second", "sent/s", ",.1f"), ("output_tokens_per_second", "tok/s", ",.0f"),
 ]
 
 
 def main(argv=None) -> int:
-    args = parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        compared(args)
+    except ValueError as error:  # an unknown recipe or a value the field does not take
+        parser.error(str(error))
+    bench = _common.Bench(PROG, args, argv)
     import tensorflow as tf
 
+    gpus = tf.config.list_physical_devices("GPU")
+    if args.gpu and not gpus:
+        print(f"{parser.prog}: error: TensorFlow sees no GPU on this machine; --gpu measures "
+              "one (without --gpu this benchmark measures the CPU)", file=sys.stderr)
+        return 2
     tf.get_logger().setLevel("ERROR")  # many trainers' step functions: retracing warnings
     scratch = pathlib.Path(tempfile.mkdtemp(prefix="bench-precision-"))
-    trainers, config, _ = make_trainers(args, scratch)
-    rows = measure(trainers, args, log=lambda text: print(text, file=sys.stderr, flush=True))
+    trainers, config, info = make_trainers(args, scratch)
+    rows = measure(trainers, args, log=bench.log)
     print(_common.table(rows, COLUMNS))
-    result = {
+    decoding = None
+    if args.decode or args.run:
+        decoding = decode(args, trainers, scratch, info)
+        print(_common.table(decoding["results"], DECODE_COLUMNS))
+    device = None
+    if gpus:
+        details = tf.config.experimental.get_device_details(gpus[0])
+        device = {"name": details.get("device_name"),
+                  "compute_capability": details.get("compute_capability")}
+    bench.write({"training": rows, "decoding": decoding}, {
         "data": args.data, "variant": args.variant, "config": config.to_dict(),
-        "compare": args.compare,
+        "compare": args.compare, "gpu": device,
         "rounds": args.rounds, "steps_per_round": args.steps, "warmup_steps": args.warmup,
-        "matmul": _common.matmul_flops(), "machine": _common.machine(), "results": rows,
-    }
-    pathlib.Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.json}")
+    })
     return 0
 
 

@@ -3,15 +3,15 @@ search, summed by op type.
 
 Usage (one command; prints a table, writes JSON)::
 
-    PYTHONPATH=. python bench/profile_ops.py train --data data/anki-fra-eng \\
-        [--size compact] [--model search] [--steps 10] [--json profile-train.json]
-    PYTHONPATH=. python bench/profile_ops.py decode RUN_DIR [--beam 5] [--batch 64] \\
+    python -m bench.profile_ops train --data data/anki-fra-eng \\
+        [--size medium] [--model search] [--steps 10] [--json profile-train.json]
+    python -m bench.profile_ops decode RUN_DIR [--beam 5] [--batch-size 64] \\
         [--count 256] [--json profile-decode.json]
-    PYTHONPATH=. python bench/profile_ops.py onnx EXPORT_DIR --sentences FILE [--beam 5] \\
-        [--batch 64] [--count 256] [--int8] [--json profile-onnx.json]
+    python -m bench.profile_ops onnx EXPORT_DIR --sentences FILE [--beam 5] \\
+        [--batch-size 64] [--count 256] [--int8] [--json profile-onnx.json]
 
 ``train`` profiles the Trainer's compiled step on real batches held in memory, set up
-exactly as ``bench/train_throughput.py`` does; ``decode`` profiles the run's beam
+exactly as ``bench.train_throughput`` does; ``decode`` profiles the run's beam
 search (``Translator.translate``) over ``--count`` lines of its valid split; ``onnx``
 profiles the export's ONNX beam search in onnxruntime (``OnnxTranslator``, onnxruntime's
 own profiler: the kernel time of every node, those inside the search loop included, the
@@ -35,14 +35,9 @@ import pathlib
 import shutil
 import sys
 import tempfile
-import time
 from typing import Any, Callable
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench import _common  # noqa: E402
+from bench import _common
 
 PROG = "profile_ops"
 
@@ -52,9 +47,7 @@ def trace(work: Callable[[], None], logdir: str) -> float:
     import tensorflow as tf
 
     tf.profiler.experimental.start(logdir)
-    start = time.perf_counter()
-    work()
-    seconds = time.perf_counter() - start
+    seconds, _ = _common.timed(work)
     tf.profiler.experimental.stop()
     return seconds
 
@@ -114,33 +107,32 @@ def train_work(args) -> tuple[Callable[[], None], Callable[[], None], dict[str, 
     tmp = tempfile.mkdtemp(prefix="profile_ops_")
     atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     spec = {**train_throughput.corpus_spec(corpus, tmp, args.src, args.tgt, 50),
-            "model": args.model, "size_name": args.size, "size": train_throughput.parse_size(args.size),
+            "model": args.model, "size_name": args.size[0], "size": args.size[1],
             "warmup": 3, "steps": args.steps}
     _, _, trainer, held = train_throughput.prepare(spec, tmp)
 
     def steps(batches):
-        return lambda: [train_throughput.run_step(trainer, batch) for batch in batches]
+        return lambda: [_common.train_step(trainer, batch) for batch in batches]
 
     return steps(held[:3]), steps(held[3:]), {"spec": spec}
 
 
 def decode_work(args) -> tuple[Callable[[], None], Callable[[], None], dict[str, Any]]:
     """(warm-up, profiled work, settings) for beam search over valid lines."""
-    from keras_nmt.rundir import RunDir
     from keras_nmt.translator import Translator
 
-    valid = RunDir(args.run_dir).split_files("valid", needed_for="profiling the decoder")
-    lines = _common.spread_sentences(valid.source.read_text(encoding="utf-8"), args.count)
+    lines = _common.sentences(None, args.count, run_dir=args.run_dir)
     translator = Translator.from_run_dir(args.run_dir)
 
     def run_all():
-        translator.translate(lines, beam_size=args.beam, batch_size=args.batch)
+        translator.translate(lines, beam_size=args.beam, batch_size=args.batch_size)
 
     def warm():
-        translator.translate(lines[: args.batch], beam_size=args.beam, batch_size=args.batch)
+        translator.translate(lines[: args.batch_size], beam_size=args.beam,
+                             batch_size=args.batch_size)
 
     return warm, run_all, {"run_dir": args.run_dir, "sentences": len(lines), "beam": args.beam,
-                           "batch": args.batch}
+                           "batch_size": args.batch_size}
 
 
 def onnx_profile(args) -> tuple[float, dict[str, dict[str, float]], dict[str, Any]]:
@@ -150,8 +142,9 @@ def onnx_profile(args) -> tuple[float, dict[str, dict[str, float]], dict[str, An
     from keras_nmt.serving.onnx_translator import OnnxTranslator
 
     translator = OnnxTranslator.from_export_dir(args.export_dir, args.name, int8=args.int8)
-    lines = _common.spread_sentences(pathlib.Path(args.sentences).read_text(encoding="utf-8"), args.count)
-    translator.translate(lines[: args.batch], beam_size=args.beam, batch_size=args.batch)  # warm-up
+    lines = _common.sentences(args.sentences, args.count)
+    batch = args.batch_size
+    translator.translate(lines[:batch], beam_size=args.beam, batch_size=batch)  # warm-up
     options = onnxruntime.SessionOptions()
     options.enable_profiling = True
     with tempfile.TemporaryDirectory(prefix="profile_ops_onnx_") as tmp:
@@ -164,10 +157,9 @@ def onnx_profile(args) -> tuple[float, dict[str, dict[str, float]], dict[str, An
             model = model.with_name(metadata["int8"]["model"])
         translator.session = onnxruntime.InferenceSession(str(model), options,
                                                           providers=["CPUExecutionProvider"])
-        translator.translate(lines[: args.batch], beam_size=args.beam, batch_size=args.batch)
-        start = time.perf_counter()
-        translator.translate(lines, beam_size=args.beam, batch_size=args.batch)
-        wall = time.perf_counter() - start
+        wall, _ = _common.warm_then_time(
+            lambda some: translator.translate(some, beam_size=args.beam, batch_size=batch),
+            lines, batch)
         events = json.loads(pathlib.Path(translator.session.end_profiling()).read_text())
     totals: dict[str, dict[str, float]] = collections.defaultdict(lambda: {"seconds": 0.0, "count": 0})
     for event in events:
@@ -176,48 +168,47 @@ def onnx_profile(args) -> tuple[float, dict[str, dict[str, float]], dict[str, An
             totals[kind]["seconds"] += event["dur"] / 1e6
             totals[kind]["count"] += 1
     # The profile also holds the warm-up batch run on the new session; scale it out.
-    share = len(lines) / (len(lines) + min(args.batch, len(lines)))
+    share = len(lines) / (len(lines) + min(batch, len(lines)))
     totals = {k: {"seconds": v["seconds"] * share, "count": v["count"]} for k, v in totals.items()}
     return wall, totals, {"export_dir": args.export_dir, "int8": args.int8,
-                          "sentences": len(lines), "beam": args.beam, "batch": args.batch,
+                          "sentences": len(lines), "beam": args.beam, "batch_size": batch,
                           "note": "op seconds scaled by the timed share of sentences"}
 
 
 def build_parser():
-    from keras_nmt.cli.common import OneLineParser, positive_int
+    from keras_nmt.cli.common import positive_int
 
-    parser = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    parser = _common.parser(PROG, __doc__, report=False)
     sub = parser.add_subparsers(dest="what", required=True)
-    train = sub.add_parser("train", help="training steps")
-    train.add_argument("--data", required=True, help="corpus directory with train.SRC/train.TGT")
-    train.add_argument("--src-lang", dest="src", default="en")
-    train.add_argument("--tgt-lang", dest="tgt", default="fr")
+    train = _common.subparser(sub, "train", help="training steps")
+    _common.add(train, "data", required=True, help="corpus directory with train.SRC/train.TGT")
+    _common.add(train, "src_lang")
+    _common.add(train, "tgt_lang")
     train.add_argument("--model", default="search", choices=("search", "encdec"))
-    train.add_argument("--size", default="compact", help="compact, paper or E/H/N/L@B")
-    train.add_argument("--vocab-size", type=positive_int, default=30000)
-    train.add_argument("--steps", type=positive_int, default=10)
-    decode = sub.add_parser("decode", help="beam search")
+    _common.add(train, "size", default="medium", help="compact, medium, paper (keras-nmt train "
+                "--size) or E/H/N/L@B (default medium)")
+    _common.add(train, "vocab_size")
+    _common.add(train, "steps", default=10, help="profiled steps (default 10)")
+    decode = _common.subparser(sub, "decode", help="beam search")
     decode.add_argument("run_dir")
-    decode.add_argument("--beam", type=positive_int, default=5)
-    decode.add_argument("--batch", type=positive_int, default=64)
-    decode.add_argument("--count", type=positive_int, default=256)
-    onnx = sub.add_parser("onnx", help="the ONNX beam search in onnxruntime")
+    onnx = _common.subparser(sub, "onnx", help="the ONNX beam search in onnxruntime")
     onnx.add_argument("export_dir")
-    onnx.add_argument("--name", default="nmt")
-    onnx.add_argument("--sentences", required=True, help="source sentences, one a line")
-    onnx.add_argument("--beam", type=positive_int, default=5)
-    onnx.add_argument("--batch", type=positive_int, default=64)
-    onnx.add_argument("--count", type=positive_int, default=256)
+    _common.add(onnx, "name")
+    _common.add(onnx, "sentences", required=True)
     onnx.add_argument("--int8", action="store_true", help="the export's int8 model")
+    for p in (decode, onnx):
+        _common.add(p, "beam")
+        _common.add(p, "batch_size", default=64, help="sentences a batch (default 64)")
+        _common.add(p, "count", default=256, help="sentences (default 256)")
     for p in (train, decode, onnx):
         p.add_argument("--top", type=positive_int, default=15, help="op types shown")
-        p.add_argument("--json", metavar="FILE")
     return parser
 
 
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    bench = _common.Bench(PROG, args, argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if args.what == "onnx":
         wall, totals, settings = onnx_profile(args)
@@ -231,9 +222,8 @@ def main(argv=None) -> int:
     rows = sorted(({"op": k, "seconds": v["seconds"], "count": int(v["count"]),
                     "share": v["seconds"] / busy if busy else 0.0} for k, v in totals.items()),
                   key=lambda r: -r["seconds"])
-    report = {"benchmark": "profile_ops", "what": args.what, "machine": _common.machine(),
-              "settings": settings, "wall_seconds": wall, "op_self_seconds": busy, "ops": rows}
-    _common.write_report(args.json, report)
+    bench.write({"wall_seconds": wall, "op_self_seconds": busy, "ops": rows},
+                {"what": args.what, **settings})
     print(_common.table(rows[: args.top], [("op", "op type", ""), ("seconds", "self s", ".3f"),
                                             ("share", "share", ".1%"), ("count", "events", ",d")]))
     print(f"{args.what}: {wall:.2f} s wall, {busy:.2f} s of op self time over all threads")

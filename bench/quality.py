@@ -2,21 +2,19 @@
 
 Usage (one command; prints a table, writes Markdown, JSON and Fig. 2)::
 
-    PYTHONPATH=. python bench/quality.py --data data/anki-fra-eng --minutes 30 \\
-        [--out bench-quality] [--optimizer adam --learning-rate 2e-3] [--beam 5] \\
-        [--recipe budget] [--set KEY=VALUE ...]
+    python -m bench.quality --data data/anki-fra-eng --minutes 30 \\
+        [--out bench-quality] [--beam 5] [--size medium | --preset budget] \\
+        [--recipe budget] [--set KEY=VALUE ...] [--seed N]
 
 Trains RNNsearch-50 and then RNNencdec-50 (``--models``), one after the other, each for
 ``--minutes`` of training (``experiment.train`` with ``max_minutes``: its clock counts
-training only, summed over resumed sessions) at the compact size E=256, H=256, n'=256,
-l=128 (``--dims``), shortlists of 30,000 words per side (``--vocab-size``), batch 64.
-Default optimizer: Adam, learning rate 2e-3, what the README's Anki runs use. (On the
-small built-in corpus 2e-3 had not made attention work within 700 updates where 5e-3
-had; at 256 units on a real corpus 2e-3 is the tried setting. Change it with
-``--learning-rate``.) ``--recipe budget`` applies ``config.RECIPES["budget"]`` over those
-(its optimizer and rate win over ``--optimizer`` / ``--learning-rate``), and ``--set
-KEY=VALUE`` (repeatable) comes last and wins: ``--recipe budget --set dropout=0`` is the
-recipe without dropout, one row of the ablation in docs/benchmarks.md.
+training only, summed over resumed sessions). What is trained is chosen with the
+options of ``keras-nmt train`` itself, passed through to it and spelled as it spells
+them: ``--size`` (default ``medium``: E=256, H=256, n'=256, l=128, Adam 2e-3, batch 64,
+what the README's Anki runs use, with the default 30,000-word shortlists per side),
+``--preset``, ``--recipe``, ``--set KEY=VALUE`` (repeatable, last and winning) and
+``--seed``. ``--recipe budget --set dropout=0`` is the recipe without dropout, one row
+of the ablation in docs/benchmarks.md; ``--set learning_rate=1e-3`` another rate.
 
 Each model is then scored on the valid split with beam ``--beam`` (5) and the run's
 alpha by ``keras_nmt.evaluation.scoring.evaluate_run`` with the weights the run reported
@@ -26,7 +24,8 @@ with their sacreBLEU signatures on All sentences and on the No-UNK subset (UNK f
 while decoding), and BLEU by source length.
 
 Written to ``--out``: ``runs/VARIANT/`` (the run directories), ``eval-VARIANT.json``,
-``quality.md`` (the table), ``quality.json`` (every figure, the settings, the machine),
+``quality.md`` (the table), ``quality.json`` (the report, unless ``--json`` puts it
+elsewhere: every figure, the settings, the machine),
 and from ``keras_nmt.evaluation.plots.write_plots``: ``fig2_bleu_by_length.png`` / ``.csv``
 (both models), ``table2.md`` and ``translations_*.txt``.
 
@@ -45,64 +44,55 @@ import pathlib
 import sys
 from typing import Any
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench import _common  # noqa: E402
+from bench import _common
 
 PROG = "quality"
 MODELS = {"search": ("search50", "RNNsearch-50"), "encdec": ("encdec50", "RNNencdec-50")}
+# keras-nmt train's options that choose what is trained, passed through to it.
+TRAINING_OPTIONS = ("--size", "--preset", "--recipe", "--set", "--seed")
+DEFAULT_SIZE = "medium"
 
 
 def build_parser():
-    from keras_nmt.cli.common import OneLineParser, positive_float, positive_int
-    from keras_nmt.config import RECIPES
+    from keras_nmt.cli.common import positive_float
 
-    parser = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", required=True, help="corpus directory (train and valid splits)")
+    parser = _common.parser(PROG, __doc__)
+    parser.epilog = ("training options, passed to keras-nmt train as it spells them (see "
+                     f"keras-nmt train --help): {', '.join(TRAINING_OPTIONS)}; default "
+                     f"--size {DEFAULT_SIZE}")
+    _common.add(parser, "data", required=True, help="corpus directory (train and valid splits)")
     parser.add_argument("--minutes", type=positive_float, required=True,
                         help="training minutes for each model")
     parser.add_argument("--out", default="bench-quality", help="output directory (default %(default)s)")
-    parser.add_argument("--src-lang", dest="src", default="en")
-    parser.add_argument("--tgt-lang", dest="tgt", default="fr")
+    _common.add(parser, "src_lang")
+    _common.add(parser, "tgt_lang")
     parser.add_argument("--models", default="search,encdec")
-    parser.add_argument("--dims", default="256/256/256/128", help="E/H/N/L (default %(default)s)")
-    parser.add_argument("--vocab-size", type=positive_int, default=30000, help="shortlist per side")
-    parser.add_argument("--batch-size", type=positive_int, default=64)
-    parser.add_argument("--optimizer", default="adam", choices=("adam", "adadelta", "sgd"))
-    parser.add_argument("--learning-rate", type=positive_float, default=2e-3)
-    parser.add_argument("--beam", type=positive_int, default=5)
-    parser.add_argument("--count", type=positive_int, help="score only the first N valid pairs")
-    parser.add_argument("--seed", type=int, default=1234)
-    parser.add_argument("--recipe", choices=tuple(RECIPES),
-                        help="a training recipe of config.RECIPES, applied after the options above")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="a config field, applied last (repeatable)")
-    parser.add_argument("--weights", choices=("best", "last", "averaged"),
-                        help="weights to score (default: those the run reported)")
-    parser.add_argument("--note", default="", help="stored in the JSON (e.g. 'under load')")
+    _common.add(parser, "beam")
+    _common.add(parser, "count", help="score only the first N valid pairs")
+    _common.add(parser, "weights", default=None,
+                help="weights to score (default: those the run reported)")
     return parser
 
 
-def overrides(args) -> dict[str, Any]:
-    from keras_nmt.config import RECIPES, ConfigError, parse_overrides
+def training_options(parser, extra: list[str]) -> dict[str, Any]:
+    """The TrainOptions fields of ``extra``, the command line's training options, read by
+    keras-nmt train's own parser (its spellings, choices and messages)."""
+    from keras_nmt.cli import train as train_cli
+    from keras_nmt.config import parse_overrides
+    from keras_nmt.errors import ConfigError
 
+    for token in extra:
+        if token.startswith("-") and token.partition("=")[0] not in TRAINING_OPTIONS:
+            parser.error(f"unrecognized argument: {token} (training options: "
+                         f"{', '.join(TRAINING_OPTIONS)})")
+    given = train_cli.build_parser(prog=f"{parser.prog} (training options)").parse_args(extra)
     try:
-        embedding, hidden, attention, maxout = (int(x) for x in args.dims.split("/"))
-    except ValueError:
-        raise ValueError(f"--dims: expected E/H/N/L, got {args.dims!r}") from None
-    values = {"embedding": embedding, "hidden": hidden, "attention": attention, "maxout": maxout,
-              "src_vocab_size": args.vocab_size, "tgt_vocab_size": args.vocab_size,
-              "batch_size": args.batch_size, "optimizer": args.optimizer,
-              "learning_rate": args.learning_rate, "seed": args.seed}
-    if args.recipe:
-        values.update(RECIPES[args.recipe])
-    try:
-        values.update(parse_overrides(args.overrides))
+        overrides = parse_overrides(given.overrides)
     except ConfigError as error:
-        raise ValueError(str(error)) from None
-    return values
+        parser.error(str(error))
+    size = given.size or (None if given.preset else DEFAULT_SIZE)
+    return {"size": size, "preset": given.preset, "recipe": given.recipe, "seed": given.seed,
+            "overrides": overrides}
 
 
 def finished(run_dir: pathlib.Path, minutes: float) -> bool:
@@ -114,9 +104,10 @@ def finished(run_dir: pathlib.Path, minutes: float) -> bool:
     return summary["stop_reason"] == "early_stopping" or summary["wall_hours"] * 60 >= minutes
 
 
-def train(args, variant: str, run_dir: pathlib.Path, values: dict[str, Any]) -> None:
+def train(args, variant: str, run_dir: pathlib.Path, options: dict[str, Any]) -> None:
     from keras_nmt import experiment
     from keras_nmt.rundir import RunDir
+    from keras_nmt.train_options import TrainOptions
 
     if finished(run_dir, args.minutes):
         print(f"{PROG}: {variant}: already trained ({run_dir / 'summary.json'})", file=sys.stderr)
@@ -124,12 +115,13 @@ def train(args, variant: str, run_dir: pathlib.Path, values: dict[str, Any]) -> 
     resume = RunDir(run_dir).has_checkpoint()
     if resume:
         # The shortlists were cut to the corpus's vocabulary when the run was made.
-        values = {k: v for k, v in values.items() if k not in ("src_vocab_size", "tgt_vocab_size")}
+        options = {**options, "overrides": {k: v for k, v in options["overrides"].items()
+                                            if k not in ("src_vocab_size", "tgt_vocab_size")}}
     print(f"{PROG}: {variant}: {'resuming' if resume else 'training'} {run_dir} "
           f"({args.minutes:g} minutes of training)", file=sys.stderr, flush=True)
-    experiment.train(experiment.TrainOptions(
+    experiment.train(TrainOptions(
         variant=variant, data=args.data, src=args.src, tgt=args.tgt, out=str(run_dir),
-        max_minutes=args.minutes, overrides=values, resume=resume,
+        max_minutes=args.minutes, resume=resume, **options,
     ))
 
 
@@ -164,7 +156,7 @@ def evaluate(args, label: str, run_dir: pathlib.Path, out: pathlib.Path) -> dict
     )
     result.update(label=label, run_dir=str(run_dir), src_lang=info["src"], tgt_lang=info["tgt"],
                   weights=weights)
-    _common.write_report(cache, {"key": key, "result": scoring.public(result)})
+    _common.write_json(cache, {"key": key, "result": scoring.public(result)})
     return result
 
 
@@ -191,19 +183,16 @@ def markdown(rows: list[dict[str, Any]], results: list[dict[str, Any]], args) ->
 
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
     models = [m for m in args.models.split(",") if m]
     if not models or any(m not in MODELS for m in models):
         parser.error(f"--models: expected search and/or encdec, got {args.models!r}")
-    try:
-        values = overrides(args)
-    except ValueError as error:
-        parser.error(str(error))
+    options = training_options(parser, extra)
+    bench = _common.Bench(PROG, args, argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from keras_nmt.errors import ConfigError, CorpusError, RunDirError
     from keras_nmt.evaluation import plots, scoring
-    from keras_nmt.config import ConfigError
-    from keras_nmt.corpus.readers import CorpusError
-    from keras_nmt.rundir import RunDirError, write_text_atomic
+    from keras_nmt.atomic import write_text_atomic
 
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -212,7 +201,7 @@ def main(argv=None) -> int:
         variant, label = MODELS[name]
         run_dir = out / "runs" / variant
         try:
-            train(args, variant, run_dir, values)
+            train(args, variant, run_dir, options)
             result = evaluate(args, label, run_dir, out)
         except (ConfigError, CorpusError, RunDirError, ValueError, OSError) as error:
             parser.error(f"{variant}: {error}")
@@ -229,16 +218,13 @@ def main(argv=None) -> int:
     table2 = [scoring.table2_row(r["label"], r, scoring.run_summary(r["run_dir"])) for r in results]
     files = plots.write_plots(results, out, table2)
     write_text_atomic(out / "quality.md", markdown(rows, results, args))
-    report = {
-        "benchmark": "quality", "note": args.note, "machine": _common.machine(),
-        "settings": {"data": args.data, "minutes": args.minutes, "beam": args.beam, "count": args.count,
-                     "recipe": args.recipe, "overrides": values},
-        "models": rows, "evaluations": [scoring.public(r) for r in results],
-        "files": {"markdown": str(out / "quality.md"), **files},
-    }
-    _common.write_report(out / "quality.json", report)
+    report_path = pathlib.Path(args.json) if args.json else out / "quality.json"
+    bench.write({"models": rows, "evaluations": [scoring.public(r) for r in results],
+                 "files": {"markdown": str(out / "quality.md"), **files}},
+                {"data": args.data, "minutes": args.minutes, "beam": args.beam,
+                 "count": args.count, "training": options}, path=report_path)
     print(_common.table(rows, COLUMNS))
-    print(f"written: {out / 'quality.md'}, {out / 'quality.json'}, {files['fig2']['png']}")
+    print(f"written: {out / 'quality.md'}, {report_path}, {files['fig2']['png']}")
     return 0
 
 

@@ -29,7 +29,7 @@ and run are deleted once a size is done unless ``--keep``.
 
 Usage (a quiet machine; the 12M-pair corpus is about 4.5 GB)::
 
-    python bench/scale.py --pairs 1000000,4000000,12000000 --work /tmp/scale \\
+    python -m bench.scale --pairs 1000000,4000000,12000000 --work /tmp/scale \\
         --json docs/results/scale.json --plot docs/figures/scale.png
 
 ``--plot`` draws wall time and peak RSS of every stage against N (log-log) and each
@@ -49,10 +49,10 @@ import sys
 import threading
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bench import _common
+from bench._common import peak_rss_mib, table
 
-from bench._common import machine, matmul_flops, peak_rss_mib, table, write_report  # noqa: E402
+PROG = "scale"
 
 LANGS = ("en", "fr")
 HELD_OUT_PAIRS = 500
@@ -167,10 +167,10 @@ def watch(argv: list[str], markers: dict[str, str], max_rss_gib: float, log) -> 
     seconds and peak RSS, and the process's own peak (wait4's ru_maxrss)."""
     import psutil
 
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    env = _common.checkout_env(PYTHONUNBUFFERED="1")
     start = time.monotonic()
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                               cwd=str(ROOT))
+                               cwd=str(_common.ROOT))
     seen: list[tuple[float, str]] = []
 
     def read():
@@ -257,7 +257,7 @@ def run_command(name: str, corpus: pathlib.Path, run: pathlib.Path, steps: int,
             stage["steps_per_s"] = steps / stage["wall_s"]
         return result
     if name == "pipeline":
-        return watch([sys.executable, __file__, "--pipeline-of", str(run)], {"pipeline": ""},
+        return watch(_common.module_argv(PROG, "--pipeline-of", str(run)), {"pipeline": ""},
                      max_rss_gib, log)
     if name == "lexicon":
         return watch(_cli("lexicon", str(run), "--quiet"), {"lexicon": ""}, max_rss_gib, log)
@@ -284,7 +284,7 @@ def pipeline_child(run_dir: str, batches: int = 300, order_sample: int = 1_000_0
     import numpy as np
 
     from keras_nmt import data
-    from keras_nmt.experiment import mean_pair_length
+    from keras_nmt.data import mean_pair_length
     from keras_nmt.rundir import RunDir
 
     run = RunDir(run_dir)
@@ -295,9 +295,7 @@ def pipeline_child(run_dir: str, batches: int = 300, order_sample: int = 1_000_0
         usage = resource.getrusage(resource.RUSAGE_SELF)
         return usage.ru_utime + usage.ru_stime
 
-    settings = dict(max_len=config.max_len, batch_size=config.batch_size,
-                    sort_batches=config.sort_batches, seed=config.seed,
-                    mean_length=mean_pair_length(info["train"]))
+    batching = data.Batching.from_config(config, mean_pair_length(info["train"]))
 
     def rate(dataset) -> tuple[float, float, float]:
         """(first batch's wait, sentences/s, sentences per CPU-second) over ``batches``."""
@@ -311,12 +309,12 @@ def pipeline_child(run_dir: str, batches: int = 300, order_sample: int = 1_000_0
             sentences += int(source.shape[0])
         return first, sentences / (time.monotonic() - wall), sentences / (cpu() - cpu_start)
 
-    first, per_second, per_cpu_second = rate(data.prepared_batches(split, **settings))
+    first, per_second, per_cpu_second = rate(data.prepared_batches(split, batching))
     # The other design for comparison: the text tokenized on the fly by the graph
     # encoders (streamed through a 10,000-pair buffer: only the tokenization is timed).
     _, text_per_second, text_per_cpu_second = rate(data.training_batches(
         run.split_files("train", info, needed_for="the benchmark"), *run.graph_encoders(),
-        shuffle_buffer=10_000, **settings))
+        batching.replace(shuffle_buffer=10_000)))
     sample = min(order_sample, split.count)
     window = 1 << 16
     order = np.concatenate(list(data.pair_indices(split.count, config.seed, window)
@@ -423,13 +421,12 @@ def _plot(sizes, stages, path: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pairs", default="100000,1000000",
+    parser = _common.parser(PROG, __doc__)
+    parser.add_argument("--pairs", type=_common.int_list, default="100000,1000000",
                         help="training pairs, comma-separated (default 100000,1000000)")
     parser.add_argument("--types", type=int, default=600_000, help="word types a side (default 600,000)")
-    parser.add_argument("--steps", type=int, default=50, help="updates timed after --resume (default 50)")
+    _common.add(parser, "steps", default=50, help="updates timed after --resume (default 50)")
     parser.add_argument("--work", default="/tmp/scale", help="where corpora and runs go (default /tmp/scale)")
-    parser.add_argument("--json", help="the report (required); read back to skip what is done")
     parser.add_argument("--plot", help="PNG of cost against size")
     parser.add_argument("--commands", default=",".join(COMMANDS),
                         help=f"which commands to run (default all: {','.join(COMMANDS)})")
@@ -442,35 +439,37 @@ def main(argv: list[str] | None = None) -> int:
         pipeline_child(args.pipeline_of)
         return 0
     if not args.json:
-        parser.error("--json is required")
-
-    def log(text: str) -> None:
-        print(text, file=sys.stderr, flush=True)
+        parser.error("--json is required (the report, read back to skip what is done)")
+    bench = _common.Bench(PROG, args, argv, libraries=("tensorflow", "keras"))
+    log = bench.log
 
     path = pathlib.Path(args.json)
-    report = json.loads(path.read_text()) if path.is_file() else {"sizes": {}}
-    report["machine"] = machine()
-    report["command"] = ["python", "bench/scale.py", *(argv if argv is not None else sys.argv[1:])]
-    report["train_settings"] = TRAIN_SETTINGS
+    earlier = json.loads(path.read_text()) if path.is_file() else {}
+    results = earlier.get("results", earlier)  # a report, or one written before the harness
+    results = {"sizes": results.get("sizes", {})}
+    settings = {"train_settings": TRAIN_SETTINGS, "types": args.types, "steps": args.steps}
+
+    def write() -> None:
+        bench.write(results, settings)
+
     commands = [c for c in args.commands.split(",") if c]
     work = pathlib.Path(args.work)
-    for pairs in (int(n) for n in args.pairs.split(",")):
-        entry = report["sizes"].setdefault(str(pairs), {"commands": {}})
+    for pairs in args.pairs:
+        entry = results["sizes"].setdefault(str(pairs), {"commands": {}})
         corpus, run = work / f"corpus-{pairs}", work / f"run-{pairs}"
         todo = [c for c in commands if entry["commands"].get(c, {}).get("exit_status") != 0]
         if not todo:
             continue
         if not (corpus / ".complete").is_file():
             log(f"writing a {pairs:,}-pair corpus into {corpus}")
-            start = time.monotonic()
-            entry["corpus"] = write_corpus(corpus, pairs, args.types)
-            entry["corpus"]["write_s"] = time.monotonic() - start
-            write_report(path, report)
+            seconds, entry["corpus"] = _common.timed(lambda: write_corpus(corpus, pairs, args.types))
+            entry["corpus"]["write_s"] = seconds
+            write()
         if "train" in todo:  # a new run: whatever was measured on the old one is redone
             entry["commands"] = {}
             todo = list(commands)
         # The machine's speed when this size ran: times compare across sizes through it.
-        entry["matmul"] = matmul_flops()
+        entry["matmul_gflops"] = _common.matmul_gflops(args.matmul_rounds)
         for command in todo:
             log(f"{pairs:,} pairs: {command}")
             result = run_command(command, corpus, run, args.steps, args.max_rss_gib, log)
@@ -478,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
                 result.update(_child_json(result))
             result.pop("output", None)
             entry["commands"][command] = result
-            write_report(path, report)
+            write()
             if result["exit_status"] != 0:
                 log(f"{command} failed (exit status {result['exit_status']}); see the report")
                 if command == "train":
@@ -487,8 +486,8 @@ def main(argv: list[str] | None = None) -> int:
                 entry["commands"].get(c, {}).get("exit_status") == 0 for c in commands):
             shutil.rmtree(corpus, ignore_errors=True)
             shutil.rmtree(run, ignore_errors=True)
-    print(summarize(report, args.plot))
-    write_report(path, report)
+    print(summarize(results, args.plot))
+    write()
     return 0
 
 

@@ -3,9 +3,9 @@ against the float one, on a whole split.
 
 Usage::
 
-    PYTHONPATH=. python bench/selection_bleu.py RUN_DIR --src valid.en --ref valid.fr \\
-        [--weights averaged] [--shortlists 2000,30:1000,20:500,10] [--beam 5] [--batch 64] \\
-        [--export-dir EXPORT_DIR] [--json selection-bleu.json]
+    python -m bench.selection_bleu RUN_DIR --src valid.en --ref valid.fr \\
+        [--weights averaged] [--shortlists 2000,30:1000,20:500,10] [--beam 5] \\
+        [--batch-size 64] [--export-dir EXPORT_DIR] [--json selection-bleu.json]
 
 Decodes every sentence with the Keras ``Translator``, exactly and with each shortlist
 (F,B pairs separated by ':'), and reports BLEU, chrF and the seconds of each decode. With
@@ -15,38 +15,32 @@ ONNX models decode too, exactly and with the export's shortlist.
 
 from __future__ import annotations
 
-import pathlib
 import sys
-import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench import _common  # noqa: E402
+from bench import _common
 
 PROG = "selection_bleu"
 
 
 def build_parser():
-    from keras_nmt.cli.common import OneLineParser, positive_int, shortlist
+    from keras_nmt.cli.common import shortlist
 
-    parser = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    parser = _common.parser(PROG, __doc__)
     parser.add_argument("run_dir")
-    parser.add_argument("--src", required=True)
-    parser.add_argument("--ref", required=True)
-    parser.add_argument("--weights", choices=("best", "last", "averaged"), default="best")
-    parser.add_argument("--shortlists", default="2000,30:1000,20:500,10",
+    parser.add_argument("--src", required=True, metavar="FILE", help="source sentences")
+    parser.add_argument("--ref", required=True, metavar="FILE", help="their references")
+    _common.add(parser, "weights")
+    parser.add_argument("--shortlists", default="2000,30:1000,20:500,10", metavar="F,B:F,B...",
                         type=lambda text: [shortlist(item) for item in text.split(":")])
-    parser.add_argument("--beam", type=positive_int, default=5)
-    parser.add_argument("--batch", type=positive_int, default=64)
+    _common.add(parser, "beam")
+    _common.add(parser, "batch_size", default=64, help="sentences a batch (default 64)")
     parser.add_argument("--export-dir", help="an export with --onnx --shortlist F,B --int8")
-    parser.add_argument("--json", metavar="FILE")
     return parser
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    bench = _common.Bench(PROG, args, argv)
     from keras_nmt.evaluation.scoring import bleu, chrf, read_parallel
     from keras_nmt.translator import Translator
 
@@ -54,22 +48,19 @@ def main(argv=None) -> int:
     rows = []
 
     def score(path: str, shortlist, translate) -> None:
-        translate(sources[: args.batch])  # warm-up: tracing, session start
-        start = time.perf_counter()
-        hypotheses = [t.text for t in translate(sources)]
-        seconds = time.perf_counter() - start
+        seconds, translations = _common.warm_then_time(translate, sources, args.batch_size)
+        hypotheses = [t.text for t in translations]
         rows.append({"path": path, "shortlist": list(shortlist) if shortlist else None,
                      "bleu": bleu(hypotheses, references)[0],
                      "chrf": chrf(hypotheses, references)[0], "seconds": seconds})
         exact = next(r["bleu"] for r in rows if r["path"] == path and not r["shortlist"])
         rows[-1]["against_exact"] = rows[-1]["bleu"] - exact
-        print(f"{PROG}: {path} shortlist {shortlist}: BLEU {rows[-1]['bleu']:.2f} "
-              f"({seconds:.1f} s)", file=sys.stderr, flush=True)
+        bench.log(f"{path} shortlist {shortlist}: BLEU {rows[-1]['bleu']:.2f} ({seconds:.1f} s)")
 
     translator = Translator.from_run_dir(args.run_dir, weights=args.weights)
     for shortlist in [None, *args.shortlists]:
         score("keras", shortlist, lambda lines, s=shortlist: translator.translate(
-            lines, beam_size=args.beam, batch_size=args.batch, shortlist=s))
+            lines, beam_size=args.beam, batch_size=args.batch_size, shortlist=s))
     if args.export_dir:
         from keras_nmt.serving.onnx_translator import OnnxTranslator
 
@@ -78,16 +69,13 @@ def main(argv=None) -> int:
             for select in (False, True):
                 score("onnx-int8" if int8 else "onnx", onnx.shortlist if select else None,
                       lambda lines, s=select: onnx.translate(
-                          lines, beam_size=args.beam, batch_size=args.batch, shortlist=s))
+                          lines, beam_size=args.beam, batch_size=args.batch_size, shortlist=s))
     print(_common.table(rows, [("path", "path", ""), ("shortlist", "shortlist", ""),
                                ("bleu", "BLEU", ".2f"), ("against_exact", "vs exact", "+.2f"),
                                ("chrf", "chrF", ".2f"), ("seconds", "seconds", ".1f")]))
-    _common.write_report(args.json, {
-        "benchmark": "selection_bleu", "machine": _common.machine(),
-        "settings": {"run_dir": args.run_dir, "weights": args.weights, "src": args.src,
-                     "ref": args.ref, "beam": args.beam, "batch": args.batch,
-                     "export_dir": args.export_dir},
-        "sentences": len(sources), "rows": rows})
+    bench.write(rows, {"run_dir": args.run_dir, "weights": args.weights, "src": args.src,
+                       "ref": args.ref, "beam": args.beam, "batch_size": args.batch_size,
+                       "export_dir": args.export_dir, "sentences": len(sources)})
     return 0
 
 

@@ -6,30 +6,34 @@ the lines whose ids are identical, and the lines that decode back identically.
 
 Usage::
 
-    PYTHONPATH=. python bench/sentencepiece_parity.py --data data/anki-fra-eng --vocab-size 8000
+    python -m bench.sentencepiece_parity --data data/anki-fra-eng --vocab-size 8000
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import pathlib
 import sys
 
-import tensorflow as tf
+from bench import _common
 
-from keras_nmt.corpus.readers import find_corpus
-from keras_nmt.text.sentencepiece import SentencePieceCodec, train_sentencepiece
-from keras_nmt.text.sentencepiece_graph import SentencePieceEncoder
+PROG = "sentencepiece_parity"
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=pathlib.Path, required=True)
-    parser.add_argument("--src-lang", dest="src", default="en")
-    parser.add_argument("--tgt-lang", dest="tgt", default="fr")
-    parser.add_argument("--vocab-size", type=int, default=8000)
+    parser = _common.parser(PROG, __doc__)
+    _common.add(parser, "data", required=True, type=pathlib.Path)
+    _common.add(parser, "src_lang")
+    _common.add(parser, "tgt_lang")
+    _common.add(parser, "vocab_size", default=8000, help="pieces per language (default 8000)")
     args = parser.parse_args(argv)
+    bench = _common.Bench(PROG, args, argv)
+
+    import tensorflow as tf
+
+    from keras_nmt.corpus.readers import find_corpus
+    from keras_nmt.text.sentencepiece import SentencePieceCodec, train_sentencepiece
+    from keras_nmt.text.sentencepiece_graph import SentencePieceEncoder
+
     splits = find_corpus(args.data, args.src, args.tgt)
     results = []
     for side, lang in enumerate((args.src, args.tgt)):
@@ -48,7 +52,7 @@ def main(argv=None) -> int:
                         "identical_ids": same_ids, "identical_decoding": same_text})
         print(f"{args.data.name} valid.{lang}: {same_ids}/{len(lines)} lines with identical ids, "
               f"{same_text}/{len(lines)} decoded identically ({len(python.vocabulary)} pieces)")
-    print(json.dumps(results))
+    bench.write(results, {"data": str(args.data), "vocab_size": args.vocab_size})
     return 0
 
 

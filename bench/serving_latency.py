@@ -2,10 +2,10 @@
 
 Measures, on one export (a SavedModel EXPORT_DIR/NAME/VERSION and its onnx/NAME.onnx):
 
-- REST and gRPC through the loopback stand-in (tests/tfserving_standin.py: the TF1
+- REST and gRPC through the loopback stand-in (bench/tfserving_standin.py: the TF1
   session loader behind TF Serving's protocols; NOT TF Serving itself): the time to load
   the SavedModel, the first request (one sentence, fresh connection, the graph's first
-  Session.run included) and the median of later one-sentence requests; each protocol
+  Session.run included) and the median of --rounds later one-sentence requests; each protocol
   gets its own freshly loaded stand-in;
 - onnx_translate: onnxruntime session creation, the first batch (--batch-size sentences
   at --beam), the same batch again (the difference is a one-time cost), then sentences/s
@@ -16,53 +16,32 @@ Measures, on one export (a SavedModel EXPORT_DIR/NAME/VERSION and its onnx/NAME.
 
 Usage (one command; exports RUN_DIR first with --onnx --beam 5 when given --run)::
 
-    PYTHONPATH=. python bench/serving_latency.py --run runs/search30 [--sentences FILE]
-    PYTHONPATH=. python bench/serving_latency.py EXPORT_DIR [--name nmt] [--json out.json]
+    python -m bench.serving_latency --run runs/search30 [--sentences FILE]
+    python -m bench.serving_latency EXPORT_DIR [--name nmt] [--json out.json]
 
-Sentences: --sentences FILE (one per line), else --count sentences of the built-in
-corpus generator (seed 0). Prints a table, then the JSON.
+Sentences: --count lines spread through --sentences FILE (one per line), else --count
+sentences of the built-in corpus generator (seed 0). Prints a table.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import pathlib
-import random
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # serving/, and the stand-in in tests/
+from bench import _common
+from keras_nmt.serving.onnx_translator import OnnxTranslator
+from keras_nmt.serving.tfserving_client import GrpcTransport, RestTransport, TFServingClient
 
-from bench import _common  # noqa: E402
-from keras_nmt.serving.onnx_translator import OnnxTranslator  # noqa: E402
-from keras_nmt.serving.tfserving_client import GrpcTransport, RestTransport, TFServingClient  # noqa: E402
-
-
-def _sentences(path: str | None, count: int) -> list[str]:
-    if path:
-        lines = pathlib.Path(path).read_text(encoding="utf-8").splitlines()
-        return [line for line in lines if line.strip()][:count]
-    from keras_nmt.corpus import builtin
-    from keras_nmt.text import word
-
-    rng = random.Random(0)
-    return [word.detokenize(builtin.generate_pair(rng).source, "en") for _ in range(count)]
-
-
-def _timed(fn):
-    start = time.perf_counter()
-    value = fn()
-    return time.perf_counter() - start, value
+PROG = "serving_latency"
+_timed = _common.timed
 
 
 def _standin(export_dir: pathlib.Path, name: str):
-    from tfserving_standin import ModelRegistry, StandInServer
+    from bench.tfserving_standin import ModelRegistry, StandInServer
 
     registry = ModelRegistry()
     load_s, _ = _timed(lambda: registry.add(name, export_dir / name))
@@ -70,7 +49,7 @@ def _standin(export_dir: pathlib.Path, name: str):
 
 
 def measure_protocol(protocol: str, export_dir: pathlib.Path, name: str, sentences: list[str],
-                     batch_size: int, repeats: int) -> dict:
+                     batch_size: int, rounds: int) -> dict:
     registry, server, load_s = _standin(export_dir, name)
     try:
         if protocol == "rest":
@@ -80,7 +59,7 @@ def measure_protocol(protocol: str, export_dir: pathlib.Path, name: str, sentenc
         client = TFServingClient(transport, batch_size=batch_size, retries=0)
         first_s, _ = _timed(lambda: client.predict(sentences[:1]))
         later = [_timed(lambda: client.predict(sentences[i + 1 : i + 2]))[0]
-                 for i in range(repeats)]
+                 for i in range(rounds)]
         result = {"savedmodel_load_s": load_s, "first_request_s": first_s,
                   "later_request_median_s": statistics.median(later)}
         if protocol == "rest":
@@ -97,16 +76,17 @@ def measure_protocol(protocol: str, export_dir: pathlib.Path, name: str, sentenc
 
 def _cold_client(protocol: str, server, name: str, sentence: str) -> float:
     where = ["--url", server.rest_url] if protocol == "rest" else ["--grpc", server.grpc_target]
-    return _cold([str(ROOT / "serving" / "tfserving_client.py"), *where, "--name", name],
+    return _cold([str(_common.ROOT / "serving" / "tfserving_client.py"), *where, "--name", name],
                  sentence)
 
 
 def _cold(args: list[str], sentence: str) -> float:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    start = time.perf_counter()
-    subprocess.run([sys.executable, *args], input=(sentence + "\n").encode("utf-8"),
-                   capture_output=True, check=True, env=env, timeout=600)
-    return time.perf_counter() - start
+    """Wall seconds of a command line of the checkout on one sentence, interpreter start
+    and imports included."""
+    seconds, _ = _timed(lambda: subprocess.run(
+        [sys.executable, *args], input=(sentence + "\n").encode("utf-8"), capture_output=True,
+        check=True, env=_common.checkout_env(), cwd=_common.ROOT, timeout=600))
+    return seconds
 
 
 def measure_onnx(export_dir: pathlib.Path, name: str, sentences: list[str], beam: int,
@@ -120,7 +100,7 @@ def measure_onnx(export_dir: pathlib.Path, name: str, sentences: list[str], beam
                                                      batch_size=batch_size))
     seconds, _ = _timed(lambda: translator.translate(sentences, beam_size=beam,
                                                      batch_size=batch_size))
-    cold = _cold([str(ROOT / "serving" / "onnx_translate.py"), str(export_dir), "--name", name,
+    cold = _cold([str(_common.ROOT / "serving" / "onnx_translate.py"), str(export_dir), "--name", name,
                   "--quiet"], sentences[0])
     return {"session_s": session_s, f"first_batch{batch_size}_beam{beam}_s": first_batch_s,
             "same_batch_again_s": again_s,
@@ -128,56 +108,47 @@ def measure_onnx(export_dir: pathlib.Path, name: str, sentences: list[str], beam
             "cold_command_s": cold}
 
 
-def _export(run_dir: str, out: pathlib.Path, name: str, beam: int) -> None:
-    from keras_nmt.cli import export as cli
-
-    code = cli.main([run_dir, "--out", str(out), "--name", name, "--onnx", "--beam", str(beam)])
-    if code != 0:
-        raise SystemExit(f"serving_latency: export of {run_dir} failed")
-
-
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = _common.parser(PROG, __doc__)
     parser.add_argument("export_dir", nargs="?", help="an export made with --onnx")
     parser.add_argument("--run", metavar="RUN_DIR", help="export this run first (--onnx)")
-    parser.add_argument("--name", default="nmt")
-    parser.add_argument("--sentences", metavar="FILE")
-    parser.add_argument("--count", type=int, default=512, help="sentences (default 512)")
-    parser.add_argument("--beam", type=int, default=5)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--repeats", type=int, default=5, help="later requests timed")
-    parser.add_argument("--json", metavar="FILE", help="also write the JSON here")
+    _common.add(parser, "name")
+    _common.add(parser, "sentences")
+    _common.add(parser, "count", default=512, help="sentences (default 512)")
+    _common.add(parser, "beam")
+    _common.add(parser, "batch_size", default=64, help="sentences a batch (default 64)")
+    _common.add(parser, "rounds", default=5, help="later one-sentence requests timed (default 5)")
     args = parser.parse_args(argv)
     if bool(args.export_dir) == bool(args.run):
         parser.error("give EXPORT_DIR or --run RUN_DIR (one of them)")
+    bench = _common.Bench(PROG, args, argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
 
     tf.get_logger().setLevel("ERROR")  # the TF1 loader's deprecation notice
-    sentences = _sentences(args.sentences, args.count)
+    sentences = _common.sentences(args.sentences, args.count, parser=parser)
     with tempfile.TemporaryDirectory(prefix="serving_latency_") as tmp:
         export_dir = pathlib.Path(args.export_dir or tmp)
         if args.run:
-            _export(args.run, export_dir, args.name, args.beam)
+            _common.export(args.run, export_dir, args.name,
+                           options=["--onnx", "--beam", str(args.beam)])
         results = {
-            "note": "REST/gRPC go through the loopback stand-in (TF1 session loader), "
-                    "not TF Serving",
-            "machine": _common.machine(), "sentences": len(sentences),
             "onnx": measure_onnx(export_dir, args.name, sentences, args.beam, args.batch_size),
             "rest": measure_protocol("rest", export_dir, args.name, sentences,
-                                     args.batch_size, args.repeats),
+                                     args.batch_size, args.rounds),
             "grpc": measure_protocol("grpc", export_dir, args.name, sentences,
-                                     args.batch_size, args.repeats),
+                                     args.batch_size, args.rounds),
         }
     print(f"{'path':<6} {'measure':<36} {'value':>10}")
     for path in ("rest", "grpc", "onnx"):
         for key, value in results[path].items():
             unit = "" if "per_s" in key else " s"
             print(f"{path:<6} {key:<36} {value:>10.3f}{unit}")
-    text = json.dumps(results, indent=2)
-    print(text)
-    if args.json:
-        pathlib.Path(args.json).write_text(text + "\n", encoding="utf-8")
+    bench.write(results, {
+        "export_dir": args.export_dir, "run": args.run, "name": args.name, "beam": args.beam,
+        "batch_size": args.batch_size, "sentences": len(sentences),
+        "servers": "REST/gRPC go through the loopback stand-in (TF1 session loader), "
+                   "not TF Serving"})
     return 0
 
 

@@ -24,22 +24,19 @@ else NAME.onnx), at the export's beam (the one its serving_default signature use
 
 Usage::
 
-    PYTHONPATH=. python bench/serving_load.py EXPORT_DIR --sentences anki.en \\
+    python -m bench.serving_load EXPORT_DIR --sentences anki.en \\
         [--clients 32] [--seconds 120] [--batch-size 32] [--json out.json]
 
-Sentences: --sentences FILE (one per line; e.g. the English side of a test split), else
---count sentences of the built-in corpus generator (seed 0). Prints a table, then the
-JSON (machine facts and the matrix-multiply rate included). Only loopback traffic; every
-phase is bounded in time and count.
+Sentences: --count lines spread through --sentences FILE (one per line; e.g. the English
+side of a test split), else --count sentences of the built-in corpus generator (seed 0).
+Prints a table. Only loopback traffic; every phase is bounded in time and count.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import math
-import pathlib
 import random
 import signal
 import statistics
@@ -48,22 +45,11 @@ import sys
 import time
 import urllib.parse
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT)]
+from bench import _common
+from keras_nmt.errors import ExportError
+from keras_nmt.serving.onnx_translator import OnnxTranslator
 
-from bench import _common  # noqa: E402
-from keras_nmt.export import ExportError  # noqa: E402
-from keras_nmt.serving.onnx_translator import OnnxTranslator  # noqa: E402
-
-
-def _sentences(path: str | None, count: int) -> list[str]:
-    if path:
-        return _common.spread_sentences(pathlib.Path(path).read_text(encoding="utf-8"), count)
-    from keras_nmt.corpus import builtin
-    from keras_nmt.text import word
-
-    rng = random.Random(0)
-    return [word.detokenize(builtin.generate_pair(rng).source, "en") for _ in range(count)]
+PROG = "serving_load"
 
 
 def _percentiles(values: list[float]) -> dict:
@@ -77,10 +63,9 @@ def _percentiles(values: list[float]) -> dict:
 
 def offline(translator: OnnxTranslator, sentences: list[str], beam: int,
             batch_size: int) -> dict:
-    translator.translate(sentences[:batch_size], beam_size=beam, batch_size=batch_size)
-    start = time.perf_counter()
-    results = translator.translate(sentences, beam_size=beam, batch_size=batch_size)
-    seconds = time.perf_counter() - start
+    seconds, results = _common.warm_then_time(
+        lambda some: translator.translate(some, beam_size=beam, batch_size=batch_size),
+        sentences, batch_size)
     return {"sentences": len(sentences), "seconds": seconds,
             "sentences_per_second": len(sentences) / seconds,
             "texts": {s: r.text for s, r in zip(sentences, results)}}
@@ -93,7 +78,7 @@ class Server:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "keras_nmt.cli", "serve", export_dir, "--name", name,
              "--port", "0", *options],
-            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, cwd=ROOT,
+            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, cwd=_common.ROOT,
         )
         line = self.process.stderr.readline()
         if " on http://" not in line:
@@ -319,13 +304,13 @@ def fuzz_phase(server: Server, name: str, count: int, probe: str, expected: str)
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = _common.parser(PROG, __doc__)
     parser.add_argument("export_dir", help="an export made with --onnx (--int8, --shortlist)")
-    parser.add_argument("--name", default="nmt")
-    parser.add_argument("--sentences", metavar="FILE", help="source sentences, one a line")
-    parser.add_argument("--count", type=int, default=2000, help="sentences used (default 2000)")
+    _common.add(parser, "name")
+    _common.add(parser, "sentences")
+    _common.add(parser, "count", default=2000, help="sentences used (default 2000)")
     parser.add_argument("--no-int8", action="store_true", help="NAME.onnx even with an int8 model")
-    parser.add_argument("--batch-size", type=int, default=32)
+    _common.add(parser, "batch_size", default=32, help="sentences a batch (default 32)")
     parser.add_argument("--max-wait-ms", type=float, default=5.0)
     parser.add_argument("--threads", type=int, help="onnxruntime intra-op threads")
     parser.add_argument("--batch-threads", type=int, default=1,
@@ -338,10 +323,10 @@ def main(argv=None) -> int:
     parser.add_argument("--overload-queue", type=int, default=64, help="its queue, sentences")
     parser.add_argument("--per-overload", type=int, default=16, help="sentences a request")
     parser.add_argument("--fuzz", type=int, default=2000, help="bad requests (default 2000)")
-    parser.add_argument("--json", metavar="FILE", help="also write the JSON here")
     args = parser.parse_args(argv)
+    bench = _common.Bench(PROG, args, argv)
 
-    sentences = _sentences(args.sentences, args.count)
+    sentences = _common.sentences(args.sentences, args.count, parser=parser)
     int8 = not args.no_int8
     try:
         translator = OnnxTranslator.from_export_dir(args.export_dir, args.name, args.threads,
@@ -366,17 +351,14 @@ def main(argv=None) -> int:
     finally:
         stopped = server.stop()
     overload = overload_phase(args.export_dir, args.name, sentences, common, args)
-    report = {
-        "benchmark": "serving_load",
-        "command": "python bench/serving_load.py " + " ".join(sys.argv[1:] if argv is None else argv),
-        "machine": _common.machine(), "matmul": _common.matmul_flops(),
-        "model": {"export_dir": str(args.export_dir), "name": args.name, "int8": int8,
-                  "shortlist": list(translator.shortlist) if translator.shortlist else None,
-                  "beam": beam, "alpha": translator.alpha},
-        "settings": {"batch_size": args.batch_size, "max_wait_ms": args.max_wait_ms,
-                     "batch_threads": args.batch_threads, "threads": args.threads,
-                     "clients": args.clients, "seconds": args.seconds,
-                     "per_request": args.per_request, "sentences": len(sentences)},
+    model = {"export_dir": str(args.export_dir), "name": args.name, "int8": int8,
+             "shortlist": list(translator.shortlist) if translator.shortlist else None,
+             "beam": beam, "alpha": translator.alpha}
+    settings = {"model": model, "batch_size": args.batch_size, "max_wait_ms": args.max_wait_ms,
+                "batch_threads": args.batch_threads, "threads": args.threads,
+                "clients": args.clients, "seconds": args.seconds,
+                "per_request": args.per_request, "sentences": len(sentences)}
+    results = {
         "offline": off,
         "load": {**load, "ratio_to_offline": load["sentences_per_second"] / off["sentences_per_second"],
                  **stopped},
@@ -394,8 +376,7 @@ def main(argv=None) -> int:
     print(_common.table(rows, [("phase", "phase", ""), ("rate", "sentences/s", ".1f"),
                                ("p50", "p50 ms", ".1f"), ("p99", "p99 ms", ".1f"),
                                ("errors", "errors", "")]))
-    print(json.dumps(report, indent=2))
-    _common.write_report(args.json, report)
+    bench.write(results, settings)
     return 0
 
 

@@ -8,22 +8,24 @@ space. The project tokenizer gets the raw line.
 
 Usage::
 
-    PYTHONPATH=. python bench/tokenizer_agreement.py --data data [--json] [--show K]
+    python -m bench.tokenizer_agreement --data data [--json FILE] [--show K]
 
-``--data`` is scanned for ``*/valid.{en,fr}`` (language from the suffix). Nothing is
-written; the data files stay where they are.
+``--data`` is a corpus directory (its ``valid.{en,fr}``) or a directory of corpora
+(their ``*/valid.{en,fr}``); the language comes from the suffix. The data files stay
+where they are.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import pathlib
 import sys
 
 import regex
 
+from bench import _common
 from keras_nmt.text import word as tokenizer
+
+PROG = "tokenizer_agreement"
 
 _ZSPACE = regex.compile(r"\p{Z}")
 
@@ -59,18 +61,20 @@ def measure(path: pathlib.Path, lang: str, show: int, shown: list) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", required=True, type=pathlib.Path)
+    parser = _common.parser(PROG, __doc__)
+    _common.add(parser, "data", required=True, type=pathlib.Path,
+                help="a corpus directory, or a directory of corpora")
     parser.add_argument("--split", default="valid",
                         help="which files of each corpus to read (default: valid)")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--show", type=int, default=0, metavar="K",
                         help="print the first K disagreements")
     args = parser.parse_args(argv)
+    bench = _common.Bench(PROG, args, argv)
 
-    files = sorted(p for p in args.data.glob(f"*/{args.split}.*") if p.suffix in (".en", ".fr"))
+    files = sorted(p for pattern in (f"{args.split}.*", f"*/{args.split}.*")
+                   for p in args.data.glob(pattern) if p.suffix in (".en", ".fr"))
     if not files:
-        parser.error(f"no */{args.split}.en or */{args.split}.fr under {args.data}")
+        parser.error(f"no {args.split}.en or {args.split}.fr in or under {args.data}")
     shown: list = []
     rows = [measure(p, p.suffix[1:], args.show, shown) for p in files]
     total_n = sum(r["sentences"] for r in rows)
@@ -81,14 +85,13 @@ def main(argv=None) -> int:
     for d in shown:
         print(f"--- {d['file']}:{d['line']}\n  text : {d['text']}\n"
               f"  ours : {d['ours']}\n  moses: {d['moses']}", file=sys.stderr)
-    if args.json:
-        print(json.dumps({"files": rows, "total": total}, indent=2))
-    else:
-        width = max(len(r["file"]) for r in rows + [{"file": "TOTAL"}])
-        print(f"{'file':<{width}}  {'sentences':>9}  {'identical':>9}  {'agreement':>9}")
-        for r in rows + [dict(total, file="TOTAL")]:
-            print(f"{r['file']:<{width}}  {r['sentences']:>9}  {r['identical']:>9}  "
-                  f"{100 * r['agreement']:>8.2f}%")
+    width = max(len(r["file"]) for r in rows + [{"file": "TOTAL"}])
+    print(f"{'file':<{width}}  {'sentences':>9}  {'identical':>9}  {'agreement':>9}")
+    for r in rows + [dict(total, file="TOTAL")]:
+        print(f"{r['file']:<{width}}  {r['sentences']:>9}  {r['identical']:>9}  "
+              f"{100 * r['agreement']:>8.2f}%")
+    bench.write({"files": rows, "total": total, "disagreements": shown},
+                {"data": str(args.data), "split": args.split})
     return 0
 
 

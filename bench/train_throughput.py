@@ -3,13 +3,14 @@ peak memory, and the achieved FLOP/s as a fraction of this machine's matmul rate
 
 Usage (one command; prints a table, writes JSON)::
 
-    PYTHONPATH=. python bench/train_throughput.py --data data/anki-fra-eng \\
-        --json bench-train.json [--sizes compact,paper] [--models search,encdec] \\
+    python -m bench.train_throughput --data data/anki-fra-eng \\
+        --json bench-train.json [--sizes medium,paper] [--models search,encdec] \\
         [--warmup 5] [--steps 50]
 
-Sizes (``--sizes``, comma-separated): ``compact`` = E=256, H=256, n'=256, l=128 at batch 64
-(Adam 2e-3, as the README's Anki runs); ``paper`` = 620/1000/1000/500 at batch 80
-(Adadelta, the paper's); or ``E/H/N/L@B`` for any other (Adam 2e-3). Both sides use
+Sizes (``--sizes``, comma-separated), those of ``keras-nmt train --size``: ``medium`` =
+E=256, H=256, n'=256, l=128 at batch 64 (Adam 2e-3, as the README's Anki runs); ``paper``
+= 620/1000/1000/500 at batch 80 (Adadelta, the paper's); ``compact`` = 96/128/128/64 at
+batch 64 (Adam 5e-3); or ``E/H/N/L@B`` for any other (Adam 2e-3). Both sides use
 shortlists of ``--vocab-size`` words (30,000) built from the training split like
 ``experiment.train`` does (smaller if the corpus has fewer types); pairs longer than
 ``--max-len`` (50) are dropped, as for RNNsearch-50 / RNNencdec-50.
@@ -17,7 +18,7 @@ shortlists of ``--vocab-size`` words (30,000) built from the training split like
 What is timed: the Trainer's own compiled training step (``Trainer.train_step``: forward,
 backward, clipping, optimizer update) on real batches of ``data.training_batches``,
 taken from the pipeline beforehand and held in memory, so the figures are the model's
-(the input pipeline's cost is what ``bench/pipeline.py`` measures). ``--warmup`` steps
+(the input pipeline's cost is what ``bench.pipeline`` measures). ``--warmup`` steps
 (tracing included) are run first and not timed; then ``--steps`` steps are timed one by
 one, each ended by reading its loss back. Every model and size runs in a fresh child
 process (unless ``--in-process``), so that its peak RSS (``ru_maxrss``) is its own.
@@ -48,8 +49,8 @@ encoder reads and the decoder predicts):
 summed over the sentences of every timed batch with their real (unpadded) lengths, and
 divided by the timed seconds: the achieved FLOP/s. The padded positions the step also
 computes are not counted (``padded_flops_per_second`` counts them, for comparison). The
-fraction is achieved FLOP/s over the best time of a numpy 2048 x 2048 float32 matmul
-measured in the same run (``matmul``).
+fraction is achieved FLOP/s over the rate of a numpy 2048 x 2048 float32 matmul
+measured in the same run (the report's ``matmul_gflops``).
 """
 
 from __future__ import annotations
@@ -58,46 +59,17 @@ import argparse
 import json
 import os
 import pathlib
-import subprocess
 import sys
 import tempfile
-import time
 from typing import Any
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench import _common  # noqa: E402
+from bench import _common
 
 PROG = "train_throughput"
 ARCHITECTURES = {"search": "search50", "encdec": "encdec50"}
-SIZES = {
-    "compact": {"embedding": 256, "hidden": 256, "attention": 256, "maxout": 128,
-                "batch_size": 64, "optimizer": "adam", "learning_rate": 2e-3},
-    "paper": {"embedding": 620, "hidden": 1000, "attention": 1000, "maxout": 500,
-              "batch_size": 80, "optimizer": "adadelta", "learning_rate": 1.0},
-}
-
-
-def parse_size(text: str) -> dict[str, Any]:
-    """``compact``, ``paper`` or ``E/H/N/L@B``."""
-    if text in SIZES:
-        return dict(SIZES[text])
-    try:
-        dims, batch = text.split("@")
-        embedding, hidden, attention, maxout = (int(x) for x in dims.split("/"))
-        values = {"embedding": embedding, "hidden": hidden, "attention": attention,
-                  "maxout": maxout, "batch_size": int(batch)}
-    except ValueError:
-        raise ValueError(f"size {text!r}: expected compact, paper or E/H/N/L@B (e.g. 256/256/256/128@64)") from None
-    if min(values.values()) < 1:
-        raise ValueError(f"size {text!r}: every number must be positive")
-    return {**values, "optimizer": "adam", "learning_rate": 2e-3}
 
 
 # ---------------------------------------------------------------------------- FLOPs
-
 def forward_flops(config, source_len, target_len):
     """Forward FLOPs of one sentence pair (the formula of the module docstring).
     ``source_len``/``target_len`` may be numpy arrays (one value per sentence)."""
@@ -130,26 +102,15 @@ def corpus_spec(corpus, directory: str, src: str, tgt: str, max_len: int) -> dic
             "source_vocab": vocab["source"], "target_vocab": vocab["target"]}
 
 
-def run_step(trainer, batch) -> None:
-    """One training step, ended by reading its loss back (the step is asynchronous)."""
-    (source, target_in), target_out = batch
-    float(trainer.train_step(source, target_in, target_out)[0])
-
-
 def prepare(spec: dict[str, Any], run_path: str):
     """(config, model, trainer, held batches) for ``spec``: the Trainer writes nothing
     here, but needs a run directory (``run_path``)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import keras
-
     from keras_nmt import config as config_lib
     from keras_nmt import data
     from keras_nmt.corpus.readers import ParallelFiles
-    from keras_nmt.models import TranslationModel
-    from keras_nmt.rundir import RunDir
     from keras_nmt.text.word_graph import WordEncoder
     from keras_nmt.vocab import Vocabulary
-    from keras_nmt.training import Trainer
 
     source_encoder = WordEncoder(Vocabulary.load(spec["source_vocab"]), spec["src"])
     target_encoder = WordEncoder(Vocabulary.load(spec["target_vocab"]), spec["tgt"])
@@ -157,16 +118,13 @@ def prepare(spec: dict[str, Any], run_path: str):
         **spec["size"], "max_len": spec["max_len"],
         "src_vocab_size": source_encoder.vocab_size, "tgt_vocab_size": target_encoder.vocab_size,
     })
-    keras.utils.set_random_seed(config.seed)
     batches = data.training_batches(
         ParallelFiles(pathlib.Path(spec["train"][0]), pathlib.Path(spec["train"][1])),
-        source_encoder, target_encoder, max_len=config.max_len, batch_size=config.batch_size,
-        sort_batches=config.sort_batches, seed=config.seed, shuffle_buffer=config.shuffle_buffer,
+        source_encoder, target_encoder, data.Batching.from_config(config),
     )
     held = list(batches.take(spec["warmup"] + spec["steps"]))
-    model = TranslationModel(config)
-    trainer = Trainer(config, model, RunDir(run_path), batches, lambda: None, 1)
-    return config, model, trainer, held
+    trainer = _common.new_trainer(config, batches, run_path)
+    return config, trainer.model, trainer, held
 
 
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
@@ -176,12 +134,9 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="train_throughput_") as tmp:
         config, model, trainer, held = prepare(spec, tmp)
         for batch in held[: spec["warmup"]]:
-            run_step(trainer, batch)
-        seconds = []
-        for batch in held[spec["warmup"]:]:
-            start = time.perf_counter()
-            run_step(trainer, batch)
-            seconds.append(time.perf_counter() - start)
+            _common.train_step(trainer, batch)
+        seconds = [_common.timed(lambda b=batch: _common.train_step(trainer, b))[0]
+                   for batch in held[spec["warmup"]:]]
 
     useful = padded = 0.0
     sentences = tokens = source_tokens = 0
@@ -215,13 +170,11 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
 
 def _child(spec: dict[str, Any]) -> dict[str, Any]:
     """:func:`measure` in a fresh interpreter, so its peak RSS is its own."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)],
-                          stdout=subprocess.PIPE, env=env, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"{PROG}: error: the {spec['model']} {spec['size_name']} measurement failed "
-                         f"(exit status {done.returncode}; its messages are above)")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    try:
+        return _common.run_child(PROG, "--child", json.dumps(spec))
+    except _common.ChildFailed as error:
+        raise SystemExit(f"{PROG}: error: the {spec['model']} {spec['size_name']} "
+                         f"measurement failed: {error}") from None
 
 
 # ---------------------------------------------------------------------------- command line
@@ -236,23 +189,18 @@ COLUMNS = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from keras_nmt.cli.common import OneLineParser, positive_int
-
-    parser = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", help="corpus directory with train.SRC/train.TGT (required)")
-    parser.add_argument("--src-lang", dest="src", default="en")
-    parser.add_argument("--tgt-lang", dest="tgt", default="fr")
+    parser = _common.parser(PROG, __doc__)
+    _common.add(parser, "data", help="corpus directory with train.SRC/train.TGT (required)")
+    _common.add(parser, "src_lang")
+    _common.add(parser, "tgt_lang")
     parser.add_argument("--models", default="search,encdec", help="search and/or encdec")
-    parser.add_argument("--sizes", default="compact,paper", help="compact, paper or E/H/N/L@B, comma-separated")
-    parser.add_argument("--vocab-size", type=positive_int, default=30000, help="shortlist per side")
-    parser.add_argument("--max-len", type=positive_int, default=50)
-    parser.add_argument("--warmup", type=positive_int, default=5, help="untimed steps first (tracing)")
-    parser.add_argument("--steps", type=positive_int, default=50, help="timed steps")
-    parser.add_argument("--matmul-repeats", type=positive_int, default=5)
+    _common.add(parser, "sizes", default="medium,paper")
+    _common.add(parser, "vocab_size")
+    _common.add(parser, "max_len")
+    _common.add(parser, "warmup", default=5, help="untimed steps first (tracing; default 5)")
+    _common.add(parser, "steps", default=50, help="timed steps (default 50)")
     parser.add_argument("--in-process", action="store_true",
                         help="measure in this process (faster; peak RSS is then the process's so far)")
-    parser.add_argument("--note", default="", help="stored in the JSON (e.g. 'under load')")
-    parser.add_argument("--json", metavar="FILE", help="write the report here")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     return parser
 
@@ -269,49 +217,37 @@ def main(argv=None) -> int:
     unknown = [m for m in models if m not in ARCHITECTURES]
     if not models or unknown:
         parser.error(f"--models: expected search and/or encdec, got {args.models!r}")
-    try:
-        sizes = [(name, parse_size(name)) for name in args.sizes.split(",") if name]
-    except ValueError as error:
-        parser.error(f"--sizes: {error}")
-    if not sizes:
-        parser.error("--sizes: give at least one size")
+    bench = _common.Bench(PROG, args, argv, libraries=() if args.in_process else ("tensorflow", "keras"))
 
-    from keras_nmt.corpus.readers import CorpusError
+    from keras_nmt.errors import CorpusError
 
     try:
         corpus = _common.Corpus.scan(args.data, args.src, args.tgt, args.max_len, args.vocab_size)
     except (CorpusError, OSError) as error:
         parser.error(str(error))
-    matmul = _common.matmul_flops(repeats=args.matmul_repeats)
-    print(f"{PROG}: numpy float32 2048x2048 matmul: {matmul['flops_per_second'] / 1e9:.1f} GFLOP/s "
-          f"(best of {args.matmul_repeats})", file=sys.stderr, flush=True)
+    matmul = bench.matmul_gflops() * 1e9
     results = []
     with tempfile.TemporaryDirectory(prefix="train_throughput_") as tmp:
         base = corpus_spec(corpus, tmp, args.src, args.tgt, args.max_len)
-        for size_name, size in sizes:
+        for size_name, size in args.sizes:
             for model in models:
                 spec = {**base, "model": model, "size_name": size_name, "size": size,
                         "warmup": args.warmup, "steps": args.steps}
-                print(f"{PROG}: {model} {size_name}: {args.warmup} warm-up + {args.steps} timed steps",
-                      file=sys.stderr, flush=True)
+                bench.log(f"{model} {size_name}: {args.warmup} warm-up + {args.steps} timed steps")
                 result = measure(spec) if args.in_process else _child(spec)
-                result["fraction_of_matmul"] = result["flops_per_second"] / matmul["flops_per_second"]
+                result["fraction_of_matmul"] = result["flops_per_second"] / matmul
                 results.append(result)
-    report = {
-        "benchmark": "train_throughput", "note": args.note, "machine": _common.machine(),
-        "settings": {"data": str(corpus.path), "src": args.src, "tgt": args.tgt,
-                     "vocab_size": args.vocab_size, "max_len": args.max_len,
-                     "warmup_steps": args.warmup, "timed_steps": args.steps,
-                     "in_process": args.in_process, "train": corpus.train,
-                     "flops": "analytic, 3 x forward, real lengths; see the module docstring"},
-        "matmul": matmul, "results": results,
-    }
+    settings = {"data": str(corpus.path), "src": args.src, "tgt": args.tgt,
+                "vocab_size": args.vocab_size, "max_len": args.max_len,
+                "warmup_steps": args.warmup, "timed_steps": args.steps,
+                "in_process": args.in_process, "train": corpus.train,
+                "flops": "analytic, 3 x forward, real lengths; see the module docstring"}
     rows = [{**r, "batch": r["config"]["batch_size"], "gflop_per_token": r["flops_per_target_token"] / 1e9,
              "gflops": r["flops_per_second"] / 1e9} for r in results]
     print(_common.table(rows, COLUMNS))
-    print(f"matmul: {matmul['flops_per_second'] / 1e9:.1f} GFLOP/s; {_common.cpu_model()}, "
+    print(f"matmul: {matmul / 1e9:.1f} GFLOP/s; {_common.cpu_model()}, "
           f"{os.cpu_count()} cores" + (f"; {args.note}" if args.note else ""))
-    _common.write_report(args.json, report)
+    bench.write(results, settings)
     return 0
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from keras_nmt.rundir import RunDir, RunDirError
+from keras_nmt.errors import RunDirError
+from keras_nmt.rundir import RunDir
 
 SOURCES = ("last", "best")
 
@@ -49,7 +50,7 @@ def average(run: RunDir, source: str = "last", count: int = 2, model=None,
     import numpy as np
     import tensorflow as tf
 
-    from keras_nmt import checkpoints
+    from keras_nmt import model_weights
 
     paths = checkpoints_to_average(run, source, count, strict)
     if model is None:  # its weights come from the checkpoints read below
@@ -62,7 +63,7 @@ def average(run: RunDir, source: str = "last", count: int = 2, model=None,
     total = None
     for path in paths:
         log(f"reading {path}")
-        checkpoints.read_model(path, model)
+        model_weights.read_model(path, model)
         values = [w.numpy().astype(np.float64) for w in weights]
         total = values if total is None else [t + v for t, v in zip(total, values)]
     for weight, summed in zip(weights, total):

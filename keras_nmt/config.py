@@ -12,6 +12,8 @@ import dataclasses
 import typing
 from typing import Any, Iterable, Mapping
 
+from keras_nmt.errors import ConfigError
+
 ARCHITECTURES = ("search", "encdec")
 OPTIMIZERS = ("adadelta", "adam", "sgd")
 # Fields that only some optimizers read (training.make_optimizer); every other field
@@ -26,10 +28,6 @@ INITS = ("paper", "uniform")  # weight initialisation schemes (layers/initialize
 # Batch widths under --jit are multiples of this (Config.length_multiple, when it is 0;
 # Translator's decoding batches always): XLA compiles once per shape.
 JIT_LENGTH_MULTIPLE = 8
-
-
-class ConfigError(ValueError):
-    """A configuration value or override that cannot be used; the message is for users."""
 
 
 @dataclasses.dataclass(frozen=True)

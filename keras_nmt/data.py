@@ -13,13 +13,64 @@ streamed through a shuffle buffer. Evaluation files are streamed. Batches are
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Callable
+
 import tensorflow as tf
 
+from keras_nmt.config import Config
 from keras_nmt.constants import BOS_ID, PAD_ID
 from keras_nmt.corpus.readers import ParallelFiles
 from keras_nmt.text.graph_ids import append_eos
 
 _ENCODE_CHUNK = 512  # lines tokenized per vectorized call
+# Runs made before prepared data read their text: a training split larger than this (both
+# files, on disk) is not permuted in memory but streamed through a shuffle buffer of
+# LARGE_CORPUS_SHUFFLE_BUFFER pairs.
+PERMUTATION_MAX_BYTES = 2 * 2**30
+LARGE_CORPUS_SHUFFLE_BUFFER = 1_000_000
+
+
+@dataclasses.dataclass(frozen=True)
+class Batching:
+    """How training pairs become batches, the same for both pipelines
+    (:func:`training_batches` from text, :func:`prepared_batches` from token ids).
+
+    Pairs with a side over ``max_len`` tokens are not trained on. ``shuffle_buffer`` = 0
+    gives each epoch as a permutation of the whole split; > 0 reads the split through a
+    shuffle buffer of that many pairs (memory bounded, but the order on disk shows
+    through). ``batch_size``, ``sort_batches``, ``batch_tokens``, ``mean_length`` and
+    ``length_multiple`` are the bucketing's, as :func:`bucketed_batches` says; ``seed``
+    orders the pairs and the batches."""
+
+    max_len: int
+    batch_size: int
+    sort_batches: int
+    seed: int
+    shuffle_buffer: int = 0
+    batch_tokens: int = 0
+    mean_length: float | None = None
+    length_multiple: int = 0
+
+    @classmethod
+    def from_config(cls, config: Config, mean_length: float | None = None) -> Batching:
+        """A run's batching: its config's settings, with ``mean_length`` from its training
+        scan (:func:`mean_pair_length`) for token batching."""
+        return cls(max_len=config.max_len, batch_size=config.batch_size,
+                   sort_batches=config.sort_batches, seed=config.seed,
+                   shuffle_buffer=config.shuffle_buffer, batch_tokens=config.batch_tokens,
+                   mean_length=mean_length, length_multiple=config.length_multiple)
+
+    def replace(self, **changes) -> Batching:
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def window(self) -> int:
+        """Pairs sorted together (see :func:`bucketed_batches`)."""
+        if not self.batch_tokens:
+            return self.batch_size * self.sort_batches
+        rows = self.batch_tokens / max(1.0, self.mean_length or (self.max_len + 1) / 2)
+        return max(1, int(self.sort_batches * rows))
 
 
 def text_pairs(files: ParallelFiles) -> tf.data.Dataset:
@@ -143,35 +194,23 @@ def _padder(length_multiple: int = 0):
     return pad
 
 
-def training_batches(
-    files: ParallelFiles,
-    source_encoder,
-    target_encoder,
-    *,
-    max_len: int,
-    batch_size: int,
-    sort_batches: int,
-    seed: int,
-    shuffle_buffer: int = 0,
-    batch_tokens: int = 0,
-    mean_length: float | None = None,
-    length_multiple: int = 0,
-) -> tf.data.Dataset:
+def training_batches(files: ParallelFiles, source_encoder, target_encoder,
+                     batching: Batching) -> tf.data.Dataset:
     """An endless stream of training batches from text files, tokenized on the fly by
     the graph encoders, the pairs with an empty side or over ``max_len`` tokens dropped,
     and bucketed as :func:`bucketed_batches` says.
 
-    ``shuffle_buffer`` = 0 gives each epoch as a permutation of the whole split, held in
-    memory (:func:`permuted_pairs`); > 0 streams the files through a shuffle buffer of
-    that many pairs (memory bounded, but the order on disk shows through).
+    With ``shuffle_buffer`` = 0 the permutation of each epoch is over the split held in
+    memory (:func:`permuted_pairs`).
     """
-    if shuffle_buffer:
+    if batching.shuffle_buffer:
         ordered = (text_pairs(files)
-                   .shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+                   .shuffle(batching.shuffle_buffer, seed=batching.seed,
+                            reshuffle_each_iteration=True)
                    .repeat())
     else:
-        ordered = permuted_pairs(files, seed)
-    limit = max_len + 1  # + EOS
+        ordered = permuted_pairs(files, batching.seed)
+    limit = batching.max_len + 1  # + EOS
 
     def keep(source, target):
         source_len, target_len = tf.size(source), tf.size(target)
@@ -181,27 +220,28 @@ def training_batches(
     # checkpoints (an iterator's state only restores into the same stages).
     windows = (ordered.batch(_ENCODE_CHUNK).map(_encode(source_encoder, target_encoder))
                .unbatch().filter(keep)
-               .ragged_batch(window_size(max_len, batch_size, sort_batches, batch_tokens, mean_length))
-               .map(_sorter(max_len)))
-    if batch_tokens:
-        batches = windows.map(_token_batches(batch_tokens)).unbatch()
+               .ragged_batch(batching.window)
+               .map(_sorter(batching.max_len)))
+    if batching.batch_tokens:
+        batches = windows.map(_token_batches(batching.batch_tokens)).unbatch()
     else:
-        batches = windows.unbatch().ragged_batch(batch_size)
-    return _shuffled_padded(batches, sort_batches, seed, length_multiple)
+        batches = windows.unbatch().ragged_batch(batching.batch_size)
+    return _shuffled_padded(batches, batching)
 
 
-def prepared_batches(
-    split,
-    *,
-    max_len: int,
-    batch_size: int,
-    sort_batches: int,
-    seed: int,
-    shuffle_buffer: int = 0,
-    batch_tokens: int = 0,
-    mean_length: float | None = None,
-    length_multiple: int = 0,
-) -> tf.data.Dataset:
+def text_shuffle_buffer(shuffle_buffer: int, files: ParallelFiles, warn: Callable[[str], None]) -> int:
+    """The shuffle buffer of :func:`training_batches` for a run's configured
+    ``shuffle_buffer`` (0: a whole-split permutation) on the text ``files``."""
+    corpus_bytes = sum(path.stat().st_size for path in (files.source, files.target))
+    if shuffle_buffer or corpus_bytes <= PERMUTATION_MAX_BYTES:
+        return shuffle_buffer
+    warn(f"the training split holds {corpus_bytes / 2**30:.1f} GiB, more than a whole-corpus "
+         f"permutation keeps in memory ({PERMUTATION_MAX_BYTES / 2**30:.0f} GiB): pairs are "
+         f"shuffled in a streaming buffer of {LARGE_CORPUS_SHUFFLE_BUFFER:,} pairs instead")
+    return LARGE_CORPUS_SHUFFLE_BUFFER
+
+
+def prepared_batches(split, batching: Batching) -> tf.data.Dataset:
     """An endless stream of training batches from a prepared split
     (:func:`prepared_pairs`), bucketed as :func:`bucketed_batches` says: the same
     batches as :func:`training_batches` gives from the split's text, in another order.
@@ -209,40 +249,27 @@ def prepared_batches(
     Its iterator is checkpointed with ``ExternalStatePolicy.IGNORE``: the only external
     state is the read of the prepared files, which a checkpoint need not hold since
     the same indices read the same pairs."""
-    if split.info.get("max_len") != max_len:
+    if split.info.get("max_len") != batching.max_len:
         raise ValueError(f"{split.directory} was prepared for max_len={split.info.get('max_len')}, "
-                         f"not {max_len}")
+                         f"not {batching.max_len}")
     options = tf.data.Options()
     options.experimental_external_state_policy = tf.data.experimental.ExternalStatePolicy.IGNORE
-    window = window_size(max_len, batch_size, sort_batches, batch_tokens, mean_length)
-    return bucketed_batches(
-        prepared_pairs(split, seed, window, shuffle_buffer), max_len=max_len,
-        batch_size=batch_size, sort_batches=sort_batches, seed=seed, batch_tokens=batch_tokens,
-        length_multiple=length_multiple,
-    ).with_options(options)
+    windows = prepared_pairs(split, batching.seed, batching.window, batching.shuffle_buffer)
+    return bucketed_batches(windows, batching).with_options(options)
 
 
-def window_size(max_len: int, batch_size: int, sort_batches: int, batch_tokens: int = 0,
-                mean_length: float | None = None) -> int:
-    """Pairs sorted together (see :func:`bucketed_batches`)."""
-    if not batch_tokens:
-        return batch_size * sort_batches
-    rows = batch_tokens / max(1.0, mean_length or (max_len + 1) / 2)
-    return max(1, int(sort_batches * rows))
+def mean_pair_length(train: dict[str, int]) -> float | None:
+    """Mean tokens of the longer side of a kept training pair, EOS included (the token
+    batching's window size), from data.json's "train" scan; None for runs made before
+    the scan counted tokens."""
+    if "source_tokens" not in train or not train.get("kept"):
+        return None
+    return max(train["source_tokens"], train["target_tokens"]) / train["kept"] + 1
 
 
-def bucketed_batches(
-    windows: tf.data.Dataset,
-    *,
-    max_len: int,
-    batch_size: int,
-    sort_batches: int,
-    seed: int,
-    batch_tokens: int = 0,
-    length_multiple: int = 0,
-) -> tf.data.Dataset:
+def bucketed_batches(windows: tf.data.Dataset, batching: Batching) -> tf.data.Dataset:
     """Windows of pairs ``(source [W, (T)], target [W, (T)])`` (rows ending with EOS, of
-    :func:`window_size` pairs each, none empty or over ``max_len``) -> an endless stream
+    :attr:`Batching.window` pairs each, none empty or over ``max_len``) -> an endless stream
     of training batches, bucketed the paper's way: each window is sorted by length and
     cut into minibatches, whose order is shuffled, so each batch holds sentences of
     similar length and little padding. Every stage works on a whole window or batch,
@@ -254,20 +281,20 @@ def bucketed_batches(
     side, EOS included), and the window holds about ``sort_batches`` such minibatches:
     ``sort_batches * batch_tokens / mean_length`` pairs, where ``mean_length`` is a
     pair's mean token count, EOS included, on its longer side on average
-    (:func:`keras_nmt.experiment.mean_pair_length` of the training scan).
+    (:func:`mean_pair_length` of the training scan).
 
     ``length_multiple`` > 0 pads each batch to one width, a multiple of it (see
     :func:`_padder`), for XLA: with ``batch_tokens`` = 0 every batch then has
     ``batch_size`` rows and one of ``ceil((max_len + 1) / length_multiple)`` widths.
     """
     def sentence_batches(source, target):
-        return tuple(tf.RaggedTensor.from_uniform_row_length(side, batch_size)
+        return tuple(tf.RaggedTensor.from_uniform_row_length(side, batching.batch_size)
                      for side in (source, target))
 
-    cut = _token_batches(batch_tokens) if batch_tokens else sentence_batches
-    sort = _sorter(max_len)
+    cut = _token_batches(batching.batch_tokens) if batching.batch_tokens else sentence_batches
+    sort = _sorter(batching.max_len)
     batches = windows.map(lambda source, target: cut(*sort(source, target))).unbatch()
-    return _shuffled_padded(batches, sort_batches, seed, length_multiple)
+    return _shuffled_padded(batches, batching)
 
 
 def _sorter(max_len: int):
@@ -287,13 +314,12 @@ def _sorter(max_len: int):
     return sort_window
 
 
-def _shuffled_padded(batches: tf.data.Dataset, sort_batches: int, seed: int,
-                     length_multiple: int) -> tf.data.Dataset:
+def _shuffled_padded(batches: tf.data.Dataset, batching: Batching) -> tf.data.Dataset:
     """Ragged batches -> padded ones (:func:`_padder`), their order shuffled."""
     return (
         batches
-        .shuffle(sort_batches, seed=seed + 1, reshuffle_each_iteration=True)
-        .map(_padder(length_multiple))
+        .shuffle(batching.sort_batches, seed=batching.seed + 1, reshuffle_each_iteration=True)
+        .map(_padder(batching.length_multiple))
         .prefetch(2)
     )
 

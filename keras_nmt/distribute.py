@@ -24,11 +24,9 @@ import contextlib
 import json
 import os
 
+from keras_nmt.errors import StrategyError
+
 STRATEGIES = ("default", "mirrored", "multiworker")
-
-
-class StrategyError(ValueError):
-    """A strategy that cannot be set up here; the message says why."""
 
 
 def check(name: str) -> None:

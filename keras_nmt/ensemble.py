@@ -23,11 +23,8 @@ import math
 from typing import Any, Sequence
 
 from keras_nmt.config import Config
+from keras_nmt.errors import EnsembleError
 from keras_nmt.rundir import RunFiles
-
-
-class EnsembleError(ValueError):
-    """Run directories (or models) that cannot be combined; the message names them."""
 
 
 def _first_difference(a: Sequence[str], b: Sequence[str]) -> str:

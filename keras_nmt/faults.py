@@ -22,7 +22,7 @@ Points, in the order a run meets them:
 - ``checkpoint-state-written``: the state file names the new checkpoint;
 - ``evaluation``: during the development evaluation, before the best weights are saved;
 - ``best-data-written``: the best weights are written, their state file not yet;
-- ``write:NAME``: inside :func:`keras_nmt.rundir.write_json_atomic` for file NAME
+- ``write:NAME``: inside :func:`keras_nmt.atomic.open_atomic` for file NAME
   (e.g. ``write:summary.json``), after the temporary file is written, before the rename.
 
 Reading the variable costs one ``os.environ`` lookup per point.

@@ -1,6 +1,6 @@
 """The lexical table p(t | s) of a run: IBM Model 1 over a sample of its training pairs.
 
-Vocabulary selection (:func:`keras_nmt.search.shortlist_columns`) needs, for every source
+Vocabulary selection (:func:`keras_nmt.search.output_columns`) needs, for every source
 word, the target words it is most likely translated by: Jean et al. (2015) took them
 from word alignments, Marian from a ``lex.s2t`` table. Here they come from IBM Model 1
 (Brown et al., 1993), trained by EM on the run's own training pairs, tokenized by the
@@ -54,15 +54,12 @@ import numpy as np
 
 from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID, RESERVED
 from keras_nmt.corpus.readers import count_lines
+from keras_nmt.errors import LexiconError
 from keras_nmt.progress import Phase, Progress
 
 NULL = PAD_ID  # the NULL source word of Model 1 borrows the padding id (never a real word)
 DEFAULT_ITERATIONS = 5
 DEFAULT_BEST = 50  # translations kept per source word; a search may use fewer
-
-
-class LexiconError(ValueError):
-    """A lexical table that cannot be built or used; the message says why."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -33,30 +33,13 @@ class TranslationModel(keras.Model):
             config = Config.from_dict(config)
         super().__init__(dtype=precision or config.precision, **kwargs)
         self.config = config
-        self.encoder = Encoder(
-            config.src_vocab_size,
-            config.embedding,
-            config.hidden,
-            bidirectional=config.uses_attention,
-            reset_after=config.reset_after,
-            dropout=config.dropout,
-            init=config.init,
-            name="encoder",
-            dtype=self.dtype_policy,
-        )
-        self.decoder = Decoder(
-            config.tgt_vocab_size,
-            config.embedding,
-            config.hidden,
-            config.attention,
-            config.maxout,
-            use_attention=config.uses_attention,
-            reset_after=config.reset_after,
-            dropout=config.dropout,
-            init=config.init,
-            name="decoder",
-            dtype=self.dtype_policy,
-        )
+        shared = dict(reset_after=config.reset_after, dropout=config.dropout, init=config.init,
+                      dtype=self.dtype_policy)
+        self.encoder = Encoder(config.src_vocab_size, config.embedding, config.hidden,
+                               bidirectional=config.uses_attention, name="encoder", **shared)
+        self.decoder = Decoder(config.tgt_vocab_size, config.embedding, config.hidden,
+                               config.attention, config.maxout,
+                               use_attention=config.uses_attention, name="decoder", **shared)
         self.build((None, None))
 
     def build(self, input_shape=None):
@@ -70,7 +53,9 @@ class TranslationModel(keras.Model):
 
     def step(self, previous_ids, state, memory, projection=None):
         """(y_(i-1) [B], s_(i-1), memory) -> (logits [B, V], s_i, attention [B, Tx]);
-        logits [B, C] over the columns of ``projection`` (:meth:`output_projection`)."""
+        logits [B, C] over the columns of ``projection`` (:meth:`output_projection`).
+        The B rows may be a beam's hypotheses of fewer sentences, the memory's rows, laid
+        out as :mod:`keras_nmt.layers.beam_rows` says."""
         if projection is None:
             return self((previous_ids, state, memory), mode="step")
         return self((previous_ids, state, memory, projection), mode="step")

@@ -39,10 +39,10 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from keras_nmt.atomic import replace_folder
 from keras_nmt.constants import UNK_ID
-from keras_nmt.corpus.readers import (
-    CorpusError, ParallelFiles, SplitStats, count_lines, line_count_error,
-)
+from keras_nmt.corpus.readers import ParallelFiles, SplitStats, count_lines, line_count_error
+from keras_nmt.errors import CorpusError, PreparedError
 from keras_nmt.vocab import Vocabulary
 
 SPLIT = "train"
@@ -50,10 +50,6 @@ FORMAT = 1
 CHUNK = 2048  # lines tokenized per call; a few chunks run at once
 REMAP_CHUNK = 1 << 22  # ids remapped per step of the second pass
 _LENGTH = np.dtype("<u2")  # a kept pair's side holds at most max_len tokens
-
-
-class PreparedError(ValueError):
-    """Prepared data that is missing or does not match its manifest."""
 
 
 def ids_dtype(vocab_size: int) -> np.dtype:
@@ -307,12 +303,7 @@ def prepare_split(
                                            "vocabulary": len(vocabulary)}
         (work / f"{SPLIT}.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n",
                                             encoding="utf-8")
-        for path in work.iterdir():  # durable before the rename makes them the prepared split
-            with open(path, "rb") as f:
-                os.fsync(f.fileno())
-        if directory.exists():  # a directory is replaced only when empty: move the old aside
-            os.replace(directory, work.with_name(work.name.replace(".tmp", ".old.tmp")))
-        os.replace(work, directory)
+        replace_folder(work, directory, work.with_name(work.name.replace(".tmp", ".old.tmp")))
         remove_stale(directory)
     except UnicodeDecodeError:
         shutil.rmtree(work, ignore_errors=True)

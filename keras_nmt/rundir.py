@@ -27,83 +27,21 @@ directories before TensorFlow's slow import; :meth:`RunDir.load_model` and
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
-import math
 import os
 import pathlib
-import tempfile
-from typing import IO, Any, Iterator
+from typing import Any
 
-from keras_nmt import faults
+from keras_nmt.atomic import write_bytes_atomic, write_json_atomic
 from keras_nmt.config import Config
-from keras_nmt.text import CodecError, codecs
+from keras_nmt.errors import CodecError, LexiconError, PreparedError, RunDirError
+from keras_nmt.text import codecs
 from keras_nmt.vocab import Vocabulary
 
 WEIGHTS = ("best", "last", "averaged")
 # What messages call the splits data.json names.
 SPLIT_NAMES = {"train": "training", "valid": "validation", "test": "test"}
-
-
-class RunDirError(ValueError):
-    """A run directory that cannot be used; the message says why."""
-
-
-def write_text_atomic(path: pathlib.Path, content: str) -> None:
-    """Write a text file so that a crash leaves either the old file or the new one, never half."""
-    write_bytes_atomic(path, content.encode("utf-8"))
-
-
-def write_bytes_atomic(path: pathlib.Path, content: bytes) -> None:
-    """Write a file so that a crash leaves either the old file or the new one, never half."""
-    with open_atomic(path, "wb") as f:
-        f.write(content)
-
-
-@contextlib.contextmanager
-def open_atomic(path: str | os.PathLike, mode: str = "w", **options: Any) -> Iterator[IO]:
-    """A new file (``open``'s ``mode`` and ``options``) that replaces ``path`` when the
-    block ends: an error or a crash before then leaves the old file or none, never half
-    a file. For output written as it is made (one line per sentence of a corpus)."""
-    path = pathlib.Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, mode, **options) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; a normal file is world-readable
-        faults.point(f"write:{path.name}")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def json_text(value: Any, **options: Any) -> str:
-    """``json.dumps`` for the files (and --json output) the package writes: a non-finite
-    float, which JSON has no value for, becomes null. Python's json would write ``NaN``,
-    which strict parsers (JavaScript's, jq, Go's) refuse; ``allow_nan=False`` makes any
-    that slipped past an error here rather than in a reader."""
-    return json.dumps(_finite(value), allow_nan=False, **options)
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float):  # numpy's float64 too
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(item) for item in value]
-    return value
-
-
-def write_json_atomic(path: pathlib.Path, value: Any) -> None:
-    """Write JSON (:func:`json_text`) so that a crash leaves either the old file or the new
-    one, never half."""
-    write_text_atomic(path, json_text(value, indent=2, sort_keys=True) + "\n")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -232,7 +170,7 @@ class RunDir:
         """The run's :class:`~keras_nmt.prepared.PreparedSplit` (the training pairs as
         token ids), or None for a run made before data.json named one. A missing or
         damaged one is a :class:`RunDirError` naming it and ``needed_for``."""
-        from keras_nmt.prepared import PreparedError, PreparedSplit
+        from keras_nmt.prepared import PreparedSplit
 
         info = self.load_data_info() if info is None else info
         if info.get("prepared") is None:
@@ -255,10 +193,10 @@ class RunDir:
 
     def load_lexicon(self):
         """The run's :class:`~keras_nmt.lexicon.Lexicon`, checked against its vocabularies.
-        Raises :class:`~keras_nmt.lexicon.LexiconError` when there is none or it is unusable."""
+        Raises :class:`~keras_nmt.errors.LexiconError` when there is none or it is unusable."""
         import numpy as np
 
-        from keras_nmt.lexicon import Lexicon, LexiconError
+        from keras_nmt.lexicon import Lexicon
 
         if not self.lexicon_path.is_file():
             raise LexiconError(f"{self.path} has no lexical table: build it with "
@@ -327,7 +265,7 @@ class RunDir:
         only ``averaged/`` for ``"averaged"``.
 
         Raises :class:`RunDirError` (or ``ConfigError``, ``VocabularyError``, all
-        ``ValueError``) with a one-line message."""
+        :class:`~keras_nmt.errors.UserError`) with a one-line message."""
         if weights not in WEIGHTS:
             raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")
         if not self.path.exists():
@@ -368,7 +306,7 @@ class RunDir:
         in every precision)."""
         import tensorflow as tf
 
-        from keras_nmt import checkpoints
+        from keras_nmt import model_weights
         from keras_nmt.models import TranslationModel
 
         files = files or self.inspect(weights)
@@ -377,7 +315,7 @@ class RunDir:
             latest = tf.train.latest_checkpoint(str(directory))
             if latest:
                 try:
-                    checkpoints.read_model(latest, model)
+                    model_weights.read_model(latest, model)
                 except RunDirError:
                     raise
                 except (tf.errors.OpError, ValueError) as error:

@@ -18,12 +18,15 @@ this class, and Python users call it directly::
 
 A line of several sentences is split (:mod:`keras_nmt.text.sentences`) and each sentence is
 translated alone, as the models were trained on single sentences; ``split_sentences=False``
-translates each line whole. :func:`join_translations` says what the line's Translation is.
+translates each line whole. The loop around the decoding and the
+:class:`~keras_nmt.translation.Translation` it gives are the onnxruntime path's too
+(:mod:`keras_nmt.translation`); :func:`~keras_nmt.translation.join_translations` says what
+the line's Translation is.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import os
 from typing import Callable, Mapping, Sequence
 
@@ -32,75 +35,19 @@ import tensorflow as tf
 
 from keras_nmt import search
 from keras_nmt.config import JIT_LENGTH_MULTIPLE, check_attention
-from keras_nmt.constants import EOS, EOS_ID
+from keras_nmt.constants import EOS_ID
 from keras_nmt.ensemble import Ensemble, check_compatible
 from keras_nmt.lexicon import shortlist_inputs
 from keras_nmt.models import TranslationModel
 from keras_nmt.rundir import RunDir
-from keras_nmt.text.sentences import SplitLines, block_diagonal, join_texts, nbest_rows
+from keras_nmt.translation import (
+    Source, Translation, beam_translation, blank, read_source, translate_lines,
+)
 from keras_nmt.unk_replace import load_dictionary, replace_unknowns
 
 # The default maximum source length is max(MIN_SOURCE_LEN, SOURCE_LEN_FACTOR * max_len).
 SOURCE_LEN_FACTOR = 2
 MIN_SOURCE_LEN = 100
-
-
-@dataclasses.dataclass(frozen=True)
-class Translation:
-    text: str  # detokenized
-    tokens: tuple[str, ...]
-    score: float  # length-normalised log-probability (0.0 for empty input)
-    source_tokens: tuple[str, ...]  # the tokens translated (after truncation)
-    attention: np.ndarray | None = None  # [output tokens + EOS, source tokens + EOS]
-    # With translate(nbest=N > 1): the N best hypotheses, best first (the first is this
-    # translation again); each has empty ``alternatives``. Empty with nbest=1.
-    alternatives: tuple["Translation", ...] = ()
-    truncated: int = 0  # source tokens dropped beyond Translator.max_source_len
-    # A line split into several sentences: each sentence's translation, in order, which
-    # the fields above join (join_translations); () for a line of one sentence.
-    sentences: tuple["Translation", ...] = ()
-
-    @property
-    def hypotheses(self) -> tuple["Translation", ...]:
-        """The n-best list: ``alternatives``, or just this translation when it is empty."""
-        return self.alternatives or (self,)
-
-    def attention_labels(self) -> tuple[list[str], list[str]]:
-        """The labels of ``attention``'s rows and columns: each sentence's output tokens,
-        then its source tokens, each followed by EOS (one sentence: tokens + EOS)."""
-        parts = self.sentences or (self,)
-        return ([token for part in parts for token in (*part.tokens, EOS)],
-                [token for part in parts for token in (*part.source_tokens, EOS)])
-
-
-def join_translations(parts: Sequence[Translation]) -> Translation:
-    """The Translation of a line from those of its sentences (:mod:`keras_nmt.text.sentences`):
-    ``text`` the sentences' texts one space apart (empty ones left out), ``tokens`` and
-    ``source_tokens`` concatenated, ``score`` and ``truncated`` summed, ``attention`` the
-    block-diagonal matrix of the sentences' (rows: each sentence's output tokens + EOS,
-    columns: its source tokens + EOS, in order; :meth:`Translation.attention_labels`),
-    ``sentences`` the parts. With n-best lists, hypothesis k joins hypothesis k of each
-    sentence (its best when it has fewer). One sentence: its own Translation."""
-    if len(parts) == 1:
-        return parts[0]
-
-    def joined(hypotheses: tuple[Translation, ...]) -> Translation:
-        matrices = [h.attention for h in hypotheses if h.attention is not None]
-        return Translation(
-            join_texts([h.text for h in hypotheses]),
-            tuple(token for h in hypotheses for token in h.tokens),
-            float(sum(h.score for h in hypotheses)),
-            tuple(token for h in hypotheses for token in h.source_tokens),
-            block_diagonal(matrices) if matrices else None,
-            truncated=sum(h.truncated for h in hypotheses),
-            sentences=hypotheses,
-        )
-
-    rows = nbest_rows([part.hypotheses for part in parts])
-    best = joined(rows[0])
-    if any(part.alternatives for part in parts):
-        best = dataclasses.replace(best, alternatives=tuple(joined(row) for row in rows))
-    return best
 
 
 def default_max_source_len(max_len: int) -> int:
@@ -165,7 +112,7 @@ class Translator:
         """Load a run directory's model; ``weights`` is "best" (falling back to the last
         checkpoint when no best one was kept), "last" or "averaged" (``averaged/``).
 
-        Raises :class:`~keras_nmt.rundir.RunDirError` for a missing or unusable directory
+        Raises :class:`~keras_nmt.errors.RunDirError` for a missing or unusable directory
         (no config, no checkpoint, unreadable weights)."""
         return cls.from_run_dirs([path], weights=weights, max_source_len=max_source_len,
                                  precision=precision)
@@ -182,7 +129,7 @@ class Translator:
         Each computes in its run's precision, or in ``precision`` when given.
 
         The runs must translate the same language pair with identical vocabularies
-        (:class:`~keras_nmt.ensemble.EnsembleError` otherwise, naming the two runs).
+        (:class:`~keras_nmt.errors.EnsembleError` otherwise, naming the two runs).
         Every directory is checked before any weights are loaded."""
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
@@ -210,14 +157,11 @@ class Translator:
 
     def encode(self, lines: Sequence[str]) -> list[list[int]]:
         """Source ids of each line, EOS appended (truncated to ``max_source_len`` tokens)."""
-        return [
-            self.source_vocab.encode(self._source_tokens(line)[0]) + [EOS_ID] for line in lines
-        ]
+        return [list(self.source(line).ids) for line in lines]
 
-    def _source_tokens(self, line: str) -> tuple[tuple[str, ...], int]:
-        tokens = self.source_codec.tokenize(line)
-        dropped = max(0, len(tokens) - self.max_source_len)
-        return tuple(tokens[: self.max_source_len]), dropped
+    def source(self, sentence: str) -> Source:
+        """A sentence's tokens and ids, cut to ``max_source_len`` tokens."""
+        return read_source(self.source_codec, self.max_source_len, sentence)
 
     def translate(
         self,
@@ -239,8 +183,8 @@ class Translator:
         ``split_sentences``: each line is split into its sentences
         (:func:`keras_nmt.text.sentences.split_sentences`, the source language's rules),
         every sentence is translated alone, and the line's Translation joins theirs
-        (:func:`join_translations`); a line of one sentence gives the Translation it gives
-        unsplit. False: each line is translated whole, as one sentence.
+        (:func:`keras_nmt.translation.join_translations`); a line of one sentence gives the
+        Translation it gives unsplit. False: each line is translated whole, as one sentence.
 
         Sentences are decoded in batches of similar length (less padding); an empty
         or whitespace-only line translates to an empty string (score 0.0). A sentence
@@ -279,84 +223,54 @@ class Translator:
         if unk_replace:  # an Ensemble attends when one of its members does
             members = getattr(self.model, "models", [self.model])
             check_attention("unk_replace", [member.config for member in members])
-        split = SplitLines(lines, self.src_lang, split_sentences)
-        translated = self._decode(split.sentences, beam_size, alpha, forbid_unk, batch_size,
-                                  with_attention, nbest, unk_replace, dictionary, selection,
-                                  split.progress(progress))
-        return split.join(translated, join_translations)
-
-    def _decode(self, lines: list[str], beam_size: int, alpha: float, forbid_unk: bool,
-                batch_size: int, with_attention: bool, nbest: int, unk_replace: bool,
-                dictionary, selection, finished: Callable[[list[int]], None]
-                ) -> list[Translation]:
-        """One Translation per line of ``lines``, each translated as one sentence, in
-        batches of similar length; ``finished`` hears the indices of each batch's lines."""
         need_attention = with_attention or unk_replace
-        prepared = [self._source_tokens(line) for line in lines]
-        source_tokens = [tokens for tokens, _ in prepared]
-        ids = [self.source_vocab.encode(tokens) + [EOS_ID] for tokens in source_tokens]
-        results: list[Translation | None] = [None] * len(lines)
-        todo = []
-        for i, (tokens, dropped) in enumerate(prepared):
-            if tokens:
-                todo.append(i)
-            else:
-                empty = Translation("", (), 0.0, ())
-                if nbest > 1:
-                    empty = dataclasses.replace(empty, alternatives=(empty,))
-                results[i] = empty
-        todo.sort(key=lambda i: len(ids[i]))
         translate_fn = self._search_fn(int(nbest), bool(selection), need_attention)
-        for start in range(0, len(todo), batch_size):
-            chosen = todo[start : start + batch_size]
-            width = max(len(ids[i]) for i in chosen)
-            rows = len(chosen)
-            if self.jit_compile:
-                # XLA compiles once per shape: full batches of whole blocks of positions.
-                # Extra rows hold a lone EOS; their output is not read.
-                width = -(-width // JIT_LENGTH_MULTIPLE) * JIT_LENGTH_MULTIPLE
-                rows = batch_size
-            batch = np.zeros((rows, width), np.int32)
-            batch[len(chosen):, 0] = EOS_ID
-            for row, i in enumerate(chosen):
-                batch[row, : len(ids[i])] = ids[i]
+
+        def decode(sources: list[Source]) -> list[Translation]:
             out = translate_fn(
-                tf.constant(batch),
+                tf.constant(self._batch(sources, batch_size)),
                 tf.constant(beam_size, tf.int32),
                 tf.constant(alpha, tf.float32),
                 tf.constant(bool(forbid_unk)),
                 tf.constant(0, tf.int32),
                 *[tf.constant(value, tf.int32) for value in selection],
             )
-            out_ids, lengths = out["ids"].numpy(), out["lengths"].numpy()
+            ids, lengths = out["ids"].numpy(), out["lengths"].numpy()
             scores = out["scores"].numpy()
             attention = out["attention"].numpy() if need_attention else None
-            for row, i in enumerate(chosen):
-                hypotheses = []
-                for n in range(lengths.shape[1]):
-                    length = int(lengths[row, n])
-                    if length == 0:  # an n-best slot no hypothesis filled
-                        continue
-                    tokens = tuple(self.target_vocab.decode(out_ids[row, n, :length]))
-                    weights = None
-                    if attention is not None:
-                        weights = attention[row, n, :length, : len(ids[i])].copy()
-                    if unk_replace:
-                        tokens = replace_unknowns(tokens, source_tokens[i], weights, dictionary)
-                    hypotheses.append(Translation(
-                        self.target_codec.detokenize(tokens),
-                        tokens,
-                        float(scores[row, n]),
-                        source_tokens[i],
-                        weights if with_attention else None,
-                        truncated=prepared[i][1],
-                    ))
-                best = hypotheses[0]
-                if nbest > 1:
-                    best = dataclasses.replace(best, alternatives=tuple(hypotheses))
-                results[i] = best
-            finished(chosen)
-        return results  # type: ignore[return-value]
+            return [
+                beam_translation(
+                    self.target_codec, source, ids[row], lengths[row], scores[row], nbest,
+                    None if attention is None else attention[row], with_attention,
+                    functools.partial(_replace_unknowns, source, dictionary)
+                    if unk_replace else None,
+                )
+                for row, source in enumerate(sources)
+            ]
+
+        return translate_lines(lines, decode, batch_size, read=self.source,
+                               skip_empty=blank(nbest), lang=self.src_lang,
+                               split_sentences=split_sentences, progress=progress)
+
+    def _batch(self, sources: list[Source], batch_size: int) -> np.ndarray:
+        """The sources' ids as one zero-padded int32 batch."""
+        width = max(len(source.ids) for source in sources)
+        rows = len(sources)
+        if self.jit_compile:
+            # XLA compiles once per shape: full batches of whole blocks of positions.
+            # Extra rows hold a lone EOS; their output is not read.
+            width = -(-width // JIT_LENGTH_MULTIPLE) * JIT_LENGTH_MULTIPLE
+            rows = batch_size
+        batch = np.zeros((rows, width), np.int32)
+        batch[len(sources):, 0] = EOS_ID
+        for row, source in enumerate(sources):
+            batch[row, : len(source.ids)] = source.ids
+        return batch
+
+
+def _replace_unknowns(source: Source, dictionary, tokens: tuple[str, ...],
+                      weights: np.ndarray | None) -> tuple[str, ...]:
+    return replace_unknowns(tokens, source.tokens, weights, dictionary)
 
 
 def _check_positive(name: str, value) -> None:

@@ -22,32 +22,27 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from keras_nmt.constants import UNK
+from keras_nmt.corpus.readers import file_lines
+from keras_nmt.errors import DictionaryError, InputError
 
-__all__ = ["DictionaryError", "load_dictionary", "replace_unknowns"]
-
-
-class DictionaryError(ValueError):
-    """A dictionary file that cannot be used; the message says where and why."""
+__all__ = ["load_dictionary", "replace_unknowns"]
 
 
 def load_dictionary(path: str | pathlib.Path) -> dict[str, str]:
     """Read a ``source<TAB>target`` dictionary file into a dict (first entry wins)."""
     path = pathlib.Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        lines = list(file_lines(path))
     except FileNotFoundError:
         raise DictionaryError(f"dictionary file not found: {path}") from None
     except IsADirectoryError:
         raise DictionaryError(f"dictionary {path} is a directory, not a file") from None
-    except UnicodeDecodeError as error:
-        raise DictionaryError(
-            f"dictionary {path} is not UTF-8 text (bad byte at offset {error.start})"
-        ) from None
+    except InputError as error:
+        raise DictionaryError(f"dictionary {error}") from None
     except OSError as error:
         raise DictionaryError(f"cannot read dictionary {path}: {error.strerror or error}") from None
     entries: dict[str, str] = {}
-    for number, line in enumerate(text.split("\n"), start=1):
-        line = line.rstrip("\r")
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         fields = line.split("\t")

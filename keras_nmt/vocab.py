@@ -10,7 +10,10 @@ import collections
 import pathlib
 from typing import Iterable, Sequence
 
+from keras_nmt.atomic import write_text_atomic
 from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID, RESERVED, UNK, UNK_ID
+from keras_nmt.corpus.readers import file_lines
+from keras_nmt.errors import InputError, VocabularyError
 
 
 def ids_before_eos(ids: Iterable[int]) -> list[int]:
@@ -24,10 +27,6 @@ def ids_before_eos(ids: Iterable[int]) -> list[int]:
         if i not in (PAD_ID, BOS_ID):
             out.append(i)
     return out
-
-
-class VocabularyError(ValueError):
-    """A vocabulary file that cannot be used."""
 
 
 class Vocabulary:
@@ -72,18 +71,15 @@ class Vocabulary:
         return [self.tokens[i] if 0 <= i < len(self.tokens) else UNK for i in ids_before_eos(ids)]
 
     def save(self, path: str | pathlib.Path) -> None:
-        path = pathlib.Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text("".join(token + "\n" for token in self.tokens), encoding="utf-8")
-        tmp.replace(path)
+        write_text_atomic(path, "".join(token + "\n" for token in self.tokens))
 
     @classmethod
     def load(cls, path: str | pathlib.Path) -> "Vocabulary":
         path = pathlib.Path(path)
         try:
-            lines = path.read_text(encoding="utf-8").split("\n")
+            lines = list(file_lines(path))
         except FileNotFoundError:
             raise VocabularyError(f"vocabulary file not found: {path}") from None
-        if lines and lines[-1] == "":
-            lines.pop()
+        except InputError as error:
+            raise VocabularyError(str(error)) from None
         return cls(lines)

@@ -1,9 +1,26 @@
-"""Shared fixtures: a tiny generated corpus and a tiny trained run directory."""
+"""Shared fixtures: a tiny generated corpus, a tiny trained run directory and its
+exports, and a runner of ``keras-nmt`` commands in this process. Constants and plain
+helpers are in support.py.
+
+Nothing here imports TensorFlow before a test needs it: modules that test pure-Python
+parts collect and run without it."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import importlib
+import importlib.abc
+import importlib.util
+import io
+import os
+import sys
 
 import pytest
 from hypothesis import settings as hypothesis_settings
 
-from keras_nmt.corpus import builtin
+from support import ROOT, TINY_SETTINGS, Background, child_env, edit_json, run_logged, tiny_args
 
 # Property-based tests draw the same examples on every run (seeded from each test), so a
 # red CI run is one anyone can repeat and nothing fails by chance; nothing is stored in
@@ -14,36 +31,117 @@ hypothesis_settings.load_profile("repeatable")
 
 _SESSION_ENVIRONMENT: dict[str, str] = {}
 
-TINY_SETTINGS = {
-    "embedding": 16, "hidden": 16, "attention": 16, "maxout": 8,
-    "batch_size": 16, "beam_size": 2, "eval_every": 5,
-}
+
+class _WhenTensorFlowLoads(importlib.abc.MetaPathFinder):
+    """Configures TensorFlow for the tests right after its first import, wherever that
+    happens (a test module, a fixture, a command run in process).
+
+    TensorFlow multiplies float32 matrices in TensorFloat-32 on GPUs that have it (Ampere
+    and later). The tests compare float32 results with numpy and across paths at float32
+    tolerances: on an H100, 10 of them failed with TF32 on, none with it off. The
+    variables TensorFlow's import sets join the session's environment (see
+    :func:`_environment_restored`)."""
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != "tensorflow":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_then_configure(module):
+            before = dict(os.environ)
+            exec_module(module)
+            module.config.experimental.enable_tensor_float_32_execution(False)
+            _SESSION_ENVIRONMENT.update(
+                {key: value for key, value in os.environ.items() if before.get(key) != value})
+
+        spec.loader.exec_module = exec_then_configure
+        return spec
 
 
 def pytest_configure(config):
-    # TensorFlow multiplies float32 matrices in TensorFloat-32 on GPUs that have it (Ampere
-    # and later). The tests compare float32 results with numpy and across paths at float32
-    # tolerances: on an H100, 10 of them failed with TF32 on, none with it off.
-    import tensorflow as tf
-
-    tf.config.experimental.enable_tensor_float_32_execution(False)
-    import os
-
-    _SESSION_ENVIRONMENT.update(os.environ)  # TensorFlow's import sets a few
+    _SESSION_ENVIRONMENT.update(os.environ)
+    if "tensorflow" in sys.modules:  # imported by a plugin, say: configure it now
+        sys.modules["tensorflow"].config.experimental.enable_tensor_float_32_execution(False)
+    elif not any(isinstance(finder, _WhenTensorFlowLoads) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _WhenTensorFlowLoads())
 
 
 @pytest.fixture(autouse=True)
 def _environment_restored():
-    """After each test, os.environ is what it was when the session began. Commands and
-    bench scripts run in process set TF_CPP_MIN_LOG_LEVEL for their own sake (some in
-    session fixtures); left behind, every later child process would take it for the
-    user's setting and show TensorFlow's start-up lines."""
-    import os
-
+    """After each test, os.environ is what it was when the session began (with what
+    TensorFlow's import set). Commands and bench scripts run in process set
+    TF_CPP_MIN_LOG_LEVEL for their own sake (some in session fixtures); left behind,
+    every later child process would take it for the user's setting and show TensorFlow's
+    start-up lines."""
     yield
     for name in set(os.environ) - set(_SESSION_ENVIRONMENT) - {"PYTEST_CURRENT_TEST"}:
         del os.environ[name]  # pytest's own variable it removes itself
     os.environ.update(_SESSION_ENVIRONMENT)
+
+
+@dataclasses.dataclass
+class Ran:
+    """What a command run by :func:`cli_runner` did: its exit status and its output."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+class _Output(io.TextIOWrapper):
+    """A text stream over bytes (a command may write either), read back as text."""
+
+    def __init__(self, errors="strict"):
+        super().__init__(io.BytesIO(), encoding="utf-8", errors=errors, newline="\n",
+                         write_through=True)
+
+    def getvalue(self) -> str:
+        self.flush()
+        return self.buffer.getvalue().decode("utf-8", errors="replace")
+
+
+@pytest.fixture(scope="session")
+def cli_runner():
+    """``run(COMMAND, *args, stdin=b"", prog=None, env=None) -> Ran``: the ``keras-nmt``
+    subcommand COMMAND (``"train"``, ``"translate"``, ...) run in this process, as
+    ``keras-nmt COMMAND ARGS`` would run it in a fresh one: its ``main`` with ``stdin``
+    (bytes or text) and sys.stdout / sys.stderr captured, ``env`` set in os.environ for
+    the call, and argparse's exits taken as exit statuses. ``prog`` is the name it
+    reports under (``"train.py"``, ``"export"``; default ``keras-nmt COMMAND``).
+
+    Tests use it where nothing is gained from a fresh interpreter: a few seconds of
+    importing TensorFlow saved per command. What needs one (a kill, a signal, an import
+    that must not happen, the console scripts themselves) runs in a subprocess."""
+    from keras_nmt import cli
+
+    def run(command, *args, stdin=b"", prog=None, env=None) -> Ran:
+        module = importlib.import_module(f"keras_nmt.cli.{cli.COMMANDS[command][0]}")
+        data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
+        streams = (io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"), _Output(),
+                   _Output(errors="backslashreplace"))
+        saved = {name: os.environ.get(name) for name in env or {}}
+        os.environ.update(env or {})
+        try:
+            with contextlib.redirect_stdout(streams[1]), contextlib.redirect_stderr(streams[2]):
+                try:
+                    status = module.main([str(arg) for arg in args], *streams,
+                                         prog=prog or f"keras-nmt {command}")
+                except SystemExit as stop:  # argparse: --help, bad arguments
+                    code = stop.code
+                    status = 0 if code is None else code if isinstance(code, int) else 1
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+        return Ran(status, streams[1].getvalue(), streams[2].getvalue())
+
+    return run
 
 
 @pytest.fixture
@@ -55,24 +153,155 @@ def tiny_settings():
 @pytest.fixture(scope="session")
 def tiny_corpus(tmp_path_factory):
     """A built-in corpus of 400 / 30 / 40 pairs with gold alignments (*.align)."""
+    from keras_nmt.corpus import builtin
+
     spec = builtin.BuiltinCorpusSpec(
         seed=7, train_size=400, valid_size=30, test_size=40, max_source_tokens=40
     )
     return builtin.write_corpus(tmp_path_factory.mktemp("corpus"), spec)
 
 
-@pytest.fixture(scope="session")
-def tiny_run(tiny_corpus, tmp_path_factory):
-    """A search30 run directory trained for 10 steps on ``tiny_corpus`` (poor translations,
-    real files: config, vocabularies, checkpoints, best weights, summary)."""
-    from keras_nmt import experiment
+# The session's trained runs and exports, and the child processes of test_distributed and
+# test_precision, are made by child processes in the background (support.Background)
+# for the fixtures the selected tests need, from the first test on: one job after the
+# other in the order the tests first need them, but for the long ones needed late
+# (_EARLY), which start at once with the lowest priority. A test module adds jobs of its
+# own with a dict BACKGROUND_JOBS, fixture name -> function(context) -> job (see
+# BackgroundContext).
+_BACKGROUND_FIXTURES = ("tiny_run", "tiny_export", "tiny_spm_run", "tiny_selecting_export",
+                        "tiny_spm_export", "precision_runs", "distributed_matrix",
+                        "distributed_other_cells")
 
-    out = tmp_path_factory.mktemp("runs") / "search30"
-    experiment.train(experiment.TrainOptions(
-        variant="search30", data=str(tiny_corpus), out=str(out), max_steps=10,
-        overrides=dict(TINY_SETTINGS), quiet=True,
-    ))
-    return out
+
+_EARLY = {"precision_runs", "distributed_matrix", "distributed_other_cells"}
+# What a job needs made first.
+_AFTER = {"tiny_export": ("tiny_run",), "tiny_selecting_export": ("tiny_run",),
+          "tiny_spm_export": ("tiny_spm_run",)}
+
+
+@dataclasses.dataclass
+class BackgroundContext:
+    """What a background job is made with: a place for its files, the tiny corpus, the
+    environment of its processes (taken when the session's first test starts: tests
+    change os.environ while the jobs run) and the paths of the session's runs."""
+
+    tmp_path_factory: pytest.TempPathFactory
+    corpus: object
+    env: dict
+    run: object
+    spm_run: object
+
+
+def _builtin_job(name, context):
+    """The job of the conftest fixture ``name``."""
+    python, corpus, env = sys.executable, context.corpus, context.env
+    run, spm_run = context.run, context.spm_run
+
+    def command(*args, log, after):
+        """A job: ``args`` run to completion (status 0), then ``after``."""
+        def work(launch):
+            code, output = run_logged(args, log, env, launch)
+            assert code == 0, f"{' '.join(map(str, args))}\n{output[-3000:]}"
+            return after
+        return work
+
+    train = (python, ROOT / "train.py", "--variant", "search30", "--data", corpus, "--quiet")
+    if name == "tiny_run":
+        return command(*train, "--out", run, "--max-steps", 10, *tiny_args(),
+                       log=run.with_suffix(".log"), after=run)
+    if name == "tiny_spm_run":
+        return command(*train, "--out", spm_run, "--max-steps", 3, "--tokenizer", "sentencepiece",
+                       *tiny_args(src_vocab_size=120, tgt_vocab_size=150, batch_tokens=200),
+                       log=spm_run.with_suffix(".log"), after=spm_run)
+    if name in ("tiny_export", "tiny_selecting_export", "tiny_spm_export"):
+        out = context.tmp_path_factory.mktemp(name.removeprefix("tiny_").replace("_", "-"))
+        options = {
+            "tiny_export": (run, "--beam", 5, "--nbest", 2, "--return-attention", "--onnx"),
+            "tiny_selecting_export": (run, "--beam", 3, "--onnx", "--shortlist", "5,2",
+                                      "--int8", "--int8-max-drop", 5),
+            "tiny_spm_export": (spm_run, "--beam", 5, "--nbest", 2, "--onnx"),
+        }[name]
+        return command(python, "-m", "keras_nmt.cli", "export", *options, "--out", out,
+                       log=out.with_suffix(".log"), after=out)
+    if name == "precision_runs":
+        return _precision_runs(context.tmp_path_factory.mktemp("precision"), corpus, env)
+    # The distributed matrix: the pairwise cells by default, the others if slow.
+    from distributed_run import cells, pairwise_cells, run_matrix
+
+    chosen = pairwise_cells()
+    if name == "distributed_other_cells":
+        chosen = [cell for cell, _ in cells() if cell not in chosen]
+    directory = context.tmp_path_factory.mktemp(name.replace("_", "-"))
+    return lambda launch: run_matrix(directory, chosen, env=env, launch=launch)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _background(request, tmp_path_factory):
+    """The session's background jobs (support.Background), started with its first test:
+    those of the fixtures the selected tests name, in the order they first need them."""
+    items = request.session.items
+    makers = {name: functools.partial(_builtin_job, name) for name in _BACKGROUND_FIXTURES}
+    for module in dict.fromkeys(getattr(item, "module", None) for item in items):
+        makers.update(getattr(module, "BACKGROUND_JOBS", {}))
+    rank = {name: index for index, name in enumerate(makers)}
+    first_use: dict[str, int] = {}
+    for index, item in enumerate(items):
+        for name in getattr(item, "fixturenames", ()):
+            if name in makers:
+                first_use.setdefault(name, index)
+    jobs = Background()
+    if first_use:
+        runs = tmp_path_factory.mktemp("runs")
+        context = BackgroundContext(tmp_path_factory, request.getfixturevalue("tiny_corpus"),
+                                    child_env(), runs / "search30", runs / "spm")
+        # A fixture's dependencies are needed by the same tests, so no later than it.
+        for name in sorted(first_use, key=lambda name: (first_use[name], rank[name])):
+            jobs.add(name, makers[name](context), after=_AFTER.get(name, ()),
+                     early=name in _EARLY)
+        jobs.start()
+    try:
+        yield jobs
+    finally:
+        jobs.stop()
+
+
+def _precision_runs(directory, corpus, env):
+    """The job of :func:`precision_runs`: three train.py processes at once."""
+    import subprocess
+
+    from keras_nmt.config import PRECISIONS
+
+    def work(launch):
+        out, processes = {}, {}
+        for precision in PRECISIONS:
+            run = directory / precision
+            extra = ["--set", "early_stop_metric=bleu"] if precision == "mixed_float16" else []
+            # Output to a file: a pipe nobody reads while another run is awaited could fill up.
+            log = run.with_suffix(".log")
+            with log.open("w") as output:
+                command = [sys.executable, str(ROOT / "train.py"), "--variant", "search30",
+                           "--data", str(corpus), "--out", str(run), "--max-steps", "20",
+                           "--precision", precision,
+                           *tiny_args(optimizer="adam", learning_rate=0.01, eval_every=10),
+                           *extra]
+                processes[precision] = (log, launch(
+                    command, stdout=output, stderr=subprocess.STDOUT, cwd=ROOT, env=env))
+            out[precision] = run
+        for precision, (log, process) in processes.items():
+            process.wait(timeout=600)
+            text = log.read_text()
+            assert process.returncode == 0, text[-3000:]
+            assert "BLEU" in text, text[-3000:]
+        return out
+
+    return work
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tiny_corpus, _background):
+    """A search30 run directory trained for 10 steps on ``tiny_corpus`` (poor translations,
+    real files: config, vocabularies, lexicon, checkpoints, best weights, summary)."""
+    return _background.result("tiny_run")
 
 
 @pytest.fixture
@@ -85,16 +314,6 @@ def run_copy(tiny_run, tmp_path):
     return copy
 
 
-def edit_json(path, **changes):
-    """Rewrite the JSON object in ``path`` with ``changes``; a value None removes the key."""
-    import json
-
-    values = json.loads(path.read_text(encoding="utf-8"))
-    values.update(changes)
-    values = {key: value for key, value in values.items() if value is not None}
-    path.write_text(json.dumps(values), encoding="utf-8")
-
-
 @pytest.fixture
 def encdec_labelled_run(run_copy):
     """``run_copy`` with a config.json that says RNNencdec (encdec30): its weights are
@@ -104,137 +323,54 @@ def encdec_labelled_run(run_copy):
 
 
 @pytest.fixture(scope="session")
-def tiny_export(tiny_run, tmp_path_factory):
-    """``python -m export`` of ``tiny_run``, done once: EXPORT_DIR with nmt/1/ (beam 5,
-    2-best lists, attention), models.config, SERVING.md and nmt/1/onnx/nmt.onnx (+
-    .onnx.json and the vocabularies; :func:`onnx_files`)."""
-    from keras_nmt.cli import export as cli
-
-    out = tmp_path_factory.mktemp("export")
-    argv = [str(tiny_run), "--out", str(out), "--beam", "5", "--nbest", "2", "--return-attention",
-            "--onnx"]
-    assert cli.main(argv) == 0
-    return out
+def tiny_export(tiny_run, _background):
+    """``keras-nmt export`` of ``tiny_run``: EXPORT_DIR with nmt/1/ (beam 5, 2-best lists,
+    attention), models.config, SERVING.md and nmt/1/onnx/nmt.onnx (+ .onnx.json and the
+    vocabularies; :func:`support.onnx_files`)."""
+    return _background.result("tiny_export")
 
 
 @pytest.fixture(scope="session")
-def tiny_selecting_export(tiny_run, tmp_path_factory):
-    """``keras-nmt export`` of ``tiny_run`` with vocabulary selection and int8, done once:
-    beam 3, ``--onnx --shortlist 5,2 --int8`` (the int8 check allows a drop of 5 BLEU:
-    the barely trained model scores about 0 anyway)."""
-    from keras_nmt.cli import export as cli
-
-    out = tmp_path_factory.mktemp("selecting-export")
-    argv = [str(tiny_run), "--out", str(out), "--beam", "3", "--onnx", "--shortlist", "5,2",
-            "--int8", "--int8-max-drop", "5"]
-    assert cli.main(argv) == 0
-    return out
+def tiny_selecting_export(tiny_run, _background):
+    """``keras-nmt export`` of ``tiny_run`` with vocabulary selection and int8: beam 3,
+    ``--onnx --shortlist 5,2 --int8`` (the int8 check allows a drop of 5 BLEU: the barely
+    trained model scores about 0 anyway)."""
+    return _background.result("tiny_selecting_export")
 
 
 @pytest.fixture(scope="session")
-def tiny_spm_run(tiny_corpus, tmp_path_factory):
+def tiny_spm_run(tiny_corpus, _background):
     """A search30 run with ``--tokenizer sentencepiece`` (120 / 150 pieces) trained for 3
     steps on ``tiny_corpus``, on token batches of <= 200 slots; its summary is
     summary.json."""
-    from keras_nmt import experiment
-
-    out = tmp_path_factory.mktemp("runs") / "spm"
-    experiment.train(experiment.TrainOptions(
-        variant="search30", data=str(tiny_corpus), out=str(out), max_steps=3, quiet=True,
-        tokenizer="sentencepiece",
-        overrides={**TINY_SETTINGS, "src_vocab_size": 120, "tgt_vocab_size": 150,
-                   "batch_tokens": 200},
-    ))
-    return out
+    return _background.result("tiny_spm_run")
 
 
 @pytest.fixture(scope="session")
-def tiny_spm_export(tiny_spm_run, tmp_path_factory):
-    """``python -m export`` of ``tiny_spm_run`` with --onnx, done once (beam 5, 2-best
-    lists): EXPORT_DIR with nmt/1/ and in nmt/1/onnx/ nmt.onnx, nmt.onnx.json, the
-    vocabularies and nmt.spm.en.model / nmt.spm.fr.model."""
-    from keras_nmt.cli import export as cli
-
-    out = tmp_path_factory.mktemp("spm-export")
-    argv = [str(tiny_spm_run), "--out", str(out), "--beam", "5", "--nbest", "2", "--onnx"]
-    assert cli.main(argv) == 0
-    return out
+def tiny_spm_export(tiny_spm_run, _background):
+    """``keras-nmt export`` of ``tiny_spm_run`` with --onnx (beam 5, 2-best lists):
+    EXPORT_DIR with nmt/1/ and in nmt/1/onnx/ nmt.onnx, nmt.onnx.json, the vocabularies
+    and nmt.spm.en.model / nmt.spm.fr.model."""
+    return _background.result("tiny_spm_export")
 
 
-def savedmodel_loaders(export_dir):
-    """The export's SavedModel the two ways it gets loaded: TF2 and the TF1 session."""
-    from keras_nmt.export.loaders import SessionModel, TF2Model
-
-    path = export_dir / "nmt" / "1"
-    return {"tf2": TF2Model(path), "tf1": SessionModel(path)}
-
-
-def onnx_files(export_dir, version=1):
-    """The directory of an export's ONNX files (nmt.onnx, nmt.onnx.json, ...)."""
-    from keras_nmt.export import layout
-
-    return layout.onnx_dir(export_dir, "nmt", version)
+@pytest.fixture(scope="session")
+def precision_runs(tiny_corpus, _background):
+    """{precision: run directory}: train.py end to end once per precision (test_precision),
+    20 updates with Adam, then the held-out report. The float16 run keeps its best weights
+    by development BLEU (a decode during training). The three runs are processes of their
+    own and run at once."""
+    return _background.result("precision_runs")
 
 
-def run_translator(run_dir):
-    from keras_nmt.translator import Translator
-
-    return Translator.from_run_dir(run_dir)
-
-
-def scored_pairs(corpus, count=9):
-    """Pairs to force-decode: ``count`` test pairs, an empty target, an empty source, and
-    a pair longer than translate's default maximum source length (translate would cut
-    its source; scoring must not)."""
-    sources = (corpus / "test.en").read_text(encoding="utf-8").splitlines()
-    targets = (corpus / "test.fr").read_text(encoding="utf-8").splitlines()
-    return (sources[:count] + [sources[count], "", " ".join(sources[:40])],
-            targets[:count] + ["", targets[count], " ".join(targets[:12])])
+@pytest.fixture(scope="session")
+def distributed_matrix(_background):
+    """The pairwise cells of tests/distributed_run.py under each strategy, one process a
+    strategy (two for multiworker): {strategy: output directory} (test_distributed)."""
+    return _background.result("distributed_matrix")
 
 
-def training_nll(run_dir, model, sources, targets, tmp_path, batch_size=5):
-    """Per pair, the NLL as training's evaluation computes it: the run's graph encoders,
-    tf.data batches (data.evaluation_batches) and models.sentence_nll."""
-    import numpy as np
-
-    from keras_nmt import data
-    from keras_nmt.corpus.readers import ParallelFiles
-    from keras_nmt.models import sentence_nll
-    from keras_nmt.rundir import RunDir
-
-    files = ParallelFiles(tmp_path / "nll.src", tmp_path / "nll.tgt")
-    for path, lines in ((files.source, sources), (files.target, targets)):
-        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    batches = data.evaluation_batches(files, *RunDir(run_dir).graph_encoders(),
-                                      batch_size=batch_size)
-    out = []
-    for (source, target_in), target_out in batches:
-        out.extend(sentence_nll(model((source, target_in), training=False), target_out).numpy())
-    return np.array(out)
-
-
-def peaked_weights_run(source, target, unk_bias=0.0):
-    """A copy of run ``source`` at ``target`` whose best weights are peaked random ones (a
-    barely trained model only repeats a word or two), with ``unk_bias`` added to the
-    <unk> output bias (a large one: a model that generates <unk> most of the time)."""
-    import shutil
-
-    import numpy as np
-    import tensorflow as tf
-
-    from keras_nmt.constants import UNK_ID
-    from keras_nmt.models import TranslationModel
-    from keras_nmt.rundir import RunDir
-
-    shutil.copytree(source, target,
-                    ignore=shutil.ignore_patterns("tensorboard", "checkpoints", "best"))
-    model = TranslationModel(RunDir(target).load_config())
-    rng = np.random.default_rng(3)
-    for weight in model.weights:
-        shape = tuple(weight.shape)
-        values = rng.normal(0.0, 2.0 / np.sqrt(shape[0]) if len(shape) == 2 else 0.5, shape)
-        if weight.path.endswith("readout/output_bias"):
-            values[UNK_ID] += unk_bias
-        weight.assign(values.astype("float32"))
-    tf.train.CheckpointManager(tf.train.Checkpoint(model=model), str(target / "best"), 1).save()
-    return target
+@pytest.fixture(scope="session")
+def distributed_other_cells(_background):
+    """:func:`distributed_matrix` for the other cells (the slow tests)."""
+    return _background.result("distributed_other_cells")

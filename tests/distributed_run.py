@@ -8,23 +8,36 @@ first update, after the first and after the last.
 Logical CPU devices must be configured before TensorFlow initialises its devices,
 hence a fresh process; one process runs every cell, so TensorFlow starts once. For
 ``multiworker``, TF_CONFIG comes from the environment.
+
+:func:`run_matrix` starts the processes of every strategy and waits for them (the test
+session starts it in the background as soon as the tests are collected, see
+conftest.py). Importing this module loads no TensorFlow.
 """
 
 import itertools
+import json
 import pathlib
+import signal
+import socket
+import subprocess
 import sys
 
 import numpy as np
-import tensorflow as tf
+
+from support import ROOT, child_env
 
 STEPS = 3
 BATCH = 8  # the global batch, split between the replicas
 VOCAB = 80
 WIDTH = 8  # the longest sentence (7 tokens) and its EOS
 WORDS = 40  # the batches use ids 4..39: each replica's rows hold words the other's lack
-TINY = {"embedding": 8, "hidden": 8, "attention": 8, "maxout": 4, "src_vocab_size": VOCAB,
-        "tgt_vocab_size": VOCAB, "batch_size": BATCH, "max_len": 8, "eval_every": 100,
-        "checkpoint_every": 100}
+# Smaller than support.TINY_SETTINGS, with the vocabulary and lengths the fixed batches
+# below need, and no evaluation or checkpoint within the few updates.
+FIXED_BATCH_SETTINGS = {
+    "embedding": 8, "hidden": 8, "attention": 8, "maxout": 4, "src_vocab_size": VOCAB,
+    "tgt_vocab_size": VOCAB, "batch_size": BATCH, "max_len": 8, "eval_every": 100,
+    "checkpoint_every": 100,
+}
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 # Learning rates large enough for a few updates to move every parameter well past the
 # tolerances, small enough to stay finite.
@@ -36,7 +49,7 @@ def cells():
     """(name, settings) of every cell of the matrix."""
     for precision, optimizer, sampled in itertools.product(PRECISIONS, OPTIMIZERS, SAMPLED):
         name = f"{precision}-{optimizer}-{'sampled' if sampled else 'full'}"
-        yield name, {**TINY, "precision": precision, "optimizer": optimizer,
+        yield name, {**FIXED_BATCH_SETTINGS, "precision": precision, "optimizer": optimizer,
                      "learning_rate": OPTIMIZERS[optimizer], "sampled_softmax": sampled}
 
 
@@ -49,9 +62,11 @@ def pairwise_cells() -> list[str]:
             for i, precision in enumerate(PRECISIONS) for j, optimizer in enumerate(OPTIMIZERS)]
 
 
-def global_batches() -> tf.data.Dataset:
+def global_batches():
     """Three fixed batches of sentences of different lengths, repeated, padded to one
-    width: one shape, so the step is traced once per cell."""
+    width (a tf.data.Dataset): one shape, so the step is traced once per cell."""
+    import tensorflow as tf
+
     rng = np.random.default_rng(0)
     batches = []
     for length in (5, 7, 4):
@@ -76,6 +91,8 @@ def global_batches() -> tf.data.Dataset:
 
 
 def main(strategy_name: str, out: str, run_dir: str, logical_cpus: int = 1) -> None:
+    import tensorflow as tf
+
     if logical_cpus > 1:
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(
@@ -114,6 +131,80 @@ def main(strategy_name: str, out: str, run_dir: str, logical_cpus: int = 1) -> N
                      replicas=strategy.num_replicas_in_sync if strategy else 1,
                      **{f"{key}_{i}": w for key, weights in snapshots.items()
                         for i, w in enumerate(weights)})
+
+
+TIMEOUT = 600
+PORT_TAKEN = ("Address already in use", "Could not start gRPC server")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(strategy, out, run_dir, chosen, logical_cpus=1, tf_config=None, env=None,
+          launch=subprocess.Popen):
+    """The helper process for the ``chosen`` cells, its output going to OUT.log: a pipe
+    that nobody reads while the caller waits for another process would fill up and
+    block it."""
+    env = dict(env or child_env())
+    if tf_config:
+        env["TF_CONFIG"] = json.dumps(tf_config)
+    log = pathlib.Path(f"{out}.log")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as output:
+        process = launch(
+            [sys.executable, str(pathlib.Path(__file__)), strategy, str(out), str(run_dir),
+             str(logical_cpus), ",".join(chosen)],
+            env=env, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT,
+        )
+    process.log = log
+    return process
+
+
+def finish(process) -> tuple[int, str]:
+    try:
+        process.wait(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        raise AssertionError(f"timed out:\n{process.log.read_text()[-3000:]}") from None
+    return process.returncode, process.log.read_text()
+
+
+def start_workers(out, run_dir, chosen, env=None, launch=subprocess.Popen):
+    # The ports are free when chosen, but another process may take one before the
+    # worker binds it (TF's gRPC server refuses to share a port): such a start is
+    # retried with new ports.
+    cluster = {"worker": [f"127.0.0.1:{free_port()}" for _ in range(2)]}
+    return [start("multiworker", out / f"worker-{index}", run_dir, chosen, env=env, launch=launch,
+                  tf_config={"cluster": cluster, "task": {"type": "worker", "index": index}})
+            for index in range(2)]
+
+
+def run_matrix(tmp, chosen, env=None, launch=subprocess.Popen):
+    """The ``chosen`` cells under each strategy: {strategy: out_dir}. All four processes
+    run at once: the two workers wait for each other anyway. ``env``: the processes'
+    environment (default :func:`support.child_env`); ``launch``: what starts them (a
+    background job's, see support.Background)."""
+    single = start("default", tmp / "default", tmp / "run-default", chosen, env=env,
+                   launch=launch)
+    mirrored = start("mirrored", tmp / "mirrored", tmp / "run-mirrored", chosen, logical_cpus=2,
+                     env=env, launch=launch)
+    for attempt in range(3):
+        workers = start_workers(tmp / f"multiworker-{attempt}",
+                                tmp / f"run-multiworker-{attempt}", chosen, env=env,
+                                launch=launch)
+        results = [finish(worker) for worker in workers]
+        if not any(code and any(text in output for text in PORT_TAKEN) for code, output in results):
+            break
+    for code, output in [finish(single), finish(mirrored), *results]:
+        assert code == 0, output[-3000:]
+    return {"default": tmp / "default", "mirrored": tmp / "mirrored",
+            "multiworker": tmp / f"multiworker-{attempt}" / "worker-0",
+            "worker-1": tmp / f"multiworker-{attempt}" / "worker-1",
+            "run-multiworker": tmp / f"run-multiworker-{attempt}"}
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from keras_nmt.evaluation import alignment
-from keras_nmt.evaluation.alignment import AlignmentError, GoldAlignment
+from keras_nmt.errors import AlignmentError
+from keras_nmt.evaluation.alignment import GoldAlignment
 
 
 def test_parse_pharaoh_sure_and_possible_links():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import TINY_SETTINGS
+from support import TINY_SETTINGS
 from keras_nmt.cli import average as average_cli
 from keras_nmt.rundir import RunDir
 
@@ -19,11 +19,12 @@ def averaged_run(tiny_corpus, tmp_path_factory):
     """10 updates keeping the model weights of the last 2 checkpoints (steps 5 and 10),
     reported with their average."""
     from keras_nmt import experiment
+    from keras_nmt.train_options import TrainOptions
 
     out = tmp_path_factory.mktemp("avg") / "run"
-    experiment.train(experiment.TrainOptions(
+    experiment.train(TrainOptions(
         variant="search30", data=str(tiny_corpus), out=str(out), max_steps=10, quiet=True,
-        overrides={**TINY_SETTINGS, "checkpoint_every": 5, "average_checkpoints": 2},
+        lexicon=False, overrides={**TINY_SETTINGS, "checkpoint_every": 5, "average_checkpoints": 2},
     ))
     return out
 

@@ -1,28 +1,87 @@
 """Smoke tests of the benchmarks of bench/: each runs once on the tiny fixtures with the
-smallest sizes, and its JSON report must hold sane figures."""
+smallest sizes, and its JSON report must hold sane figures in the harness's one schema."""
 
-import importlib.util
+import importlib
 import json
 import math
-import os
 import pathlib
 import subprocess
 import sys
 
 import pytest
 
-from conftest import TINY_SETTINGS
+from support import ROOT, TINY_SETTINGS
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 # Trains in fresh interpreters, or trains and scores two models (~15-30 s each).
 SLOW = pytest.mark.slow
 
 
+REPORT_KEYS = ["benchmark", "command", "started", "seconds", "machine", "matmul_gflops", "note",
+               "settings", "results"]
+
+
 def load(name: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module(f"bench.{name}")
+
+
+def report_of(path: pathlib.Path, name: str) -> dict:
+    """The report at ``path``, checked against the harness's schema."""
+    report = json.loads(path.read_text())
+    assert list(report) == REPORT_KEYS
+    assert report["benchmark"] == name and report["command"].startswith(f"python -m bench.{name}")
+    assert report["matmul_gflops"] > 0 and report["seconds"] >= 0
+    assert report["machine"]["cores"] >= 1 and report["machine"]["python"]
+    assert {"cpu", "memory_gib", "avx512", "vnni", "tensorflow", "onnxruntime"} <= set(report["machine"])
+    return report
+
+
+def test_every_benchmark_is_a_module_of_the_harness():
+    """Run as python -m bench.NAME: none puts itself on sys.path, none writes a goal."""
+    for path in sorted((ROOT / "bench").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert "sys.path" not in text and "PYTHONPATH=." not in text, path.name
+        assert "PASS" not in text and "pass/fail" not in text, path.name
+
+
+def test_report_schema_and_command(tmp_path, capsys):
+    import argparse
+
+    from bench import _common
+
+    args = argparse.Namespace(json=str(tmp_path / "r.json"), note="quiet", matmul_rounds=1)
+    bench = _common.Bench("example", args, ["--json", str(tmp_path / "r.json"), "--x", "a b"])
+    returned = bench.write([{"figure": 1}], {"setting": 2})
+    report = report_of(tmp_path / "r.json", "example")
+    assert report == json.loads(json.dumps(returned))
+    assert report["command"].endswith("--x 'a b'") and report["note"] == "quiet"
+    assert report["results"] == [{"figure": 1}] and report["settings"] == {"setting": 2}
+    assert "tensorflow" not in sys.modules or report["machine"]["tensorflow"]
+
+
+def test_old_spellings_work_with_a_notice(capsys):
+    selection = load("selection_bleu")
+    args = selection.build_parser().parse_args(
+        ["run", "--src", "a", "--ref", "b", "--batch", "8", "--matmul-repeats", "2"])
+    assert args.batch_size == 8 and args.matmul_rounds == 2
+    err = capsys.readouterr().err
+    assert "--batch is deprecated, use --batch-size" in err
+    assert "--matmul-repeats is deprecated, use --matmul-rounds" in err
+    # No abbreviations: an option is spelled in full.
+    with pytest.raises(SystemExit):
+        selection.build_parser().parse_args(["run", "--src", "a", "--ref", "b", "--batch-s", "8"])
+
+
+def test_model_sizes_are_keras_nmt_trains():
+    from bench import _common
+    from keras_nmt.config import MEDIUM
+
+    assert {k: _common.model_size("medium")[k] for k in MEDIUM} == MEDIUM
+    assert _common.model_size("paper")["hidden"] == 1000
+    assert _common.model_size("8/8/8/4@2") == {"embedding": 8, "hidden": 8, "attention": 8,
+                                               "maxout": 4, "batch_size": 2,
+                                               "optimizer": "adam", "learning_rate": 2e-3}
+    with pytest.raises(ValueError, match="E/H/N/L@B"):
+        _common.model_size("256x256")
 
 
 def test_flop_count_matches_the_formula_by_hand():
@@ -49,10 +108,9 @@ def test_train_throughput_reports_rates_and_flop_fraction(tiny_corpus, tmp_path)
     out = tmp_path / "train.json"
     size = "{embedding}/{hidden}/{attention}/{maxout}@{batch_size}".format(**TINY_SETTINGS)
     assert train.main(["--data", str(tiny_corpus), "--sizes", size, "--warmup", "1", "--steps", "2",
-                       "--matmul-repeats", "1", "--in-process", "--json", str(out)]) == 0
-    report = json.loads(out.read_text())
-    assert report["machine"]["cores"] >= 1 and report["machine"]["tensorflow"]
-    assert report["matmul"]["flops_per_second"] > 0
+                       "--matmul-rounds", "1", "--in-process", "--json", str(out)]) == 0
+    report = report_of(out, "train_throughput")
+    assert report["machine"]["tensorflow"]
     assert [r["model"] for r in report["results"]] == ["search", "encdec"]
     for result in report["results"]:
         assert result["timed_steps"] == 2 and result["config"]["batch_size"] == 16
@@ -74,7 +132,7 @@ def test_train_throughput_in_a_child_process(tiny_corpus, tmp_path):
     train = load("train_throughput")
     out = tmp_path / "train.json"
     assert train.main(["--data", str(tiny_corpus), "--models", "encdec", "--sizes", "8/8/8/4@8",
-                       "--warmup", "1", "--steps", "1", "--matmul-repeats", "1",
+                       "--warmup", "1", "--steps", "1", "--matmul-rounds", "1",
                        "--json", str(out)]) == 0
     [result] = json.loads(out.read_text())["results"]
     assert result["model"] == "encdec" and result["config"]["hidden"] == 8
@@ -86,7 +144,7 @@ def test_train_throughput_rejects_a_bad_size(tiny_corpus, capsys):
     with pytest.raises(SystemExit) as stop:
         train.main(["--data", str(tiny_corpus), "--sizes", "256x256"])
     assert stop.value.code == 2
-    assert "train_throughput: error: --sizes" in capsys.readouterr().err
+    assert "bench.train_throughput: error: argument --sizes" in capsys.readouterr().err
 
 
 def test_linear_fit_recovers_a_line():
@@ -111,13 +169,14 @@ def test_decode_throughput_keras_columns_flops_and_headline_figures(tiny_run, tm
     decode = load("decode_throughput")
     out = tmp_path / "decode.json"
     assert decode.main([str(tiny_run), "--paths", "keras", "--count", "6", "--beams", "1,5",
-                        "--batches", "64", "--shortlist", "5,2", "--json", str(out),
-                        "--plot", str(tmp_path / "length.png"), "--rounds", "3"]) == 0
-    report = json.loads(out.read_text())
-    cells = {(c["selection"], c["beam"]): c for c in report["results"]}
+                        "--batch-sizes", "64", "--shortlist", "5,2", "--json", str(out),
+                        "--plot", str(tmp_path / "length.png"), "--rounds", "3",
+                        "--matmul-rounds", "1"]) == 0
+    report = report_of(out, "decode_throughput")
+    cells = {(c["selection"], c["beam"]): c for c in report["results"]["cells"]}
     assert set(cells) == {("off", 1), ("off", 5), ("on", 1), ("on", 5)}
     # Three rounds of every cell; each cell's figure is the median round.
-    assert report["rounds"] == 3 and report["matmul_after"]["flops_per_second"] > 0
+    assert report["settings"]["rounds"] == 3 and report["results"]["matmul_gflops_after"] > 0
     for cell in cells.values():
         assert len(cell["seconds_each_round"]) == 3
         assert cell["seconds"] == sorted(cell["seconds_each_round"])[1]
@@ -127,7 +186,8 @@ def test_decode_throughput_keras_columns_flops_and_headline_figures(tiny_run, tm
     for cell in cells.values():
         assert cell["gflop_per_second"] > 0 and cell["of_matmul_rate"] > 0
     # Without the SavedModel no ratio can be taken; with one path, the fastest is Keras.
-    figures = {row["figure"].split(":")[0].split(" (")[0]: row["value"] for row in report["headline"]}
+    figures = {row["figure"].split(":")[0].split(" (")[0]: row["value"]
+               for row in report["results"]["headline"]}
     assert figures["keras selection off / exact SavedModel"] is None
     assert figures["keras selection on / exact SavedModel"] is None
     assert figures["fastest greedy"] == max(
@@ -157,10 +217,11 @@ def test_decode_throughput_on_every_path(tiny_run, tmp_path, capsys):
     decode = load("decode_throughput")
     out, plot = tmp_path / "decode.json", tmp_path / "length.png"
     assert decode.main([str(tiny_run), "--export-dir", str(tmp_path / "exports"), "--count", "6",
-                        "--beams", "5", "--batches", "1,64", "--shortlist", "5,2",
+                        "--beams", "5", "--batch-sizes", "1,64", "--shortlist", "5,2",
                         "--json", str(out), "--plot", str(plot)]) == 0
-    report = json.loads(out.read_text())
-    cells = {(c["path"], c["selection"], c["beam"], c["batch"]): c for c in report["results"]}
+    report = report_of(out, "decode_throughput")
+    cells = {(c["path"], c["selection"], c["beam"], c["batch"]): c
+             for c in report["results"]["cells"]}
     assert len(cells) == 4 * 2 * 2
     vocab = json.loads((tiny_run / "config.json").read_text())["tgt_vocab_size"]
     for (path, selection, beam, batch), cell in cells.items():
@@ -178,7 +239,7 @@ def test_decode_throughput_on_every_path(tiny_run, tmp_path, capsys):
     for selection in ("off", "on"):
         keras = cells[("keras", selection, 5, 64)]["output_tokens"]
         assert abs(cells[("onnx", selection, 5, 64)]["output_tokens"] - keras) <= 2
-    fits = report["time_against_length"]["fits"]
+    fits = report["results"]["time_against_length"]["fits"]
     assert set(fits) == {f"{p} selection {s}" for p in decode.PATHS for s in ("off", "on")}
     for fit in fits.values():
         assert fit["sentences"] == 6 and fit["buckets"]
@@ -186,14 +247,13 @@ def test_decode_throughput_on_every_path(tiny_run, tmp_path, capsys):
         assert fit["r2"] is None or fit["r2"] <= 1
     assert plot.stat().st_size > 0 and plot.read_bytes()[:4] == b"\x89PNG"
     # Greedy is not in this grid: its figure is None; every beam-5 ratio is measured.
-    figures = {row["figure"]: row["value"] for row in report["headline"]}
+    figures = {row["figure"]: row["value"] for row in report["results"]["headline"]}
     exact = cells[("savedmodel", "off", 5, 64)]["sentences_per_second"]
     selecting = cells[("savedmodel", "on", 5, 64)]["sentences_per_second"]
     assert figures["savedmodel selection on / exact SavedModel (beam 5, batch 64)"] == (
         pytest.approx(selecting / exact))
     assert len(figures) == 7 + 2 and list(figures.values())[-1] is None
     assert all(value is not None for value in list(figures.values())[:-1])
-    assert report["matmul"]["flops_per_second"] > 0
     printed = capsys.readouterr().out
     assert "sent/s" in printed and "PASS" not in printed
 
@@ -201,12 +261,17 @@ def test_decode_throughput_on_every_path(tiny_run, tmp_path, capsys):
 @SLOW
 def test_quality_trains_scores_and_resumes(tiny_corpus, tmp_path, capsys):
     quality = load("quality")
-    argv = ["--data", str(tiny_corpus), "--minutes", "0.02", "--dims", "16/16/16/8",
-            "--batch-size", "16", "--count", "8", "--out", str(tmp_path)]
+    argv = ["--data", str(tiny_corpus), "--minutes", "0.02", "--count", "8", "--out", str(tmp_path),
+            "--matmul-rounds", "1", "--size", "compact", "--set", "embedding=16",
+            "--set", "hidden=16", "--set", "attention=16", "--set", "maxout=8",
+            "--set", "batch_size=16"]
     assert quality.main(argv) == 0
-    report = json.loads((tmp_path / "quality.json").read_text())
-    assert [m["model"] for m in report["models"]] == ["RNNsearch-50", "RNNencdec-50"]
-    for model, evaluation in zip(report["models"], report["evaluations"]):
+    report = report_of(tmp_path / "quality.json", "quality")
+    assert report["settings"]["training"]["size"] == "compact"
+    assert report["settings"]["training"]["overrides"]["batch_size"] == 16
+    models = report["results"]["models"]
+    assert [m["model"] for m in models] == ["RNNsearch-50", "RNNencdec-50"]
+    for model, evaluation in zip(models, report["results"]["evaluations"]):
         assert model["updates"] >= 1
         assert 0 <= evaluation["bleu"] <= 100 and 0 <= evaluation["chrf"] <= 100
         assert evaluation["sentences"] == 8 and evaluation["beam_size"] == 5
@@ -215,14 +280,27 @@ def test_quality_trains_scores_and_resumes(tiny_corpus, tmp_path, capsys):
     table = (tmp_path / "quality.md").read_text()
     assert "| RNNsearch-50 |" in table and "| RNNencdec-50 |" in table and "chrF No-UNK" in table
     assert (tmp_path / "fig2_bleu_by_length.png").stat().st_size > 0
-    first = report["models"]
+    first = models
     capsys.readouterr()
     # Run again: nothing is trained or decoded again, the figures are the same.
     assert quality.main(argv) == 0
     err = capsys.readouterr().err
     assert err.count("already trained") == 2 and err.count("evaluation reused") == 2
-    again = json.loads((tmp_path / "quality.json").read_text())
-    assert again["models"] == first
+    again = report_of(tmp_path / "quality.json", "quality")
+    assert again["results"]["models"] == first
+
+
+def test_quality_takes_keras_nmt_trains_options(capsys):
+    quality = load("quality")
+    parser = quality.build_parser()
+    options = quality.training_options(parser, ["--recipe", "budget", "--set", "dropout=0",
+                                                "--seed", "3"])
+    assert options == {"size": "medium", "preset": None, "recipe": "budget", "seed": 3,
+                       "overrides": {"dropout": 0.0}}
+    assert quality.training_options(parser, ["--preset", "budget"])["size"] is None
+    for wrong in (["--dims", "16/16/16/8"], ["--out", "x"], ["--size", "huge"]):
+        with pytest.raises(SystemExit):
+            quality.training_options(parser, wrong)
 
 
 def test_profile_op_types():
@@ -238,38 +316,40 @@ def test_profile_decode_and_onnx(tiny_run, tiny_export, tmp_path, capsys):
     profile = load("profile_ops")
     sentences = tmp_path / "src.txt"
     sentences.write_text("the cat .\nthe small red car is here .\n", encoding="utf-8")
-    for argv, out in ((["decode", str(tiny_run), "--count", "4", "--batch", "2"], "tf.json"),
+    for argv, out in ((["decode", str(tiny_run), "--count", "4", "--batch-size", "2"], "tf.json"),
                       (["onnx", str(tiny_export), "--sentences", str(sentences), "--count", "2"], "ort.json")):
-        assert profile.main(argv + ["--json", str(tmp_path / out)]) == 0
-        report = json.loads((tmp_path / out).read_text())
-        ops = {row["op"]: row for row in report["ops"]}
+        assert profile.main(argv + ["--json", str(tmp_path / out), "--matmul-rounds", "1"]) == 0
+        results = report_of(tmp_path / out, "profile_ops")["results"]
+        ops = {row["op"]: row for row in results["ops"]}
         # A beam search multiplies matrices at every step, whatever runs it.
         assert any("MatMul" in op or op == "Gemm" for op in ops), sorted(ops)
-        assert report["wall_seconds"] > 0 and report["op_self_seconds"] > 0
-        assert abs(sum(row["share"] for row in report["ops"]) - 1.0) < 1e-6
+        assert results["wall_seconds"] > 0 and results["op_self_seconds"] > 0
+        assert abs(sum(row["share"] for row in results["ops"]) - 1.0) < 1e-6
     assert "op type" in capsys.readouterr().out
 
 
 def test_output_layer_pieces(tmp_path, capsys):
     bench = load("output_layer")
     out = tmp_path / "out.json"
-    assert bench.main(["--rows", "6", "--maxout", "4", "--vocab", "300", "--k", "5",
-                       "--repeats", "2", "--json", str(out)]) == 0
-    report = json.loads(out.read_text())
-    assert [p["piece"] for p in report["pieces"]][0] == "product with bias"
-    assert all(p["ms"] > 0 for p in report["pieces"])
-    assert report["two_stage_same_ids"] is True
+    assert bench.main(["--rows", "6", "--maxout", "4", "--vocab-size", "300", "--k", "5",
+                       "--rounds", "2", "--matmul-rounds", "1", "--json", str(out)]) == 0
+    results = report_of(out, "output_layer")["results"]
+    assert [p["piece"] for p in results["pieces"]][0] == "product with bias"
+    assert all(p["ms"] > 0 for p in results["pieces"])
+    assert results["two_stage_same_ids"] is True
     assert "GFLOP/s" in capsys.readouterr().out
 
 
 def test_precision_grid_reports_compilations_and_padding(tiny_corpus, tmp_path, capsys):
     precision = load("precision")
     out = tmp_path / "precision.json"
-    assert precision.main(["--data", str(tiny_corpus), "--sizes", "compact", "--batches", "8",
-                           "--precisions", "float32", "--vocab-size", "60",
+    assert precision.main(["--data", str(tiny_corpus), "--sizes", "16/16/16/8@8",
+                           "--batch-sizes", "8", "--precisions", "float32", "--vocab-size", "60",
                            "--rounds", "1", "--steps", "3", "--warmup", "2",
-                           "--json", str(out)]) == 0
-    rows = json.loads(out.read_text())["results"]
+                           "--matmul-rounds", "1", "--json", str(out)]) == 0
+    report = report_of(out, "precision")
+    rows = report["results"]["training"]
+    assert report["results"]["decoding"] is None and report["settings"]["config"]["hidden"]
     assert [(r["precision"], r["jit"]) for r in rows] == [("float32", False), ("float32", True)]
     import tensorflow as tf
 
@@ -298,23 +378,24 @@ def test_precision_compares_recipes_at_the_grids_batch():
     assert precision.compared_values("recipe", "none") == {}
     budget = precision.compared_values("recipe", "budget")
     assert budget["sampled_softmax"] == RECIPES["budget"]["sampled_softmax"]
-    assert "batch_size" not in budget  # the grid's --batches decides
+    assert "batch_size" not in budget  # the grid's --batch-sizes decides
     assert precision.compared_values("dropout", 0.2) == {"dropout": 0.2}
     with pytest.raises(ValueError, match="unknown recipe"):
         precision.compared(argparse.Namespace(compare="recipe=none,fast"))
 
 
-def test_gpu_benchmark_refuses_without_a_gpu(tiny_corpus):
+def test_precision_on_the_gpu_refuses_without_a_gpu(tiny_corpus):
     import tensorflow as tf
 
     if tf.config.list_physical_devices("GPU"):
-        pytest.skip("a GPU is present: bench/gpu.py measures it instead of refusing")
-    result = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu.py"), "--data", str(tiny_corpus)],
-                            capture_output=True, text=True, timeout=120)
+        pytest.skip("a GPU is present: bench.precision --gpu measures it instead of refusing")
+    result = subprocess.run([sys.executable, "-m", "bench.precision", "--gpu",
+                             "--data", str(tiny_corpus)],
+                            capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert result.returncode == 2 and result.stdout == ""
-    lines = [line for line in result.stderr.splitlines() if line.startswith("gpu.py")]
-    assert lines == ["gpu.py: error: TensorFlow sees no GPU on this machine; this benchmark "
-                     "measures one (bench/precision.py measures the CPU)"], result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("python -m bench")]
+    assert lines == ["python -m bench.precision: error: TensorFlow sees no GPU on this machine; "
+                     "--gpu measures one (without --gpu this benchmark measures the CPU)"], result.stderr
 
 
 def test_selection_bleu_against_the_exact_search(tiny_run, tiny_corpus, tmp_path, capsys):
@@ -323,8 +404,9 @@ def test_selection_bleu_against_the_exact_search(tiny_run, tiny_corpus, tmp_path
     vocab = json.loads((tiny_run / "config.json").read_text())["tgt_vocab_size"]
     assert bench.main([str(tiny_run), "--src", str(tiny_corpus / "valid.en"),
                        "--ref", str(tiny_corpus / "valid.fr"), "--beam", "2",
-                       "--shortlists", f"5,2:{vocab},1", "--json", str(out)]) == 0
-    rows = json.loads(out.read_text())["rows"]
+                       "--shortlists", f"5,2:{vocab},1", "--matmul-rounds", "1",
+                       "--json", str(out)]) == 0
+    rows = report_of(out, "selection_bleu")["results"]
     assert [r["shortlist"] for r in rows] == [None, [5, 2], [vocab, 1]]
     # A shortlist of every word is the exact search.
     assert rows[2]["bleu"] == pytest.approx(rows[0]["bleu"]) and rows[2]["against_exact"] == 0
@@ -360,18 +442,17 @@ def test_scale_growth_labels():
 @SLOW
 def test_scale_runs_every_stage_and_resumes(tmp_path):
     report = tmp_path / "scale.json"
-    argv = [sys.executable, str(ROOT / "bench" / "scale.py"), "--pairs", "300", "--types", "2000",
+    argv = [sys.executable, "-m", "bench.scale", "--pairs", "300", "--types", "2000",
             "--steps", "2", "--work", str(tmp_path / "work"), "--json", str(report),
-            "--commands", "train,resume,pipeline,evaluate,export"]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    assert subprocess.run(argv, env=env, capture_output=True).returncode == 0
-    entry = json.loads(report.read_text())["sizes"]["300"]["commands"]
+            "--commands", "train,resume,pipeline,evaluate,export", "--matmul-rounds", "1"]
+    assert subprocess.run(argv, cwd=ROOT, capture_output=True).returncode == 0
+    entry = report_of(report, "scale")["results"]["sizes"]["300"]["commands"]
     assert all(entry[c]["exit_status"] == 0 for c in ("train", "resume", "pipeline", "evaluate", "export"))
     assert set(entry["train"]["stages"]) == {"prepare", "setup", "first_batches", "held_out"}
     assert entry["pipeline"]["distinct_in_sample"] == entry["pipeline"]["order_sample"]
     assert not (tmp_path / "work" / "corpus-300").exists()  # removed once done
     # A second start finds everything done and runs nothing.
-    again = subprocess.run(argv, env=env, capture_output=True, text=True)
+    again = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
     assert again.returncode == 0 and "pairs: train" not in again.stderr
 
 
@@ -381,9 +462,11 @@ def test_serving_load_phases_on_the_tiny_export(tiny_export, tmp_path, capsys):
     assert bench.main([str(tiny_export), "--count", "12", "--clients", "2", "--seconds", "1",
                        "--overload-clients", "8", "--overload-seconds", "1",
                        "--overload-queue", "8", "--per-overload", "4", "--fuzz", "60",
-                       "--json", str(out)]) == 0
-    report = json.loads(out.read_text())
-    assert report["model"]["int8"] is False and report["model"]["beam"] == 5  # no int8 model
+                       "--matmul-rounds", "1", "--json", str(out)]) == 0
+    report = report_of(out, "serving_load")
+    model = report["settings"]["model"]
+    assert model["int8"] is False and model["beam"] == 5  # no int8 model
+    report = report["results"]
     assert report["offline"]["sentences"] == 12 and report["offline"]["sentences_per_second"] > 0
     load_phase = report["load"]
     assert load_phase["errors"] == 0 and load_phase["sentences"] > 0

@@ -9,15 +9,17 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-from keras_nmt import checkpoints, experiment
+from keras_nmt import experiment, model_weights
 from keras_nmt.cli import average as average_cli
 from keras_nmt.cli import translate as translate_cli
 from keras_nmt.config import variant_config
+from keras_nmt.errors import CheckpointMismatchError, RunDirError
 from keras_nmt.models import TranslationModel
-from keras_nmt.rundir import RunDir, RunDirError
+from keras_nmt.rundir import RunDir
+from keras_nmt.train_options import TrainOptions
 from keras_nmt.translator import Translator
 
-from conftest import TINY_SETTINGS
+from support import TINY_SETTINGS
 
 
 def _copy(tiny_run, tmp_path):
@@ -86,7 +88,7 @@ def test_a_renamed_variable_is_named(tiny_run, tmp_path):
     # A partial read alone takes it without a word, leaving that variable random.
     tf.train.Checkpoint(model=TranslationModel(RunDir(run_dir).load_config())) \
         .read(best).expect_partial()
-    with pytest.raises(checkpoints.CheckpointMismatchError) as raised:
+    with pytest.raises(CheckpointMismatchError) as raised:
         Translator.from_run_dir(run_dir)
     assert str(raised.value) == (
         f"checkpoint {best} does not match this model: 1 of 23 variables missing, first: "
@@ -109,9 +111,9 @@ def test_average_and_resume_check_the_checkpoints_too(tiny_run, tiny_corpus, tmp
     assert not (run_dir / "averaged").exists()
 
     _overwrite_with_other_size(newest, run_dir)
-    with pytest.raises(checkpoints.CheckpointMismatchError,
+    with pytest.raises(CheckpointMismatchError,
                        match=f"checkpoint {newest} does not match this model: 16 of 23"):
-        experiment.train(experiment.TrainOptions(
+        experiment.train(TrainOptions(
             variant="search30", data=str(tiny_corpus), out=str(run_dir), max_steps=12,
             overrides=dict(TINY_SETTINGS), quiet=True, resume=True, lexicon=False,
         ))
@@ -121,13 +123,13 @@ def test_a_checkpoint_without_the_model_names_what_is_missing(tmp_path):
     model = TranslationModel(variant_config("search30", {**TINY_SETTINGS, "src_vocab_size": 20,
                                                          "tgt_vocab_size": 20}))
     prefix = tf.train.Checkpoint(step=tf.Variable(3, dtype=tf.int64)).write(str(tmp_path / "c"))
-    with pytest.raises(checkpoints.CheckpointMismatchError,
+    with pytest.raises(CheckpointMismatchError,
                        match="23 of 23 variables missing, first: encoder/embedding/_embeddings, "):
-        checkpoints.read_model(prefix, model)
+        model_weights.read_model(prefix, model)
     # Extra objects are fine: a training checkpoint holds more than the model.
     prefix = tf.train.Checkpoint(model=model, step=tf.Variable(3, dtype=tf.int64)).write(
         str(tmp_path / "d"))
     again = TranslationModel(model.config)
-    checkpoints.read_model(prefix, again)
+    model_weights.read_model(prefix, again)
     for saved, read in zip(model.weights, again.weights):
         np.testing.assert_array_equal(saved.numpy(), read.numpy())

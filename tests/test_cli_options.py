@@ -5,14 +5,14 @@ spellings parse as the new ones after a one-line notice. No TensorFlow."""
 from __future__ import annotations
 
 import argparse
-import pathlib
 
 import pytest
 
 from keras_nmt.cli import COMMANDS, table
 from keras_nmt.cli.common import OneLineParser
+from support import ROOT
 
-DOC = pathlib.Path(__file__).resolve().parents[1] / "docs" / "cli.md"
+DOC = ROOT / "docs" / "cli.md"
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import shutil
 import numpy as np
 import pytest
 
-from conftest import peaked_weights_run, scored_pairs, training_nll
+from support import peaked_weights_run, scored_pairs, training_nll
 from keras_nmt.cli import score, translate
 from keras_nmt.evaluation.alignment import argmax_alignment, parse_pharaoh
 from keras_nmt.rundir import RunDir

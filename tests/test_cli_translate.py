@@ -16,11 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import peaked_weights_run
+from support import ROOT, peaked_weights_run
 from keras_nmt.constants import UNK
 from keras_nmt.text.word import tokenize
 
-ROOT = Path(__file__).resolve().parents[1]
 PROG = "keras-nmt translate"
 INPUT_LINES = [
     "The man is here.",

@@ -1,6 +1,7 @@
 import pytest
 
-from keras_nmt.config import COMPACT, VARIANTS, Config, ConfigError, parse_overrides, variant_config
+from keras_nmt.config import COMPACT, VARIANTS, Config, parse_overrides, variant_config
+from keras_nmt.errors import ConfigError
 
 
 def test_variants_are_the_papers_four():
@@ -52,7 +53,7 @@ def test_round_trip_and_compact_fields_exist():
 
 
 def test_the_budget_recipe_comes_before_set():
-    from keras_nmt.experiment import TrainOptions, resolve_config
+    from keras_nmt.train_options import TrainOptions, resolve_config
 
     config = resolve_config(TrainOptions(variant="search50", data="somewhere", recipe="budget",
                                          overrides={"dropout": 0.1}))
@@ -88,7 +89,7 @@ def test_recipes_set_only_what_their_optimizer_reads():
 
 def test_sizes_presets_and_their_defaults():
     from keras_nmt.config import MEDIUM, RECIPES
-    from keras_nmt.experiment import TrainOptions, resolve_config
+    from keras_nmt.train_options import TrainOptions, resolve_config
 
     def dims(config):
         return (config.embedding, config.hidden, config.attention, config.maxout,
@@ -111,7 +112,7 @@ def test_sizes_presets_and_their_defaults():
     with pytest.raises(ConfigError, match="--preset budget is --size medium --recipe budget: "
                                           "it contradicts --size paper"):
         resolve_config(TrainOptions(preset="budget", size="paper"))
-    from keras_nmt.experiment import _new_run_config
+    from keras_nmt.train_options import new_run_config
 
     with pytest.raises(ConfigError, match="--paper-size is --size paper: it contradicts --size compact"):
-        _new_run_config(TrainOptions(paper_size=True, size="compact").for_new_run())
+        new_run_config(TrainOptions(paper_size=True, size="compact").for_new_run())

@@ -7,6 +7,7 @@ import json
 import pathlib
 import random
 import re
+import signal
 import subprocess
 import sys
 
@@ -20,10 +21,10 @@ from keras_nmt.corpus.builtin import (
     generate_pair,
     write_corpus,
 )
+from keras_nmt.corpus.builtin import grammar, orthography, words
 from keras_nmt.text.word import detokenize
-from child_env import child_env
+from support import ROOT, child_env
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 SMALL = BuiltinCorpusSpec(seed=7, train_size=1000, valid_size=100, test_size=100)
 PUNCT = ".,;:!?"
 _ELISION_RE = re.compile(r"^((?:l|d|qu|j|n|s|c|lorsqu|jusqu)')(.+)$", re.IGNORECASE)
@@ -93,7 +94,7 @@ def test_agrees_with_the_project_tokenizer(all_pairs):
 
 
 def test_token_hygiene(all_pairs):
-    elisions = set(builtin.ELISION_PREFIXES)
+    elisions = set(orthography.ELISION_PREFIXES)
     for pair in all_pairs:
         assert pair.source[-1] == "." and pair.target[-1] == "."
         for tok in pair.source + pair.target:
@@ -133,7 +134,7 @@ def test_pharaoh_format():
 # ----------------------------------------------------------------- grammar
 def _np(*args, **kwargs) -> tuple[list[str], list[str], list[tuple[int, int]]]:
     """(source, target, alignment) of one noun phrase, as lists."""
-    pair = builtin._noun_phrase_pair(*args, **kwargs)
+    pair = grammar.noun_phrase_pair(*args, **kwargs)
     return list(pair.source), list(pair.target), list(pair.alignment)
 
 
@@ -212,7 +213,7 @@ def test_corpus_contractions_align_to_the_and_a_preposition(all_pairs):
 
 
 def test_corpus_adjective_forms_and_reverse_order(all_pairs):
-    forms = {a[0]: set(a[1:5]) for a in builtin._ADJECTIVES}
+    forms = {a[0]: set(a[1:5]) for a in words.ADJECTIVES}
     reversed_pairs = 0
     for pair in all_pairs:
         src_to_tgt, _ = _links(pair)
@@ -231,7 +232,7 @@ def test_corpus_adjective_forms_and_reverse_order(all_pairs):
 def test_corpus_subject_verb_agreement(all_pairs):
     singular = {}
     plural = {}
-    for v in builtin._VERBS:
+    for v in words.VERBS:
         singular.setdefault(v.en_sg, set()).add(v.fr_sg[0])
         plural.setdefault(v.en_base, set()).add(v.fr_pl[0])
     singular["is"], plural["are"] = {"est"}, {"sont"}
@@ -321,7 +322,7 @@ def test_max_source_tokens_is_respected():
 
 
 # ----------------------------------------------------------------- files
-TINY = BuiltinCorpusSpec(seed=11, train_size=200, valid_size=30, test_size=40)
+TINY_SPEC = BuiltinCorpusSpec(seed=11, train_size=200, valid_size=30, test_size=40)
 
 
 def _digest(directory: pathlib.Path) -> dict[str, str]:
@@ -330,12 +331,12 @@ def _digest(directory: pathlib.Path) -> dict[str, str]:
 
 
 def test_write_corpus_files_and_metadata(tmp_path):
-    out = write_corpus(tmp_path / "corpus", TINY)
+    out = write_corpus(tmp_path / "corpus", TINY_SPEC)
     assert out == tmp_path / "corpus"
     names = sorted(p.name for p in out.iterdir())
     assert names == sorted(list(builtin.CORPUS_FILES) + ["builtin.json"])
     assert len(builtin.CORPUS_FILES) == 9
-    corpus = generate_corpus(TINY)
+    corpus = generate_corpus(TINY_SPEC)
     for split, size in (("train", 200), ("valid", 30), ("test", 40)):
         texts = {}
         for ext in ("en", "fr", "align"):
@@ -358,8 +359,8 @@ def test_write_corpus_files_and_metadata(tmp_path):
 
 
 def test_write_corpus_byte_identical_and_seed_sensitive(tmp_path):
-    a = _digest(write_corpus(tmp_path / "a", TINY))
-    b = _digest(write_corpus(tmp_path / "b", TINY))
+    a = _digest(write_corpus(tmp_path / "a", TINY_SPEC))
+    b = _digest(write_corpus(tmp_path / "b", TINY_SPEC))
     assert a == b
     c = _digest(write_corpus(tmp_path / "c", BuiltinCorpusSpec(seed=12, train_size=200,
                                                                 valid_size=30, test_size=40)))
@@ -374,19 +375,37 @@ def test_output_identical_across_processes(tmp_path):
     digests = set()
     for hash_seed in ("1", "2"):
         env = child_env(PYTHONHASHSEED=hash_seed)
-        result = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO_ROOT,
+        result = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT,
                                 capture_output=True, text=True, check=True)
         digests.add(result.stdout.strip())
-    digests.add(hashlib.sha256(repr(generate_corpus(TINY)).encode()).hexdigest())
+    digests.add(hashlib.sha256(repr(generate_corpus(TINY_SPEC)).encode()).hexdigest())
     assert len(digests) == 1
+
+
+def test_write_corpus_killed_while_writing_is_rewritten_whole(tmp_path):
+    target = tmp_path / "corpus"
+    code = ("import sys; from keras_nmt.corpus.builtin import *; "
+            "write_corpus(sys.argv[1], BuiltinCorpusSpec("
+            "seed=11, train_size=200, valid_size=30, test_size=40))")
+    # Killed once valid.fr's new content is on disk under its temporary name.
+    killed = subprocess.run([sys.executable, "-c", code, str(target)], cwd=ROOT,
+                            env=child_env(KERAS_NMT_TEST_HOOK="write:valid.fr"))
+    assert killed.returncode == -signal.SIGKILL
+    assert not (target / "valid.fr").exists() and not (target / "builtin.json").exists()
+    leftovers = [p.name for p in target.iterdir() if p.name.startswith(".valid.fr.")]
+    assert len(leftovers) == 1
+    write_corpus(target, TINY_SPEC)
+    fresh = _digest(write_corpus(tmp_path / "fresh", TINY_SPEC))
+    assert {name: digest for name, digest in _digest(target).items()
+            if name not in leftovers} == fresh
 
 
 def test_write_corpus_is_idempotent_and_regenerates_on_new_spec(tmp_path):
     target = tmp_path / "corpus"
-    write_corpus(target, TINY)
+    write_corpus(target, TINY_SPEC)
     before = {p.name: p.stat().st_ino for p in target.iterdir()}
     mtimes = {p.name: p.stat().st_mtime_ns for p in target.iterdir()}
-    assert write_corpus(target, TINY) == target
+    assert write_corpus(target, TINY_SPEC) == target
     assert {p.name: p.stat().st_ino for p in target.iterdir()} == before
     assert {p.name: p.stat().st_mtime_ns for p in target.iterdir()} == mtimes
 
@@ -397,28 +416,23 @@ def test_write_corpus_is_idempotent_and_regenerates_on_new_spec(tmp_path):
     assert meta["spec"]["train_size"] == 50
     assert len((target / "train.en").read_text(encoding="utf-8").splitlines()) == 50
     assert (target / "unrelated.txt").read_text() == "keep me"
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".corpus.tmp")]
+    assert not [p for p in target.iterdir() if p.name.endswith(".tmp")]
 
 
 def test_write_corpus_survives_simulated_crashes(tmp_path):
     target = tmp_path / "corpus"
-    # A crash while writing the temporary sibling leaves it behind, half full.
-    leftover = tmp_path / ".corpus.tmp-crashed"
-    leftover.mkdir()
-    (leftover / "train.en").write_text("half a line")
-    # A crash while swapping files into an existing directory leaves data
-    # files but no metadata.
+    # A crash between two files leaves some data files but no metadata.
     target.mkdir()
     (target / "train.en").write_text("stale\n")
-    write_corpus(target, TINY)
-    assert _digest(target) == _digest(write_corpus(tmp_path / "fresh", TINY))
+    write_corpus(target, TINY_SPEC)
+    assert _digest(target) == _digest(write_corpus(tmp_path / "fresh", TINY_SPEC))
 
     # A truncated data file under valid metadata is detected and rewritten.
     with open(target / "valid.fr", "r+b") as f:
         f.truncate(10)
-    write_corpus(target, TINY)
+    write_corpus(target, TINY_SPEC)
     assert _digest(target) == _digest(tmp_path / "fresh")
     # A corrupt metadata file is treated as no corpus.
     (target / "builtin.json").write_text("{not json")
-    write_corpus(target, TINY)
+    write_corpus(target, TINY_SPEC)
     assert _digest(target) == _digest(tmp_path / "fresh")

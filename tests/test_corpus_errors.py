@@ -2,17 +2,15 @@
 validation split, a training split with nothing usable, a run directory that existed
 before, CRLF files. Each error is one line and leaves the run directory as it was."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from keras_nmt import experiment
+from keras_nmt import run_data
 from keras_nmt.rundir import RunDir
+from keras_nmt.train_options import TrainOptions, new_run_config
 
-ROOT = Path(__file__).resolve().parents[1]
-TINY = ["--set", "embedding=8", "--set", "hidden=8", "--set", "attention=8", "--set", "maxout=4"]
+from support import tiny_args
 
 
 def corpus(directory: Path, train_en: bytes, train_fr: bytes, valid_en=b"a\n", valid_fr=b"A\n"):
@@ -29,17 +27,14 @@ def corpus(directory: Path, train_en: bytes, train_fr: bytes, valid_en=b"a\n", v
     ({"train_en": b"\n  \n\t\n", "train_fr": b"A\n\nC\n"}, False, "no usable training pair"),
 ])
 def test_corpus_error_is_one_line_and_leaves_the_run_directory_as_it_was(
-    tmp_path, files, out_exists, expected
+    cli_runner, tmp_path, files, out_exists, expected
 ):
     data = corpus(tmp_path / "data", **{"train_en": b"a\nb\n", "train_fr": b"A\nB\n", **files})
     out = tmp_path / "run"
     if out_exists:
         out.mkdir()
         (out / "notes.txt").write_text("mine")
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "train.py"), "--data", str(data), "--out", str(out), *TINY],
-        capture_output=True, text=True, timeout=120, cwd=ROOT,
-    )
+    result = cli_runner("train", "--data", data, "--out", out, *tiny_args(), prog="train.py")
     assert result.returncode == 2, result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("train.py")]
     assert len(errors) == 1 and expected in errors[0], result.stderr
@@ -62,10 +57,9 @@ def test_crlf_corpus_gives_the_lf_vocabularies(tmp_path):
             valid_en=f"a{newline}".encode(), valid_fr=f"A{newline}".encode(),
         )
         run = RunDir(tmp_path / f"run-{name}")
-        options = experiment.TrainOptions(variant="search30", data=str(data),
-                                          out=str(run.path)).for_new_run()
-        experiment._prepare(options, experiment._new_run_config(options), run,
-                            log=lambda text: None)
+        options = TrainOptions(variant="search30", data=str(data),
+                               out=str(run.path)).for_new_run()
+        run_data.prepare(options, new_run_config(options), run, log=lambda text: None)
         vocabularies.append([v.tokens for v in run.load_vocabularies()])
     assert vocabularies[0] == vocabularies[1]
     assert not any("\r" in token for vocab in vocabularies[1] for token in vocab)

@@ -4,53 +4,22 @@ keras_nmt/faults.py), a torn checkpoint, a full disk, a diverging loss. Every ti
 
 import json
 import math
-import os
 import re
+import shutil
 import signal
-import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import pytest
 import tensorflow as tf
 
 from keras_nmt.faults import HOOK_ENV
-from keras_nmt.checkpoints import checkpoint_problem
+from keras_nmt.model_weights import checkpoint_problem
+from support import ROOT, run_logged, tiny_args
 
-ROOT = Path(__file__).resolve().parents[1]
-TINY = ["--set", "embedding=8", "--set", "hidden=8", "--set", "attention=8", "--set", "maxout=4",
-        "--set", "batch_size=16", "--set", "beam_size=2", "--set", "shuffle_buffer=100",
-        "--set", "checkpoint_every=2", "--set", "eval_every=3", "--quiet"]
+TRAIN_ARGS = tiny_args(shuffle_buffer=100, checkpoint_every=2, eval_every=3)
 STEPS = 12
-
-
-def train(out, *extra, hook=None, resume=False, corpus=None):
-    env = {key: value for key, value in os.environ.items() if key != HOOK_ENV}
-    if hook:
-        env[HOOK_ENV] = hook
-    args = ["--variant", "search30", "--out", str(out), "--max-steps", str(STEPS), *TINY, *extra]
-    args += ["--resume"] if resume else ["--data", str(corpus)]
-    # Not --quiet about where it resumed: the test reads it from the log (stderr).
-    args.remove("--quiet")
-    return subprocess.run([sys.executable, str(ROOT / "train.py"), *args], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
-
-
-def named_checkpoints(out: Path) -> list[str]:
-    state = tf.train.get_checkpoint_state(str(out / "checkpoints"))
-    return list(state.all_model_checkpoint_paths) if state else []
-
-
-def resumed_step(result) -> int:
-    return int(re.search(r"resumed at step (\d+)", result.stderr).group(1))
-
-
-def assert_checkpoints_complete(out: Path) -> None:
-    """Every checkpoint the state file names reads back intact; nothing else is there
-    but the state file (a left-over from a killed save is removed on resume)."""
-    for path in named_checkpoints(out):
-        assert checkpoint_problem(path) is None, path
-
 
 # (hook, how the process ends, the step the next --resume must start from). The run
 # checkpoints every 2 steps and evaluates every 3; a step is a count of updates done.
@@ -74,52 +43,132 @@ QUICK = {"step@3", "checkpoint-writing@4", "checkpoint-data-written@4",
          "checkpoint-state-written@8", "checkpoint-start@10:nospace", "write:summary.json"}
 
 
-@pytest.mark.parametrize("points", [
-    "quick", pytest.param("all", marks=pytest.mark.slow)])
-def test_failure_at_every_point_then_resume_finishes(points, tmp_path, tiny_corpus):
-    failures = [f for f in ALL_FAILURES if points == "all" or f[0] in QUICK]
-    out = tmp_path / "run"
-    result = train(out, hook=failures[0][0], corpus=tiny_corpus)
-    for number, (hook, exit_status, resume_step) in enumerate(failures):
-        assert result.returncode == exit_status, (hook, result.stderr[-3000:])
-        assert "Traceback" not in result.stderr, (hook, result.stderr[-3000:])
-        assert_checkpoints_complete(out)
+class Run(typing.NamedTuple):
+    """One train.py process of a chain: its hook, exit status, output (stdout and stderr)
+    and a copy of the run's checkpoints directory as the process left it."""
+
+    hook: str | None
+    returncode: int
+    output: str
+    checkpoints: Path
+
+
+def failures(points: str) -> list:
+    return [f for f in ALL_FAILURES if points == "all" or f[0] in QUICK]
+
+
+def chain(context, points: str):
+    """The background job of a chain (conftest.BackgroundContext): train.py (not --quiet:
+    the test reads where it resumed from the log) failing at each point in turn, each run
+    resuming the one before, then a run that finishes: [Run]. Processes of their own: a
+    kill, or a full disk whose file size limit would stay."""
+    directory = context.tmp_path_factory.mktemp(f"crash-{points}")
+    out = directory / "run"
+    hooks = [hook for hook, _, _ in failures(points)] + [None]
+
+    def work(launch) -> tuple[Path, list[Run]]:
+        runs = []
+        for number, hook in enumerate(hooks):
+            args = ["--variant", "search30", "--out", out, "--max-steps", STEPS, "--no-lexicon",
+                    *TRAIN_ARGS, *(["--resume"] if number else ["--data", context.corpus])]
+            env = {**context.env, HOOK_ENV: hook} if hook else context.env
+            code, output = run_logged([sys.executable, ROOT / "train.py", *args],
+                                      directory / f"{number}.log", env, launch, timeout=300)
+            copy = directory / f"checkpoints-{number}"
+            if (out / "checkpoints").exists():
+                shutil.copytree(out / "checkpoints", copy)
+            runs.append(Run(hook, code, output, copy))
+            if hook == "checkpoint-state-written@8":
+                data = next((out / "checkpoints").glob("ckpt-8.data-*"))
+                data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])  # a torn write
+        return out, runs
+
+    return work
+
+
+BACKGROUND_JOBS = {"crash_chain": lambda context: chain(context, "quick"),
+                   "crash_chain_all": lambda context: chain(context, "all")}
+
+
+@pytest.fixture(scope="session")
+def crash_chain(_background):
+    """The chain of the default run's points: (run directory, [Run]); its processes start
+    with the session (a background job, see conftest.py)."""
+    return _background.result("crash_chain")
+
+
+@pytest.fixture(scope="session")
+def crash_chain_all(_background):
+    """The chain of every point: (run directory, [Run])."""
+    return _background.result("crash_chain_all")
+
+
+def named_checkpoints(checkpoints: Path) -> list[str]:
+    state = tf.train.get_checkpoint_state(str(checkpoints))
+    return list(state.all_model_checkpoint_paths) if state else []
+
+
+def resumed_step(run: Run) -> int:
+    return int(re.search(r"resumed at step (\d+)", run.output).group(1))
+
+
+def assert_checkpoints_complete(checkpoints: Path) -> None:
+    """Every checkpoint the state file names reads back intact; nothing else is there
+    but the state file (a left-over from a killed save is removed on resume)."""
+    for path in named_checkpoints(checkpoints):
+        assert checkpoint_problem(path) is None, path
+
+
+def assert_every_resume_finds_a_complete_checkpoint(points, out, runs):
+    for (hook, exit_status, resume_step), result, after in zip(failures(points), runs, runs[1:]):
+        assert result.hook == hook
+        assert result.returncode == exit_status, (hook, result.output[-3000:])
+        assert "Traceback" not in result.output, (hook, result.output[-3000:])
+        assert_checkpoints_complete(result.checkpoints)
         if hook.endswith(":nospace"):
-            errors = [line for line in result.stderr.splitlines() if line.startswith("train.py")]
+            errors = [line for line in result.output.splitlines() if line.startswith("train.py")]
             assert errors == [
                 f"train.py: error: cannot write the checkpoint of step 10 in {out}: File too large; "
                 "the last complete checkpoint is step 8; free space (or fix the permissions) and "
                 "continue with --resume"
-            ], result.stderr[-3000:]
+            ], result.output[-3000:]
         if hook == "checkpoint-writing@4":
             # Killed with the shards half-written (the usual case) or, if the write
             # outran the watcher, with ckpt-4 complete but not yet in the state file.
-            mid_write = (out / "checkpoints" / "ckpt-4_temp").exists()
+            mid_write = (result.checkpoints / "ckpt-4_temp").exists()
             print(f"checkpoint-writing@4: killed {'mid-write' if mid_write else 'after the write'}")
-            assert mid_write or "ckpt-4" not in str(named_checkpoints(out))
+            assert mid_write or "ckpt-4" not in str(named_checkpoints(result.checkpoints))
+        # (After checkpoint-state-written@8, the job tore ckpt-8's data file in two.)
+        assert resumed_step(after) == resume_step, (hook, after.output[-3000:])
         if hook == "checkpoint-state-written@8":
-            data = next((out / "checkpoints").glob("ckpt-8.data-*"))
-            data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])  # a torn write
-        next_hook = failures[number + 1][0] if number + 1 < len(failures) else None
-        result = train(out, hook=next_hook, resume=True)
-        assert resumed_step(result) == resume_step, (hook, result.stdout)
-        if hook == "checkpoint-state-written@8":
-            assert "ckpt-8 is incomplete or unreadable" in result.stderr
-            assert "using the one before it" in result.stderr
+            assert "ckpt-8 is incomplete or unreadable" in after.output
+            assert "using the one before it" in after.output
         if hook.startswith("checkpoint-writing"):
             # Whichever way the kill fell, no temporary shard directory survives a resume.
-            assert not list((out / "checkpoints").glob("*_temp"))
-    assert result.returncode == 0, result.stderr[-3000:]
+            assert not list(after.checkpoints.glob("*_temp"))
+    final = runs[-1]
+    assert len(runs) == len(failures(points)) + 1 and final.hook is None
+    assert final.returncode == 0, final.output[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["updates"] == STEPS
-    assert_checkpoints_complete(out)
+    assert_checkpoints_complete(out / "checkpoints")
     assert not [p.name for p in out.rglob("*.tmp*")]
+
+
+def test_failure_at_every_point_then_resume_finishes(crash_chain):
+    assert_every_resume_finds_a_complete_checkpoint("quick", *crash_chain)
+
+
+@pytest.mark.slow
+def test_failure_at_every_point_then_resume_finishes_all_points(crash_chain_all):
+    assert_every_resume_finds_a_complete_checkpoint("all", *crash_chain_all)
 
 
 def test_huge_learning_rate_diverges_and_names_the_checkpoint(tmp_path):
     from test_training import _trainer  # the tiny in-process trainer
 
-    from keras_nmt.training import Limits, TrainingDiverged
+    from keras_nmt.errors import TrainingDiverged
+    from keras_nmt.training import Limits
 
     trainer = _trainer(tmp_path, optimizer="sgd", learning_rate=1e30, checkpoint_every=1)
     trainer.save()
@@ -129,10 +178,10 @@ def test_huge_learning_rate_diverges_and_names_the_checkpoint(tmp_path):
     last_good = int(re.search(r"the last good checkpoint is step (\d+)", message).group(1))
     assert re.search(rf"became (nan|inf|-inf) at step {last_good + 1};", message), message
     assert "--resume" in message and "learning_rate" in message
-    assert trainer.manager.latest_checkpoint.endswith(f"ckpt-{last_good}")
-    assert checkpoint_problem(trainer.manager.latest_checkpoint) is None
+    assert trainer.checkpoints.manager.latest_checkpoint.endswith(f"ckpt-{last_good}")
+    assert checkpoint_problem(trainer.checkpoints.manager.latest_checkpoint) is None
     # The kept checkpoint holds finite weights: it is the one to resume from.
-    reader = tf.train.load_checkpoint(trainer.manager.latest_checkpoint)
+    reader = tf.train.load_checkpoint(trainer.checkpoints.manager.latest_checkpoint)
     for name in reader.get_variable_to_shape_map():
         if "model" in name and "OPTIMIZER_SLOT" not in name and name.endswith("VARIABLE_VALUE"):
             assert all(math.isfinite(v) for v in reader.get_tensor(name).ravel()), name
@@ -141,7 +190,7 @@ def test_huge_learning_rate_diverges_and_names_the_checkpoint(tmp_path):
 def test_no_complete_checkpoint_is_a_clear_error(tmp_path):
     from test_training import _trainer
 
-    from keras_nmt.rundir import RunDirError
+    from keras_nmt.errors import RunDirError
     from keras_nmt.training import Limits
 
     trainer = _trainer(tmp_path, checkpoint_every=2)

@@ -7,9 +7,9 @@ import pytest
 import tensorflow as tf
 
 from keras_nmt import data
-from keras_nmt.config import ConfigError, variant_config
+from keras_nmt.config import variant_config
 from keras_nmt.corpus.readers import find_corpus, scan_training_split
-from keras_nmt.experiment import mean_pair_length
+from keras_nmt.errors import ConfigError
 from keras_nmt.text.word_graph import WordEncoder
 from keras_nmt.vocab import Vocabulary
 
@@ -44,8 +44,9 @@ def pipeline(noisy_corpus):
             files,
             WordEncoder(Vocabulary.from_counts(stats.source_counts, 1000), "en"),
             WordEncoder(Vocabulary.from_counts(stats.target_counts, 1000), "fr"),
-            max_len=MAX_LEN, batch_size=batch_size, sort_batches=sort_batches, seed=3,
-            shuffle_buffer=400, batch_tokens=batch_tokens, mean_length=mean_pair_length(stats.summary()),
+            data.Batching(max_len=MAX_LEN, batch_size=batch_size, sort_batches=sort_batches, seed=3,
+                          shuffle_buffer=400, batch_tokens=batch_tokens,
+                          mean_length=data.mean_pair_length(stats.summary())),
         )
 
     return batches, stats
@@ -152,8 +153,8 @@ def test_resume_continues_the_same_permutation(pipeline, noisy_corpus, tmp_path)
         return iter(data.training_batches(
             files, WordEncoder(Vocabulary.from_counts(stats.source_counts, 1000), "en"),
             WordEncoder(Vocabulary.from_counts(stats.target_counts, 1000), "fr"),
-            max_len=MAX_LEN, batch_size=16, sort_batches=5, seed=3,
-            shuffle_buffer=shuffle_buffer,
+            data.Batching(max_len=MAX_LEN, batch_size=16, sort_batches=5, seed=3,
+                          shuffle_buffer=shuffle_buffer),
         ))
 
     first = batches()

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_nmt.ensemble import Ensemble, EnsembleError, check_compatible
+from keras_nmt.ensemble import Ensemble, check_compatible
+from keras_nmt.errors import EnsembleError, RunDirError
 from keras_nmt.models import TranslationModel
-from keras_nmt.rundir import RunDir, RunDirError
+from keras_nmt.rundir import RunDir
 from keras_nmt.translator import Translator
 
 LINES = ["The man is here.", "", "The round red Italian knives are on the table.", "A dog."]

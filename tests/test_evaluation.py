@@ -1,7 +1,6 @@
 """The evaluation: No-UNK subset, evaluate_run's dict, forced attention, and the CLI."""
 
 import csv
-import dataclasses
 import json
 import pathlib
 import shutil
@@ -14,12 +13,12 @@ import pytest
 
 from keras_nmt.evaluation import alignment, plots, scoring
 from keras_nmt.text.word import WordCodec
+from keras_nmt.translation import Translation
 from keras_nmt.constants import RESERVED
 from keras_nmt.vocab import Vocabulary
 from keras_nmt.text.word import tokenize
-from child_env import child_env
+from support import ROOT, child_env
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
 PROG = "keras-nmt evaluate"
 
 
@@ -27,7 +26,7 @@ def run_cli(*args, timeout=240):
     env = child_env()
     return subprocess.run(
         [sys.executable, "-m", "keras_nmt.cli", "evaluate", *map(str, args)],
-        capture_output=True, text=True, cwd=REPO, env=env, timeout=timeout,
+        capture_output=True, text=True, cwd=ROOT, env=env, timeout=timeout,
     )
 
 
@@ -87,15 +86,6 @@ def test_run_labels_and_alignment_path():
     ]
     assert alignment.default_alignment_path("data/test.en") == pathlib.Path("data/test.align")
     assert alignment.default_alignment_path("data/test.en.gz") == pathlib.Path("data/test.align")
-
-
-@dataclasses.dataclass(frozen=True)
-class Translation:  # the fields of keras_nmt.translator.Translation that evaluate reads
-    text: str
-    tokens: tuple
-    score: float
-    source_tokens: tuple
-    attention: object = None
 
 
 class FakeTranslator:
@@ -172,16 +162,15 @@ def test_a_summary_without_long_sentences_is_strict_json(tiny_run, tmp_path):
     (it said NaN, which is not JSON)."""
     import math
 
+    from keras_nmt.atomic import write_json_atomic
     from keras_nmt.corpus.readers import ParallelFiles
-    from keras_nmt.experiment import held_out_report
-    from keras_nmt.rundir import write_json_atomic
     from keras_nmt.translator import Translator
 
     (tmp_path / "test.en").write_text("the cat .\nthe small dog is here .\n", encoding="utf-8")
     (tmp_path / "test.fr").write_text("le chat .\nle petit chien est ici .\n", encoding="utf-8")
-    report = held_out_report(Translator.from_run_dir(tiny_run),
-                             ParallelFiles(tmp_path / "test.en", tmp_path / "test.fr"),
-                             beam_size=2, alpha=1.0, log=lambda message: None, quiet=True)
+    report = scoring.held_out_report(Translator.from_run_dir(tiny_run),
+                                     ParallelFiles(tmp_path / "test.en", tmp_path / "test.fr"),
+                                     beam_size=2, alpha=1.0, quiet=True)
     assert (report["sentences_longer_than_30"], report["bleu_longer_than_30"]) == (0, None)
     # A NaN that reaches the writer (a diverged run's train_nll) is null too.
     write_json_atomic(tmp_path / "summary.json", {"held_out": report, "train_nll": math.nan,
@@ -337,10 +326,11 @@ def test_cli_encdec_has_no_alignments_or_heat_maps(tiny_corpus, tmp_path):
     """RNNencdec has no attention: evaluate scores it but reports no AER (the .align file
     beside --src is skipped) and draws no Fig. 3."""
     from keras_nmt import experiment
-    from tests.conftest import TINY_SETTINGS
+    from keras_nmt.train_options import TrainOptions
+    from support import TINY_SETTINGS
 
     run_dir = tmp_path / "encdec30"
-    experiment.train(experiment.TrainOptions(
+    experiment.train(TrainOptions(
         variant="encdec30", data=str(tiny_corpus), out=str(run_dir), max_steps=2,
         overrides=dict(TINY_SETTINGS), quiet=True,
     ))

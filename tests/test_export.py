@@ -2,15 +2,15 @@
 beam search, bad input, the serving files and the command's errors."""
 
 import pathlib
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from conftest import onnx_files, run_translator, savedmodel_loaders
 from keras_nmt.cli import export as cli
-from keras_nmt.export import ExportError, exporter, parity
+from keras_nmt.errors import ExportError
+from keras_nmt.export import exporter, parity
+from support import BAD_INPUTS, onnx_files, run_translator, savedmodel_loaders
 
 EXPORT_BEAM = 5
 
@@ -126,14 +126,27 @@ def _onnx_translate(export_dir, *options):
     return code, stdout.getvalue(), stderr.getvalue().strip().splitlines()
 
 
-def test_onnx_translate_never_runs_an_older_versions_onnx_model(tiny_run, exported, tmp_path):
+@pytest.fixture(scope="module")
+def second_version(tiny_run, exported, tmp_path_factory):
+    """A copy of ``exported`` and a version 2 of its model: beam 2, lines not split into
+    sentences, no ONNX."""
+    import shutil
+
+    export_dir = tmp_path_factory.mktemp("second-version") / "export"
+    shutil.copytree(exported, export_dir)
+    assert cli.main([str(tiny_run), "--out", str(export_dir), "--beam", "2", "--quiet",
+                     "--no-split-sentences"]) == 0
+    return export_dir
+
+
+def test_onnx_translate_never_runs_an_older_versions_onnx_model(exported, second_version,
+                                                                 tmp_path):
     import shutil
 
     code, expected, _ = _onnx_translate(exported)
     assert code == 0 and expected.count("\n") == 1
     export_dir = tmp_path / "export"
-    shutil.copytree(exported, export_dir)
-    assert cli.main([str(tiny_run), "--out", str(export_dir), "--beam", "1"]) == 0  # no --onnx
+    shutil.copytree(second_version, export_dir)
     assert (export_dir / "nmt" / "2" / "saved_model.pb").is_file()
     assert not (export_dir / "nmt" / "2" / "onnx").exists()
     assert "## ONNX" not in (export_dir / "SERVING.md").read_text(encoding="utf-8")
@@ -211,32 +224,18 @@ def test_serving_default_uses_the_export_beam_and_nbest(loaded, translator, sent
         assert list(out["truncated"]) == [0] * 22
 
 
-def test_an_export_without_sentence_splitting_translates_lines_whole(tiny_run, translator,
-                                                                    sentences, tmp_path):
+def test_an_export_without_sentence_splitting_translates_lines_whole(second_version, translator,
+                                                                    sentences):
     from keras_nmt.export.loaders import TF2Model
 
-    assert cli.main([str(tiny_run), "--out", str(tmp_path), "--beam", "2", "--quiet",
-                     "--no-split-sentences"]) == 0
     lines = [" ".join(sentences[:2]), sentences[0]]
-    out = TF2Model(tmp_path / "nmt" / "1").run("serving_default", sentences=lines)
+    out = TF2Model(second_version / "nmt" / "2").run("serving_default", sentences=lines)
     whole = translator.translate(lines, beam_size=2, split_sentences=False)
     split = translator.translate(lines, beam_size=2)
     assert [t.decode("utf-8") for t in out["translations"]] == [t.text for t in whole]
     np.testing.assert_allclose(out["scores"], [t.score for t in whole], atol=1e-4)
     assert out["scores"][0] != pytest.approx(split[0].score, abs=1e-3)  # not split
-    assert "each line is translated whole" in (tmp_path / "SERVING.md").read_text("utf-8")
-
-
-BAD_INPUTS = [
-    "",
-    "   ",
-    "\t\n \u00a0\u3000",
-    "😀👍🏽 👨‍👩‍👧 🇫🇷",
-    "ctl\x00nul\x07bell\x1besc\x7fdel\ufeffbom",
-    "mixed Ελληνικά 中文 עברית e\u0301 «quoted» \"x\"",
-    ("word " * 2000)[:10_000],  # 2000 tokens: cut to 100
-    "a" * 10_000,  # one 10,000-character token
-]
+    assert "each line is translated whole" in (second_version / "SERVING.md").read_text("utf-8")
 
 
 def test_bad_input_one_output_per_input_in_order(loaded, translator):
@@ -308,11 +307,9 @@ def test_failed_export_leaves_nothing(tiny_run, tmp_path, monkeypatch, capsys):
     assert not (tmp_path / "models.config").exists()
 
 
-def test_command_line_error_has_no_traceback(tmp_path):
-    result = subprocess.run(
-        [sys.executable, "-m", "export", str(tmp_path / "nope"), "--out", str(tmp_path)],
-        capture_output=True, text=True,
-    )
+def test_command_line_error_has_no_traceback(cli_runner, tmp_path):
+    # As python -m export runs it (test_cli starts that entry point).
+    result = cli_runner("export", tmp_path / "nope", "--out", tmp_path, prog="export")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         f"export: error: run directory not found: {tmp_path / 'nope'}"

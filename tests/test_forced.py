@@ -7,16 +7,16 @@ import math
 import numpy as np
 import pytest
 
-from conftest import scored_pairs, training_nll
 from keras_nmt.ensemble import Ensemble
 from keras_nmt.evaluation import forced
 from keras_nmt.models import TranslationModel
 from keras_nmt.translator import Translator, default_max_source_len
+from support import scored_pairs, training_nll
 
 
 @pytest.mark.parametrize("run", ["tiny_run", "tiny_spm_run"])
-def test_summed_scores_are_the_training_nll(run, request, tiny_corpus, tmp_path):
-    run_dir = request.getfixturevalue(run)
+def test_summed_scores_are_the_training_nll(run, tiny_run, tiny_spm_run, tiny_corpus, tmp_path):
+    run_dir = {"tiny_run": tiny_run, "tiny_spm_run": tiny_spm_run}[run]
     translator = Translator.from_run_dir(run_dir)
     sources, targets = scored_pairs(tiny_corpus)
     assert len(translator.source_codec.tokenize(sources[-1])) > default_max_source_len(

@@ -8,10 +8,10 @@ import sys
 import numpy as np
 import pytest
 
-from child_env import ROOT, child_env
-from conftest import onnx_files, run_translator, scored_pairs
+from support import ROOT, child_env, onnx_files, run_translator, scored_pairs
 from keras_nmt.evaluation.forced import ForcedPair, force_decode
-from keras_nmt.export import ExportError, parity
+from keras_nmt.errors import ExportError
+from keras_nmt.export import parity
 from keras_nmt.serving.onnx_translator import OnnxTranslator
 
 

@@ -54,13 +54,14 @@ def test_a_split_too_small_for_two_halves_writes_nothing(tmp_path):
 def test_training_without_a_test_split_selects_on_one_half_and_reports_the_other(
         tiny_corpus, tiny_settings, tmp_path):
     from keras_nmt import experiment
+    from keras_nmt.train_options import TrainOptions
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     for name in ("train.en", "train.fr", "valid.en", "valid.fr"):
         shutil.copy(tiny_corpus / name, corpus / name)
     out = tmp_path / "run"
-    summary = experiment.train(experiment.TrainOptions(
+    summary = experiment.train(TrainOptions(
         variant="search30", data=str(corpus), out=str(out), max_steps=1, lexicon=False,
         overrides=tiny_settings, quiet=True,
     ))

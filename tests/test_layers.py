@@ -9,11 +9,14 @@ import tensorflow as tf
 
 from keras_nmt.config import variant_config
 from keras_nmt.layers import AdditiveAttention, ConditionalGRUCell, MaxoutReadout
+from keras_nmt.layers.beam_rows import hypotheses_per_sentence, rows_of, tile_rows
 from keras_nmt.layers.initializers import BlockOrthogonal
 from keras_nmt.models import TranslationModel, sentence_nll
 
-TINY = {"embedding": 6, "hidden": 5, "attention": 4, "maxout": 3,
-        "src_vocab_size": 11, "tgt_vocab_size": 13}
+# Every dimension a different size (not support.TINY_SETTINGS): a matrix used the wrong
+# way round fails on its shape.
+DISTINCT_SIZES = {"embedding": 6, "hidden": 5, "attention": 4, "maxout": 3,
+                  "src_vocab_size": 11, "tgt_vocab_size": 13}
 
 
 def sigmoid(x):
@@ -112,7 +115,7 @@ def test_maxout_readout_matches_numpy():
 
 def _model(arch, **extra):
     keras.utils.set_random_seed(3)
-    model = TranslationModel(variant_config(f"{arch}50", {**TINY, **extra}))
+    model = TranslationModel(variant_config(f"{arch}50", {**DISTINCT_SIZES, **extra}))
     rng = np.random.default_rng(4)
     for w in model.weights:  # paper init is near-uniform; make the model opinionated
         w.assign(rng.normal(0, 0.4, w.shape).astype("float32"))
@@ -123,7 +126,7 @@ def test_initial_state_uses_backward_summary_for_search():
     model = _model("search")
     source = tf.constant([[4, 5, 6, 3]])
     annotations, mask, summary = model.encoder(source)
-    n = TINY["hidden"]
+    n = DISTINCT_SIZES["hidden"]
     # h<-_1: the backward half of the first annotation.
     np.testing.assert_allclose(summary.numpy(), annotations.numpy()[:, 0, n:], rtol=1e-5, atol=1e-6)
     state, _ = model.encode(source)
@@ -147,6 +150,21 @@ def test_encdec_context_is_last_forward_state():
                                rtol=1e-5, atol=1e-6)
 
 
+def test_beam_rows_are_sentence_major():
+    """Hypothesis h of sentence b is row b*K + h: tile_rows writes the layout, rows_of
+    names its rows, hypotheses_per_sentence reads K back from the row counts."""
+    sentences = np.array([[1, 2], [3, 4], [5, 6]], np.int32)
+    k = 4
+    tiled = tile_rows(tf.constant(sentences), k)
+    np.testing.assert_array_equal(tf.reshape(tiled, [3, k, 2]).numpy(),
+                                  np.repeat(sentences[:, None], k, axis=1))
+    assert int(hypotheses_per_sentence(tf.shape(tiled)[0], len(sentences))) == k
+    rows = rows_of(tf.constant([[2], [0]]), tf.range(k)[None, :], k)
+    np.testing.assert_array_equal(rows.numpy(), [8, 9, 10, 11, 0, 1, 2, 3])
+    np.testing.assert_array_equal(tf.gather(tiled, rows).numpy(),
+                                  np.repeat(sentences[[2, 0]], k, axis=0))
+
+
 @pytest.mark.parametrize("arch", ["search", "encdec"])
 def test_a_step_reads_each_sentences_memory_for_its_hypotheses(arch):
     """The search keeps one memory row per sentence and K hypotheses per sentence: a step
@@ -157,7 +175,7 @@ def test_a_step_reads_each_sentences_memory_for_its_hypotheses(arch):
     state, memory = model.encode(source)
     k = 3
     rng = np.random.default_rng(0)
-    states = tf.constant(rng.normal(0, 1, (2 * k, TINY["hidden"])).astype("float32"))
+    states = tf.constant(rng.normal(0, 1, (2 * k, DISTINCT_SIZES["hidden"])).astype("float32"))
     previous = tf.constant([5, 9, 4, 8, 6, 2])
     logits, new_states, weights = model.step(previous, states, memory)
     assert logits.shape[0] == new_states.shape[0] == weights.shape[0] == 2 * k
@@ -271,7 +289,7 @@ def _random_encoder(arch, reset_after, seed):
     initialisation hiding a difference), a batch of three sentences of different
     lengths, and the random generator."""
     keras.utils.set_random_seed(seed)
-    model = TranslationModel(variant_config(f"{arch}50", {**TINY, "reset_after": reset_after}))
+    model = TranslationModel(variant_config(f"{arch}50", {**DISTINCT_SIZES, "reset_after": reset_after}))
     rng = np.random.default_rng(seed)
     for w in model.encoder.weights:
         w.assign(rng.normal(0, 0.4, w.shape).astype("float32"))

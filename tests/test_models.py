@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_nmt.config import ConfigError, variant_config
+from keras_nmt.config import variant_config
+from keras_nmt.errors import ConfigError
 from keras_nmt.models import sampled_candidates, sampled_sentence_nll, sentence_nll
 
 

@@ -1,20 +1,17 @@
 """A run directory can be moved or copied: data.json names the files inside it relative
 to it, and a corpus outside it that is gone is a one-line error naming the file."""
 
-import io
 import json
 import shutil
 
 import pytest
 
-from conftest import TINY_SETTINGS, onnx_files
 from keras_nmt import experiment
-from keras_nmt.cli import export as export_cli
-from keras_nmt.cli import lexicon as lexicon_cli
-from keras_nmt.cli import train as train_cli
-from keras_nmt.cli import translate as translate_cli
 from keras_nmt.corpus import builtin
-from keras_nmt.rundir import RunDir, RunDirError
+from keras_nmt.errors import RunDirError
+from keras_nmt.rundir import RunDir
+from keras_nmt.train_options import TrainOptions
+from support import TINY_SETTINGS
 
 # The built-in corpus made small: its default 30,000 pairs take minutes to train and test on.
 TINY_BUILTIN = builtin.BuiltinCorpusSpec(seed=7, train_size=200, valid_size=8, test_size=8,
@@ -22,10 +19,10 @@ TINY_BUILTIN = builtin.BuiltinCorpusSpec(seed=7, train_size=200, valid_size=8, t
 
 
 def test_a_copied_built_in_run_resumes_builds_its_lexicon_exports_and_translates(
-        tmp_path, monkeypatch):
+        cli_runner, tmp_path, monkeypatch):
     monkeypatch.setattr(builtin, "BuiltinCorpusSpec", lambda: TINY_BUILTIN)
     made = tmp_path / "gpu-box" / "run"
-    experiment.train(experiment.TrainOptions(
+    experiment.train(TrainOptions(
         variant="search30", out=str(made), max_steps=2, quiet=True, lexicon=False,
         overrides=dict(TINY_SETTINGS),
     ))
@@ -38,27 +35,30 @@ def test_a_copied_built_in_run_resumes_builds_its_lexicon_exports_and_translates
     shutil.copytree(made, moved)
     shutil.rmtree(made)
 
-    out = io.StringIO()
-    assert train_cli.main(["--variant", "search30", "--out", str(moved), "--resume",
-                           "--max-steps", "3", "--quiet", "--no-lexicon"],
-                          stdout=out, stderr=out) == 0, out.getvalue()
+    resumed = cli_runner("train", "--variant", "search30", "--out", moved, "--resume",
+                         "--max-steps", 3, "--quiet", "--no-lexicon")
+    assert resumed.returncode == 0, resumed.stderr
     summary = json.loads((moved / "summary.json").read_text())
     assert summary["updates"] == 3 and summary["held_out"]["sentences"] == 8
 
-    out = io.StringIO()
-    assert lexicon_cli.main([str(moved), "--quiet"], stdout=out, stderr=out) == 0, out.getvalue()
-    assert json.loads(out.getvalue())["pairs"] > 0
+    lexicon = cli_runner("lexicon", moved, "--quiet")
+    assert lexicon.returncode == 0, lexicon.stderr
+    assert json.loads(lexicon.stdout)["pairs"] > 0
 
-    out = io.StringIO()
-    assert export_cli.main([str(moved), "--out", str(tmp_path / "export"), "--beam", "2",
-                            "--onnx", "--shortlist", "5,2", "--int8", "--int8-max-drop", "100"],
-                           stdout=out, stderr=out) == 0, out.getvalue()
-    assert (onnx_files(tmp_path / "export") / "nmt.int8.onnx").is_file()
+    # A SavedModel with vocabulary selection (the lexicon just built). The ONNX and int8
+    # files are made of the same model (tiny_selecting_export makes them); what --int8
+    # reads of the run is its validation split, found inside the moved run:
+    exported = cli_runner("export", moved, "--out", tmp_path / "export", "--beam", 2,
+                          "--shortlist", "5,2")
+    assert exported.returncode == 0, exported.stderr
+    assert (tmp_path / "export" / "nmt" / "1" / "saved_model.pb").is_file()
+    files = RunDir(moved).split_files("valid", needed_for="the int8 check of export --int8")
+    assert (files.source, files.target) == (moved / "corpus" / "valid.en",
+                                            moved / "corpus" / "valid.fr")
 
-    out, err = io.StringIO(), io.StringIO()
-    assert translate_cli.main([str(moved), "--quiet"], stdin=io.BytesIO(b"the queen .\n\n"),
-                              stdout=out, stderr=err) == 0, err.getvalue()
-    assert len(out.getvalue().splitlines()) == 2
+    translated = cli_runner("translate", moved, "--quiet", stdin=b"the queen .\n\n")
+    assert translated.returncode == 0, translated.stderr
+    assert len(translated.stdout.splitlines()) == 2
 
     # data.json of runs made before paths were stored relative: absolute paths into the
     # built-in corpus where the run was made still find it where the run is now.
@@ -73,7 +73,7 @@ def test_a_copied_built_in_run_resumes_builds_its_lexicon_exports_and_translates
     assert files.target == moved / "corpus" / "train.fr"
 
 
-def test_a_corpus_left_behind_is_named_in_one_line(tiny_run, tiny_corpus, tmp_path):
+def test_a_corpus_left_behind_is_named_in_one_line(cli_runner, tiny_run, tiny_corpus, tmp_path):
     corpus = tmp_path / "corpus"
     shutil.copytree(tiny_corpus, corpus)
     run_dir = tmp_path / "run"
@@ -88,30 +88,28 @@ def test_a_corpus_left_behind_is_named_in_one_line(tiny_run, tiny_corpus, tmp_pa
     (corpus / "train.fr").unlink()
     (corpus / "valid.en").unlink()
 
-    def one_line(main, argv):
-        err = io.StringIO()
-        assert main(argv, stdout=io.StringIO(), stderr=err) == 2
-        [line] = err.getvalue().strip().splitlines()
+    def one_line(*args):
+        result = cli_runner(*args)
+        assert result.returncode == 2, result.stderr
+        [line] = result.stderr.strip().splitlines()
         return line
 
     data_json = run_dir / "data.json"
-    assert one_line(lexicon_cli.main, [str(run_dir), "--quiet"]) == (
+    assert one_line("lexicon", run_dir, "--quiet") == (
         f"keras-nmt lexicon: error: the training corpus {corpus / 'train.fr'} is missing "
         f"(needed for the lexical table); copy it back, or write where it is now into {data_json}"
     )
-    assert one_line(train_cli.main, ["--variant", "search30", "--out", str(run_dir), "--resume",
-                                     "--max-steps", "12", "--quiet"]) == (
+    assert one_line("train", "--variant", "search30", "--out", run_dir, "--resume",
+                    "--max-steps", 12, "--quiet") == (
         f"keras-nmt train: error: the training corpus {corpus / 'train.fr'} is missing "
         f"(needed for --resume); copy it back, or write where it is now into {data_json}"
     )
-    assert one_line(export_cli.main, [str(run_dir), "--out", str(tmp_path / "x"), "--onnx",
-                                      "--int8"]).endswith(
+    assert one_line("export", run_dir, "--out", tmp_path / "x", "--onnx", "--int8").endswith(
         f"error: the validation corpus {corpus / 'valid.en'} is missing (needed for the int8 "
         f"check of export --int8); copy it back, or write where it is now into {data_json}"
     )
     # Translation reads no corpus.
-    assert translate_cli.main([str(run_dir), "--quiet"], stdin=io.BytesIO(b"the queen .\n"),
-                              stdout=io.StringIO(), stderr=io.StringIO()) == 0
+    assert cli_runner("translate", run_dir, "--quiet", stdin=b"the queen .\n").returncode == 0
     (corpus / "test.en").unlink()
     with pytest.raises(RunDirError, match=f"^the test corpus {corpus / 'test.en'} is missing"):
         RunDir(run_dir).split_files("test", needed_for="a test")

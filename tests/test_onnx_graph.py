@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from keras_nmt.export import onnx_graph
-from conftest import onnx_files
+from support import onnx_files
 from onnx_models import loop_model
 
 

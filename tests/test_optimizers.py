@@ -1,11 +1,11 @@
-"""keras_nmt.optimizers: the fused update kernels give Keras's own updates."""
+"""keras_nmt.training.optimizers: the fused update kernels give Keras's own updates."""
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_nmt.optimizers import FusedAdadelta, FusedAdam
+from keras_nmt.training.optimizers import FusedAdadelta, FusedAdam
 
 
 def _run(optimizer, steps=4, densify=False):

@@ -1,13 +1,10 @@
 """--precision and --jit: each setting trains with a finite loss and resumes; the beam
 search compiled with XLA finds the same tokens as without; and each precision works on
 every path a user takes: train.py to its report, Translator (beam and greedy), the
-SavedModel through both loaders and onnxruntime."""
+SavedModel through both loaders (onnxruntime runs the same float32 model)."""
 
 import json
 import math
-import subprocess
-import sys
-from pathlib import Path
 
 import keras
 import numpy as np
@@ -19,11 +16,7 @@ from keras_nmt import search
 from keras_nmt.config import PRECISIONS, variant_config
 from keras_nmt.models import TranslationModel
 from keras_nmt.training import Limits
-
-ROOT = Path(__file__).resolve().parents[1]
-TINY = ["--set", "embedding=16", "--set", "hidden=16", "--set", "attention=16", "--set", "maxout=8",
-        "--set", "batch_size=16", "--set", "beam_size=2",
-        "--set", "optimizer=adam", "--set", "learning_rate=0.01", "--set", "eval_every=10"]
+from support import savedmodel_loaders
 
 
 @pytest.mark.parametrize("precision, jit", [
@@ -35,7 +28,7 @@ TINY = ["--set", "embedding=16", "--set", "hidden=16", "--set", "attention=16", 
 def test_precision_trains_and_resumes(tmp_path, precision, jit):
     trainer = _trainer(tmp_path, optimizer="adam", learning_rate=0.01, precision=precision,
                        checkpoint_every=2)
-    trainer.train_step = tf.function(trainer._train_step, jit_compile=jit)
+    trainer.train_step = tf.function(trainer.step_functions.train_step, jit_compile=jit)
     assert trainer.model.decoder.compute_dtype == precision.replace("mixed_", "")
     outcome = trainer.fit(Limits(max_steps=2))
     assert math.isfinite(outcome.train_nll) and outcome.train_nll > 0
@@ -43,7 +36,8 @@ def test_precision_trains_and_resumes(tmp_path, precision, jit):
     assert {w.dtype for w in trainer.model.weights} == {"float32"}
     # Only float16 scales the loss; the scale is part of the checkpoint.
     assert (trainer.loss_scale is not None) == (precision == "mixed_float16")
-    saved = {name for name, _ in tf.train.list_variables(trainer.manager.latest_checkpoint)}
+    latest = trainer.checkpoints.manager.latest_checkpoint
+    saved = {name for name, _ in tf.train.list_variables(latest)}
     assert ("loss_scale/scale/.ATTRIBUTES/VARIABLE_VALUE" in saved) == (precision == "mixed_float16")
     weights = [w.numpy() for w in trainer.model.weights]
     again = _trainer(tmp_path, optimizer="adam", learning_rate=0.01, precision=precision,
@@ -74,36 +68,9 @@ def test_beam_search_under_jit_finds_the_same_tokens():
     np.testing.assert_allclose(compiled["scores"].numpy(), plain["scores"].numpy(), rtol=1e-4, atol=1e-5)
 
 
-@pytest.fixture(scope="module")
-def runs(tiny_corpus, tmp_path_factory):
-    """train.py end to end once per precision: 20 updates, then the held-out report. The
-    float16 run keeps its best weights by development BLEU (a decode during training).
-    The three runs are independent processes and start together: much of a start is
-    importing TensorFlow, which leaves a core idle."""
-    out, processes = {}, {}
-    for precision in PRECISIONS:
-        run = tmp_path_factory.mktemp("precision") / precision
-        extra = ["--set", "early_stop_metric=bleu"] if precision == "mixed_float16" else []
-        # Output to a file: a pipe nobody reads while another run is awaited could fill up.
-        log = run.with_suffix(".log")
-        with log.open("w") as output:
-            processes[precision] = (log, subprocess.Popen(
-                [sys.executable, str(ROOT / "train.py"), "--variant", "search30", "--data",
-                 str(tiny_corpus), "--out", str(run), "--max-steps", "20", "--precision",
-                 precision, *TINY, *extra], stdout=output, stderr=subprocess.STDOUT, cwd=ROOT,
-            ))
-        out[precision] = run
-    for precision, (log, process) in processes.items():
-        process.wait(timeout=600)
-        text = log.read_text()
-        assert process.returncode == 0, text[-3000:]
-        assert "BLEU" in text, text[-3000:]
-    return out
-
-
 @pytest.mark.parametrize("precision", PRECISIONS)
-def test_train_py_writes_the_summary(runs, precision):
-    summary = json.loads((runs[precision] / "summary.json").read_text(encoding="utf-8"))
+def test_train_py_writes_the_summary(precision_runs, precision):
+    summary = json.loads((precision_runs[precision] / "summary.json").read_text(encoding="utf-8"))
     assert summary["config"]["precision"] == precision
     assert summary["updates"] == 20
     assert math.isfinite(summary["held_out"]["bleu"]) and summary["held_out"]["sentences"] == 40
@@ -111,10 +78,10 @@ def test_train_py_writes_the_summary(runs, precision):
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
-def test_translator_decodes_in_the_runs_precision(runs, tiny_corpus, precision):
+def test_translator_decodes_in_the_runs_precision(precision_runs, tiny_corpus, precision):
     from keras_nmt.translator import Translator
 
-    translator = Translator.from_run_dir(runs[precision])
+    translator = Translator.from_run_dir(precision_runs[precision])
     assert translator.model.compute_dtype == precision.replace("mixed_", "")
     lines = (tiny_corpus / "valid.en").read_text(encoding="utf-8").splitlines()[:12] + [""]
     for beam in (1, 3):
@@ -130,7 +97,7 @@ def test_translator_decodes_in_the_runs_precision(runs, tiny_corpus, precision):
             assert any(r.text for r in results[:-1])
 
 
-def test_the_three_precisions_find_the_same_tokens(runs, tiny_corpus):
+def test_the_three_precisions_find_the_same_tokens(precision_runs, tiny_corpus):
     """The same float32 weights decoded in each precision: the same greedy output where
     the margins allow, so on most sentences of a trained model."""
     from keras_nmt.translator import Translator
@@ -138,7 +105,7 @@ def test_the_three_precisions_find_the_same_tokens(runs, tiny_corpus):
     lines = (tiny_corpus / "valid.en").read_text(encoding="utf-8").splitlines()
     outputs = {}
     for precision in PRECISIONS:
-        translator = Translator.from_run_dir(runs["float32"], precision=precision)
+        translator = Translator.from_run_dir(precision_runs["float32"], precision=precision)
         outputs[precision] = [r.tokens for r in translator.translate(lines, beam_size=1)]
     for precision in PRECISIONS[1:]:
         same = sum(a == b for a, b in zip(outputs["float32"], outputs[precision]))
@@ -147,28 +114,23 @@ def test_the_three_precisions_find_the_same_tokens(runs, tiny_corpus):
 
 
 @pytest.mark.parametrize("precision", PRECISIONS[1:])
-def test_a_mixed_precision_run_exports_and_serves(runs, precision, tmp_path):
+def test_a_mixed_precision_run_exports_and_serves(precision_runs, precision, tmp_path):
     """Exports compute in float32 (the weights are float32): the SavedModel through both
-    loaders and onnxruntime translate as the float32 Translator of the same weights."""
-    from conftest import savedmodel_loaders
+    loaders translates as the float32 Translator of the same weights. The export loads
+    the run's model in float32 once, and both the SavedModel and the ONNX conversion are
+    made of that model: tiny_export's ONNX covers the conversion (~20 s each)."""
     from keras_nmt.cli import export
-    from keras_nmt.serving.onnx_translator import OnnxTranslator
     from keras_nmt.translator import Translator
 
-    # Exports compute in float32 whatever the run's precision: one ONNX conversion (~20 s)
-    # covers both.
-    onnx = precision == "mixed_float16"
-    assert export.main([str(runs[precision]), "--out", str(tmp_path)] + ["--onnx"] * onnx) == 0
+    run = precision_runs[precision]
+    assert export.main([str(run), "--out", str(tmp_path)]) == 0
     lines = ["The queen is strange .", "", "an uncle draws the cars ."]
-    expected = [t.text for t in Translator.from_run_dir(runs[precision], precision="float32")
+    expected = [t.text for t in Translator.from_run_dir(run, precision="float32")
                 .translate(lines, beam_size=2)]
     for name, model in savedmodel_loaders(tmp_path).items():
         out = model.run("serving_default", sentences=lines)
         assert [t.decode("utf-8") for t in out["translations"]] == expected, name
         assert np.isfinite(out["scores"]).all()
-    if onnx:
-        served = OnnxTranslator.from_export_dir(tmp_path).translate(lines)
-        assert [t.text for t in served] == expected
 
 
 def _tiny_pipeline(tiny_corpus, length_multiple, batch_size=8):
@@ -181,9 +143,9 @@ def _tiny_pipeline(tiny_corpus, length_multiple, batch_size=8):
     stats = scan_training_split(files, "en", "fr", 40)
     encoders = (WordEncoder(Vocabulary.from_counts(stats.source_counts, 60), "en"),
                 WordEncoder(Vocabulary.from_counts(stats.target_counts, 60), "fr"))
-    return data.training_batches(files, *encoders, max_len=40, batch_size=batch_size,
-                                 sort_batches=4, seed=1, shuffle_buffer=100,
-                                 length_multiple=length_multiple)
+    return data.training_batches(files, *encoders, data.Batching(
+        max_len=40, batch_size=batch_size, sort_batches=4, seed=1, shuffle_buffer=100,
+        length_multiple=length_multiple))
 
 
 def test_bounded_shapes_pad_to_a_few_widths(tiny_corpus):
@@ -213,10 +175,13 @@ def test_jit_training_compiles_once_per_width(tmp_path, tiny_corpus):
     batches = _tiny_pipeline(tiny_corpus, 8)
     trainer = Trainer(config, TranslationModel(config), RunDir(tmp_path), batches,
                       lambda: batches.take(1), train_pairs=400, jit_compile=True)
-    outcome = trainer.fit(Limits(max_steps=40))
-    assert outcome.steps == 40 and math.isfinite(outcome.train_nll)
-    widths = {s.shape[1] for (s, _), _ in _tiny_pipeline(tiny_corpus, 8).take(40)}
-    assert trainer.compilations() == len(widths) <= 5
+    # 10 batches of 3 widths (16, 40, 32): a compilation for each new width, none for
+    # a width seen before.
+    outcome = trainer.fit(Limits(max_steps=10))
+    assert outcome.steps == 10 and math.isfinite(outcome.train_nll)
+    widths = [s.shape[1] for (s, _), _ in _tiny_pipeline(tiny_corpus, 8).take(10)]
+    assert 1 < len(set(widths)) < len(widths)
+    assert trainer.compilations() == len(set(widths)) <= 5
 
 
 def test_translator_under_jit_decodes_whole_blocks_alike(tiny_run, tiny_corpus):

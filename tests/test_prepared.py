@@ -9,12 +9,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import TINY_SETTINGS
+from support import TINY_SETTINGS
 from keras_nmt import data, experiment, prepared
-from keras_nmt.corpus.readers import CorpusError, ParallelFiles
+from keras_nmt.corpus.readers import ParallelFiles
+from keras_nmt.errors import CorpusError, PreparedError
 from keras_nmt.rundir import RunDir
 from keras_nmt.text import codecs, word
 from keras_nmt.text.sentencepiece import SentencePieceCodec, train_sentencepiece
+from keras_nmt.train_options import TrainOptions
 from keras_nmt.vocab import Vocabulary
 
 MAX_LEN = 12
@@ -142,19 +144,23 @@ def test_every_epoch_is_a_permutation_uncorrelated_with_the_file_order(sorted_sp
 
 def test_a_large_corpus_is_permuted_too(tiny_corpus, tmp_path, monkeypatch, capsys):
     """The in-memory limit of the text pipeline does not apply to prepared data: a
-    corpus over it still gets a permutation, not a streaming buffer."""
-    monkeypatch.setattr(experiment, "PERMUTATION_MAX_BYTES", 1)
+    corpus over it still gets a permutation, not a streaming buffer. (The run stops
+    where its training batches are made: what follows is every run's.)"""
+    monkeypatch.setattr(data, "PERMUTATION_MAX_BYTES", 1)
     calls = []
-    original = data.prepared_batches
 
-    def spy(split, **settings):
-        calls.append((split.count, settings["shuffle_buffer"]))
-        return original(split, **settings)
+    class BatchesMade(Exception):
+        pass
+
+    def spy(split, batching):
+        calls.append((split.count, batching.shuffle_buffer))
+        raise BatchesMade
 
     monkeypatch.setattr(data, "prepared_batches", spy)
-    experiment.train(experiment.TrainOptions(
-        variant="search30", data=str(tiny_corpus), out=str(tmp_path / "run"), max_steps=1,
-        quiet=True, lexicon=False, overrides=dict(TINY_SETTINGS)))
+    with pytest.raises(BatchesMade):
+        experiment.train(TrainOptions(
+            variant="search30", data=str(tiny_corpus), out=str(tmp_path / "run"), max_steps=1,
+            quiet=True, lexicon=False, overrides=dict(TINY_SETTINGS)))
     kept = json.loads((tmp_path / "run" / "data.json").read_text())["train"]["kept"]
     assert calls == [(kept, 0)]
     assert "streaming buffer" not in capsys.readouterr().err
@@ -162,8 +168,9 @@ def test_a_large_corpus_is_permuted_too(tiny_corpus, tmp_path, monkeypatch, caps
 
 def _batches(split, shuffle_buffer=0, batch_tokens=0):
     return iter(data.prepared_batches(
-        split, max_len=50, batch_size=16, sort_batches=5, seed=3, shuffle_buffer=shuffle_buffer,
-        batch_tokens=batch_tokens, mean_length=8.0))
+        split, data.Batching(max_len=50, batch_size=16, sort_batches=5, seed=3,
+                             shuffle_buffer=shuffle_buffer, batch_tokens=batch_tokens,
+                             mean_length=8.0)))
 
 
 @pytest.mark.parametrize("shuffle_buffer,batch_tokens", [(0, 0), (0, 200), (300, 0)])
@@ -188,9 +195,10 @@ def test_batches_from_prepared_ids_are_those_from_text(text_corpus, tmp_path):
     from keras_nmt.text.word_graph import WordEncoder
 
     encoders = [WordEncoder(v, lang) for v, lang in zip(vocabularies, ("en", "fr"))]
-    settings = dict(max_len=MAX_LEN, batch_size=8, sort_batches=4, seed=1, length_multiple=8)
-    text = data.training_batches(text_corpus, *encoders, **settings)
-    ids = data.prepared_batches(split, **settings)
+    batching = data.Batching(max_len=MAX_LEN, batch_size=8, sort_batches=4, seed=1,
+                             length_multiple=8)
+    text = data.training_batches(text_corpus, *encoders, batching)
+    ids = data.prepared_batches(split, batching)
 
     def rows(dataset, batches):
         out = []
@@ -221,10 +229,10 @@ def test_a_killed_preparation_leaves_nothing_half_valid(text_corpus, tmp_path, m
     assert sorted(p.name for p in tmp_path.iterdir()) == ["prepared"]  # no temporary left
 
     (target / "train.fr.ids").write_bytes(b"\0\0")
-    with pytest.raises(prepared.PreparedError, match="train.fr.ids holds 2 bytes"):
+    with pytest.raises(PreparedError, match="train.fr.ids holds 2 bytes"):
         prepared.PreparedSplit(target, "en", "fr")
     shutil.rmtree(target)
-    with pytest.raises(prepared.PreparedError, match="no prepared training data"):
+    with pytest.raises(PreparedError, match="no prepared training data"):
         prepared.PreparedSplit(target, "en", "fr")
 
 

@@ -9,8 +9,9 @@ import pytest
 
 from keras_nmt.cli import export as export_cli
 from keras_nmt.cli import onnx_translate as onnx_cli
-from keras_nmt.export import ExportError, exporter, onnx_graph, quantize
-from conftest import onnx_files
+from keras_nmt.errors import ExportError
+from keras_nmt.export import exporter, onnx_graph, quantize
+from support import onnx_files
 from onnx_models import loop_model
 
 BEAM = 2

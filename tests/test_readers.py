@@ -4,7 +4,8 @@ import gzip
 
 import pytest
 
-from keras_nmt.corpus.readers import CorpusError, ParallelFiles, find_corpus, scan_training_split
+from keras_nmt.corpus.readers import ParallelFiles, find_corpus, scan_training_split
+from keras_nmt.errors import CorpusError
 
 
 def write_split(directory, split, src_lines, tgt_lines, src="en", tgt="fr", newline="\n"):
@@ -89,3 +90,29 @@ def test_scan_reports_its_progress(tmp_path):
     scan_training_split(ParallelFiles(tmp_path / "train.en", tmp_path / "train.fr"), "en", "fr",
                         5, progress=seen.append)
     assert seen == [1000, 2000, 2500]
+
+
+def test_file_lines_split_as_stdin_is_split(tmp_path):
+    from keras_nmt.corpus.readers import file_lines, read_lines
+
+    for name, data in (("end", b"a\n\nb\n"), ("no-end", b"a\n\nb"), ("crlf", b"a\r\n\r\nb\r\n"),
+                       ("empty", b""), ("separator", "a\u2028b\x85c\n".encode())):
+        (tmp_path / name).write_bytes(data)
+        assert list(file_lines(tmp_path / name)) == read_lines(data), name
+    assert read_lines(b"a\n\nb") == ["a", "", "b"]
+    assert read_lines("a\u2028b\x85c\n".encode()) == ["a\u2028b\x85c"]  # "\n" alone ends a line
+    with gzip.open(tmp_path / "text.gz", "wb") as f:
+        f.write("l'été\nx\n".encode())
+    assert list(file_lines(tmp_path / "text.gz")) == ["l'été", "x"]
+
+
+def test_file_lines_name_the_file_and_line_of_bad_bytes(tmp_path):
+    from keras_nmt.corpus.readers import file_lines
+    from keras_nmt.errors import InputError
+
+    (tmp_path / "bad.txt").write_bytes(b"ok\nbad \xff byte\n")
+    with pytest.raises(InputError, match=r"bad\.txt: line 2 is not UTF-8 text \(bad byte at column 5\)"):
+        list(file_lines(tmp_path / "bad.txt"))
+    assert list(file_lines(tmp_path / "bad.txt", errors="replace")) == ["ok", "bad \ufffd byte"]
+    with pytest.raises(FileNotFoundError):
+        list(file_lines(tmp_path / "missing.txt"))

@@ -9,12 +9,13 @@ import sys
 
 import pytest
 
-from keras_nmt.rundir import RunDir, RunDirError
+from keras_nmt.errors import RunDirError
+from keras_nmt.rundir import RunDir
 from keras_nmt.text import word
+from support import ROOT
 
 FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
 OLD_RUN = FIXTURES / "run-0.1.0"
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def test_inspect_reads_small_files_without_tensorflow():

@@ -19,6 +19,8 @@ from keras_nmt import search
 from keras_nmt.config import variant_config
 from keras_nmt.models import TranslationModel
 from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from keras_nmt.search.candidates import ALIVE, DEAD, row_candidates
+from keras_nmt.search.top_k import BLOCK, top_k_over_vocabulary
 
 DIMS = {"embedding": 8, "hidden": 8, "attention": 6, "maxout": 4, "src_vocab_size": 12}
 
@@ -537,9 +539,9 @@ def test_row_candidates_match_log_softmax(k, vocab, forbid_unk):
     logits[1, [PAD_ID, BOS_ID, UNK_ID]] = 50.0  # banned words on top must not be picked
     forced = np.array([False, False, True, False, True, False])
     # Rows come over whole blocks of output columns, the padding ones masked by the model.
-    padded = np.pad(logits, [[0, 0], [0, -vocab % search._BLOCK]], constant_values=-1e9)
-    lp, tokens = search._row_candidates(tf.constant(padded), tf.constant(k), tf.constant(forced),
-                                        tf.constant(forbid_unk), tf.constant(vocab))
+    padded = np.pad(logits, [[0, 0], [0, -vocab % BLOCK]], constant_values=-1e9)
+    lp, tokens = row_candidates(tf.constant(padded), tf.constant(k), tf.constant(forced),
+                                tf.constant(forbid_unk), tf.constant(vocab))
     lp, tokens = lp.numpy(), tokens.numpy()
     full = tf.nn.log_softmax(logits).numpy()  # normalised over every word, banned ones too
     banned = [PAD_ID, BOS_ID] + ([UNK_ID] if forbid_unk else [])
@@ -549,11 +551,11 @@ def test_row_candidates_match_log_softmax(k, vocab, forbid_unk):
         if forced[row]:
             assert tokens[row, 0] == EOS_ID
             np.testing.assert_allclose(lp[row, 0], full[row, EOS_ID], atol=1e-5)
-            assert (lp[row, 1:] == search._DEAD).all()
+            assert (lp[row, 1:] == DEAD).all()
             continue
         allowed = [v for v in np.argsort(-full[row], kind="stable") if v not in banned]
         expected = allowed[:width]
-        real = lp[row] > search._ALIVE
+        real = lp[row] > ALIVE
         np.testing.assert_array_equal(tokens[row][real], expected[: real.sum()])
         np.testing.assert_allclose(lp[row][real], full[row, expected[: real.sum()]], atol=1e-5)
         # Slots left dead only when fewer than K words are allowed.
@@ -568,8 +570,8 @@ def test_two_stage_top_k_equals_top_k(vocab, k):
     logits[0, :] = 1.0
     logits[1, [3, 200 % vocab, vocab - 1]] = 9.0
     logits[2] = np.round(logits[2])
-    padded = np.pad(logits, [[0, 0], [0, -vocab % search._BLOCK]], constant_values=-1e9)
-    got = search._top_k_over_vocabulary(tf.constant(padded), tf.constant(k))
+    padded = np.pad(logits, [[0, 0], [0, -vocab % BLOCK]], constant_values=-1e9)
+    got = top_k_over_vocabulary(tf.constant(padded), tf.constant(k))
     want = tf.math.top_k(logits, k=k)
     np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())
     np.testing.assert_array_equal(got[0].numpy(), want[0].numpy())

@@ -28,8 +28,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from child_env import child_env
-from conftest import edit_json, onnx_files
+from support import child_env, edit_json, onnx_files
 from keras_nmt.cli import serve as serve_cli
 from keras_nmt.serving.onnx_translator import OnnxTranslator
 from keras_nmt.serving.registry import Registry

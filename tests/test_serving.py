@@ -30,14 +30,12 @@ from keras_nmt.export import EXPORT_ALPHA
 from keras_nmt.constants import RESERVED, UNK
 from keras_nmt.text import word as tokenizer
 from keras_nmt.cli import onnx_translate as onnx_cli, tfserving_client as client_cli
-from keras_nmt.serving import onnx_translator, tfserving_client
-from keras_nmt.serving.tfserving_client import (
-    GrpcTransport, RestTransport, ServingError, TFServingClient, Unreachable,
-)
-from child_env import child_env
-from conftest import onnx_files
+from keras_nmt.serving import onnx_translator
+from keras_nmt.errors import ExportError, ServingError, Unreachable
+from keras_nmt.serving.tfserving_client import GrpcTransport, RestTransport, TFServingClient
+from keras_nmt.translation import Translation
+from support import ROOT, child_env, onnx_files
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 CLIENT = ROOT / "serving" / "tfserving_client.py"
 ONNX_TRANSLATE = ROOT / "serving" / "onnx_translate.py"
 ENV = child_env(TF_CPP_MIN_LOG_LEVEL="3")
@@ -196,8 +194,8 @@ def test_onnx_translator_api_options_and_nbest_format(echo_onnx_dir, capsys):
     results = translator.translate(["cat", "", "the cat sat"], alpha=0.5, batch_size=1)
     assert [r.text for r in results] == ["cat", "", "the cat sat"]
     assert [r.score for r in results] == [-1.0, 0.0, -2.0]  # -alpha * (tokens + EOS)
-    assert results[2].hypotheses == (onnx_translator.Hypothesis("the cat sat",
-                                                               ("the", "cat", "sat"), -2.0),)
+    assert results[2].hypotheses == (Translation("the cat sat", ("the", "cat", "sat"), -2.0,
+                                                 ("the", "cat", "sat")),)
     with pytest.raises(ValueError, match="at most 1 hypotheses"):
         translator.translate(["cat"], nbest=2)
 
@@ -228,7 +226,7 @@ def test_onnx_translator_splits_sentences_as_the_export_says(echo_onnx_dir, tmp_
         "<unk> cat sat. <unk> mat sat on the")
     assert split.tokens == ("<unk>", "cat", "sat", ".", "<unk>", "mat", "sat", "on", "the")
     assert (split.score, split.truncated, len(split.sentences)) == (-11.0, 4, 2)
-    assert split.hypotheses == (onnx_translator.Hypothesis(split.text, split.tokens, -11.0),)
+    assert split.hypotheses == (split,) and split.alternatives == ()
     assert [t.text for t in split.sentences] == [_echo_expected(first), _echo_expected(second)]
     assert translator.translate([first], split_sentences=True) == translator.translate([first])
 
@@ -247,7 +245,7 @@ def test_onnx_translator_splits_sentences_as_the_export_says(echo_onnx_dir, tmp_
         # One sentence of 9 tokens cut, split or not (the whole line has 13).
         assert stderr.getvalue().startswith("keras-nmt onnx-translate: warning: 1 sentence(s) longer")
     (export / "echo.onnx.json").write_text(json.dumps({**metadata, "split_sentences": "yes"}))
-    with pytest.raises(onnx_translator.ExportError, match="split_sentences must be true or false"):
+    with pytest.raises(ExportError, match="split_sentences must be true or false"):
         onnx_translator.OnnxTranslator.from_export_dir(export, "echo")
 
 
@@ -305,7 +303,7 @@ def echo_savedmodel(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def standin(echo_savedmodel):
-    from tfserving_standin import ModelRegistry, StandInServer
+    from bench.tfserving_standin import ModelRegistry, StandInServer
 
     registry = ModelRegistry()
     registry.add("echo", echo_savedmodel / "echo")
@@ -444,7 +442,7 @@ def test_dropped_connection_is_retried(standin, faults, protocol):
 
 
 def test_server_started_after_the_first_failed_try(echo_savedmodel):
-    from tfserving_standin import ModelRegistry, StandInServer
+    from bench.tfserving_standin import ModelRegistry, StandInServer
 
     registry = ModelRegistry()
     registry.add("echo", echo_savedmodel / "echo")
@@ -601,7 +599,7 @@ def test_standin_speaks_tf_serving_rest_json(standin):
         200, {"outputs": ["a b c"]})
     for form in ("instances", "inputs"):
         client = TFServingClient(RestTransport(standin.rest_url, "echo", "text_only", form=form))
-        assert client.predict(["a b c d"]) == [tfserving_client.Prediction("a b c", None, 0)]
+        assert client.predict(["a b c d"]) == [Translation("a b c", score=None)]
     for bad in (b"{not json", b'{"instances": ["a"], "inputs": ["a"]}', b'{"instances": "a"}',
                 b'{"instances": [{"text": "a"}]}'):
         status, answer = _http("POST", base + ":predict", bad)
@@ -609,7 +607,7 @@ def test_standin_speaks_tf_serving_rest_json(standin):
 
 
 def test_standin_serves_a_models_config_with_tf_servings_proto(echo_savedmodel, tmp_path):
-    from tfserving_standin import ModelRegistry
+    from bench.tfserving_standin import ModelRegistry
 
     config = tmp_path / "models.config"
     config.write_text(
@@ -650,7 +648,7 @@ def tiny_standin(tiny_export):
     that config's base path (/models/nmt, mapped to EXPORT_DIR/nmt)."""
     from google.protobuf import text_format
     from tensorflow_serving.config import model_server_config_pb2
-    from tfserving_standin import ModelRegistry, StandInServer
+    from bench.tfserving_standin import ModelRegistry, StandInServer
 
     config = model_server_config_pb2.ModelServerConfig()
     text_format.Parse((tiny_export / "models.config").read_text("utf-8"), config)

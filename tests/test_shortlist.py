@@ -3,7 +3,6 @@
 and ``evaluate``, the SavedModel (both loaders) and onnxruntime. The search itself is
 tested against brute force in test_search.py."""
 
-import dataclasses
 import io
 import json
 import shutil
@@ -11,13 +10,14 @@ import shutil
 import numpy as np
 import pytest
 
-from conftest import onnx_files, savedmodel_loaders
+from support import onnx_files, savedmodel_loaders
 from keras_nmt import lexicon as lexicon_lib
 from keras_nmt.cli import evaluate as evaluate_cli
 from keras_nmt.cli import lexicon as lexicon_cli
 from keras_nmt.cli import onnx_translate as onnx_cli
 from keras_nmt.cli import translate as translate_cli
 from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID
+from keras_nmt.errors import LexiconError
 from keras_nmt.export import parity
 from keras_nmt.rundir import RunDir
 
@@ -121,7 +121,7 @@ def test_the_lexicon_memory_is_bounded_by_its_sample(tiny_run, tmp_path):
     # A generated training split of 10x the sample, in the tiny run's own words: the
     # peak must be that of a split of the sample's size, and far below the peak of the
     # same split with no limit (the whole corpus in one table, as before the limits).
-    from conftest import edit_json
+    from support import edit_json
 
     run_copy = tmp_path / "run"
     shutil.copytree(tiny_run, run_copy, ignore=shutil.ignore_patterns("tensorboard"))
@@ -189,7 +189,7 @@ def test_training_built_the_table_and_the_command_rebuilds_it(tiny_run, run_copy
     assert rebuilt.targets.shape == (built.targets.shape[0], 3)
     # A table that does not fit the vocabulary is refused with what to do.
     source, target = RunDir(run_copy).load_vocabularies()
-    with pytest.raises(lexicon_lib.LexiconError, match="rebuild it"):
+    with pytest.raises(LexiconError, match="rebuild it"):
         rebuilt.check(len(source) + 1, len(target))
 
 
@@ -237,12 +237,12 @@ def test_selected_translations_use_only_candidate_words(translator, lines):
 def test_shortlist_errors(translator, run_copy, tmp_path, capsys):
     from keras_nmt.translator import Translator
 
-    with pytest.raises(lexicon_lib.LexiconError, match="exceeds"):
+    with pytest.raises(LexiconError, match="exceeds"):
         translator.translate(["a"], shortlist=(5, lexicon_lib.DEFAULT_BEST + 1))
     bare = tmp_path / "bare"
     shutil.copytree(run_copy, bare)
     (bare / "lexicon.npz").unlink()
-    with pytest.raises(lexicon_lib.LexiconError, match="keras-nmt lexicon"):
+    with pytest.raises(LexiconError, match="keras-nmt lexicon"):
         Translator.from_run_dir(bare).translate(["a"], shortlist=SHORTLIST)
     # The commands say it in one line, before loading TensorFlow's model.
     code = translate_cli.main([str(bare), "--shortlist", "5,2"], stdin=io.BytesIO(b"a\n"))

@@ -6,7 +6,6 @@ stand-in, and the evaluation on the run's pieces."""
 from __future__ import annotations
 
 import json
-import pathlib
 import subprocess
 import sys
 
@@ -19,11 +18,8 @@ from keras_nmt.evaluation import alignment, scoring
 from keras_nmt.text import codecs
 from keras_nmt.constants import EOS_ID, UNK_ID
 from keras_nmt.text.word import tokenize
-from conftest import onnx_files, run_translator, savedmodel_loaders
-from test_export import BAD_INPUTS  # empty, blank, emoji, control characters, 10,000 characters
-from child_env import child_env
+from support import BAD_INPUTS, ROOT, child_env, onnx_files, run_translator, savedmodel_loaders
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXPORT_BEAM = 5
 
 
@@ -140,8 +136,7 @@ def test_standin_loads_tf_text_ops_like_tf_serving(tiny_spm_export, translator):
     lines = ["The man is here.", ""]
     probe = (
         "import json, sys\n"
-        "sys.path.insert(0, 'tests')\n"
-        "import tfserving_standin as s\n"
+        "import bench.tfserving_standin as s\n"
         f"path = {str(tiny_spm_export / 'nmt' / '1')!r}\n"
         "missing = s.missing_ops(path)\n"
         "before = 'tensorflow_text' in sys.modules\n"

@@ -8,14 +8,18 @@ import keras
 import pytest
 import tensorflow as tf
 
-from keras_nmt.config import ConfigError, variant_config
-from keras_nmt.optimizers import FusedAdadelta
+from keras_nmt.config import variant_config
+from keras_nmt.errors import ConfigError, TrainingDiverged
+from keras_nmt.training.optimizers import FusedAdadelta
 from keras_nmt.models import TranslationModel
 from keras_nmt.rundir import RunDir
-from keras_nmt.training import Limits, Trainer, TrainingDiverged, make_optimizer
+from keras_nmt.training import Limits, Trainer, make_optimizer
 
-TINY = {"embedding": 8, "hidden": 8, "attention": 8, "maxout": 4, "src_vocab_size": 10,
-        "tgt_vocab_size": 10, "batch_size": 2, "eval_every": 1, "checkpoint_every": 2}
+# The model of the fixed batches below (not support.TINY_SETTINGS): ids under 10, two
+# pairs a batch, an evaluation every update and a checkpoint every two.
+FIXED_BATCH_SETTINGS = {"embedding": 8, "hidden": 8, "attention": 8, "maxout": 4,
+                        "src_vocab_size": 10, "tgt_vocab_size": 10, "batch_size": 2,
+                        "eval_every": 1, "checkpoint_every": 2}
 
 
 def _batches():
@@ -27,7 +31,7 @@ def _batches():
 
 def _trainer(tmp_path, **overrides):
     keras.utils.set_random_seed(0)
-    config = variant_config("search50", {**TINY, **overrides})
+    config = variant_config("search50", {**FIXED_BATCH_SETTINGS, **overrides})
     model = TranslationModel(config)
     return Trainer(config, model, RunDir(tmp_path), _batches(), lambda: _batches().take(1), train_pairs=2)
 
@@ -49,7 +53,7 @@ def test_training_lowers_the_loss_and_counts(tmp_path):
     assert outcome.epochs == pytest.approx(30.0)
     assert outcome.target_tokens == 30 * 5
     assert trainer.dev_nll() < before / 2
-    assert trainer.manager.latest_checkpoint.endswith("ckpt-30")
+    assert trainer.checkpoints.manager.latest_checkpoint.endswith("ckpt-30")
 
 
 def test_early_stopping_after_patience(tmp_path, monkeypatch):
@@ -61,7 +65,7 @@ def test_early_stopping_after_patience(tmp_path, monkeypatch):
     assert outcome.stop_reason == "early_stopping"
     assert outcome.steps == 4
     assert outcome.best_dev_nll == 4.0
-    assert trainer.best_manager.latest_checkpoint.endswith("ckpt-2")
+    assert trainer.checkpoints.best_manager.latest_checkpoint.endswith("ckpt-2")
 
 
 def test_divergence_stops_with_resume_advice(tmp_path, monkeypatch):
@@ -90,13 +94,13 @@ def test_restore_continues_counters_and_data(tmp_path):
 def test_the_budget_schedule_by_hand():
     from keras_nmt.training import scheduled_learning_rate
 
-    config = variant_config("search50", {**TINY, "lr_schedule": "budget", "learning_rate": 1.0,
+    config = variant_config("search50", {**FIXED_BATCH_SETTINGS, "lr_schedule": "budget", "learning_rate": 1.0,
                                          "warmup_steps": 4, "final_lr_fraction": 0.1})
     assert scheduled_learning_rate(config, 0, 0.0) == pytest.approx(0.25)  # warming up
     assert scheduled_learning_rate(config, 3, 0.0) == pytest.approx(1.0)
     assert scheduled_learning_rate(config, 10, 0.5) == pytest.approx(0.55)  # half way down
     assert scheduled_learning_rate(config, 99, 1.0) == pytest.approx(0.1)
-    constant = variant_config("search50", TINY)
+    constant = variant_config("search50", FIXED_BATCH_SETTINGS)
     assert scheduled_learning_rate(constant, 99, 1.0) == constant.learning_rate
     assert Limits(max_steps=10, max_minutes=1.0).progress(5, 45.0) == pytest.approx(0.75)
     assert Limits().progress(5, 45.0) == 0.0
@@ -105,7 +109,7 @@ def test_the_budget_schedule_by_hand():
 def test_a_budget_schedule_without_a_budget_is_refused(tmp_path):
     from keras_nmt.training import check_limits
 
-    config = variant_config("search50", {**TINY, "lr_schedule": "budget"})
+    config = variant_config("search50", {**FIXED_BATCH_SETTINGS, "lr_schedule": "budget"})
     check_limits(config, Limits(max_minutes=1.0))
     check_limits(config.replace(lr_schedule="constant"), Limits())
     with pytest.raises(ConfigError, match="give --max-minutes or --max-steps"):
@@ -151,7 +155,7 @@ def test_a_budget_schedule_needs_a_budget(tmp_path):
 
 
 def test_loss_scale_halves_on_overflow_and_doubles_after_a_run_of_finite_updates():
-    from keras_nmt.optimizers import DynamicLossScale
+    from keras_nmt.training.optimizers import DynamicLossScale
 
     scale = DynamicLossScale(initial_scale=8.0, growth_steps=3)
     scale.adjust(tf.constant(False))
@@ -172,19 +176,19 @@ def test_float16_skips_an_update_whose_gradients_overflowed(tmp_path):
     variables = trainer.model.trainable_variables
     before = [v.numpy() for v in variables]
     overflowed = [tf.fill(v.shape, np.inf) for v in variables]
-    trainer._apply(overflowed, variables, trainer._finite(overflowed))
+    trainer.step_functions.apply(overflowed, variables, trainer.step_functions.finite(overflowed))
     for variable, value in zip(variables, before):
         np.testing.assert_array_equal(variable.numpy(), value)
     assert int(trainer.optimizer.iterations.numpy()) == 0
     assert float(trainer.loss_scale.scale.numpy()) == 2.0**14
     finite = [tf.ones(v.shape) for v in variables]
-    trainer._apply(finite, variables, trainer._finite(finite))
+    trainer.step_functions.apply(finite, variables, trainer.step_functions.finite(finite))
     assert int(trainer.optimizer.iterations.numpy()) == 1
     assert any(not np.array_equal(v.numpy(), b) for v, b in zip(variables, before))
 
 
 def test_sparse_rows_are_summed_before_the_global_norm():
-    from keras_nmt.optimizers import combine_rows
+    from keras_nmt.training.optimizers import combine_rows
 
     # Two rows for word 1 (3 and 4) sum to 7: the true norm is sqrt(7^2 + 1) = sqrt(50);
     # the parts' norm would be sqrt(3^2 + 4^2 + 1) = sqrt(26).

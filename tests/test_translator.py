@@ -11,7 +11,8 @@ import tensorflow as tf
 
 from keras_nmt.models import TranslationModel
 from keras_nmt.constants import UNK, UNK_ID
-from keras_nmt.translator import Translation, Translator, default_max_source_len
+from keras_nmt.translation import Translation
+from keras_nmt.translator import Translator, default_max_source_len
 
 LINES = [
     "The man is here.",
@@ -170,7 +171,7 @@ def test_forbid_unk_and_unk_replacement(peaked):
 
 
 def test_unk_replacement_needs_a_model_with_attention(translator):
-    from keras_nmt.config import ConfigError
+    from keras_nmt.errors import ConfigError
     from keras_nmt.ensemble import Ensemble
 
     config = translator.model.config.replace(architecture="encdec", variant="encdec30")

@@ -14,6 +14,7 @@ import pytest
 
 from keras_nmt.cli import train as train_cli
 from keras_nmt.corpus import wmt14
+from keras_nmt.errors import DownloadError
 
 LINES = {"europarl-v7": 7, "commoncrawl": 5, "un": 6, "news-commentary-v9": 4, "giga-fren": 8,
          "newstest2012": 3, "newstest2013": 2}
@@ -181,7 +182,7 @@ def test_interrupted_download_resumes_with_a_range_request(tmp_path, mirror, arc
 
 def test_a_file_that_fails_its_checksum_is_not_used(tmp_path, mirror, manifest):
     bad = [dataclasses.replace(a, sha256="0" * 64) if a.filename == "dev.tgz" else a for a in manifest]
-    with pytest.raises(wmt14.DownloadError, match=r"dev\.tgz has SHA-256 [0-9a-f]{64}, expected 0{64}; it was not used"):
+    with pytest.raises(DownloadError, match=r"dev\.tgz has SHA-256 [0-9a-f]{64}, expected 0{64}; it was not used"):
         wmt14.prepare(tmp_path, mirror.url, manifest=bad, log=lambda text: None, quiet=True)
     downloads = tmp_path / "wmt14-en-fr" / "downloads"
     assert not (downloads / "dev.tgz").exists() and (downloads / "dev.tgz.rejected").exists()
@@ -230,11 +231,12 @@ def test_train_cli_errors_name_the_files_to_place_by_hand(tmp_path, capsys, mirr
 
 def test_train_from_the_recipe(tmp_path, mirror, manifest, monkeypatch):
     from keras_nmt import experiment
+    from keras_nmt.train_options import TrainOptions
 
     monkeypatch.setattr(wmt14, "MANIFEST", tuple(manifest))
     monkeypatch.setenv(wmt14.MIRROR_ENV, mirror.url)
     monkeypatch.setenv(wmt14.CACHE_ENV, str(tmp_path / "cache"))
-    summary = experiment.train(experiment.TrainOptions(
+    summary = experiment.train(TrainOptions(
         variant="search30", data="wmt14-en-fr", out=str(tmp_path / "run"), max_steps=1,
         max_train_pairs=20, quiet=True,
         overrides={"embedding": 8, "hidden": 8, "attention": 8, "maxout": 4, "batch_size": 8,

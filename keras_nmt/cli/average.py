@@ -7,11 +7,9 @@ from __future__ import annotations
 from typing import Sequence
 
 from keras_nmt.cli.common import (
-    OneLineParser, positive_int, quiet_tensorflow, run_command, std_streams,
+    Console, OneLineParser, add_quiet_argument, positive_int, quiet_tensorflow, run_main,
 )
-from keras_nmt.config import ConfigError
-from keras_nmt.rundir import RunDir, RunDirError
-from keras_nmt.vocab import VocabularyError
+from keras_nmt.rundir import RunDir
 
 PROG = "keras-nmt average"
 
@@ -24,24 +22,22 @@ def build_parser(prog: str = PROG) -> OneLineParser:
                        help="the last N checkpoints (recent/, else checkpoints/; default 2)")
     which.add_argument("--best", type=positive_int, metavar="N",
                        help="the N best by the development score (best/)")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_quiet_argument(parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None, stdin=None, stdout=None, stderr=None,
          prog: str = PROG) -> int:
-    stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
-    args = build_parser(prog).parse_args(argv)
+    return run_main(build_parser(prog), _average, argv, stdin, stdout, stderr)
 
-    def body() -> int:
-        run = RunDir(args.run_dir)
-        run.inspect("best")  # a usable run directory, checked before TensorFlow loads
-        quiet_tensorflow()
-        from keras_nmt import averaging
 
-        source, count = ("best", args.best) if args.best else ("last", args.last or 2)
-        averaging.average(run, source, count, log=lambda text: None if args.quiet else
-                          print(text, file=stderr, flush=True))
-        return 0
+def _average(args, console: Console) -> int:
+    run = RunDir(args.run_dir)
+    run.inspect("best")  # a usable run directory, checked before TensorFlow loads
+    quiet_tensorflow()
+    from keras_nmt import averaging
 
-    return run_command(prog, body, stdout, stderr, (ConfigError, RunDirError, VocabularyError))
+    source, count = ("best", args.best) if args.best else ("last", args.last or 2)
+    averaging.average(run, source, count, log=lambda text: None if args.quiet else
+                      print(text, file=console.stderr, flush=True))
+    return 0

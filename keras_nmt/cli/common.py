@@ -1,17 +1,24 @@
-"""What every command shares: one-line errors, number types, stdin and stdout, quiet start-up.
+"""What every command shares: its ``main``, one-line errors, number types, shared options,
+stdin and stdout, quiet start-up.
 
-Every command reports bad input as one line ``PROG: error: ...`` and exit status 2
-(:class:`OneLineParser` for the arguments, :func:`run_command` for the work). No
+Every command's ``main(argv, stdin, stdout, stderr, prog) -> int`` is :func:`run_main`:
+its arguments parsed, then its work run. Bad input is reported as one line
+``PROG: error: ...`` and exit status 2 (:class:`OneLineParser` for the arguments,
+:func:`run_command` for the work: every :class:`~keras_nmt.errors.UserError`). No
 TensorFlow here: the onnxruntime command runs without it.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import sys
 from typing import BinaryIO, Callable, Sequence, TextIO
+
+from keras_nmt.errors import UserError
+from keras_nmt.rundir import WEIGHTS
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -21,9 +28,24 @@ class OneLineParser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.renamed: dict[str, str] = {}
+        self.checks: list[Callable[[argparse.Namespace], None]] = []
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+    def add_check(self, check: Callable[[argparse.Namespace], None]) -> None:
+        """Check the parsed arguments together, after each one has parsed: a ValueError
+        that ``check(args)`` raises is reported as a bad argument is."""
+        self.checks.append(check)
+
+    def parse_args(self, args=None, namespace=None):
+        parsed = super().parse_args(args, namespace)
+        for check in self.checks:
+            try:
+                check(parsed)
+            except ValueError as error:
+                self.error(str(error))
+        return parsed
 
     def rename(self, old: str, new: str) -> None:
         """Accept ``old`` as a deprecated spelling of the option ``new`` (already added):
@@ -83,7 +105,7 @@ non_negative_float = _number(float, lambda v: v >= 0, "a number >= 0")
 def add_weights_argument(parser: argparse.ArgumentParser) -> None:
     """``--weights best|last|averaged``: which of a run's weights a command loads."""
     parser.add_argument(
-        "--weights", choices=("best", "last", "averaged"), default="best",
+        "--weights", choices=WEIGHTS, default="best",
         help="'best' development weights (the default; the last checkpoint when there are "
         "none), the 'last' checkpoint, or the 'averaged' ones of keras-nmt average",
     )
@@ -110,6 +132,21 @@ def add_shortlist_argument(parser: argparse.ArgumentParser, what: str = "decode"
         "each source word of the batch (the run's lexical table, keras-nmt lexicon) instead "
         "of the whole vocabulary: faster, scores normalised over those words; e.g. 1000,20",
     )
+
+
+def add_beam_search_arguments(parser: argparse.ArgumentParser, default: str) -> None:
+    """``--beam K`` and ``--alpha A``, the beam search's size and length normalisation;
+    ``default`` says where both come from when not given."""
+    parser.add_argument("--beam", type=positive_int, metavar="K",
+                        help=f"beam size (default: {default})")
+    parser.add_argument("--alpha", type=non_negative_float, metavar="A",
+                        help=f"length normalisation exponent (default: {default})")
+
+
+def add_quiet_argument(parser: argparse.ArgumentParser,
+                       help: str = "no progress lines on stderr") -> None:
+    """``--quiet``: nothing on stderr but errors, or less (``help`` says what goes)."""
+    parser.add_argument("--quiet", action="store_true", help=help)
 
 
 def add_split_sentences_argument(
@@ -149,24 +186,47 @@ def binary(stream) -> BinaryIO:
     return getattr(stream, "buffer", stream)
 
 
-def std_streams(stdin=None, stdout=None, stderr=None):
-    """The streams a command's ``main`` was given, sys's where it was given none."""
-    return (sys.stdin if stdin is None else stdin, sys.stdout if stdout is None else stdout,
-            sys.stderr if stderr is None else stderr)
+@dataclasses.dataclass(frozen=True)
+class Console:
+    """What a command's work talks through: its name (the ``PROG`` of its messages) and
+    its streams."""
+
+    prog: str
+    stdin: TextIO
+    stdout: TextIO
+    stderr: TextIO
+
+
+def run_main(parser: OneLineParser, body: Callable[[argparse.Namespace, Console], int],
+             argv: Sequence[str] | None, stdin=None, stdout=None, stderr=None, *,
+             interrupted: str = "interrupted") -> int:
+    """A command's ``main``: ``argv`` parsed by ``parser`` (bad arguments end it with one
+    line and exit status 2), then ``body(args, console)`` run by :func:`run_command`
+    (``interrupted`` is its message for Ctrl-C), named ``parser.prog``, with the streams
+    ``main`` was given and sys's where it was given none."""
+    console = Console(parser.prog, sys.stdin if stdin is None else stdin,
+                      sys.stdout if stdout is None else stdout,
+                      sys.stderr if stderr is None else stderr)
+    args = parser.parse_args(argv)
+    return run_command(console.prog, lambda: body(args, console), console.stdout,
+                       console.stderr, interrupted=interrupted)
 
 
 def run_command(prog: str, body: Callable[[], int], stdout: TextIO, stderr: TextIO,
-                user_errors: Sequence[type[Exception]],
+                also: Sequence[type[Exception]] = (),
                 interrupted: str = "interrupted") -> int:
-    """Run a command's work and return its exit status: ``user_errors`` as one line
-    ``PROG: error: ...`` (2), Ctrl-C (130, with ``interrupted`` as the message), and
-    output piped into a reader that stopped, such as ``head`` (1, quietly).
+    """Run a command's work and return its exit status: a
+    :class:`~keras_nmt.errors.UserError`, or one of the classes in ``also`` (exceptions
+    not the project's that this command's user can fix), as one line
+    ``PROG: error: ...`` (2); Ctrl-C (130, with ``interrupted`` as the message); output
+    piped into a reader that stopped, such as ``head`` (1, quietly). Anything else is a
+    bug, and keeps its traceback.
 
-    ``user_errors`` is read when an error arrives: a list that ``body`` extends (with an
-    error class it could only import after TensorFlow) counts what it holds then."""
+    ``also`` is read when an error arrives, so a list that ``body`` extends counts what
+    it holds then."""
     try:
         return body()
-    except tuple(user_errors) as error:
+    except (UserError, *also) as error:
         print(f"{prog}: error: {error}", file=stderr)
         return 2
     except KeyboardInterrupt:

@@ -18,17 +18,18 @@ import io
 import pathlib
 from typing import Any, Sequence
 
+from keras_nmt.atomic import json_text
 from keras_nmt.cli.common import (
-    OneLineParser, add_shortlist_argument, add_split_sentences_argument, add_weights_argument,
-    non_negative_float, non_negative_int, positive_int, quiet_tensorflow, run_command,
-    std_streams,
+    Console, OneLineParser, add_beam_search_arguments, add_quiet_argument,
+    add_shortlist_argument, add_split_sentences_argument, add_weights_argument,
+    non_negative_float, non_negative_int, positive_int, quiet_tensorflow, run_main,
 )
-from keras_nmt.config import ConfigError, check_attention
-from keras_nmt.corpus.readers import CorpusError
-from keras_nmt.ensemble import EnsembleError, check_compatible
-from keras_nmt.lexicon import LexiconError, shortlist_inputs
-from keras_nmt.evaluation import EvaluationError, plots
-from keras_nmt.evaluation.alignment import AlignmentError, default_alignment_path, read_gold
+from keras_nmt.config import check_attention
+from keras_nmt.ensemble import check_compatible
+from keras_nmt.errors import EvaluationError
+from keras_nmt.lexicon import shortlist_inputs
+from keras_nmt.evaluation import plots
+from keras_nmt.evaluation.alignment import default_alignment_path, read_gold
 from keras_nmt.evaluation.plots import (
     HEATMAP_MAX_TOKENS, HEATMAP_MIN_TOKENS, choose_heatmap_sentences, write_plots,
 )
@@ -38,15 +39,10 @@ from keras_nmt.evaluation.scoring import (
     table2_row,
 )
 from keras_nmt.progress import Progress
-from keras_nmt.rundir import RunDir, RunDirError, json_text
-from keras_nmt.vocab import VocabularyError
+from keras_nmt.rundir import RunDir
 
 PROG = "keras-nmt evaluate"
 DEFAULT_HEATMAPS = 4
-USER_ERRORS: tuple[type[Exception], ...] = (
-    EvaluationError, AlignmentError, ConfigError, CorpusError, RunDirError, VocabularyError,
-    EnsembleError, LexiconError,
-)
 
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
@@ -61,11 +57,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                         help="source sentences, one per line")
     parser.add_argument("--ref", required=True, metavar="FILE",
                         help="reference translations, line-aligned with --src")
-    parser.add_argument("--beam", type=positive_int, metavar="K",
-                        help="beam size (default: each run's tuned one, else its config's)")
-    parser.add_argument("--alpha", type=non_negative_float, metavar="A",
-                        help="length normalisation exponent (default: each run's tuned one, else "
-                        "its config's)")
+    add_beam_search_arguments(parser, "each run's tuned one, else its config's")
     parser.add_argument("--tune", action="store_true",
                         help="first pick the beam and alpha with the best BLEU on --src/--ref "
                         "over --tune-beams x --tune-alphas, store them in the run (search.json: "
@@ -82,8 +74,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         help="write figures (PNG + CSV/JSON), table2.md, evaluation.json, translations and predicted alignments here",
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout (the tables go to stderr)")
-    parser.add_argument("--quiet", action="store_true",
-                        help="no progress lines on stderr (with --json: no tables either)")
+    add_quiet_argument(parser, "no progress lines on stderr (with --json: no tables either)")
     parser.add_argument(
         "--gold-align", dest="align", metavar="FILE",
         help="gold alignments, Pharaoh i-j per line (default: SRC_STEM.align next to --src, when it exists)",
@@ -106,7 +97,17 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         help="also evaluate the ensemble of all RUN_DIRs (same vocabularies needed), as one more row",
     )
     parser.rename("--align", "--gold-align")
+    parser.add_check(_check_needed_options)
     return parser
+
+
+def _check_needed_options(args: argparse.Namespace) -> None:
+    for option, value, needs in (("--heatmaps", args.heatmaps, "plots"),
+                                 ("--sentences", args.sentences, "plots"),
+                                 ("--tune-beams", args.tune_beams, "tune"),
+                                 ("--tune-alphas", args.tune_alphas, "tune")):
+        if value is not None and not getattr(args, needs):
+            raise ValueError(f"{option} applies with --{needs} only")
 
 
 def _positive_ints(text: str) -> tuple[int, ...]:
@@ -146,16 +147,7 @@ def _prepare_output_dir(path: str) -> pathlib.Path:
 
 def main(argv: Sequence[str] | None = None, stdin=None, stdout=None, stderr=None,
          prog: str = PROG) -> int:
-    stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
-    parser = build_parser(prog)
-    args = parser.parse_args(argv)
-    for option, value, needs in (("--heatmaps", args.heatmaps, "plots"),
-                                 ("--sentences", args.sentences, "plots"),
-                                 ("--tune-beams", args.tune_beams, "tune"),
-                                 ("--tune-alphas", args.tune_alphas, "tune")):
-        if value is not None and not getattr(args, needs):
-            parser.error(f"{option} applies with --{needs} only")
-    return run_command(prog, lambda: _main(args, stdout, stderr), stdout, stderr, USER_ERRORS)
+    return run_main(build_parser(prog), _evaluate, argv, stdin, stdout, stderr)
 
 
 @dataclasses.dataclass
@@ -168,7 +160,7 @@ class _Job:
     summary: dict[str, Any] | None
 
 
-def _main(args: argparse.Namespace, stdout, stderr) -> int:
+def _evaluate(args: argparse.Namespace, console: Console) -> int:
     # Everything that can be checked without TensorFlow is checked first.
     sources, references = read_parallel(args.src, args.ref)
     runs = [RunDir(path).inspect(args.weights) for path in args.run_dirs]
@@ -222,7 +214,7 @@ def _main(args: argparse.Namespace, stdout, stderr) -> int:
     quiet_tensorflow()
     from keras_nmt.translator import Translator
 
-    report = stderr if args.json else stdout
+    report = console.stderr if args.json else console.stdout
     if args.json and args.quiet:  # the JSON on stdout holds what the tables show
         report = io.StringIO()
     results = []
@@ -245,7 +237,7 @@ def _main(args: argparse.Namespace, stdout, stderr) -> int:
         result = evaluate_run(
             translator, sources, references, beam, alpha, batch_size=args.batch_size,
             gold=gold if attends else None, keep_attention=keep if attends else [],
-            progress=Progress(stream=stderr, enabled=not args.quiet), label=job.label, shortlist=args.shortlist,
+            progress=Progress(stream=console.stderr, enabled=not args.quiet), label=job.label, shortlist=args.shortlist,
             split_sentences=args.split_sentences,
         )
         ensemble = len(job.paths) > 1
@@ -283,8 +275,8 @@ def _main(args: argparse.Namespace, stdout, stderr) -> int:
         )
         print(f"figures, table2.md and evaluation.json written to {plots_dir}", file=report, flush=True)
     if args.json:
-        stdout.write(json_text(output, indent=2, ensure_ascii=False))
-        stdout.write("\n")
+        console.stdout.write(json_text(output, indent=2, ensure_ascii=False))
+        console.stdout.write("\n")
     return 0
 
 

@@ -10,23 +10,15 @@ import time
 from typing import Sequence
 
 from keras_nmt.cli.common import (
-    OneLineParser, add_shortlist_argument, add_split_sentences_argument, add_weights_argument,
-    non_negative_float, non_negative_int, positive_int, quiet_tensorflow, run_command,
-    std_streams,
+    Console, OneLineParser, add_quiet_argument, add_shortlist_argument,
+    add_split_sentences_argument, add_weights_argument, non_negative_float, non_negative_int,
+    positive_int, quiet_tensorflow, run_main,
 )
-from keras_nmt.config import ConfigError
-from keras_nmt.export import ExportError
+from keras_nmt.errors import ExportError
 from keras_nmt.export.exporter import INT8_MAX_DROP, NAME, ExportRequest, export
-from keras_nmt.lexicon import LexiconError
 from keras_nmt.progress import format_duration
-from keras_nmt.rundir import RunDirError
-from keras_nmt.text import CodecError
-from keras_nmt.vocab import VocabularyError
 
 PROG = "keras-nmt export"
-USER_ERRORS: tuple[type[Exception], ...] = (
-    ConfigError, RunDirError, VocabularyError, CodecError, ExportError, LexiconError,
-)
 DESCRIPTION = (
     "Export a training run: EXPORT_DIR/NAME/VERSION/ (a SavedModel in TF Serving's layout, "
     "checked with the TF1 session loader against the Keras model), EXPORT_DIR/models.config "
@@ -69,30 +61,31 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         parser, "serving_default, translate and onnx-translate split each line into its "
         "sentences, translate each alone and join their translations")
     add_weights_argument(parser)
-    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_quiet_argument(parser)
     parser.rename("--version", "--model-version")
     parser.rename("--attention", "--return-attention")
+    parser.add_check(_check_name)
     return parser
+
+
+def _check_name(args: argparse.Namespace) -> None:
+    if not NAME.fullmatch(args.name):
+        raise ValueError(f"--name must be letters, digits, '_', '.', '-', got {args.name!r}")
 
 
 def main(argv: Sequence[str] | None = None, stdin=None, stdout=None, stderr=None,
          prog: str = PROG) -> int:
-    stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
-    parser = build_parser(prog)
-    args = parser.parse_args(argv)
-    if not NAME.fullmatch(args.name):
-        parser.error(f"--name must be letters, digits, '_', '.', '-', got {args.name!r}")
-    return run_command(prog, lambda: _run(args, stderr, prog), stdout, stderr, USER_ERRORS)
+    return run_main(build_parser(prog), _export, argv, stdin, stdout, stderr)
 
 
-def _run(args: argparse.Namespace, stderr, prog: str) -> int:
+def _export(args: argparse.Namespace, console: Console) -> int:
     started = time.monotonic()
 
     def log(message: str) -> None:
         if args.quiet:
             return
-        print(f"{prog}: {message} [{format_duration(time.monotonic() - started)}]",
-              file=stderr, flush=True)
+        print(f"{console.prog}: {message} [{format_duration(time.monotonic() - started)}]",
+              file=console.stderr, flush=True)
 
     request = ExportRequest(
         run_dir=args.run_dir, out=args.out, name=args.name, version=args.version,

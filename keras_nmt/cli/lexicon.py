@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 from typing import Sequence
 
-from keras_nmt.cli.common import OneLineParser, positive_int, run_command, std_streams
-from keras_nmt.config import ConfigError
-from keras_nmt.corpus.readers import InputError
-from keras_nmt.lexicon import DEFAULT_BEST, DEFAULT_ITERATIONS, LexiconError, Limits, build_for_run
+from keras_nmt.cli.common import (
+    Console, OneLineParser, add_quiet_argument, positive_int, run_main,
+)
+from keras_nmt.lexicon import DEFAULT_BEST, DEFAULT_ITERATIONS, Limits, build_for_run
 from keras_nmt.progress import Progress
-from keras_nmt.rundir import RunDir, RunDirError
-from keras_nmt.vocab import VocabularyError
+from keras_nmt.rundir import RunDir
 
 PROG = "keras-nmt lexicon"
 
@@ -33,33 +32,30 @@ def build_parser(prog: str = PROG) -> OneLineParser:
     parser.add_argument("--max-word-pairs", type=positive_int, default=Limits.max_word_pairs,
                         help="word pairs the table holds during EM, the least probable "
                              "dropped beyond (default %(default)s)")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_quiet_argument(parser)
     parser.rename("--best", "--translations")
     return parser
 
 
 def main(argv: Sequence[str] | None = None, stdin=None, stdout=None, stderr=None,
          prog: str = PROG) -> int:
-    stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
-    args = build_parser(prog).parse_args(argv)
+    return run_main(build_parser(prog), _build, argv, stdin, stdout, stderr)
 
-    def body() -> int:
-        run = RunDir(args.run_dir)
-        run.inspect("last")  # a usable run directory (its vocabularies above all)
-        progress = Progress(stream=stderr, enabled=not args.quiet)
-        limits = Limits(sample_pairs=args.sample, max_word_pairs=args.max_word_pairs)
-        lexicon = build_for_run(run, args.iterations, args.best, progress, limits)
-        progress.close()
-        info = lexicon.info
-        size = run.lexicon_path.stat().st_size
-        print(json.dumps({"path": str(run.lexicon_path), "bytes": size, **info}, sort_keys=True),
-              file=stdout)
-        if not args.quiet:
-            print(f"wrote {run.lexicon_path} ({size / 1e6:.1f} MB): {info['pairs']:,} pairs "
-                  f"(of {info['corpus_lines']:,} lines), "
-                  f"{info['word_pairs']:,} word pairs, {info['iterations']} EM rounds in "
-                  f"{info['total_seconds']:.1f} s", file=stderr)
-        return 0
 
-    return run_command(prog, body, stdout, stderr,
-                       (ConfigError, InputError, LexiconError, RunDirError, VocabularyError))
+def _build(args, console: Console) -> int:
+    run = RunDir(args.run_dir)
+    run.inspect("last")  # a usable run directory (its vocabularies above all)
+    progress = Progress(stream=console.stderr, enabled=not args.quiet)
+    limits = Limits(sample_pairs=args.sample, max_word_pairs=args.max_word_pairs)
+    lexicon = build_for_run(run, args.iterations, args.best, progress, limits)
+    progress.close()
+    info = lexicon.info
+    size = run.lexicon_path.stat().st_size
+    print(json.dumps({"path": str(run.lexicon_path), "bytes": size, **info}, sort_keys=True),
+          file=console.stdout)
+    if not args.quiet:
+        print(f"wrote {run.lexicon_path} ({size / 1e6:.1f} MB): {info['pairs']:,} pairs "
+              f"(of {info['corpus_lines']:,} lines), "
+              f"{info['word_pairs']:,} word pairs, {info['iterations']} EM rounds in "
+              f"{info['total_seconds']:.1f} s", file=console.stderr)
+    return 0

@@ -7,27 +7,19 @@ with an ONNX export and onnxruntime, without TensorFlow; see
 from __future__ import annotations
 
 import argparse
-import time
+import functools
 from typing import Sequence, TextIO
 
 from keras_nmt.cli.common import (
-    OneLineParser, add_split_sentences_argument, binary, non_negative_float, non_negative_int,
-    positive_int, run_command, shortlist, std_streams,
+    Console, OneLineParser, add_beam_search_arguments, add_quiet_argument,
+    add_split_sentences_argument, binary, non_negative_int, positive_int, run_main, shortlist,
 )
-from keras_nmt.corpus.readers import InputError, read_lines
-from keras_nmt.export import ExportError
-from keras_nmt.progress import Progress, format_duration
+from keras_nmt.cli.translating import Output, translate_in_chunks
+from keras_nmt.corpus.readers import read_lines
+from keras_nmt.errors import UsageError
 from keras_nmt.serving.onnx_translator import OnnxTranslator
-from keras_nmt.text.sentences import truncated_sentences
-from keras_nmt.vocab import VocabularyError
 
 PROG = "keras-nmt onnx-translate"
-# Sentences translated at a time: sorted by length within a chunk, written in order.
-CHUNK_BATCHES = 64
-
-
-class UsageError(ValueError):
-    """Options that do not fit together or do not fit the export."""
 
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
@@ -43,10 +35,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser.add_argument("--model-version", dest="version", type=non_negative_int, metavar="N",
                         help="the version of NAME to run (default: the newest, which must "
                              "have been exported with --onnx)")
-    parser.add_argument("--beam", type=positive_int, metavar="K",
-                        help="beam size (default: the export's)")
-    parser.add_argument("--alpha", type=non_negative_float, metavar="A",
-                        help="length normalisation exponent (default: the export's)")
+    add_beam_search_arguments(parser, "the export's")
     parser.add_argument("--nbest", type=positive_int, metavar="N",
                         help="write the N best translations as 'INDEX ||| translation ||| score'"
                         " (at most the export's --nbest)")
@@ -67,20 +56,17 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                         help="sentences decoded together (default 32)")
     parser.add_argument("--threads", type=positive_int, metavar="N",
                         help="onnxruntime intra-op threads (default: onnxruntime's choice)")
-    parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    add_quiet_argument(parser, "no progress line on stderr")
     parser.rename("--version", "--model-version")
     return parser
 
 
 def main(argv: Sequence[str] | None = None, stdin=None, stdout: TextIO | None = None,
          stderr: TextIO | None = None, prog: str = PROG) -> int:
-    stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
-    args = build_parser(prog).parse_args(argv)
-    return run_command(prog, lambda: _run(args, stdin, stdout, stderr, prog), stdout, stderr,
-                       (ExportError, VocabularyError, InputError, UsageError))
+    return run_main(build_parser(prog), _translate, argv, stdin, stdout, stderr)
 
 
-def _run(args, stdin, stdout: TextIO, stderr: TextIO, prog: str) -> int:
+def _translate(args, console: Console) -> int:
     translator = OnnxTranslator.from_export_dir(args.export_dir, args.name, args.threads,
                                                 int8=args.int8, version=args.version)
     nbest = args.nbest or 1
@@ -92,36 +78,12 @@ def _run(args, stdin, stdout: TextIO, stderr: TextIO, prog: str) -> int:
         translator.translate([], **options)  # checks the options before reading stdin
     except ValueError as error:
         raise UsageError(str(error)) from None
-    lines = read_lines(binary(stdin).read())
-    if hasattr(stdout, "reconfigure"):
-        stdout.reconfigure(encoding="utf-8", newline="\n")
-    progress = Progress(stream=stderr, enabled=not args.quiet and bool(lines))
-    start = time.monotonic()
-    done = [0]
-
-    def advance(count: int) -> None:
-        done[0] += count
-        rate = done[0] / max(time.monotonic() - start, 1e-9)
-        progress.update(f"translating: {done[0]}/{len(lines)} sentences, {rate:.1f} sentences/s")
-
-    truncated = 0
-    chunk = args.batch_size * CHUNK_BATCHES
-    for begin in range(0, len(lines), chunk):
-        part = lines[begin : begin + chunk]
-        for index, t in enumerate(translator.translate(part, progress=advance, **options), begin):
-            truncated += truncated_sentences(t)
-            if args.nbest:
-                for h in t.hypotheses:
-                    stdout.write(f"{index} ||| {h.text} ||| {h.score:.4f}\n")
-            else:
-                stdout.write(t.text + "\n")
-    stdout.flush()
-    elapsed = time.monotonic() - start
-    progress.message(f"translated {len(lines)} sentences in {format_duration(elapsed)}")
-    progress.close()
-    if truncated:
-        limit = translator.max_source_len
-        print(f"{prog}: warning: {truncated} sentence(s) longer than {limit} tokens were "
-              f"truncated to their first {limit} tokens", file=stderr)
+    lines = read_lines(binary(console.stdin).read())
+    if hasattr(console.stdout, "reconfigure"):
+        console.stdout.reconfigure(encoding="utf-8", newline="\n")
+    output = Output(console.stdout, nbest=bool(args.nbest))
+    output.write_all(translate_in_chunks(functools.partial(translator.translate, **options),
+                                         lines, args.batch_size, console.stderr, args.quiet))
+    console.stdout.flush()
+    output.warn_truncated(console.prog, console.stderr, translator.max_source_len)
     return 0
-

@@ -15,25 +15,22 @@ import argparse
 import contextlib
 import pathlib
 import sys
-import time
 from typing import Sequence, TextIO
 
+from keras_nmt.atomic import json_text, open_atomic
 from keras_nmt.cli.common import (
-    OneLineParser, add_weights_argument, non_negative_float, positive_int, quiet_tensorflow,
-    run_command, std_streams,
+    Console, OneLineParser, add_quiet_argument, add_weights_argument, non_negative_float,
+    positive_int, quiet_tensorflow, run_main,
 )
-from keras_nmt.config import ConfigError, check_attention
+from keras_nmt.config import check_attention
 from keras_nmt.constants import EOS
-from keras_nmt.corpus.readers import InputError, open_binary, read_lines
-from keras_nmt.ensemble import EnsembleError, check_compatible
-from keras_nmt.progress import Progress, format_duration
-from keras_nmt.rundir import RunDir, RunDirError, json_text, open_atomic
-from keras_nmt.vocab import VocabularyError
+from keras_nmt.corpus.readers import file_lines
+from keras_nmt.ensemble import check_compatible
+from keras_nmt.errors import InputError
+from keras_nmt.progress import Phase, Progress, format_duration
+from keras_nmt.rundir import RunDir
 
 PROG = "keras-nmt score"
-USER_ERRORS: tuple[type[Exception], ...] = (
-    ConfigError, EnsembleError, InputError, RunDirError, VocabularyError,
-)
 # Pairs handed to force_decode at a time; a chunk's lines are written before the next
 # one starts (bounded memory for a corpus of any size).
 CHUNK_PAIRS = 2048
@@ -101,16 +98,14 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser.add_argument("--batch-size", type=positive_int, default=32, metavar="B",
                         help="pairs force-decoded together (default 32)")
     add_weights_argument(parser)
-    parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    add_quiet_argument(parser, "no progress line on stderr")
     parser.rename("--nbest", "--nbest-input")
     return parser
 
 
 def main(argv: Sequence[str] | None = None, stdin=None, stdout: TextIO | None = None,
          stderr: TextIO | None = None, prog: str = PROG) -> int:
-    stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
-    args = build_parser(prog).parse_args(argv)
-    return run_command(prog, lambda: _run(args, stdout, stderr), stdout, stderr, USER_ERRORS)
+    return run_main(build_parser(prog), _score, argv, stdin, stdout, stderr)
 
 
 def read_text_lines(flag: str, path: str) -> list[str]:
@@ -119,8 +114,7 @@ def read_text_lines(flag: str, path: str) -> list[str]:
     if not file.is_file():
         raise InputError(f"{flag} file not found: {file}")
     try:
-        with open_binary(file) as f:
-            return read_lines(f.read(), str(file))
+        return list(file_lines(file))
     except (OSError, EOFError) as error:
         raise InputError(f"cannot read {flag} {file}: {getattr(error, 'strerror', None) or error}") from None
 
@@ -188,7 +182,7 @@ def _output(stack: contextlib.ExitStack, flag: str, path: str | None) -> TextIO 
         raise InputError(f"{flag}: cannot write {path}: {error.strerror or error}") from None
 
 
-def _run(args, stdout: TextIO, stderr: TextIO) -> int:
+def _score(args, console: Console) -> int:
     # Cheap checks first: run directories, files, options; TensorFlow after.
     runs = [RunDir(path).inspect(args.weights) for path in args.run_dirs]
     check_compatible(runs)
@@ -198,10 +192,10 @@ def _run(args, stdout: TextIO, stderr: TextIO) -> int:
     alpha = args.alpha if args.alpha is not None else (
         runs[0].run.search_settings(runs[0].config)["alpha"])
     indices, sources, targets = read_pairs(args)
-    if args.out is None and hasattr(stdout, "reconfigure"):
-        stdout.reconfigure(encoding="utf-8", newline="\n")
+    if args.out is None and hasattr(console.stdout, "reconfigure"):
+        console.stdout.reconfigure(encoding="utf-8", newline="\n")
     with contextlib.ExitStack() as stack:
-        out = _output(stack, "--out", args.out) or stdout
+        out = _output(stack, "--out", args.out) or console.stdout
         align = _output(stack, "--align", args.align)
         attention = _output(stack, "--attention", args.attention)
         quiet_tensorflow()
@@ -211,20 +205,14 @@ def _run(args, stdout: TextIO, stderr: TextIO) -> int:
 
         translator = Translator.from_run_dirs(args.run_dirs, weights=args.weights)
         total = len(targets)
-        progress = Progress(stream=stderr, enabled=not args.quiet and total > 0)
-        start, done = time.monotonic(), [0]
-
-        def advance(count: int) -> None:
-            done[0] += count
-            rate = done[0] / max(time.monotonic() - start, 1e-9)
-            progress.update(f"scoring: {done[0]}/{total} pairs, {rate:.1f} pairs/s, "
-                            f"ETA {format_duration((total - done[0]) / rate)}")
+        progress = Progress(stream=console.stderr, enabled=not args.quiet and total > 0)
+        phase = Phase(progress, "scoring", total, "pairs")
 
         for begin in range(0, total, CHUNK_PAIRS):
             end = min(begin + CHUNK_PAIRS, total)
             pairs = force_decode(translator, sources[begin:end], targets[begin:end],
                                  args.batch_size, attention=bool(align or attention),
-                                 progress=advance)
+                                 progress=phase.advance)
             for index, target, pair in zip(indices[begin:end], targets[begin:end], pairs):
                 out.write(format_line(args.format, index, target, pair, alpha) + "\n")
                 if align is not None:
@@ -234,7 +222,7 @@ def _run(args, stdout: TextIO, stderr: TextIO) -> int:
                 if attention is not None:
                     attention.write(attention_record(index, pair, alpha) + "\n")
         out.flush()
-    elapsed = time.monotonic() - start
+    elapsed = phase.elapsed()
     progress.message(f"scored {total} pairs in {format_duration(elapsed)} "
                      f"({total / max(elapsed, 1e-9):.1f} pairs/s)")
     progress.close()

@@ -9,16 +9,11 @@ import asyncio
 from typing import Sequence, TextIO
 
 from keras_nmt.cli.common import (
-    OneLineParser, non_negative_float, non_negative_int, positive_int, run_command, std_streams,
+    Console, OneLineParser, non_negative_float, non_negative_int, positive_int, run_main,
 )
-from keras_nmt.export import ExportError
-from keras_nmt.vocab import VocabularyError
+from keras_nmt.errors import UsageError
 
 PROG = "keras-nmt serve"
-
-
-class UsageError(ValueError):
-    """Options that do not fit together."""
 
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
@@ -74,13 +69,11 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, stdin=None, stdout: TextIO | None = None,
          stderr: TextIO | None = None, prog: str = PROG) -> int:
-    stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
-    args = build_parser(prog).parse_args(argv)
-    return run_command(prog, lambda: _run(args, stderr, prog), stdout, stderr,
-                       (ExportError, VocabularyError, UsageError), interrupted="stopped")
+    return run_main(build_parser(prog), _serve, argv, stdin, stdout, stderr,
+                    interrupted="stopped")
 
 
-def _run(args, stderr: TextIO, prog: str) -> int:
+def _serve(args, console: Console) -> int:
     from keras_nmt.serving.registry import Registry
     from keras_nmt.serving.server import ServerOptions, TranslationServer
 
@@ -101,15 +94,15 @@ def _run(args, stderr: TextIO, prog: str) -> int:
                                         int8=args.int8, threads=args.threads)
     served = ", ".join(f"{s.name} (version {s.version}{', int8' if s.int8 else ''})"
                        for s in registry.servables())
-    server = TranslationServer(registry, options, log=stderr, prog=prog)
+    server = TranslationServer(registry, options, log=console.stderr, prog=console.prog)
 
     def ready(url: str) -> None:
-        print(f"{prog}: serving {served} on {url}", file=stderr, flush=True)
+        print(f"{console.prog}: serving {served} on {url}", file=console.stderr, flush=True)
 
     try:
         asyncio.run(server.run(ready))
     except OSError as error:  # the address is taken or cannot be bound
         raise UsageError(f"cannot listen on {args.host}:{args.port}: "
                          f"{error.strerror or error}") from None
-    print(f"{prog}: stopped", file=stderr, flush=True)
+    print(f"{console.prog}: stopped", file=console.stderr, flush=True)
     return 0

@@ -8,18 +8,17 @@ import argparse
 from typing import Sequence, TextIO
 
 from keras_nmt.cli.common import (
-    OneLineParser, binary, non_negative_float, non_negative_int, positive_float, positive_int,
-    run_command, std_streams,
+    Console, OneLineParser, add_quiet_argument, binary, non_negative_float, non_negative_int,
+    positive_float, positive_int, run_main,
 )
-from keras_nmt.corpus.readers import InputError, read_lines
+from keras_nmt.cli.translating import Output, translate_in_chunks
+from keras_nmt.corpus.readers import read_lines
+from keras_nmt.errors import ServingError
 from keras_nmt.serving.tfserving_client import (
-    DEFAULT_SIGNATURE, SEARCH_SIGNATURE, GrpcTransport, RestTransport,
-    ServingError, TFServingClient,
+    DEFAULT_SIGNATURE, SEARCH_SIGNATURE, GrpcTransport, RestTransport, TFServingClient,
 )
 
 PROG = "keras-nmt tfserving-client"
-# Batches handed out at a time: sorted by length within such a chunk, written in order.
-CHUNK_BATCHES = 64
 
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
@@ -58,7 +57,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                         "(default 0.5)")
     parser.add_argument("--scores", action="store_true",
                         help="write 'SCORE<TAB>translation' (length-normalised log-prob)")
-    parser.add_argument("--quiet", action="store_true", help="no retry notices on stderr")
+    add_quiet_argument(parser, "no retry notices on stderr")
     parser.rename("--model", "--name")
     parser.rename("--version", "--model-version")
     return parser
@@ -88,32 +87,27 @@ def make_client(args, stderr: TextIO, prog: str = PROG) -> TFServingClient:
 
 def main(argv: Sequence[str] | None = None, stdin=None, stdout: TextIO | None = None,
          stderr: TextIO | None = None, prog: str = PROG) -> int:
-    stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
     parser = build_parser(prog)
-    args = parser.parse_args(argv)
-    try:
-        client = make_client(args, stderr, prog)
-    except ValueError as error:
-        parser.error(str(error))
-    return run_command(prog, lambda: _run(client, args, stdin, stdout, stderr, prog), stdout,
-                       stderr, (ServingError, InputError))
+
+    def translate(args, console: Console) -> int:
+        try:
+            client = make_client(args, console.stderr, console.prog)
+        except ValueError as error:  # options that do not fit together: a usage error
+            parser.error(str(error))
+        return _translate(client, args, console)
+
+    return run_main(parser, translate, argv, stdin, stdout, stderr)
 
 
-def _run(client: TFServingClient, args, stdin, stdout: TextIO, stderr: TextIO, prog: str) -> int:
-    lines = read_lines(binary(stdin).read())
-    if hasattr(stdout, "reconfigure"):
-        stdout.reconfigure(encoding="utf-8", newline="\n")
-    truncated = 0
-    chunk = args.batch_size * CHUNK_BATCHES
-    for begin in range(0, len(lines), chunk):
-        for p in client.translate(lines[begin : begin + chunk]):
-            truncated += p.truncated > 0
-            if args.scores:
-                stdout.write(f"{p.score if p.score is not None else float('nan'):.4f}\t")
-            stdout.write(p.text + "\n")
-    stdout.flush()
-    if truncated:
-        print(f"{prog}: warning: the model truncated {truncated} over-long sentence(s) "
-              "to its maximum source length", file=stderr)
+def _translate(client: TFServingClient, args, console: Console) -> int:
+    lines = read_lines(binary(console.stdin).read())
+    if hasattr(console.stdout, "reconfigure"):
+        console.stdout.reconfigure(encoding="utf-8", newline="\n")
+    output = Output(console.stdout, scores=args.scores)
+    # No progress line: stderr is the retry notices' (--quiet silences them).
+    output.write_all(translate_in_chunks(client.translate, lines, args.batch_size,
+                                         console.stderr, quiet=True))
+    console.stdout.flush()
+    output.warn_truncated(console.prog, console.stderr)  # the limit is the server's
     return 0
 

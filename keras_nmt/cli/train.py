@@ -6,24 +6,16 @@ import argparse
 
 from keras_nmt import distribute
 from keras_nmt.cli.common import (
-    OneLineParser, positive_float, positive_int, quiet_tensorflow, run_command, std_streams,
+    Console, OneLineParser, add_quiet_argument, positive_float, positive_int, quiet_tensorflow,
+    run_main,
 )
 from keras_nmt.config import (
-    DEFAULT_VARIANT, PRECISIONS, PRESETS, RECIPES, SIZES, VARIANTS, ConfigError,
-    parse_overrides, variant_config,
+    DEFAULT_VARIANT, PRECISIONS, PRESETS, RECIPES, SIZES, VARIANTS, parse_overrides,
+    variant_config,
 )
-from keras_nmt.corpus.readers import CorpusError
-from keras_nmt.corpus.wmt14 import DownloadError
-from keras_nmt.rundir import RunDirError
-from keras_nmt.text import CodecError
-from keras_nmt.vocab import VocabularyError
+from keras_nmt.errors import RunDirError, StrategyError
 
 PROG = "keras-nmt train"
-# Errors whose message is for the user: printed as one line, no traceback.
-USER_ERRORS: tuple[type[Exception], ...] = (
-    CodecError, ConfigError, CorpusError, DownloadError, RunDirError, VocabularyError,
-    distribute.StrategyError,
-)
 
 
 
@@ -99,7 +91,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         "--paper-size", action="store_true",
         help="the same as --size paper, on the built-in corpus",
     )
-    parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    add_quiet_argument(parser, "print nothing but errors")
     parser.add_argument(
         "--strategy", choices=distribute.STRATEGIES, default="default",
         help="'default': one device; 'mirrored': every local GPU (or logical CPU); "
@@ -140,21 +132,18 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None, stdin=None, stdout=None, stderr=None,
          prog: str = PROG) -> int:
-    stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
-    args = build_parser(prog).parse_args(argv)
-    # TrainingDiverged joins the user's errors once TensorFlow is loaded (see _run).
-    user_errors = list(USER_ERRORS)
-    return run_command(prog, lambda: _run(args, user_errors), stdout, stderr, user_errors,
-                       interrupted="interrupted; continue with --resume --out RUN_DIR")
+    return run_main(build_parser(prog), _train, argv, stdin, stdout, stderr,
+                    interrupted="interrupted; continue with --resume --out RUN_DIR")
 
 
-def _run(args, user_errors: list) -> int:
+def _train(args, console: Console) -> int:
+    # Training writes its progress to sys.stderr itself (keras_nmt.progress), not to console.
     overrides = parse_overrides(args.overrides)
     if args.precision:
         overrides["precision"] = args.precision
     distribute.check(args.strategy)
     if args.jit and args.strategy != "default":
-        raise distribute.StrategyError("--jit works with --strategy default only")
+        raise StrategyError("--jit works with --strategy default only")
     # An unknown variant or a bad value fails here, before any work.
     recipe = args.recipe or (PRESETS[args.preset]["recipe"] if args.preset else None)
     variant_config(args.variant or DEFAULT_VARIANT, {**(RECIPES[recipe] if recipe else {}), **overrides})
@@ -162,11 +151,9 @@ def _run(args, user_errors: list) -> int:
         raise RunDirError("--resume needs --out RUN_DIR (the run to continue)")
     quiet_tensorflow()
     from keras_nmt import experiment  # TensorFlow loads here, after the cheap checks
-    from keras_nmt.training import TrainingDiverged
+    from keras_nmt.train_options import TrainOptions
 
-    user_errors.append(TrainingDiverged)
-
-    options = experiment.TrainOptions(
+    options = TrainOptions(
         variant=args.variant, data=args.data, src=args.src, tgt=args.tgt, out=args.out,
         max_steps=args.max_steps, max_minutes=args.max_minutes, overrides=overrides,
         resume=args.resume, seed=args.seed, paper_size=args.paper_size, quiet=args.quiet,

@@ -11,30 +11,25 @@ give one line ``keras-nmt translate: error: ...`` on stderr and exit status 2.
 from __future__ import annotations
 
 import argparse
-import time
+import functools
 from typing import Sequence, TextIO
 
+from keras_nmt.atomic import json_text
 from keras_nmt.cli.common import (
-    OneLineParser, add_shortlist_argument, add_split_sentences_argument, add_weights_argument,
-    binary, non_negative_float, positive_int, quiet_tensorflow, run_command, std_streams,
+    Console, OneLineParser, add_quiet_argument, add_shortlist_argument,
+    add_split_sentences_argument, add_weights_argument, binary, non_negative_float,
+    positive_int, quiet_tensorflow, run_main,
 )
-from keras_nmt.config import ConfigError, check_attention
-from keras_nmt.corpus.readers import InputError, decode_line, read_lines
-from keras_nmt.ensemble import EnsembleError, check_compatible
-from keras_nmt.lexicon import LexiconError, shortlist_inputs
-from keras_nmt.progress import Progress, format_duration
-from keras_nmt.rundir import RunDir, RunDirError, json_text
-from keras_nmt.text.sentences import truncated_sentences
-from keras_nmt.unk_replace import DictionaryError, load_dictionary
-from keras_nmt.vocab import VocabularyError
+from keras_nmt.cli.translating import Output, translate_in_chunks
+from keras_nmt.config import check_attention
+from keras_nmt.corpus.readers import decode_line, read_lines
+from keras_nmt.ensemble import check_compatible
+from keras_nmt.errors import InputError
+from keras_nmt.lexicon import shortlist_inputs
+from keras_nmt.rundir import RunDir
+from keras_nmt.unk_replace import load_dictionary
 
 PROG = "keras-nmt translate"
-USER_ERRORS: tuple[type[Exception], ...] = (
-    ConfigError, DictionaryError, EnsembleError, LexiconError, RunDirError, VocabularyError,
-)
-# Sentences handed to Translator.translate at a time: they are sorted by length within
-# a chunk, and a chunk's output is written before the next one starts (bounded memory).
-CHUNK_BATCHES = 64
 
 DESCRIPTION = """\
 Translate raw sentences read from stdin with the model of RUN_DIR (several RUN_DIRs:
@@ -63,10 +58,6 @@ attention (--attention FILE.jsonl): one JSON object per input line, in order:
 replacement. A line of several sentences has "</s>" after each sentence's tokens, and
 its matrix is block-diagonal: each sentence attends to its own source only. An empty
 input line has empty lists."""
-
-
-
-
 
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
@@ -115,37 +106,36 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     add_shortlist_argument(parser)
     add_split_sentences_argument(parser)
     add_weights_argument(parser)
-    parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    add_quiet_argument(parser, "no progress line on stderr")
+    parser.add_check(_check_nbest)
     return parser
 
 
-class _Writer:
-    """Writes translations (and attention records) in input order."""
+def _check_nbest(args: argparse.Namespace) -> None:
+    if args.nbest and args.beam and args.nbest > args.beam:
+        raise ValueError(
+            f"--nbest {args.nbest} needs a beam of at least {args.nbest} (got --beam {args.beam})"
+        )
 
-    def __init__(
-        self, stdout: TextIO, nbest: int | None, attention: TextIO | None, interactive: bool
-    ):
-        self.stdout = stdout
-        self.nbest = nbest
+
+class _Writer(Output):
+    """:class:`Output` that also writes each line's attention record, and flushes each
+    line when a person types the input."""
+
+    def __init__(self, stdout: TextIO, nbest: bool, attention: TextIO | None,
+                 interactive: bool):
+        super().__init__(stdout, nbest=nbest)
         self.attention = attention
         self.interactive = interactive
-        self.index = 0
-        self.truncated = 0
 
-    def write(self, translations) -> None:
-        for t in translations:
-            self.truncated += truncated_sentences(t)
-            if self.nbest:
-                for h in t.hypotheses:
-                    self.stdout.write(f"{self.index} ||| {h.text} ||| {h.score:.4f}\n")
-            else:
-                self.stdout.write(t.text + "\n")
-            if self.attention is not None:
-                record = _attention_record(self.index, t)
-                self.attention.write(json_text(record, ensure_ascii=False) + "\n")
-            self.index += 1
+    def write(self, t) -> int:
+        index = super().write(t)
+        if self.attention is not None:
+            record = _attention_record(index, t)
+            self.attention.write(json_text(record, ensure_ascii=False) + "\n")
         if self.interactive:
-            self.stdout.flush()
+            self.stream.flush()
+        return index
 
 
 def _attention_record(index: int, t) -> dict:
@@ -166,17 +156,7 @@ def _attention_record(index: int, t) -> dict:
 
 def main(argv: Sequence[str] | None = None, stdin=None, stdout: TextIO | None = None,
          stderr: TextIO | None = None, prog: str = PROG) -> int:
-    stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
-    parser = build_parser(prog)
-    args = parser.parse_args(argv)
-    if args.nbest and args.beam and args.nbest > args.beam:
-        parser.error(
-            f"--nbest {args.nbest} needs a beam of at least {args.nbest} (got --beam {args.beam})"
-        )
-    return run_command(
-        prog, lambda: _run(args, stdin, stdout, stderr, prog), stdout, stderr,
-        (*USER_ERRORS, InputError),
-    )
+    return run_main(build_parser(prog), _translate, argv, stdin, stdout, stderr)
 
 
 def _open_attention(path: str | None) -> TextIO | None:
@@ -188,7 +168,7 @@ def _open_attention(path: str | None) -> TextIO | None:
         raise InputError(f"cannot write {path}: {error.strerror or error}") from None
 
 
-def _run(args, stdin, stdout: TextIO, stderr: TextIO, prog: str) -> int:
+def _translate(args, console: Console) -> int:
     # Cheap checks first: paths, vocabularies, dictionary, options; TensorFlow after.
     runs = [RunDir(path).inspect(args.weights) for path in args.run_dirs]
     check_compatible(runs)
@@ -204,10 +184,10 @@ def _run(args, stdin, stdout: TextIO, stderr: TextIO, prog: str) -> int:
     dictionary = load_dictionary(args.dictionary) if args.dictionary else None
     if args.shortlist:
         shortlist_inputs(args.shortlist, runs[0].run.load_lexicon())
-    interactive = bool(getattr(stdin, "isatty", lambda: False)())
-    lines = None if interactive else read_lines(binary(stdin).read())
-    if hasattr(stdout, "reconfigure"):
-        stdout.reconfigure(encoding="utf-8", newline="\n")
+    interactive = bool(getattr(console.stdin, "isatty", lambda: False)())
+    lines = None if interactive else read_lines(binary(console.stdin).read())
+    if hasattr(console.stdout, "reconfigure"):
+        console.stdout.reconfigure(encoding="utf-8", newline="\n")
     attention = _open_attention(args.attention)
     try:
         quiet_tensorflow()
@@ -221,60 +201,24 @@ def _run(args, stdin, stdout: TextIO, stderr: TextIO, prog: str) -> int:
             with_attention=bool(args.attention), nbest=nbest, unk_replace=unk_replace,
             dictionary=dictionary, shortlist=args.shortlist, split_sentences=args.split_sentences,
         )
-        writer = _Writer(stdout, args.nbest, attention, interactive)
+        writer = _Writer(console.stdout, bool(args.nbest), attention, interactive)
         if interactive:
-            reader = binary(stdin)
+            reader = binary(console.stdin)
             number = 0
             while True:
                 raw = reader.readline()
                 if not raw:
                     break
                 number += 1
-                writer.write(translator.translate([decode_line(raw, number, "input")], **options))
+                writer.write_all(translator.translate([decode_line(raw, number, "input")],
+                                                      **options))
         else:
-            _translate_all(translator, lines, options, writer, stderr, quiet=args.quiet)
-        stdout.flush()
+            translate = functools.partial(translator.translate, **options)
+            writer.write_all(translate_in_chunks(translate, lines, args.batch_size,
+                                                 console.stderr, args.quiet))
+        console.stdout.flush()
     finally:
         if attention is not None:
             attention.close()
-    if writer.truncated:
-        limit = translator.max_source_len
-        print(
-            f"{prog}: warning: {writer.truncated} sentence(s) longer than {limit} tokens "
-            f"were truncated to their first {limit} tokens",
-            file=stderr,
-        )
+    writer.warn_truncated(console.prog, console.stderr, translator.max_source_len)
     return 0
-
-
-def _translate_all(translator, lines: list[str], options: dict, writer: _Writer, stderr,
-                   quiet: bool) -> None:
-    total = len(lines)
-    progress = Progress(stream=stderr, enabled=not quiet and total > 0)
-    start = time.monotonic()
-    done = [0]
-
-    def advance(count: int) -> None:
-        done[0] += count
-        elapsed = time.monotonic() - start
-        rate = done[0] / elapsed if elapsed > 0 else 0.0
-        eta = format_duration((total - done[0]) / rate) if rate > 0 else "?"
-        progress.update(
-            f"translating: {done[0]}/{total} sentences, {rate:.1f} sentences/s, ETA {eta}"
-        )
-
-    chunk = options["batch_size"] * CHUNK_BATCHES
-    for begin in range(0, total, chunk):
-        part = lines[begin : begin + chunk]
-        before = done[0]
-        translations = translator.translate(part, progress=advance, **options)
-        done[0] = before + len(part)  # empty lines are not counted by the callback
-        writer.write(translations)
-    elapsed = time.monotonic() - start
-    rate = total / elapsed if elapsed > 0 else 0.0
-    progress.message(
-        f"translated {total} sentences in {format_duration(elapsed)} ({rate:.1f} sentences/s)"
-    )
-    progress.close()
-
-

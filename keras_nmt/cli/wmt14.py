@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from keras_nmt.cli.common import OneLineParser, positive_int, run_command, std_streams
+from keras_nmt.cli.common import (
+    Console, OneLineParser, add_quiet_argument, positive_int, run_main,
+)
 from keras_nmt.corpus import wmt14
-from keras_nmt.corpus.readers import CorpusError
 
 PROG = "keras-nmt wmt14"
 
@@ -20,21 +21,19 @@ def build_parser(prog: str = PROG) -> OneLineParser:
                         f"${wmt14.MIRROR_ENV} or statmt.org)")
     parser.add_argument("--max-train-pairs", type=positive_int,
                         help="deterministic subsample of the training pairs")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr "
-                        "(the prepared corpus's directory still goes to stdout)")
+    add_quiet_argument(parser, "no progress lines on stderr (the prepared corpus's "
+                       "directory still goes to stdout)")
     return parser
 
 
 def main(argv: Sequence[str] | None = None, stdin=None, stdout=None, stderr=None,
          prog: str = PROG) -> int:
-    stdin, stdout, stderr = std_streams(stdin, stdout, stderr)
-    args = build_parser(prog).parse_args(argv)
+    return run_main(build_parser(prog), _prepare, argv, stdin, stdout, stderr)
 
-    def body() -> int:
-        out = wmt14.prepare(args.cache_dir, args.mirror, args.max_train_pairs, quiet=args.quiet,
-                            log=lambda text: None if args.quiet else
-                            print(text, file=stderr, flush=True))
-        print(out, file=stdout)
-        return 0
 
-    return run_command(prog, body, stdout, stderr, (CorpusError,))
+def _prepare(args, console: Console) -> int:
+    out = wmt14.prepare(args.cache_dir, args.mirror, args.max_train_pairs, quiet=args.quiet,
+                        log=lambda text: None if args.quiet else
+                        print(text, file=console.stderr, flush=True))
+    print(out, file=console.stdout)
+    return 0

@@ -26,6 +26,7 @@ import contextlib
 import pathlib
 import zlib
 
+from keras_nmt.atomic import open_atomic
 from keras_nmt.corpus.readers import ParallelFiles
 
 SELECT = "select"
@@ -50,8 +51,6 @@ def write_halves(files: ParallelFiles, directory: pathlib.Path, src: str,
     """Cut ``files`` into ``directory/{select,report}.{src,tgt}``; returns the two halves'
     files, or None (and writes nothing) when one half would be empty, as for a
     development split of one sentence. Each file is written atomically."""
-    from keras_nmt.rundir import open_atomic
-
     counts = collections.Counter(half_of(source) for source, _ in files.pairs())
     if not all(counts[half] for half in HALVES):
         return None

@@ -1,5 +1,9 @@
-"""Lines of text: line-aligned parallel files (finding, checking, counting them) and a
-command's stdin, decoded the same way."""
+"""Lines of text, the one place that reads them: a text file (:func:`file_lines`), a
+command's stdin (:func:`read_lines`) and line-aligned parallel files (finding, checking,
+counting them), all split on "\\n" and decoded the same way.
+
+Standard library only, so that reading a line of input (the ONNX path, the server)
+loads nothing else."""
 
 from __future__ import annotations
 
@@ -9,41 +13,45 @@ import gzip
 import io
 import itertools
 import pathlib
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
-from keras_nmt.text import word
+from keras_nmt.errors import CorpusError, InputError
 
 SPLITS = ("train", "valid", "test")
 
 
-class InputError(ValueError):
-    """Text input that cannot be read; the message names where and what is wrong."""
-
-
-class CorpusError(InputError):
-    """A corpus that cannot be read; the message names the file and what is wrong."""
-
-
-def decode_line(raw: bytes, number: int, where: str) -> str:
-    """One line's bytes as text, without its line end (LF or CRLF)."""
+def decode_line(raw: bytes, number: int, where: str, errors: str = "strict") -> str:
+    """One line's bytes as text, without its line end (LF or CRLF). ``errors`` is
+    ``bytes.decode``'s: with "strict", bytes that are not UTF-8 are an InputError naming
+    ``where`` and the line."""
     try:
-        return raw.decode("utf-8").rstrip("\r\n")
+        return raw.decode("utf-8", errors).rstrip("\r\n")
     except UnicodeDecodeError as error:
         raise InputError(
             f"{where}: line {number} is not UTF-8 text (bad byte at column {error.start + 1})"
         ) from None
 
 
+def _decoded(raw_lines: Iterable[bytes], where: str, errors: str = "strict") -> Iterator[str]:
+    for number, raw in enumerate(raw_lines, start=1):
+        yield decode_line(raw, number, where, errors)
+
+
 def read_lines(data: bytes, where: str = "input") -> list[str]:
     """Split bytes (a command's stdin) into lines on "\\n" only, not on the other Unicode
     line breaks, which the tokenizer treats as spaces: a final newline ends the last
     line, it does not start an empty one."""
-    if not data:
-        return []
-    chunks = data.split(b"\n")
-    if chunks[-1] == b"":
-        chunks.pop()
-    return [decode_line(raw, number, where) for number, raw in enumerate(chunks, start=1)]
+    return list(_decoded(io.BytesIO(data), where))
+
+
+def file_lines(path: str | pathlib.Path, errors: str = "strict") -> Iterator[str]:
+    """The lines of a text file (gzip when it ends in .gz) as :func:`read_lines` splits
+    and decodes them, read one at a time. Raises OSError when it cannot be read, and
+    InputError naming the file and line for bytes that are not UTF-8 (with the default
+    ``errors``)."""
+    path = pathlib.Path(path)
+    with open_binary(path) as f:
+        yield from _decoded(f, str(path), errors)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,10 +118,6 @@ def count_lines(path: pathlib.Path) -> int:
     return lines + (last != b"\n")
 
 
-def open_text(path: pathlib.Path) -> io.TextIOBase:
-    return io.TextIOWrapper(open_binary(path), encoding="utf-8", newline="\n")
-
-
 def find_split(directory: pathlib.Path, split: str, src: str, tgt: str) -> ParallelFiles | None:
     """The files of ``split`` in ``directory`` (``NAME.SRC`` or ``NAME.SRC.gz``), or None."""
     found = []
@@ -177,6 +181,10 @@ def scan_training_split(
     target) replace the word tokenizer, e.g. by a subword model's. ``progress`` is
     called with the pairs read so far, every 1,000 pairs and at the end."""
     if tokenizers is None:
+        # Imported here: keras_nmt.vocab, which the tokenizer imports, reads its files
+        # with this module.
+        from keras_nmt.text import word
+
         tokenizers = (lambda line: word.tokenize(line, src),
                       lambda line: word.tokenize(line, tgt))
     tokenize_source, tokenize_target = tokenizers

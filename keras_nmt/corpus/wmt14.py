@@ -39,7 +39,9 @@ import urllib.error
 import urllib.request
 from typing import Callable, Iterator, Sequence
 
-from keras_nmt.corpus.readers import CorpusError, open_binary
+from keras_nmt.atomic import open_atomic
+from keras_nmt.corpus.readers import file_lines
+from keras_nmt.errors import CorpusError, DownloadError
 from keras_nmt.progress import Progress
 
 NAME = "wmt14-en-fr"
@@ -48,11 +50,6 @@ MIRROR_ENV = "KERAS_NMT_WMT14_MIRROR"
 DEFAULT_CACHE = pathlib.Path("~/.cache/keras-nmt")
 SUBSAMPLE_SEED = 2014
 _CHUNK = 1 << 20
-
-
-class DownloadError(CorpusError):
-    """A file of the recipe that could not be fetched or failed its check; the message
-    says which file and how to provide it by hand."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -277,10 +274,8 @@ def _extract(archive_path: pathlib.Path, archive: Archive, extracted: pathlib.Pa
                     target = todo.pop(info.name.lstrip("./"), None)
                     if target is None or not info.isfile():
                         continue
-                    tmp = target.with_name(target.name + ".tmp")
-                    with tar.extractfile(info) as src, open(tmp, "wb") as dst:
+                    with tar.extractfile(info) as src, open_atomic(target, "wb") as dst:
                         shutil.copyfileobj(src, dst, _CHUNK)
-                    os.replace(tmp, target)
                     if not todo:
                         break
         except (tarfile.TarError, EOFError, OSError) as error:
@@ -297,19 +292,16 @@ _SEGMENT = re.compile(r"<seg[^>]*>(.*)</seg>", re.IGNORECASE)
 
 def sgm_lines(path: pathlib.Path) -> Iterator[str]:
     """The text of each ``<seg>`` of an SGM file, in file order, entities decoded."""
-    with open_binary(path) as f:
-        for raw in f:
-            match = _SEGMENT.search(raw.decode("utf-8", errors="replace"))
-            if match:
-                yield html.unescape(match.group(1)).strip()
+    for line in file_lines(path, errors="replace"):
+        match = _SEGMENT.search(line)
+        if match:
+            yield html.unescape(match.group(1)).strip()
 
 
 def _plain_lines(path: pathlib.Path) -> Iterator[str]:
     # Real WMT files hold a few invalid UTF-8 bytes; they become U+FFFD rather than
     # stopping a multi-hour prepare.
-    with open_binary(path) as f:
-        for raw in f:
-            yield raw.decode("utf-8", errors="replace").rstrip("\r\n")
+    return file_lines(path, errors="replace")
 
 
 def _corpus_pairs(en: pathlib.Path, fr: pathlib.Path) -> Iterator[tuple[str, str]]:
@@ -327,19 +319,16 @@ def _corpus_pairs(en: pathlib.Path, fr: pathlib.Path) -> Iterator[tuple[str, str
 
 def _write_split(out: pathlib.Path, split: str, pairs: Iterator[tuple[str, str]],
                  keep: Callable[[int], bool] = lambda index: True) -> int:
-    """Write ``split.en``/``split.fr`` atomically (temporary names, then renamed)."""
-    tmp = {lang: out / f".{split}.{lang}.tmp" for lang in LANGS}
+    """Write ``split.en``/``split.fr`` atomically (:func:`keras_nmt.atomic.open_atomic`)."""
     written = 0
-    with open(tmp["en"], "w", encoding="utf-8", newline="\n") as en, \
-            open(tmp["fr"], "w", encoding="utf-8", newline="\n") as fr:
+    with open_atomic(out / f"{split}.en", "w", encoding="utf-8", newline="\n") as en, \
+            open_atomic(out / f"{split}.fr", "w", encoding="utf-8", newline="\n") as fr:
         for index, (s, t) in enumerate(pairs):
             if keep(index):
                 # A line must stay one line: TextLineDataset splits on \n only.
                 en.write(s.replace("\n", " ") + "\n")
                 fr.write(t.replace("\n", " ") + "\n")
                 written += 1
-    for lang in LANGS:
-        os.replace(tmp[lang], out / f"{split}.{lang}")
     return written
 
 

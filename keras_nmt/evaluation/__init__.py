@@ -8,7 +8,3 @@
 
 ``keras-nmt evaluate`` (:mod:`keras_nmt.cli.evaluate`) puts them together.
 """
-
-
-class EvaluationError(ValueError):
-    """Bad input to the evaluation; the message is for the user."""

@@ -37,14 +37,11 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from keras_nmt.evaluation import EvaluationError
+from keras_nmt.corpus.readers import file_lines
+from keras_nmt.errors import AlignmentError, EvaluationError, InputError
 from keras_nmt.text import codecs, word
 
 Link = tuple[int, int]
-
-
-class AlignmentError(ValueError):
-    """An alignment file or line that cannot be used; the message says where and why."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,14 +80,11 @@ def read_pharaoh(path: str | os.PathLike) -> list[GoldAlignment]:
     """A Pharaoh file -> one GoldAlignment per line."""
     path = pathlib.Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        lines = list(file_lines(path))
     except FileNotFoundError:
         raise AlignmentError(f"alignment file not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as error:
+    except (OSError, InputError) as error:
         raise AlignmentError(f"cannot read alignment file {path}: {error}") from None
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
     alignments = []
     for number, line in enumerate(lines, 1):
         try:
@@ -112,7 +106,7 @@ def argmax_alignment(attention: np.ndarray, source_length: int, target_length: i
     token with the highest weight in row ``j``.
 
     ``attention`` is [target tokens (+ EOS), source tokens (+ EOS)], as
-    :class:`keras_nmt.translator.Translation` and teacher forcing give it. Only the first
+    :class:`keras_nmt.translation.Translation` and teacher forcing give it. Only the first
     ``target_length`` rows and ``source_length`` columns are used: the EOS row is dropped,
     and the argmax is taken among real source tokens, so weight put on the source EOS
     never produces a link. Ties go to the leftmost source token.

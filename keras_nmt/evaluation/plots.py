@@ -23,8 +23,8 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from keras_nmt.atomic import json_text
 from keras_nmt.evaluation.alignment import write_pharaoh
-from keras_nmt.rundir import json_text
 
 DPI = 110
 

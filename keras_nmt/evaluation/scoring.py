@@ -1,5 +1,6 @@
 """Scores: sacreBLEU BLEU and chrF, overall and by source length (Fig. 2's numbers), on all
-sentences and on the paper's No-UNK subset; a run's report and its Table 2 row.
+sentences and on the paper's No-UNK subset; a run's report and its Table 2 row; a
+training run's held-out report.
 
 - **All**: every source line, decoded with the beam (UNK allowed), scored against the
   references with sacreBLEU (BLEU 13a, chrF).
@@ -24,10 +25,11 @@ import sacrebleu
 
 from keras_nmt.constants import UNK_ID
 from keras_nmt.corpus.readers import ParallelFiles
-from keras_nmt.evaluation import EvaluationError, alignment
+from keras_nmt.errors import EvaluationError, RunDirError
+from keras_nmt.evaluation import alignment
 from keras_nmt.evaluation.alignment import GoldAlignment
-from keras_nmt.progress import Progress
-from keras_nmt.rundir import RunDir, RunDirError
+from keras_nmt.progress import Phase, Progress
+from keras_nmt.rundir import RunDir
 
 
 def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> tuple[float, str]:
@@ -130,15 +132,7 @@ def read_parallel(src: str | os.PathLike, ref: str | os.PathLike) -> tuple[list[
 
 
 def _counter(progress: Progress | None, text: str, total: int) -> Callable[[int], None] | None:
-    if progress is None:
-        return None
-    done = [0]
-
-    def advance(count: int) -> None:
-        done[0] += count
-        progress.update(f"{text}: {done[0]}/{total} sentences", force=done[0] >= total)
-
-    return advance
+    return None if progress is None else Phase(progress, text, total, "sentences").advance
 
 
 def evaluate_run(
@@ -198,7 +192,7 @@ def evaluate_run(
         },
         "bleu_by_length": bleu_by_length(hypotheses, references, lengths) if sources else [],
         "aer": None,
-        "truncated_sentences": sum(1 for t in translations if getattr(t, "truncated", 0)),
+        "truncated_sentences": sum(t.truncated_sentences for t in translations),
         "decode_seconds": seconds,
     }
     predicted = None
@@ -217,6 +211,37 @@ def evaluate_run(
     }
     return result
 
+
+
+def held_out_report(
+    translator, files: ParallelFiles, beam_size: int, alpha: float, *, quiet: bool = False,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """A training run's held-out scores (summary.json's "held_out"): ``files`` translated
+    once with the beam, sacreBLEU overall, on the sentences longer than 30 tokens and by
+    length, in the source tokens the model read."""
+    sources, references = files.sides()
+    progress = progress or Progress(log_seconds=30.0, enabled=not quiet)
+    phase = Phase(progress, f"translating {files.source.name}", total=len(sources),
+                  unit="sentences")
+    translations = translator.translate(sources, beam_size=beam_size, alpha=alpha,
+                                        progress=phase.advance)
+    seconds = phase.finish()
+    hypotheses = [t.text for t in translations]
+    lengths = [len(t.source_tokens) for t in translations]
+    score, signature = bleu(hypotheses, references)
+    long_bleu, long_count = bleu_longer_than(hypotheses, references, lengths, 30)
+    return {
+        "split": files.source.stem,
+        "sentences": len(sources),
+        "beam_size": beam_size,
+        "bleu": score,
+        "bleu_signature": signature,
+        "bleu_longer_than_30": long_bleu,
+        "sentences_longer_than_30": long_count,
+        "bleu_by_length": bleu_by_length(hypotheses, references, lengths),
+        "decode_seconds": seconds,
+    }
 
 def run_summary(run_dir: str | os.PathLike) -> dict[str, Any] | None:
     """The Table 2 columns of a run's summary.json (None when it has none)."""

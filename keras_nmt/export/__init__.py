@@ -8,8 +8,8 @@
 - :mod:`~keras_nmt.export.serving_files`: ``models.config`` and ``SERVING.md``.
 - :mod:`~keras_nmt.export.layout`: where an export's files lie (read without TensorFlow).
 
-Importing this package loads no TensorFlow; :class:`ExportError` is shared with the
-onnxruntime path (:mod:`keras_nmt.serving.onnx_translator`), which reads exports.
+Importing this package loads no TensorFlow: the onnxruntime path
+(:mod:`keras_nmt.serving.onnx_translator`), which reads exports, imports it.
 """
 
 
@@ -17,8 +17,3 @@ onnxruntime path (:mod:`keras_nmt.serving.onnx_translator`), which reads exports
 # mirror of it) below 0: the alpha fixed at export (the run's tuned one, else its
 # config's), so that a client can change the beam and keep the export's alpha.
 EXPORT_ALPHA = -1.0
-
-
-class ExportError(ValueError):
-    """An export that cannot be made, or an export directory that cannot be used; the
-    message is one line."""

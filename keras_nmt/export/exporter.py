@@ -25,9 +25,11 @@ import shutil
 import tempfile
 from typing import Callable
 
-from keras_nmt.export import ExportError, layout
+from keras_nmt.atomic import write_json_atomic, write_text_atomic
+from keras_nmt.errors import ExportError
+from keras_nmt.export import layout
 from keras_nmt.lexicon import shortlist_inputs
-from keras_nmt.rundir import RunDir, write_json_atomic, write_text_atomic
+from keras_nmt.rundir import RunDir
 from keras_nmt.text import codecs
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import pathlib
 
-from keras_nmt.export import ExportError
+from keras_nmt.errors import ExportError
 
 ONNX_DIR = "onnx"
 

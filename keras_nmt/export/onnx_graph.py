@@ -10,8 +10,6 @@ the body's weights as the constants they are.
 
 from __future__ import annotations
 
-import numpy as np
-
 
 def node_subgraphs(node):
     """The graphs a node holds (a Loop's body, an If's branches)."""

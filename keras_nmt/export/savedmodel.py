@@ -20,7 +20,7 @@ into its sentences, by the source language's rules of :mod:`keras_nmt.text.sente
 by :mod:`keras_nmt.text.sentences_graph`; off with ``ExportSettings.split_sentences``),
 source encoding, truncation to the maximum source length (counted in the run's tokens),
 beam search (one ``tf.while_loop``), target decoding and the join of a line's sentences
-(as :func:`keras_nmt.translator.join_translations` joins them). The text codecs are the run's graph encoders,
+(as :func:`keras_nmt.translation.join_translations` joins them). The text codecs are the run's graph encoders,
 :meth:`keras_nmt.rundir.RunDir.graph_encoders` (the ones tf.data trained with):
 
 - ``word``: the rewrite tables of :mod:`keras_nmt.text.word` run by

@@ -12,7 +12,8 @@ import functools
 import os
 import pathlib
 
-from keras_nmt.export import ExportError, layout
+from keras_nmt.errors import ExportError
+from keras_nmt.export import layout
 
 CONFIG_NAME = "models.config"
 SERVING_NAME = "SERVING.md"

@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 
 from keras_nmt.layers import initializers
+from keras_nmt.layers.beam_rows import hypotheses_per_sentence
 
 
 @keras.saving.register_keras_serializable(package="keras_nmt")
@@ -45,11 +46,12 @@ class AdditiveAttention(keras.layers.Layer):
 
     def call(self, query, keys, values, mask):
         """query s_(i-1) [B*K, n] -> (sum_j alpha_ij values_j [B*K, d], weights alpha_i
-        [B*K, Tx]), with keys, values and mask of B sentences, each shared by K
-        consecutive queries (a beam's hypotheses; K = 1 in teacher forcing). With the
-        annotations as ``values`` [B, Tx, 2n], the context c_i."""
+        [B*K, Tx]), with keys, values and mask of B sentences, each shared by its K
+        queries (a beam's hypotheses, laid out as :mod:`keras_nmt.layers.beam_rows` says;
+        K = 1 in teacher forcing). With the annotations as ``values`` [B, Tx, 2n], the
+        context c_i."""
         sentences, positions = tf.shape(keys)[0], tf.shape(keys)[1]
-        beam = tf.shape(query)[0] // sentences
+        beam = hypotheses_per_sentence(tf.shape(query)[0], sentences)
         projected = tf.reshape(tf.matmul(query, self.query_kernel), [sentences, beam, 1, self.units])
         # v_a' tanh(.) as one [rows, units] x [units, 1] product. Not tf.linalg.matvec on
         # the rank-4 tensor: with oneDNN on (TensorFlow 2.21's CPU default) that corrupted

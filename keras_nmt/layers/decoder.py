@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from keras_nmt.layers import initializers
 from keras_nmt.layers.attention import AdditiveAttention
-from keras_nmt.layers.beam_rows import tile_rows
+from keras_nmt.layers.beam_rows import hypotheses_per_sentence, tile_rows
 from keras_nmt.layers.decoder_cell import ConditionalGRUCell
 from keras_nmt.layers.linear import apply_kernel
 from keras_nmt.layers.readout import MaxoutReadout
@@ -20,7 +20,8 @@ class Decoder(keras.layers.Layer):
     With attention the context c_i is recomputed from s_(i-1) at every step; without
     it c_i is fixed to the encoder's summary h->_Tx, as A.2.2 describes the baseline.
     Everything about the source that a step needs is computed once by :meth:`start`
-    and handed around as a ``memory`` dict (beam search tiles it per hypothesis).
+    and handed around as a ``memory`` dict, one row per sentence, which a beam's
+    hypotheses share (:mod:`keras_nmt.layers.beam_rows`).
     """
 
     def __init__(
@@ -116,7 +117,8 @@ class Decoder(keras.layers.Layer):
         """One decoding step: y_(i-1) [B] and s_(i-1) [B, n] -> (logits_i, s_i, alpha_i);
         the logits over the columns of ``projection`` (``readout.columns``) when given.
         ``memory`` is :meth:`start`'s ``stepwise`` one, with a row per sentence: B may be
-        a multiple of its rows, K consecutive hypotheses of each sentence (a beam)."""
+        a multiple of its rows, the hypotheses of a beam laid out as
+        :mod:`keras_nmt.layers.beam_rows` says."""
         embedded = self.embedding(previous_ids)
         if self.use_attention:
             projected, weights = self.attention(
@@ -126,7 +128,7 @@ class Decoder(keras.layers.Layer):
             readout_context = projected[:, 3 * self.units:]
         else:
             rows = tf.shape(state)[0]
-            beam = rows // tf.shape(memory["mask"])[0]  # hypotheses per sentence
+            beam = hypotheses_per_sentence(rows, tf.shape(memory["mask"])[0])
             cell_context = tile_rows(memory["context_projection"], beam)
             readout_context = tile_rows(memory["readout_context"], beam)
             weights = tf.zeros([rows, tf.shape(memory["mask"])[1]], dtype=state.dtype)

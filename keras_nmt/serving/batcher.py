@@ -19,7 +19,7 @@ import contextlib
 import dataclasses
 from typing import Callable, Hashable, Sequence
 
-from keras_nmt.serving import RequestError
+from keras_nmt.errors import RequestError
 
 
 @dataclasses.dataclass(eq=False)

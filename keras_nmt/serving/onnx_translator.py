@@ -19,9 +19,10 @@ A line of several sentences is split (:mod:`keras_nmt.text.sentences`, the sourc
 language's rules) when the export says so (``"split_sentences"`` of NAME.onnx.json, written
 by ``keras-nmt export``, on unless ``--no-split-sentences``; an export without the key, from
 an older keras-nmt, does not split, as its SavedModel does not): each sentence is translated
-alone and the line's translation joins theirs as Translator's does (:func:`join_translations`
-here; ``translate(..., split_sentences=False)`` or ``--no-split-sentences`` translates each
-line whole).
+alone and the line's translation joins theirs as Translator's does (both run
+:func:`keras_nmt.translation.translate_lines` and give its
+:class:`~keras_nmt.translation.Translation`; ``translate(..., split_sentences=False)`` or
+``--no-split-sentences`` translates each line whole).
 
 Force decoding and alignment run ``NAME.forced.onnx`` (written beside ``NAME.onnx`` by the
 export; :func:`keras_nmt.evaluation.forced.stepwise_forced`), loaded when first needed:
@@ -42,6 +43,7 @@ In Python::
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import pathlib
@@ -51,10 +53,13 @@ from typing import Callable, Sequence
 import numpy as np
 
 from keras_nmt.constants import EOS_ID, UNK_ID
-from keras_nmt.evaluation.forced import ForcedPair, join_pairs, run_batches, target_tokens
-from keras_nmt.export import ExportError, layout
-from keras_nmt.text import CodecError, codecs
-from keras_nmt.text.sentences import SplitLines, join_texts, nbest_rows
+from keras_nmt.evaluation.forced import ForcedPair, pad_rows, run_batches, target_tokens
+from keras_nmt.errors import CodecError, ExportError
+from keras_nmt.export import layout
+from keras_nmt.text import codecs
+from keras_nmt.translation import (
+    Source, Translation, beam_translation, blank, read_source, translate_lines,
+)
 from keras_nmt.vocab import Vocabulary
 
 INPUTS = ("source_ids", "beam_size", "alpha", "forbid_unk", "max_length")
@@ -66,51 +71,6 @@ METADATA_KEYS = (
 )
 # Files a tokenizer needs besides the vocabularies (NAME.onnx.json keys).
 TOKENIZER_FILES = {codecs.WORD: (), codecs.SENTENCEPIECE: ("source_spm", "target_spm")}
-
-
-@dataclasses.dataclass(frozen=True)
-class Hypothesis:
-    text: str  # detokenized
-    tokens: tuple[str, ...]
-    score: float  # length-normalised log-probability, as Translation.score
-
-
-@dataclasses.dataclass(frozen=True)
-class OnnxTranslation:
-    """The best hypothesis of one line, and the n-best list it heads."""
-
-    text: str
-    tokens: tuple[str, ...]
-    score: float  # 0.0 for an empty line
-    truncated: int  # source tokens dropped beyond max_source_len
-    hypotheses: tuple[Hypothesis, ...]  # best first; (the best,) with nbest=1
-    # With translate(..., align=True): the best hypothesis force-decoded against the
-    # (cut) source; None for an empty line. A line of several sentences: their pairs
-    # joined (keras_nmt.evaluation.forced.join_pairs: EOS between the sentences).
-    alignment: ForcedPair | None = None
-    # A line split into several sentences: each one's translation, in order, which the
-    # fields above join (join_translations); () for a line of one sentence.
-    sentences: tuple["OnnxTranslation", ...] = ()
-
-
-def join_translations(parts: Sequence[OnnxTranslation]) -> OnnxTranslation:
-    """The translation of a line from those of its sentences, as
-    :func:`keras_nmt.translator.join_translations` joins them: texts one space apart (empty
-    ones left out), tokens concatenated, scores and ``truncated`` summed, hypothesis k from
-    hypothesis k of each sentence (its best when it has fewer), the alignments joined by
-    :func:`~keras_nmt.evaluation.forced.join_pairs`. One sentence: its own translation."""
-    if len(parts) == 1:
-        return parts[0]
-    hypotheses = tuple(
-        Hypothesis(join_texts([h.text for h in row]),
-                   tuple(token for h in row for token in h.tokens),
-                   float(sum(h.score for h in row)))
-        for row in nbest_rows([part.hypotheses for part in parts]))
-    pairs = [part.alignment for part in parts if part.alignment is not None]
-    best = hypotheses[0]
-    return OnnxTranslation(best.text, best.tokens, best.score,
-                           sum(part.truncated for part in parts), hypotheses,
-                           join_pairs(pairs) if pairs else None, tuple(parts))
 
 
 def _load_metadata(path: pathlib.Path) -> dict:
@@ -300,29 +260,29 @@ class OnnxTranslator:
                            target_ids[i].count(UNK_ID))
                 for i, (logprobs, weights) in enumerate(results)]
 
-    def _align_best(self, lines: Sequence[str], translations: list[OnnxTranslation],
-                    batch_size: int) -> list[OnnxTranslation]:
+    def _align_best(self, sources: list[Source], translations: list[Translation],
+                    batch_size: int) -> list[Translation]:
         """``translations`` with their best hypothesis force-decoded against the source as
         the search read it (cut to ``max_source_len``)."""
-        source_ids = {i: self.source_ids(line)[0] for i, line in enumerate(lines)}
-        todo = [i for i, ids in source_ids.items() if ids]
+        todo = [i for i, source in enumerate(sources) if source.tokens]
         target_ids = [self.target_vocab.encode(translations[i].tokens) + [EOS_ID] for i in todo]
-        results = self._force([source_ids[i] for i in todo], target_ids, batch_size)
+        results = self._force([sources[i].ids for i in todo], target_ids, batch_size)
         aligned = list(translations)
         for i, ids, (logprobs, weights) in zip(todo, target_ids, results):
-            source_tokens = self.source_codec.tokenize(lines[i])[: self.max_source_len]
-            pair = ForcedPair(tuple(source_tokens), translations[i].tokens, logprobs,
-                              weights, ids.count(UNK_ID))
+            pair = ForcedPair(sources[i].tokens, translations[i].tokens, logprobs, weights,
+                              ids.count(UNK_ID))
             aligned[i] = dataclasses.replace(translations[i], alignment=pair)
         return aligned
 
+    def source(self, sentence: str) -> Source:
+        """A sentence's tokens and ids, cut to ``max_source_len`` tokens (Translator's rule)."""
+        return read_source(self.source_codec, self.max_source_len, sentence)
+
     def source_ids(self, line: str) -> tuple[list[int], int]:
         """A line's source ids with EOS, cut to ``max_source_len`` tokens, and the number
-        of tokens cut (Translator's rule). No tokens: an empty list."""
-        tokens = self.source_codec.tokenize(line)
-        dropped = max(0, len(tokens) - self.max_source_len)
-        tokens = tokens[: self.max_source_len]
-        return (self.source_vocab.encode(tokens) + [EOS_ID] if tokens else []), dropped
+        of tokens cut. No tokens: an empty list."""
+        source = self.source(line)
+        return (list(source.ids) if source.tokens else []), source.truncated
 
     def translate(self, lines: Sequence[str], beam_size: int | None = None,
                   alpha: float | None = None, nbest: int = 1, forbid_unk: bool = False,
@@ -330,15 +290,16 @@ class OnnxTranslator:
                   progress: Callable[[int], None] | None = None,
                   shortlist: tuple[int, int] | bool | None = True,
                   align: bool = False,
-                  split_sentences: bool | None = None) -> list[OnnxTranslation]:
+                  split_sentences: bool | None = None) -> list[Translation]:
         """One translation per line, in order (see :meth:`Translator.translate`).
         ``shortlist``: True, the export's vocabulary selection (if it was exported with
         one); (F, B) another one (the export must hold a lexical table); False or None:
         the whole vocabulary. ``align``: each translation's ``alignment`` is its best
         hypothesis force-decoded (NAME.forced.onnx), one more pass per sentence.
         ``split_sentences``: split each line into its sentences and join their
-        translations (:func:`join_translations`); None: as the export does
-        (``self.split_sentences``). ``progress`` hears the lines each batch finished."""
+        translations (:func:`keras_nmt.translation.join_translations`); None: as the
+        export does (``self.split_sentences``). ``progress`` hears the lines each batch
+        finished."""
         beam_size = self.beam_size if beam_size is None else int(beam_size)
         alpha = self.alpha if alpha is None else float(alpha)
         if not 1 <= nbest <= self.max_nbest:
@@ -357,49 +318,23 @@ class OnnxTranslator:
             frequent, best = shortlist or (0, 0)
             selection = {"shortlist_frequent": np.array(frequent, np.int32),
                          "shortlist_best": np.array(best, np.int32)}
-        split = SplitLines(lines, self.src_lang, self.split_sentences
-                           if split_sentences is None else bool(split_sentences))
-        results = self._decode(split.sentences, beam_size, alpha, nbest, forbid_unk,
-                               batch_size, selection, split.progress(progress))
-        if align:
-            results = self._align_best(split.sentences, results, batch_size)
-        return split.join(results, join_translations)
+        split = self.split_sentences if split_sentences is None else bool(split_sentences)
 
-    def _decode(self, lines: list[str], beam_size: int, alpha: float, nbest: int,
-                forbid_unk: bool, batch_size: int, selection: dict,
-                finished: Callable[[list[int]], None]) -> list[OnnxTranslation]:
-        """One translation per line of ``lines``, each translated as one sentence, in
-        batches of similar length; ``finished`` hears the indices of each batch's lines."""
-        prepared = [self.source_ids(line) for line in lines]
-        empty = OnnxTranslation("", (), 0.0, 0, (Hypothesis("", (), 0.0),))
-        results: list[OnnxTranslation] = [empty] * len(lines)
-        todo = sorted((i for i, (ids, _) in enumerate(prepared) if ids),
-                      key=lambda i: len(prepared[i][0]))
-        for start in range(0, len(todo), batch_size):
-            chosen = todo[start : start + batch_size]
-            width = max(len(prepared[i][0]) for i in chosen)
-            batch = np.zeros((len(chosen), width), np.int32)
-            for row, i in enumerate(chosen):
-                batch[row, : len(prepared[i][0])] = prepared[i][0]
+        def decode(sources: list[Source]) -> list[Translation]:
             ids, lengths, scores = self.session.run(list(OUTPUTS), {
-                "source_ids": batch,
+                "source_ids": pad_rows([source.ids for source in sources]),
                 "beam_size": np.array(beam_size, np.int32),
                 "alpha": np.array(alpha, np.float32),
                 "forbid_unk": np.array(bool(forbid_unk)),
                 "max_length": np.array(0, np.int32),  # the max_decode_ratio rule
                 **selection,
             })
-            for row, i in enumerate(chosen):
-                hypotheses = []
-                for n in range(min(nbest, lengths.shape[1])):
-                    length = int(lengths[row, n])
-                    if length == 0:  # an n-best slot no hypothesis filled
-                        continue
-                    tokens = tuple(self.target_vocab.decode(ids[row, n, :length]))
-                    text = self.target_codec.detokenize(tokens)
-                    hypotheses.append(Hypothesis(text, tokens, float(scores[row, n])))
-                best = hypotheses[0]
-                results[i] = OnnxTranslation(best.text, best.tokens, best.score,
-                                             prepared[i][1], tuple(hypotheses))
-            finished(chosen)
-        return results
+            return [beam_translation(self.target_codec, source, ids[row], lengths[row],
+                                     scores[row], nbest)
+                    for row, source in enumerate(sources)]
+
+        return translate_lines(
+            lines, decode, batch_size, read=self.source, skip_empty=blank(nbest),
+            lang=self.src_lang, split_sentences=split, progress=progress,
+            revise=functools.partial(self._align_best, batch_size=batch_size) if align else None,
+        )

@@ -15,8 +15,8 @@ import dataclasses
 import os
 import pathlib
 
-from keras_nmt.export import ExportError, layout, serving_files
-from keras_nmt.serving import RequestError
+from keras_nmt.errors import ExportError, RequestError
+from keras_nmt.export import layout, serving_files
 from keras_nmt.serving.onnx_translator import OnnxTranslator
 
 

@@ -50,11 +50,11 @@ from typing import Sequence, TextIO
 import numpy as np
 from aiohttp import web
 
-from keras_nmt.serving import RequestError
+from keras_nmt.errors import RequestError
 from keras_nmt.serving import tfserving_rest as rest
 from keras_nmt.serving.batcher import Batcher
-from keras_nmt.serving.onnx_translator import OnnxTranslation
 from keras_nmt.serving.registry import Registry, Servable
+from keras_nmt.translation import Translation
 
 # The page at / and its files: in the package, nothing fetched from elsewhere (offline).
 STATIC = pathlib.Path(__file__).resolve().parent / "static"
@@ -279,7 +279,7 @@ class TranslationServer:
             raise rest.bad(f"nbest ({nbest}) cannot exceed the beam size ({beam})")
         return Search(servable, beam, float(alpha), bool(forbid_unk), align, split_sentences)
 
-    def _translate_batch(self, search: Search, sentences: list[str]) -> list[OnnxTranslation]:
+    def _translate_batch(self, search: Search, sentences: list[str]) -> list[Translation]:
         """One batch, in a worker thread: every n-best hypothesis the export returns (a
         request takes the part it asked for)."""
         translator = search.servable.translator
@@ -371,7 +371,7 @@ def _version(text: str) -> int:
         raise rest.bad("the version is not a number") from None
 
 
-def _translation(t: OnnxTranslation, nbest: int, align: bool = False) -> dict:
+def _translation(t: Translation, nbest: int, align: bool = False) -> dict:
     answer = {
         "text": t.text, "score": rest.float32_json(t.score), "truncated": t.truncated,
         "nbest": [{"text": h.text, "score": rest.float32_json(h.score), "tokens": list(h.tokens)}

@@ -19,16 +19,18 @@ what TF Serving sends raise :class:`ServingError` (one line for the user).
 In Python::
 
     client = TFServingClient(RestTransport("http://localhost:8501", "nmt"), batch_size=32)
-    for p in client.translate(["Hello."]):
-        print(p.text, p.score, p.truncated)
+    for t in client.translate(["Hello."]):
+        print(t.text, t.score, t.truncated)
 
-The REST path needs only the standard library; gRPC imports TensorFlow (the
-tensorflow-serving-api protos are built on TensorFlow's).
+Results are :class:`keras_nmt.translation.Translation` objects, as the other paths give,
+with the text, score and truncated tokens the export answers (no tokens: it sends text).
+
+The REST path needs only the standard library and the plain install's packages; gRPC
+imports TensorFlow (the tensorflow-serving-api protos are built on TensorFlow's).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import http.client
 import json
 import socket
@@ -38,8 +40,10 @@ import urllib.parse
 import urllib.request
 from typing import Callable, Sequence
 
+from keras_nmt.errors import ServingError, Unreachable
 from keras_nmt.export import EXPORT_ALPHA
 from keras_nmt.progress import native_stderr_filtered
+from keras_nmt.translation import Translation, translate_lines
 
 DEFAULT_SIGNATURE = "serving_default"
 SEARCH_SIGNATURE = "translate"  # sentences, beam_size, alpha
@@ -48,24 +52,9 @@ MAX_BACKOFF = 30.0
 LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
 
-class ServingError(Exception):
-    """A failure to report as one line: the server's error, a bad answer, a timeout."""
-
-
-class Unreachable(ServingError):
-    """The connection failed (refused, reset, dropped) or the server said it is
-    unavailable: worth trying again."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Prediction:
-    text: str
-    score: float | None  # None when the model has no scores output
-    truncated: int = 0  # source tokens the model dropped beyond its max_source_len
-
-
-def _predictions(columns: dict, count: int) -> list[Prediction]:
-    """Per-sentence predictions from output columns, checking that they fit."""
+def _predictions(columns: dict, count: int) -> list[Translation]:
+    """Per-sentence translations from output columns, checking that they fit (a model
+    without a ``scores`` output gives None scores)."""
     if "translations" not in columns:
         raise ServingError(
             f"bad answer from server: no 'translations' output (got {sorted(columns)})"
@@ -83,7 +72,7 @@ def _predictions(columns: dict, count: int) -> list[Prediction]:
         raise ServingError("bad answer from server: a translation that is not a string")
     try:
         return [
-            Prediction(str(t), None if s is None else float(s), int(n))
+            Translation(str(t), score=None if s is None else float(s), truncated=int(n))
             for t, s, n in zip(texts, scores, truncated)
         ]
     except (TypeError, ValueError) as error:
@@ -130,7 +119,7 @@ class RestTransport:
         self.form = form
         self.timeout = timeout
 
-    def predict(self, sentences: Sequence[str]) -> list[Prediction]:
+    def predict(self, sentences: Sequence[str]) -> list[Translation]:
         if self.form == "instances":
             body = {"signature_name": self.signature, "instances": list(sentences)}
         else:
@@ -166,7 +155,7 @@ class RestTransport:
         text = f"server answered HTTP {error.code}: {message}"
         return Unreachable(text) if error.code == 503 else ServingError(text)
 
-    def _parse(self, raw: bytes, count: int) -> list[Prediction]:
+    def _parse(self, raw: bytes, count: int) -> list[Translation]:
         try:
             answer = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
@@ -250,7 +239,7 @@ class GrpcTransport:
             request.inputs[name].CopyFrom(tf.make_tensor_proto(value, dtype=dtype))
         return request
 
-    def predict(self, sentences: Sequence[str]) -> list[Prediction]:
+    def predict(self, sentences: Sequence[str]) -> list[Translation]:
         grpc, tf = self._grpc, self._tf
         try:
             response = self._stub.Predict(self.request(sentences), timeout=self.timeout)
@@ -306,7 +295,7 @@ class TFServingClient:
         self.backoff = backoff
         self.on_retry = on_retry
 
-    def predict(self, sentences: Sequence[str]) -> list[Prediction]:
+    def predict(self, sentences: Sequence[str]) -> list[Translation]:
         """One request for ``sentences`` (retried on connection failures)."""
         for attempt in range(self.retries + 1):
             try:
@@ -323,15 +312,8 @@ class TFServingClient:
                 time.sleep(delay)
         raise AssertionError("unreachable")
 
-    def translate(self, lines: Sequence[str]) -> list[Prediction]:
-        """One prediction per line, in order; lines go out in batches of similar length."""
-        results: list[Prediction | None] = [None] * len(lines)
-        for batch in self.batches(lines):
-            for i, prediction in zip(batch, self.predict([lines[i] for i in batch])):
-                results[i] = prediction
-        return results  # type: ignore[return-value]
-
-    def batches(self, lines: Sequence[str]) -> list[list[int]]:
-        """Indices of ``lines`` in request batches: sorted by length (less padding)."""
-        order = sorted(range(len(lines)), key=lambda i: len(lines[i]))
-        return [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+    def translate(self, lines: Sequence[str],
+                  progress: Callable[[int], None] | None = None) -> list[Translation]:
+        """One translation per line, in order; lines go out in batches of similar length
+        (the server splits them into sentences). ``progress`` hears each batch's lines."""
+        return translate_lines(lines, self.predict, self.batch_size, progress=progress)

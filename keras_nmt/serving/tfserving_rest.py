@@ -30,8 +30,8 @@ from typing import Sequence
 
 import numpy as np
 
-from keras_nmt.serving import RequestError
-from keras_nmt.serving.onnx_translator import OnnxTranslation
+from keras_nmt.errors import RequestError
+from keras_nmt.translation import Translation
 
 DEFAULT_SIGNATURE = "serving_default"
 SEARCH_SIGNATURE = "translate"
@@ -155,7 +155,7 @@ def float32_json(value: float) -> float:
     return float(str(np.float32(value)))
 
 
-def outputs(results: Sequence[OnnxTranslation], nbest_width: int) -> dict[str, list]:
+def outputs(results: Sequence[Translation], nbest_width: int) -> dict[str, list]:
     """The signatures' outputs, columns of the batch; n-best columns when the export
     returns more than one hypothesis a sentence."""
     columns = {
@@ -172,7 +172,7 @@ def outputs(results: Sequence[OnnxTranslation], nbest_width: int) -> dict[str, l
     return columns
 
 
-def predict_answer(call: PredictCall, results: Sequence[OnnxTranslation],
+def predict_answer(call: PredictCall, results: Sequence[Translation],
                    nbest_width: int) -> dict:
     columns = outputs(results, nbest_width)
     if call.columnar:

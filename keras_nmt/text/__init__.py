@@ -13,7 +13,3 @@
 Importing this package, ``word``, ``sentences``, ``sentencepiece`` or ``codecs`` loads no TensorFlow:
 the onnxruntime path runs on them alone. The ``*_graph`` modules import it.
 """
-
-
-class CodecError(ValueError):
-    """A tokenizer setting or model file that cannot be used; the message says why."""

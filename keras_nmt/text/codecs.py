@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 
-from keras_nmt.text import CodecError, sentencepiece, word
+from keras_nmt.errors import CodecError
+from keras_nmt.text import sentencepiece, word
 from keras_nmt.vocab import Vocabulary
 
 WORD, SENTENCEPIECE = word.KIND, sentencepiece.KIND

@@ -15,7 +15,7 @@ import pathlib
 from typing import Iterable, Sequence
 
 from keras_nmt.constants import BOS, BOS_ID, EOS, EOS_ID, PAD, PAD_ID, RESERVED, UNK, UNK_ID
-from keras_nmt.text import CodecError
+from keras_nmt.errors import CodecError
 from keras_nmt.vocab import Vocabulary, ids_before_eos
 
 KIND = "sentencepiece"

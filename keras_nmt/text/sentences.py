@@ -3,10 +3,11 @@ a line's sentences join into the line's translation.
 
 The models are trained on single sentences, so a pasted paragraph is split here and its
 sentences are translated one by one (``translate(..., split_sentences=True)`` of
-:class:`keras_nmt.translator.Translator` and of the onnxruntime path, and the exported
-SavedModel's string signatures). This module holds the one definition of where a sentence
-ends: an ordered table of regular-expression rewrites (:func:`rules_for`) that marks the
-boundaries of a line. :mod:`keras_nmt.text.sentences_graph` runs the same table with
+:class:`keras_nmt.translator.Translator` and of the onnxruntime path through
+:func:`keras_nmt.translation.translate_lines`, and the exported SavedModel's string
+signatures). This module holds the one definition of where a sentence ends: an ordered
+table of regular-expression rewrites (:func:`rules_for`) that marks the boundaries of a
+line. :mod:`keras_nmt.text.sentences_graph` runs the same table with
 ``tf.strings.regex_replace`` inside the SavedModel; this module runs it with the
 ``regex`` package, without TensorFlow. Patterns use the common subset of RE2 and
 ``regex`` syntax (no lookaround), and tests check that the two engines agree.
@@ -36,12 +37,12 @@ abbreviation before a capital ("... Smith Corp. Jones said") is.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence, TypeVar
+from typing import Sequence, TypeVar
 
 import numpy as np
 import regex
 
-from keras_nmt.text.word import SPACE
+from keras_nmt.text.word import SPACE, rewrite
 
 # Words whose period never ends a sentence, whatever follows ("Mr. Smith"). Titles and
 # forms of address mostly: a word often found at a sentence's end is not listed ("etc.",
@@ -129,24 +130,15 @@ def rules_for(lang: str) -> tuple[tuple[str, str], ...]:
     )
 
 
-_COMPILED: dict[str, list[tuple[regex.Pattern, str]]] = {}
 _UNESCAPE = [(regex.compile(p, regex.V0), r) for p, r in UNESCAPE_RULES]
 _MAY_END = regex.compile(_TERMINAL)
-
-
-def _compiled(lang: str) -> list[tuple[regex.Pattern, str]]:
-    if lang not in _COMPILED:
-        _COMPILED[lang] = [(regex.compile(p, regex.V0), r) for p, r in rules_for(lang)]
-    return _COMPILED[lang]
 
 
 def split_sentences(line: str, lang: str) -> list[str]:
     """The sentences of one line, in order (``[line]`` when it has one, or none)."""
     if not _MAY_END.search(line):  # no sentence ends before the line's end
         return [line]
-    for pattern, replacement in _compiled(lang):
-        line = pattern.sub(replacement, line)
-    sentences = line.split(BREAK)
+    sentences = rewrite(line, rules_for, lang).split(BREAK)
     for pattern, replacement in _UNESCAPE:
         sentences = [pattern.sub(replacement, sentence) for sentence in sentences]
     return sentences
@@ -154,57 +146,14 @@ def split_sentences(line: str, lang: str) -> list[str]:
 
 # ---- the translation of a line of several sentences -------------------------------------
 #
-# Every path joins the same way (Translator, the onnxruntime path, the SavedModel's graph):
-# the text is the sentences' translations one space apart (empty ones left out), the
-# tokens are concatenated, the score and the truncated tokens are summed, an attention
-# matrix is block-diagonal, and hypothesis k of an n-best list joins hypothesis k of each
-# sentence (its best when it has fewer). A line of one sentence keeps its translation.
+# Every path joins the same way (keras_nmt.translation.join_translations, and the
+# SavedModel's graph): the text is the sentences' translations one space apart (empty ones
+# left out), the tokens are concatenated, the score and the truncated tokens are summed,
+# an attention matrix is block-diagonal, and hypothesis k of an n-best list joins
+# hypothesis k of each sentence (its best when it has fewer). A line of one sentence keeps
+# its translation.
 
 Item = TypeVar("Item")
-Joined = TypeVar("Joined")
-
-
-class SplitLines:
-    """Lines as one flat list of sentences, for batching, and the way back to the lines:
-    what the translators (Translator, the onnxruntime path) do around their decoding."""
-
-    def __init__(self, lines: Sequence[str], lang: str, split: bool = True):
-        self.parts = [split_sentences(line, lang) if split else [line] for line in lines]
-        self.sentences = [sentence for found in self.parts for sentence in found]
-        self.line_of = [i for i, found in enumerate(self.parts) for _ in found]
-
-    def join(self, results: Sequence[Item], join: Callable[[list[Item]], Joined]) -> list[Joined]:
-        """One result a sentence -> one a line: ``join`` of each line's results."""
-        joined, start = [], 0
-        for found in self.parts:
-            joined.append(join(list(results[start : start + len(found)])))
-            start += len(found)
-        return joined
-
-    def progress(self, progress: Callable[[int], None] | None) -> Callable[[Sequence[int]], None]:
-        """A callback that takes the indices of the sentences a batch decoded and calls
-        ``progress`` with the number of lines that it finished (a line is finished with its
-        last sentence; a line none of whose sentences is decoded is never counted)."""
-        left: dict[int, int] = {}
-        for line in self.line_of:
-            left[line] = left.get(line, 0) + 1
-
-        def finished(decoded: Sequence[int]) -> None:
-            done = 0
-            for sentence in decoded:
-                line = self.line_of[sentence]
-                left[line] -= 1
-                done += left[line] == 0
-            if progress is not None:
-                progress(done)
-
-        return finished
-
-
-def truncated_sentences(translation) -> int:
-    """How many sentences of a line's translation (Translator's or the onnxruntime path's:
-    ``truncated`` and ``sentences``) were cut to the maximum source length."""
-    return sum(part.truncated > 0 for part in translation.sentences or (translation,))
 
 
 def join_texts(texts: Sequence[str]) -> str:

@@ -13,7 +13,8 @@ French elision kept on the left, English clitics on the right).
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+import functools
+from typing import Callable, Iterable, Sequence
 
 import regex
 
@@ -123,20 +124,23 @@ def rules_for(lang: str) -> tuple[tuple[str, str], ...]:
     return COMMON_RULES + apostrophes + _period_rules(lang)
 
 
-_COMPILED: dict[str, list[tuple[regex.Pattern, str]]] = {}
+@functools.cache
+def _compiled(table: Callable[[str], tuple[tuple[str, str], ...]],
+              lang: str) -> tuple[tuple[regex.Pattern, str], ...]:
+    return tuple((regex.compile(p, regex.V0), r) for p, r in table(lang))
 
 
-def _compiled(lang: str) -> list[tuple[regex.Pattern, str]]:
-    if lang not in _COMPILED:
-        _COMPILED[lang] = [(regex.compile(p, regex.V0), r) for p, r in rules_for(lang)]
-    return _COMPILED[lang]
+def rewrite(line: str, table: Callable[[str], tuple[tuple[str, str], ...]], lang: str) -> str:
+    """``line`` through the ordered rewrite table ``table(lang)`` (such as
+    :func:`rules_for`), compiled once per table and language."""
+    for pattern, replacement in _compiled(table, lang):
+        line = pattern.sub(replacement, line)
+    return line
 
 
 def tokenize(line: str, lang: str) -> list[str]:
     """Split one raw sentence into word tokens."""
-    for pattern, replacement in _compiled(lang):
-        line = pattern.sub(replacement, line)
-    return [token for token in line.split(" ") if token]
+    return [token for token in rewrite(line, rules_for, lang).split(" ") if token]
 
 
 # Detokenization is an ordered rewrite table too (:func:`detokenize_rules`), run on the
@@ -191,22 +195,13 @@ def mark_tokens(joined: str) -> str:
     return _START + joined + _END
 
 
-_COMPILED_DETOKENIZE: dict[str, list[tuple[regex.Pattern, str]]] = {}
-
-
 def detokenize(tokens: Sequence[str], lang: str) -> str:
     """Join tokens back into normal text: the inverse of :func:`tokenize` on clean text.
 
     Tokens must be what :func:`tokenize` makes (no spaces, no control characters);
     empty tokens are skipped."""
-    if lang not in _COMPILED_DETOKENIZE:
-        _COMPILED_DETOKENIZE[lang] = [
-            (regex.compile(p, regex.V0), r) for p, r in detokenize_rules(lang)
-        ]
     line = mark_tokens(TOKEN_SEPARATOR.join(token for token in tokens if token))
-    for pattern, replacement in _COMPILED_DETOKENIZE[lang]:
-        line = pattern.sub(replacement, line)
-    return line
+    return rewrite(line, detokenize_rules, lang)
 
 
 class WordCodec:

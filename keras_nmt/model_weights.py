@@ -18,7 +18,7 @@ import collections
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-from keras_nmt.rundir import RunDirError
+from keras_nmt.errors import CheckpointMismatchError
 
 # The name the model has in every checkpoint the project writes: tf.train.Checkpoint(model=...).
 MODEL = "model"
@@ -52,10 +52,6 @@ def checkpoint_problem(path: str) -> str | None:
     except (tf.errors.OpError, ValueError) as error:
         return getattr(error, "message", None) or str(error).splitlines()[0]
     return None
-
-
-class CheckpointMismatchError(RunDirError):
-    """A checkpoint that lacks model variables, or holds them in other shapes."""
 
 
 def model_variables(model) -> dict[str, tf.Variable]:

@@ -1,4 +1,5 @@
-"""Adam and Adadelta with TensorFlow's fused update kernels.
+"""The optimizers of training: the configured one (:func:`make_optimizer`), Adam and
+Adadelta with TensorFlow's fused update kernels, and how an update is applied.
 
 Keras's own update steps are a dozen elementwise ops per variable, each a pass over
 memory with its own temporary; for a model whose parameters are mostly embeddings and
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 import keras
 import tensorflow as tf
+
+from keras_nmt.config import Config
 
 
 def _handle(variable):
@@ -73,6 +76,18 @@ class FusedAdadelta(keras.optimizers.Adadelta):
             epsilon=tf.cast(self.epsilon, dtype),
             grad=_dense(grad, dtype),
         )
+
+
+def make_optimizer(config: Config) -> keras.optimizers.Optimizer:
+    """The configured optimizer. Gradient clipping is done by the training step (global
+    norm, as the paper does), not by the optimizer."""
+    if config.optimizer == "adadelta":
+        return FusedAdadelta(
+            learning_rate=config.learning_rate, rho=config.rho, epsilon=config.epsilon
+        )
+    if config.optimizer == "adam":
+        return FusedAdam(learning_rate=config.learning_rate)
+    return keras.optimizers.SGD(learning_rate=config.learning_rate)
 
 
 def _values(gradient):

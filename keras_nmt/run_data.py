@@ -1,0 +1,199 @@
+"""A new run's data, set up once in its run directory: the corpus (the built-in one
+generated, WMT'14 fetched, or a directory), its splits, the SentencePiece models, the
+one tokenization pass of the training split into ids and vocabularies, then data.json
+and config.json, which record them."""
+
+from __future__ import annotations
+
+import pathlib
+import shutil
+from typing import Any, Callable
+
+from keras_nmt import prepared
+from keras_nmt.atomic import write_json_atomic
+from keras_nmt.config import Config
+from keras_nmt.corpus import builtin, heldout, wmt14
+from keras_nmt.corpus.readers import ParallelFiles, SplitStats, count_lines, find_corpus
+from keras_nmt.errors import CorpusError, RunDirError
+from keras_nmt.progress import Phase, Progress
+from keras_nmt.resume import options_record
+from keras_nmt.rundir import RunDir
+from keras_nmt.text import codecs
+from keras_nmt.text.sentencepiece import (
+    SENTENCEPIECE_SAMPLE, SentencePieceCodec, train_sentencepiece,
+)
+from keras_nmt.train_options import BUILTIN, TrainOptions
+from keras_nmt.vocab import Vocabulary
+
+
+def corpus_directory(options: TrainOptions, run: RunDir, log: Callable[[str], None]) -> pathlib.Path:
+    """The corpus directory of ``options.data``: the built-in corpus generated into the
+    run, WMT'14 fetched into its cache, or the directory named."""
+    if options.data == BUILTIN:
+        spec = builtin.BuiltinCorpusSpec()
+        log(f"generating the built-in corpus into {run.corpus} (seed {spec.seed})")
+        return builtin.write_corpus(run.corpus.resolve(), spec)
+    if options.data == wmt14.NAME:
+        return wmt14.prepare(
+            options.cache_dir, options.mirror, options.max_train_pairs, log=log, quiet=options.quiet
+        )
+    return pathlib.Path(options.data).expanduser().resolve()
+
+
+def find_splits(
+    corpus_dir: pathlib.Path, options: TrainOptions, run: RunDir, log: Callable[[str], None],
+) -> tuple[dict[str, ParallelFiles], ParallelFiles, bool]:
+    """The splits training reads, the development split as found, and whether it was cut
+    in two for want of a test split (:mod:`keras_nmt.corpus.heldout`)."""
+    splits = find_corpus(corpus_dir, options.src, options.tgt)
+    for name, files in splits.items():
+        if name != "train":  # the training split is checked by the tokenization pass
+            files.check()
+    development, halves = splits["valid"], None
+    if "test" not in splits:
+        halves = heldout.write_halves(development, run.heldout, options.src, options.tgt)
+        if halves:
+            splits = {**splits, "valid": halves[heldout.SELECT], "test": halves[heldout.REPORT]}
+            log(f"no test split: the development split is cut in two ({heldout.RULE}); "
+                f"{heldout.SELECT}.* picks the checkpoints, {heldout.REPORT}.* is only "
+                f"reported (both in {run.heldout})")
+    return splits, development, bool(halves)
+
+
+def sentencepiece_models(
+    options: TrainOptions, config: Config, train: ParallelFiles, lines: int, run: RunDir,
+    progress: Progress,
+) -> dict[str, bytes]:
+    """A SentencePiece model per language, trained on its side of ``train`` (``lines``
+    lines) up to the config's vocabulary size, and written into the run."""
+    models = {}
+    for side, lang, size in ((0, options.src, config.src_vocab_size),
+                             (1, options.tgt, config.tgt_vocab_size)):
+        # SentencePiece reports nothing while it trains: the reading is counted, then
+        # what it does and the time it took are said.
+        phase = Phase(progress, f"SentencePiece ({lang}): reading the training side",
+                      total=lines, unit="lines")
+
+        def read(side=side, phase=phase, lang=lang, size=size):
+            for pair in train.pairs():
+                phase.advance()
+                yield pair[side]
+            progress.message(
+                f"SentencePiece ({lang}): training a unigram model of up to {size:,} pieces "
+                f"on {min(phase.done, SENTENCEPIECE_SAMPLE):,} of its {phase.done:,} lines "
+                "(SentencePiece reports no progress)")
+
+        models[lang] = train_sentencepiece(read(), size)
+        phase.finish(f"{phase.done:,} lines read and the model trained")
+        run.sentencepiece_path(lang).write_bytes(models[lang])
+    return models
+
+
+def tokenize_training_split(
+    options: TrainOptions, config: Config, train: ParallelFiles, lines: int, run: RunDir,
+    models: dict[str, bytes], log: Callable[[str], None], progress: Progress,
+) -> tuple[SplitStats, tuple[Vocabulary, Vocabulary]]:
+    """The one pass over ``train`` (``lines`` pairs): its statistics, the vocabularies
+    (the SentencePiece ``models``' or the most frequent words) and its token ids in the
+    run's prepared split. CorpusError when no pair is usable."""
+    kind = options.tokenizer or codecs.WORD
+    langs = (options.src, options.tgt)
+
+    def vocabularies(stats: SplitStats) -> tuple[Vocabulary, Vocabulary]:
+        if kind == codecs.SENTENCEPIECE:
+            return tuple(SentencePieceCodec(models[lang], lang).vocabulary for lang in langs)
+        return (Vocabulary.from_counts(stats.source_counts, config.src_vocab_size),
+                Vocabulary.from_counts(stats.target_counts, config.tgt_vocab_size))
+
+    log(f"reading {train.source} and {train.target}: tokenized once, "
+        f"into token ids in {run.prepared}")
+    tokenizing = Phase(progress, "tokenizing the training split (vocabularies, lengths, ids)",
+                       total=lines, unit="pairs")
+    stats, vocabs = prepared.prepare_split(
+        train, run.prepared, langs,
+        tuple(codecs.graph_tokenizer(kind, lang, models.get(lang)) for lang in langs),
+        config.max_len, vocabularies, progress=tokenizing.reached,
+    )
+    tokenizing.finish()
+    if stats.kept == 0:
+        raise CorpusError(
+            f"no usable training pair in {train.source}: every pair is empty or "
+            f"longer than max_len={config.max_len}"
+        )
+    return stats, vocabs
+
+
+def prepare(options: TrainOptions, config: Config, run: RunDir, log: Callable[[str], None],
+            progress: Progress | None = None) -> tuple[Config, dict[str, Any]]:
+    """First start of a run: corpus, vocabularies and config written into ``run``, which
+    must hold no run yet; a failure leaves no half-made run behind. ``options``
+    (for_new_run's) and ``config`` are :func:`keras_nmt.train_options.new_run_config`'s,
+    checked. ``progress`` shows the long passes (SentencePiece, the scan) with their ETA.
+    Returns the config with the vocabulary sizes found and data.json's content."""
+    if run.is_initialised() or run.has_checkpoint():
+        raise RunDirError(
+            f"{run.path} already holds a run: pass --resume to continue it, or choose another --out"
+        )
+    existed = run.path.exists()
+    try:
+        return _write_run_data(options, config, run, log, progress or Progress(enabled=False))
+    except BaseException:
+        # A later start must not mistake what is left for a run.
+        _remove_run_data(run, existed)
+        raise
+
+
+def _write_run_data(options: TrainOptions, config: Config, run: RunDir,
+                    log: Callable[[str], None], progress: Progress) -> tuple[Config, dict[str, Any]]:
+    run.create()
+    corpus_dir = corpus_directory(options, run, log)
+    splits, development, halved = find_splits(corpus_dir, options, run, log)
+    kind = options.tokenizer or codecs.WORD
+    lines = count_lines(splits["train"].source)  # the passes' totals, for their ETA
+    models = (sentencepiece_models(options, config, splits["train"], lines, run, progress)
+              if kind == codecs.SENTENCEPIECE else {})
+    stats, (source_vocab, target_vocab) = tokenize_training_split(
+        options, config, splits["train"], lines, run, models, log, progress)
+    config = config.replace(src_vocab_size=len(source_vocab), tgt_vocab_size=len(target_vocab))
+    source_vocab.save(run.vocab_path(options.src))
+    target_vocab.save(run.vocab_path(options.tgt))
+    info = {
+        "src": options.src,
+        "tgt": options.tgt,
+        "corpus": run.stored_path(corpus_dir),
+        "builtin": options.data == BUILTIN,
+        "tokenizer": kind,
+        "splits": {name: {"source": run.stored_path(f.source), "target": run.stored_path(f.target)}
+                   for name, f in splits.items()},
+        "development": {"source": run.stored_path(development.source),
+                        "target": run.stored_path(development.target),
+                        "halves": heldout.RULE if halved else None},
+        "prepared": run.stored_path(run.prepared),
+        "train": stats.summary(),
+        "source_types": len(stats.source_counts),
+        "target_types": len(stats.target_counts),
+        "options": options_record(options),
+    }
+    write_json_atomic(run.data_path, info)
+    # config.json last: its presence marks a run whose set-up is complete.
+    write_json_atomic(run.config_path, config.to_dict())
+    log(
+        f"training pairs: {stats.kept} kept of {stats.pairs} ({stats.too_long} longer than "
+        f"{config.max_len} tokens dropped, {stats.empty} empty skipped); vocabularies "
+        f"{len(source_vocab)} {options.src} / {len(target_vocab)} {options.tgt}"
+    )
+    return config, info
+
+
+def _remove_run_data(run: RunDir, existed: bool) -> None:
+    """What a failed :func:`prepare` wrote: the whole directory if it made it, else only
+    the files and folders a run's set-up writes."""
+    if not existed:
+        shutil.rmtree(run.path, ignore_errors=True)
+        return
+    for path in (run.config_path, run.data_path, *run.path.glob("vocab.*.txt"),
+                 *run.path.glob("spm.*.model")):
+        path.unlink(missing_ok=True)
+    shutil.rmtree(run.prepared, ignore_errors=True)
+    shutil.rmtree(run.heldout, ignore_errors=True)
+    prepared.remove_stale(run.prepared)

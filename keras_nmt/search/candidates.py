@@ -1,0 +1,54 @@
+"""The best one-token extensions of every hypothesis, and the score of a dead one."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from keras_nmt.search.top_k import take_along_rows, top_k_over_vocabulary
+
+# Log-probability of a dead or empty hypothesis. Finite on purpose: tf2onnx lowers
+# tf.where to arithmetic (cond * x + (1 - cond) * y), where -inf would give NaN.
+DEAD = -1e9
+ALIVE = -5e8  # anything above this is a real hypothesis
+
+
+def row_candidates(logits, k, forced, forbid_unk, count=None):
+    """The best extensions of every hypothesis: (log-probs, columns), each [B*K, R] with
+    R = min(K, C), best first. ``logits`` [B*K, C] are over the whole vocabulary (column
+    = word), or with ``count`` over the output columns of
+    :func:`~keras_nmt.search.shortlist.output_columns`, whole blocks of which the first
+    ``count`` are words (column i < 4 is reserved word i).
+
+    The K best extensions of a sentence are among the K best of each of its rows, and
+    within a row log-softmax keeps the order of the logits. So the vocabulary-wide work
+    is one top-k over the raw logits (its first value is the row's maximum) and the
+    row's log-sum-exp; the log-softmax, the ban and the sum with the beam scores run on
+    K + 3 columns, not on [B*K, V]. The normaliser covers every word, banned ones
+    included, exactly as ``log_softmax`` followed by a ban would. Rows at their limit
+    (``forced``) get EOS with its model log-probability and nothing else.
+    """
+    whole_blocks = count is not None
+    if count is None:
+        count = tf.shape(logits)[1]
+    # Three more than K, so that K remain after dropping PAD, BOS and UNK.
+    wide = tf.minimum(k + 3, count)
+    narrow = tf.minimum(k, count)
+    top_logits, top_tokens = top_k_over_vocabulary(logits, wide, whole_blocks)
+    peak = top_logits[:, :1]  # the row's maximum, log_softmax's shift, without another pass
+    log_norm = tf.math.log(tf.reduce_sum(tf.exp(logits - peak), axis=1, keepdims=True))
+    lp = (top_logits - peak) - log_norm
+    banned = (
+        tf.equal(top_tokens, PAD_ID)
+        | tf.equal(top_tokens, BOS_ID)
+        | (forbid_unk & tf.equal(top_tokens, UNK_ID))
+        | (top_tokens >= count)  # a padding column
+    )
+    lp, order = tf.math.top_k(tf.where(banned, DEAD, lp), k=narrow)
+    tokens = take_along_rows(top_tokens, order)
+    eos_lp = (logits[:, EOS_ID : EOS_ID + 1] - peak) - log_norm  # [B*K, 1]
+    first = tf.equal(tf.range(narrow), 0)[None, :]
+    forced = forced[:, None]
+    lp = tf.where(forced, tf.where(first, eos_lp, DEAD), lp)
+    tokens = tf.where(forced, tf.where(first, EOS_ID, PAD_ID), tokens)
+    return lp, tokens

@@ -1,0 +1,89 @@
+"""The beam search as one ``tf.function`` with a fixed signature: what the Translator,
+the SavedModel and the ONNX model all run."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from keras_nmt.search.beam import beam_search
+from keras_nmt.search.shortlist import Shortlist
+
+
+def make_translate_fn(
+    model, nbest: int = 1, max_decode_ratio: float | None = None, autograph: bool = True,
+    jit_compile: bool = False, lexicon_table: np.ndarray | None = None, attention: bool = True,
+):
+    """A ``tf.function`` around :func:`~keras_nmt.search.beam.beam_search` that traces once.
+
+    Signature: ``translate(source_ids int32 [None, None], beam_size int32 [],
+    alpha float32 [], forbid_unk bool [], max_length int32 [])`` -> the dict of
+    ``beam_search``; ``max_length <= 0`` selects the ratio rule (the model's
+    ``config.max_decode_ratio`` unless ``max_decode_ratio`` is given). ``nbest`` is
+    fixed here, as a Python constant.
+
+    ``lexicon_table`` (int32 [source vocabulary, best], a :class:`~keras_nmt.lexicon.Lexicon`'s
+    ``targets``) becomes a constant of the graph and the signature gains two inputs,
+    ``shortlist_frequent`` and ``shortlist_best`` (int32 []), the :class:`Shortlist` of
+    every call: both <= 0 decodes over the whole vocabulary.
+
+    ``attention``: the result holds the ``attention`` output (``beam_search``); without
+    it a step does less.
+
+    ``jit_compile`` compiles the model's ``encode`` and ``step`` with XLA: the decoder
+    step (GRU, attention, deep output over the vocabulary) is where decoding spends its
+    time. The loop itself stays a TF while loop, since its history grows by one column
+    a step and XLA needs loop variables of fixed shape. XLA compiles once per distinct
+    input shape.
+    """
+    if jit_compile:
+        model = _XlaSteps(model)
+    ratio = float(model.config.max_decode_ratio if max_decode_ratio is None else max_decode_ratio)
+    if math.isnan(ratio) or ratio < 0:
+        raise ValueError(f"max_decode_ratio must be >= 0, got {ratio}")
+    signature: list[Any] = [
+        tf.TensorSpec([None, None], tf.int32, name="source_ids"),
+        tf.TensorSpec([], tf.int32, name="beam_size"),
+        tf.TensorSpec([], tf.float32, name="alpha"),
+        tf.TensorSpec([], tf.bool, name="forbid_unk"),
+        tf.TensorSpec([], tf.int32, name="max_length"),
+    ]
+
+    def translate(source_ids, beam_size, alpha, forbid_unk, max_length, *selection):
+        shortlist = None
+        if selection:
+            # Built in the traced function, so the table is a constant of the graph
+            # (a SavedModel and an ONNX model carry it) rather than a captured tensor.
+            shortlist = Shortlist(tf.constant(lexicon_table, tf.int32), *selection)
+        return beam_search(
+            model,
+            source_ids,
+            beam_size,
+            alpha=alpha,
+            forbid_unk=forbid_unk,
+            max_length=max_length,
+            nbest=nbest,
+            max_decode_ratio=ratio,
+            shortlist=shortlist,
+            compact=not jit_compile,  # XLA compiles once per shape: keep the batch whole
+            attention=attention,
+        )
+
+    if lexicon_table is not None:
+        lexicon_table = np.asarray(lexicon_table, np.int32)
+        signature += [tf.TensorSpec([], tf.int32, name="shortlist_frequent"),
+                      tf.TensorSpec([], tf.int32, name="shortlist_best")]
+    return tf.function(translate, input_signature=signature, autograph=autograph)
+
+
+class _XlaSteps:
+    """A model whose ``encode`` and ``step`` run XLA-compiled (see make_translate_fn)."""
+
+    def __init__(self, model):
+        self.config = model.config
+        self.encode = tf.function(model.encode, jit_compile=True, autograph=False)
+        self.step = tf.function(model.step, jit_compile=True, autograph=False)
+        self.output_projection = model.output_projection

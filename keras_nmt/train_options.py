@@ -1,0 +1,117 @@
+"""What a training run is asked for (:class:`TrainOptions`, ``keras-nmt train``'s options)
+and the configuration a new run resolves them to, checked before anything is written."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import pathlib
+from typing import Any
+
+from keras_nmt import config as config_lib
+from keras_nmt.config import Config
+from keras_nmt.corpus import wmt14
+from keras_nmt.errors import ConfigError, CorpusError
+
+BUILTIN = "builtin"
+# What a new run takes for the options of TrainOptions left at None; --resume takes the
+# run's own instead.
+NEW_RUN_DEFAULTS: dict[str, Any] = {
+    "variant": config_lib.DEFAULT_VARIANT, "data": BUILTIN, "src": "en", "tgt": "fr",
+}
+
+
+@dataclasses.dataclass
+class TrainOptions:
+    # None: NEW_RUN_DEFAULTS for a new run, the run's own with ``resume``. Any option
+    # given with ``resume`` must match the run (ConfigError otherwise).
+    variant: str | None = None
+    data: str | None = None  # BUILTIN, wmt14.NAME or a corpus directory
+    src: str | None = None
+    tgt: str | None = None
+    out: str | None = None
+    max_steps: int | None = None
+    max_minutes: float | None = None
+    overrides: dict[str, Any] = dataclasses.field(default_factory=dict)
+    resume: bool = False
+    seed: int | None = None
+    paper_size: bool = False
+    quiet: bool = False
+    # --data wmt14-en-fr: where its files are kept and fetched from, and a subsample size.
+    cache_dir: str | None = None
+    mirror: str | None = None
+    max_train_pairs: int | None = None
+    tokenizer: str | None = None  # "word" (the paper's, default) or "sentencepiece"
+    strategy: str = "default"  # see keras_nmt.distribute
+    # XLA-compile the training step and the beam search; None: where it wins (xla.use_jit).
+    jit: bool | None = None
+    recipe: str | None = None  # a name of config.RECIPES
+    # A name of config.SIZES; None: the built-in corpus's compact size (the paper's with
+    # paper_size), the paper's on any other corpus.
+    size: str | None = None
+    preset: str | None = None  # a name of config.PRESETS: a size and a recipe
+    lexicon: bool = True  # build the lexical table for vocabulary selection at the end
+
+    def for_new_run(self) -> "TrainOptions":
+        """These options with NEW_RUN_DEFAULTS where they are None, the size resolved."""
+        options = dataclasses.replace(self, **{
+            name: value for name, value in NEW_RUN_DEFAULTS.items() if getattr(self, name) is None
+        })
+        if options.size is None:
+            options.size = ("paper" if options.paper_size else config_lib.BUILTIN_SIZE
+                            if options.data == BUILTIN else config_lib.DEFAULT_SIZE)
+        return options
+
+    def with_preset(self) -> "TrainOptions":
+        """These options with their preset's size and recipe filled in; ConfigError when
+        --size or --recipe says otherwise."""
+        if self.preset is None:
+            return self
+        chosen = config_lib.PRESETS[self.preset]
+        for name, value in chosen.items():
+            if getattr(self, name) not in (None, value):
+                raise ConfigError(f"--preset {self.preset} is --size {chosen['size']} --recipe "
+                                  f"{chosen['recipe']}: it contradicts --{name} {getattr(self, name)}")
+        return dataclasses.replace(self, **chosen)
+
+
+def default_run_dir(variant: str) -> pathlib.Path:
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return pathlib.Path("runs") / f"{variant}-{stamp}"
+
+
+def resolve_config(options: TrainOptions) -> Config:
+    """The variant's configuration with the model size (:data:`config.SIZES`: compact on
+    the built-in corpus, the paper's elsewhere, unless chosen), the recipe and the user's
+    overrides, in that order."""
+    options = options.with_preset().for_new_run()
+    values: dict[str, Any] = dict(config_lib.SIZES[options.size])
+    if options.recipe:
+        values.update(config_lib.RECIPES[options.recipe])
+    values.update(options.overrides)
+    if options.seed is not None:
+        values["seed"] = options.seed
+    return config_lib.variant_config(options.variant, values)
+
+
+def new_run_config(options: TrainOptions) -> Config:
+    """A new run's configuration (vocabulary sizes before the corpus scan), after every
+    check of ``options`` (for_new_run's) that needs no corpus: nothing is written yet."""
+    if options.data != wmt14.NAME:
+        misplaced = [flag for flag, value in (
+            ("--max-train-pairs", options.max_train_pairs), ("--cache-dir", options.cache_dir),
+            ("--mirror", options.mirror)) if value is not None]
+        if misplaced:
+            raise CorpusError(f"{', '.join(misplaced)}: for --data {wmt14.NAME} only, not "
+                              f"--data {options.data}")
+    elif {options.src, options.tgt} != set(wmt14.LANGS):
+        raise CorpusError(f"--data {wmt14.NAME} needs --src-lang/--tgt-lang en and fr, "
+                          f"got {options.src}/{options.tgt}")
+    if options.paper_size and options.data != BUILTIN:
+        raise ConfigError(f"--paper-size: for --data {BUILTIN} only (on other corpora the "
+                          "paper's dimensions are the default)")
+    if options.paper_size and options.size not in (None, "paper"):
+        raise ConfigError(f"--paper-size is --size paper: it contradicts --size {options.size}")
+    config = resolve_config(options)
+    config_lib.check_optimizer_fields(config, options.overrides)
+    return config

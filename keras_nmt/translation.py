@@ -1,0 +1,215 @@
+"""A translation, whichever path computed it, and the loop every translator runs around
+its decoder.
+
+:class:`Translation` is what :class:`keras_nmt.translator.Translator` (Keras),
+:class:`keras_nmt.serving.onnx_translator.OnnxTranslator` (onnxruntime) and
+:class:`keras_nmt.serving.tfserving_client.TFServingClient` (a running TF Serving) give
+for each line. :func:`translate_lines` is their one front end: each line split into its
+sentences, the sentences decoded in batches of similar length by the backend's callable,
+each line's translation joined from its sentences' (:func:`join_translations`), the
+progress counted in lines. The backends differ only in how they decode a batch.
+
+No TensorFlow here: the onnxruntime path, which must run without it, imports this module.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from typing import Callable, Sequence, TypeVar
+
+import numpy as np
+
+from keras_nmt.constants import EOS, EOS_ID
+from keras_nmt.evaluation.forced import ForcedPair, join_pairs
+from keras_nmt.text import sentences as sentence_rules
+
+Item = TypeVar("Item")
+
+
+@dataclasses.dataclass(frozen=True)
+class Translation:
+    text: str  # detokenized
+    # The output tokens; () from TF Serving, whose exports answer with text only.
+    tokens: tuple[str, ...] = ()
+    # Length-normalised log-probability: 0.0 for an empty line, None from a TF Serving
+    # model without a scores output.
+    score: float | None = 0.0
+    source_tokens: tuple[str, ...] = ()  # the tokens translated (after truncation)
+    attention: np.ndarray | None = None  # [output tokens + EOS, source tokens + EOS]
+    # With nbest=N > 1: the N best hypotheses, best first (the first is this translation
+    # again); each has empty ``alternatives``. Empty with nbest=1.
+    alternatives: tuple["Translation", ...] = ()
+    truncated: int = 0  # source tokens dropped beyond the maximum source length
+    # A line split into several sentences: each sentence's translation, in order, which
+    # the fields above join (join_translations); () for a line of one sentence.
+    sentences: tuple["Translation", ...] = ()
+    # The onnxruntime path's translate(..., align=True): the best hypothesis
+    # force-decoded against the (cut) source; None for an empty line. A line of several
+    # sentences: their pairs joined (keras_nmt.evaluation.forced.join_pairs).
+    alignment: ForcedPair | None = None
+
+    @property
+    def hypotheses(self) -> tuple["Translation", ...]:
+        """The n-best list: ``alternatives``, or just this translation when it is empty."""
+        return self.alternatives or (self,)
+
+    @property
+    def truncated_sentences(self) -> int:
+        """How many of the line's sentences were cut to the maximum source length."""
+        return sum(part.truncated > 0 for part in self.sentences or (self,))
+
+    def attention_labels(self) -> tuple[list[str], list[str]]:
+        """The labels of ``attention``'s rows and columns: each sentence's output tokens,
+        then its source tokens, each followed by EOS (one sentence: tokens + EOS)."""
+        parts = self.sentences or (self,)
+        return ([token for part in parts for token in (*part.tokens, EOS)],
+                [token for part in parts for token in (*part.source_tokens, EOS)])
+
+
+def join_translations(parts: Sequence[Translation]) -> Translation:
+    """The Translation of a line from those of its sentences (:mod:`keras_nmt.text.sentences`;
+    the SavedModel's graph joins its outputs the same way): ``text`` the sentences' texts
+    one space apart (empty ones left out), ``tokens`` and ``source_tokens`` concatenated,
+    ``score`` and ``truncated`` summed, ``attention`` the block-diagonal matrix of the
+    sentences' (rows: each sentence's output tokens + EOS, columns: its source tokens +
+    EOS, in order; :meth:`Translation.attention_labels`), ``alignment`` the sentences'
+    pairs joined (:func:`~keras_nmt.evaluation.forced.join_pairs`), ``sentences`` the
+    parts. With n-best lists, hypothesis k joins hypothesis k of each sentence (its best
+    when it has fewer). One sentence: its own Translation."""
+    if len(parts) == 1:
+        return parts[0]
+
+    def joined(row: tuple[Translation, ...]) -> Translation:
+        matrices = [h.attention for h in row if h.attention is not None]
+        return Translation(
+            sentence_rules.join_texts([h.text for h in row]),
+            tuple(token for h in row for token in h.tokens),
+            float(sum(h.score for h in row)),
+            tuple(token for h in row for token in h.source_tokens),
+            sentence_rules.block_diagonal(matrices) if matrices else None,
+            truncated=sum(h.truncated for h in row),
+            sentences=row,
+        )
+
+    rows = sentence_rules.nbest_rows([part.hypotheses for part in parts])
+    pairs = [part.alignment for part in parts if part.alignment is not None]
+    alternatives = any(part.alternatives for part in parts)
+    return dataclasses.replace(
+        joined(rows[0]), sentences=tuple(parts),
+        alternatives=tuple(joined(row) for row in rows) if alternatives else (),
+        alignment=join_pairs(pairs) if pairs else None,
+    )
+
+
+def ranked(hypotheses: Sequence[Translation], nbest: int) -> Translation:
+    """The first (best) of ``hypotheses``, holding them all as its ``alternatives`` when
+    ``nbest`` > 1."""
+    best = hypotheses[0]
+    return dataclasses.replace(best, alternatives=tuple(hypotheses)) if nbest > 1 else best
+
+
+def blank(nbest: int) -> Translation:
+    """The translation of a sentence without tokens, never decoded: "" scored 0.0."""
+    return ranked([Translation("")], nbest)
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """A sentence as a model reads it (:func:`read_source`)."""
+
+    tokens: tuple[str, ...]  # cut to the maximum source length
+    ids: tuple[int, ...]  # the tokens' ids, then EOS
+    truncated: int  # tokens cut off
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+
+def read_source(codec, max_source_len: int, sentence: str) -> Source:
+    """``sentence`` tokenized by ``codec`` (a :mod:`keras_nmt.text` codec) and cut to its
+    first ``max_source_len`` tokens, as every path cuts it."""
+    tokens = codec.tokenize(sentence)
+    kept = tuple(tokens[:max_source_len])
+    return Source(kept, (*codec.vocabulary.encode(kept), EOS_ID), len(tokens) - len(kept))
+
+
+def beam_translation(
+    codec, source: Source, ids: np.ndarray, lengths: np.ndarray, scores: np.ndarray,
+    nbest: int, attention: np.ndarray | None = None, keep_attention: bool = False,
+    rewrite: Callable[[tuple[str, ...], np.ndarray | None], tuple[str, ...]] | None = None,
+) -> Translation:
+    """The Translation of ``source`` from its row of a beam search's outputs (the graph
+    the Keras and onnxruntime paths both run): ``ids`` [slots, T], ``lengths`` [slots]
+    (EOS included; 0 for a slot no hypothesis filled), ``scores`` [slots] and
+    ``attention`` [slots, T, S] or None, of which the first ``nbest`` slots count
+    (:func:`ranked`). ``codec`` is the target side's. ``rewrite(tokens, weights)`` may
+    change a hypothesis's tokens (UNK replacement); ``keep_attention`` keeps its weights."""
+    hypotheses = []
+    for n in range(min(nbest, len(lengths))):
+        length = int(lengths[n])
+        if length == 0:
+            continue
+        tokens = tuple(codec.vocabulary.decode(ids[n, :length]))
+        weights = None if attention is None else attention[n, :length, : len(source.ids)].copy()
+        if rewrite is not None:
+            tokens = rewrite(tokens, weights)
+        hypotheses.append(Translation(
+            codec.detokenize(tokens), tokens, float(scores[n]), source.tokens,
+            weights if keep_attention else None, truncated=source.truncated,
+        ))
+    return ranked(hypotheses, nbest)
+
+
+def translate_lines(
+    lines: Sequence[str],
+    decode: Callable[[list[Item]], Sequence[Translation]],
+    batch_size: int,
+    *,
+    read: Callable[[str], Item] = str,
+    skip_empty: Translation | None = None,
+    lang: str = "",
+    split_sentences: bool = False,
+    progress: Callable[[int], None] | None = None,
+    revise: Callable[[list[Item], list[Translation]], list[Translation]] | None = None,
+) -> list[Translation]:
+    """One Translation per line of ``lines``, in order.
+
+    ``split_sentences``: each line is split into its sentences by the rules of ``lang``
+    (:func:`keras_nmt.text.sentences.split_sentences`), else taken whole. ``read`` turns
+    a sentence into what ``decode`` takes (its :class:`Source`, or the text itself).
+    The sentences are decoded ``batch_size`` at a time, sorted by the ``len`` of what
+    ``read`` gave (less padding): ``decode(batch)`` gives each its Translation. With
+    ``skip_empty``, a sentence of length 0 is not decoded and gets that Translation.
+    ``revise(items, translations)`` may then rework the sentences' translations (the
+    onnxruntime path aligns them). Each line's Translation joins its sentences'
+    (:func:`join_translations`).
+
+    ``progress`` is called after each batch with the number of lines it finished (a line
+    is finished with its last sentence; a line none of whose sentences is decoded is
+    never counted)."""
+    parts = [sentence_rules.split_sentences(line, lang) if split_sentences else [line]
+             for line in lines]
+    items = [read(sentence) for found in parts for sentence in found]
+    line_of = [i for i, found in enumerate(parts) for _ in found]
+    left = collections.Counter(line_of)  # sentences of each line not decoded yet
+    results: list[Translation | None] = [skip_empty] * len(items)
+    todo = sorted((i for i, item in enumerate(items) if skip_empty is None or len(item)),
+                  key=lambda i: len(items[i]))
+    for start in range(0, len(todo), batch_size):
+        chosen = todo[start : start + batch_size]
+        for i, translation in zip(chosen, decode([items[i] for i in chosen]), strict=True):
+            results[i] = translation
+        if progress is not None:
+            done = 0
+            for i in chosen:
+                left[line_of[i]] -= 1
+                done += left[line_of[i]] == 0
+            progress(done)
+    if revise is not None:
+        results = revise(items, results)  # type: ignore[arg-type]
+    joined, start = [], 0
+    for found in parts:
+        joined.append(join_translations(results[start : start + len(found)]))  # type: ignore
+        start += len(found)
+    return joined

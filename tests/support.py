@@ -1,0 +1,251 @@
+"""What several test modules share that is not a fixture (fixtures are in conftest.py):
+the checkout's root, the tiny model's settings, the environment of a child process, and
+small helpers on run and export directories.
+
+Importing this module loads no TensorFlow: the helpers that need it import it when
+called, so that modules testing pure-Python parts collect without it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+# The tiny model most tests train: a few seconds for a few updates on the tiny corpus.
+TINY_SETTINGS = {
+    "embedding": 16, "hidden": 16, "attention": 16, "maxout": 8,
+    "batch_size": 16, "beam_size": 2, "eval_every": 5,
+}
+
+
+def set_args(settings: dict) -> list[str]:
+    """``settings`` as the command line's ``--set KEY=VALUE`` options."""
+    return [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
+
+
+def tiny_args(**changes) -> list[str]:
+    """``--set`` options of :data:`TINY_SETTINGS` with ``changes`` (a value None drops
+    the key)."""
+    settings = {**TINY_SETTINGS, **changes}
+    return set_args({key: value for key, value in settings.items() if value is not None})
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of a child Python process a test starts: the repository first on
+    PYTHONPATH, then whatever the parent had there, so an installation that relies on
+    PYTHONPATH (a wheel unpacked beside the checkout, say) still imports in the child."""
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, **extra}
+
+
+def edit_json(path, **changes):
+    """Rewrite the JSON object in ``path`` with ``changes``; a value None removes the key."""
+    values = json.loads(path.read_text(encoding="utf-8"))
+    values.update(changes)
+    values = {key: value for key, value in values.items() if value is not None}
+    path.write_text(json.dumps(values), encoding="utf-8")
+
+
+def onnx_files(export_dir, version=1):
+    """The directory of an export's ONNX files (nmt.onnx, nmt.onnx.json, ...)."""
+    from keras_nmt.export import layout
+
+    return layout.onnx_dir(export_dir, "nmt", version)
+
+
+def savedmodel_loaders(export_dir):
+    """The export's SavedModel the two ways it gets loaded: TF2 and the TF1 session (TF
+    Text's ops registered first, as TF Serving links them: a SentencePiece export's graph
+    uses them, and the export may have been made in another process)."""
+    import tensorflow_text  # noqa: F401
+
+    from keras_nmt.export.loaders import SessionModel, TF2Model
+
+    path = export_dir / "nmt" / "1"
+    return {"tf2": TF2Model(path), "tf1": SessionModel(path)}
+
+
+def run_translator(run_dir):
+    from keras_nmt.translator import Translator
+
+    return Translator.from_run_dir(run_dir)
+
+
+# Hostile input for an export: empty, blank, emoji, control characters, mixed scripts,
+# 2000 tokens (cut to 100), one 10,000-character token.
+BAD_INPUTS = [
+    "",
+    "   ",
+    "\t\n \u00a0\u3000",
+    "😀👍🏽 👨‍👩‍👧 🇫🇷",
+    "ctl\x00nul\x07bell\x1besc\x7fdel\ufeffbom",
+    "mixed Ελληνικά 中文 עברית e\u0301 «quoted» \"x\"",
+    ("word " * 2000)[:10_000],
+    "a" * 10_000,
+]
+
+
+def scored_pairs(corpus, count=9):
+    """Pairs to force-decode: ``count`` test pairs, an empty target, an empty source, and
+    a pair longer than translate's default maximum source length (translate would cut
+    its source; scoring must not): 8 sentences, about 200 words, twice the 100 of a
+    search30 run."""
+    sources = (corpus / "test.en").read_text(encoding="utf-8").splitlines()
+    targets = (corpus / "test.fr").read_text(encoding="utf-8").splitlines()
+    return (sources[:count] + [sources[count], "", " ".join(sources[:8])],
+            targets[:count] + ["", targets[count], " ".join(targets[:8])])
+
+
+def training_nll(run_dir, model, sources, targets, tmp_path, batch_size=5):
+    """Per pair, the NLL as training's evaluation computes it: the run's graph encoders,
+    tf.data batches (data.evaluation_batches) and models.sentence_nll."""
+    import numpy as np
+
+    from keras_nmt import data
+    from keras_nmt.corpus.readers import ParallelFiles
+    from keras_nmt.models import sentence_nll
+    from keras_nmt.rundir import RunDir
+
+    files = ParallelFiles(tmp_path / "nll.src", tmp_path / "nll.tgt")
+    for path, lines in ((files.source, sources), (files.target, targets)):
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    batches = data.evaluation_batches(files, *RunDir(run_dir).graph_encoders(),
+                                      batch_size=batch_size)
+    out = []
+    for (source, target_in), target_out in batches:
+        out.extend(sentence_nll(model((source, target_in), training=False), target_out).numpy())
+    return np.array(out)
+
+
+def peaked_weights_run(source, target, unk_bias=0.0):
+    """A copy of run ``source`` at ``target`` whose best weights are peaked random ones (a
+    barely trained model only repeats a word or two), with ``unk_bias`` added to the
+    <unk> output bias (a large one: a model that generates <unk> most of the time)."""
+    import shutil
+
+    import numpy as np
+    import tensorflow as tf
+
+    from keras_nmt.constants import UNK_ID
+    from keras_nmt.models import TranslationModel
+    from keras_nmt.rundir import RunDir
+
+    shutil.copytree(source, target,
+                    ignore=shutil.ignore_patterns("tensorboard", "checkpoints", "best"))
+    model = TranslationModel(RunDir(target).load_config())
+    rng = np.random.default_rng(3)
+    for weight in model.weights:
+        shape = tuple(weight.shape)
+        values = rng.normal(0.0, 2.0 / np.sqrt(shape[0]) if len(shape) == 2 else 0.5, shape)
+        if weight.path.endswith("readout/output_bias"):
+            values[UNK_ID] += unk_bias
+        weight.assign(values.astype("float32"))
+    tf.train.CheckpointManager(tf.train.Checkpoint(model=model), str(target / "best"), 1).save()
+    return target
+
+
+def run_logged(command, log, env, launch=None, timeout=900):
+    """Run ``command`` (in the checkout, with ``env``) and return (exit status, its
+    stdout and stderr together), also written to the file ``log``. ``launch``: what
+    starts the process (a background job's, see :class:`Background`; default
+    subprocess.Popen). The output goes through a pipe, not into the file: a process that
+    limits the size of the files it writes (a test's full disk) still gets to say so."""
+    import subprocess
+
+    process = (launch or subprocess.Popen)(
+        [str(arg) for arg in command], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT)
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        output, _ = process.communicate()
+    text = output.decode("utf-8", errors="replace")
+    pathlib.Path(log).write_text(text, encoding="utf-8")
+    return process.returncode, text
+
+
+class Background:
+    """Work for session fixtures (train a run, export it, ...), done by child processes
+    that start with the session's first test, so that they use the core a test leaves
+    idle while the tests before the fixture's first user run. :meth:`result` waits for
+    a job and gives its value, or raises its error.
+
+    A job is a function of ``launch``, the subprocess.Popen it starts its processes
+    with (:meth:`stop` kills those still running); ``after`` names the jobs whose
+    results it needs. Jobs run one after the other in the order added (the order in
+    which the tests first need them), except ``early`` ones: long jobs needed late,
+    which start at once beside them with the lowest priority (niceness 19), so that they
+    only take CPU time nothing else wants."""
+
+    LANE_NICE, EARLY_NICE = 1, 19
+
+    def __init__(self):
+        import threading
+
+        self._threading = threading
+        self._jobs: dict = {}
+        self._stopping = False
+        self._threads: list = []
+        self.processes: list = []
+
+    def add(self, name, work, after=(), early=False) -> None:
+        self._jobs[name] = {"work": work, "after": after, "done": self._threading.Event(),
+                            "early": early}
+
+    def start(self) -> None:
+        lanes = [[name] for name, job in self._jobs.items() if job["early"]]
+        lanes.append([name for name, job in self._jobs.items() if not job["early"]])
+        for lane in lanes:
+            thread = self._threading.Thread(target=self._run, args=(lane,), daemon=True,
+                                            name=f"background {', '.join(lane)}")
+            thread.start()
+            self._threads.append(thread)
+
+    def _run(self, lane) -> None:
+        for name in lane:
+            job = self._jobs[name]
+            nice = self.EARLY_NICE if job["early"] else self.LANE_NICE
+            try:
+                for other in job["after"]:
+                    if other in self._jobs:
+                        self._jobs[other]["done"].wait()
+                        if "error" in self._jobs[other]:
+                            raise RuntimeError(f"{name} needs {other}, which failed")
+                job["value"] = job["work"](lambda command, nice=nice, **options: self._launch(
+                    nice, command, **options))
+            except BaseException as error:  # noqa: BLE001 (given to the fixture that waits)
+                job["error"] = error
+            finally:
+                job["done"].set()
+
+    def _launch(self, nice, command, **options):
+        import subprocess
+
+        if self._stopping:
+            raise RuntimeError("the test session ended first")
+        process = subprocess.Popen(["nice", "-n", str(nice), *map(str, command)], **options)
+        self.processes.append(process)
+        return process
+
+    def result(self, name):
+        if name not in self._jobs:
+            raise LookupError(f"fixture {name} is made in the background for the tests that "
+                              "name it among their arguments; request.getfixturevalue() asks "
+                              "too late: name it")
+        job = self._jobs[name]
+        job["done"].wait()
+        if "error" in job:
+            raise job["error"]
+        return job["value"]
+
+    def stop(self) -> None:
+        self._stopping = True
+        for process in list(self.processes):
+            if process.poll() is None:
+                process.kill()
+        for thread in self._threads:
+            thread.join()
