@@ -165,14 +165,12 @@ def tiny_corpus(tmp_path_factory):
 # test_precision, are made by child processes in the background (support.Background)
 # for the fixtures the selected tests need, from the first test on: one job after the
 # other in the order the tests first need them, but for the long ones needed late
-# (_EARLY), which start at once with the lowest priority. A test module adds jobs of its
+# (_EARLY), which start at once with a low priority. A test module adds jobs of its
 # own with a dict BACKGROUND_JOBS, fixture name -> function(context) -> job (see
 # BackgroundContext).
 _BACKGROUND_FIXTURES = ("tiny_run", "tiny_export", "tiny_spm_run", "tiny_selecting_export",
                         "tiny_spm_export", "precision_runs", "distributed_matrix",
                         "distributed_other_cells")
-
-
 _EARLY = {"precision_runs", "distributed_matrix", "distributed_other_cells"}
 # What a job needs made first.
 _AFTER = {"tiny_export": ("tiny_run",), "tiny_selecting_export": ("tiny_run",),
@@ -225,14 +223,16 @@ def _builtin_job(name, context):
                        log=out.with_suffix(".log"), after=out)
     if name == "precision_runs":
         return _precision_runs(context.tmp_path_factory.mktemp("precision"), corpus, env)
-    # The distributed matrix: the pairwise cells by default, the others if slow.
-    from distributed_run import cells, pairwise_cells, run_matrix
+    # The distributed matrix: the default run's cells (test_distributed), or if slow the
+    # others.
+    from distributed_run import cells, multiworker_cells, pairwise_cells, run_matrix
 
-    chosen = pairwise_cells()
+    mirrored, multiworker = pairwise_cells(), multiworker_cells()
     if name == "distributed_other_cells":
-        chosen = [cell for cell, _ in cells() if cell not in chosen]
+        mirrored = [cell for cell, _ in cells() if cell not in mirrored]
+        multiworker = [cell for cell, _ in cells() if cell not in multiworker]
     directory = context.tmp_path_factory.mktemp(name.replace("_", "-"))
-    return lambda launch: run_matrix(directory, chosen, env=env, launch=launch)
+    return lambda launch: run_matrix(directory, mirrored, multiworker, env=env, launch=launch)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -365,8 +365,10 @@ def precision_runs(tiny_corpus, _background):
 
 @pytest.fixture(scope="session")
 def distributed_matrix(_background):
-    """The pairwise cells of tests/distributed_run.py under each strategy, one process a
-    strategy (two for multiworker): {strategy: output directory} (test_distributed)."""
+    """The default run's cells of tests/distributed_run.py (the pairwise cells under
+    MirroredStrategy, 3 of them under MultiWorkerMirroredStrategy, all under the default
+    strategy), one process a strategy (two for multiworker): {strategy: output
+    directory} (test_distributed)."""
     return _background.result("distributed_matrix")
 
 

@@ -57,9 +57,21 @@ def pairwise_cells() -> list[str]:
     """9 of the 18 cells that hold every pair of values of two axes: each precision with
     each optimizer, and each of them with and without the sampled softmax (the softmax
     alternates along precision x optimizer like a chequerboard). The tests run these
-    under both strategies by default, and the other 9 under the marker ``slow``."""
+    under MirroredStrategy by default (3 of them under MultiWorkerMirroredStrategy too,
+    :func:`multiworker_cells`), and the other 9 under the marker ``slow``."""
     return [f"{precision}-{optimizer}-{'sampled' if (i + j) % 2 else 'full'}"
             for i, precision in enumerate(PRECISIONS) for j, optimizer in enumerate(OPTIMIZERS)]
+
+
+def multiworker_cells() -> list[str]:
+    """3 of the pairwise cells: each precision, each optimizer, with and without the
+    sampled softmax (a Latin square of precision x optimizer). Run under
+    MultiWorkerMirroredStrategy by default, beside the 9 pairwise cells under
+    MirroredStrategy, they make the default run hold every pair of values of any two of
+    the four axes strategy, precision, optimizer, sampled softmax; ``slow`` runs the
+    other 15 under MultiWorkerMirroredStrategy."""
+    pairwise = pairwise_cells()
+    return [pairwise[3 * precision + optimizer] for precision, optimizer in ((0, 0), (1, 2), (2, 1))]
 
 
 def global_batches():
@@ -183,23 +195,24 @@ def start_workers(out, run_dir, chosen, env=None, launch=subprocess.Popen):
             for index in range(2)]
 
 
-def run_matrix(tmp, chosen, env=None, launch=subprocess.Popen):
-    """The ``chosen`` cells under each strategy: {strategy: out_dir}. All four processes
-    run at once: the two workers wait for each other anyway. ``env``: the processes'
-    environment (default :func:`support.child_env`); ``launch``: what starts them (a
-    background job's, see support.Background)."""
-    single = start("default", tmp / "default", tmp / "run-default", chosen, env=env,
-                   launch=launch)
-    mirrored = start("mirrored", tmp / "mirrored", tmp / "run-mirrored", chosen, logical_cpus=2,
-                     env=env, launch=launch)
+def run_matrix(tmp, mirrored, multiworker, env=None, launch=subprocess.Popen):
+    """The ``mirrored`` cells under MirroredStrategy, the ``multiworker`` ones under
+    MultiWorkerMirroredStrategy and both under the default strategy: {strategy: out_dir}.
+    All four processes run at once: the two workers wait for each other anyway. ``env``:
+    the processes' environment (default :func:`support.child_env`); ``launch``: what
+    starts them (a background job's, see support.Background)."""
+    both = [name for name, _ in cells() if name in {*mirrored, *multiworker}]
+    single = start("default", tmp / "default", tmp / "run-default", both, env=env, launch=launch)
+    mirrored_process = start("mirrored", tmp / "mirrored", tmp / "run-mirrored", mirrored,
+                             logical_cpus=2, env=env, launch=launch)
     for attempt in range(3):
         workers = start_workers(tmp / f"multiworker-{attempt}",
-                                tmp / f"run-multiworker-{attempt}", chosen, env=env,
+                                tmp / f"run-multiworker-{attempt}", multiworker, env=env,
                                 launch=launch)
         results = [finish(worker) for worker in workers]
         if not any(code and any(text in output for text in PORT_TAKEN) for code, output in results):
             break
-    for code, output in [finish(single), finish(mirrored), *results]:
+    for code, output in [finish(single), finish(mirrored_process), *results]:
         assert code == 0, output[-3000:]
     return {"default": tmp / "default", "mirrored": tmp / "mirrored",
             "multiworker": tmp / f"multiworker-{attempt}" / "worker-0",

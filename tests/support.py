@@ -178,10 +178,10 @@ class Background:
     with (:meth:`stop` kills those still running); ``after`` names the jobs whose
     results it needs. Jobs run one after the other in the order added (the order in
     which the tests first need them), except ``early`` ones: long jobs needed late,
-    which start at once beside them with the lowest priority (niceness 19), so that they
-    only take CPU time nothing else wants."""
+    which start at once beside them with a low priority (niceness 15), so that they
+    take mostly CPU time nothing else wants."""
 
-    LANE_NICE, EARLY_NICE = 1, 19
+    LANE_NICE, EARLY_NICE = 1, 15
 
     def __init__(self):
         import threading

@@ -168,9 +168,12 @@ def test_resume_continues_the_same_permutation(pipeline, noisy_corpus, tmp_path)
         for a, b in ((s0, s1), (t0, t1), (o0, o1)):
             np.testing.assert_array_equal(a.numpy(), b.numpy())
     # The permutation's state is a counter: the checkpoint holds only the batching
-    # stages' buffers, several times less than a buffer as large as the corpus.
+    # stages' buffers, several times less than a buffer as large as the corpus. How
+    # full those buffers are when the checkpoint is written depends on how far the
+    # prefetching threads got: on a busy machine the ratio once came out at 2.9, so the
+    # bound leaves that room.
     streamed = batches(shuffle_buffer=600)
     next(streamed)
     tf.train.Checkpoint(iterator=streamed).write(str(tmp_path / "streamed" / "ckpt"))
     size = lambda d: sum(p.stat().st_size for p in d.iterdir() if p.is_file())  # noqa: E731
-    assert 3 * size(tmp_path) < size(tmp_path / "streamed")
+    assert 2 * size(tmp_path) < size(tmp_path / "streamed")

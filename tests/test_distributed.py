@@ -4,9 +4,10 @@ and MultiWorkerMirroredStrategy with two worker processes on 127.0.0.1, against 
 default path on the same global batches, after 1 and after 3 updates
 (tests/distributed_run.py runs the cells of one strategy in one process; the session
 starts those processes in the background with its first test, see conftest.py). The
-default run takes 9 of the 18 cells of precision x optimizer x sampled softmax, chosen
-so that every pair of values of two axes is among them, under both strategies;
-``-m slow`` adds the other 9.
+default run takes 9 of the 18 cells of precision x optimizer x sampled softmax under
+MirroredStrategy and 3 of those under MultiWorkerMirroredStrategy, chosen so that every
+pair of values of any two of the four axes (strategy included) is among them; ``-m slow``
+adds the other 24 (cell, strategy) pairs.
 
 The measure is the relative error of the distributed weight change against the single
 one, |dW_distributed - dW_single| / |dW_single|. The updates are the same sums in
@@ -20,14 +21,20 @@ the all-reduced gradient summed again) gives 1.0 with SGD; with Adam and Adadelt
 are nearly scale-invariant, 0.05-0.1 after 3 updates.
 """
 
+import itertools
+
 import numpy as np
 import pytest
 
-from distributed_run import OPTIMIZERS, PRECISIONS, cells, pairwise_cells
+from distributed_run import OPTIMIZERS, PRECISIONS, cells, multiworker_cells, pairwise_cells
 
 TOLERANCE = {"float32": 1e-5, "mixed_float16": 5e-3, "mixed_bfloat16": 6e-2}
 PAIRWISE = pairwise_cells()
-OTHER_CELLS = [name for name, _ in cells() if name not in PAIRWISE]
+MULTIWORKER = multiworker_cells()
+# (cell, strategy) of the default run, and of the slow tests.
+DEFAULT_RUN = [(cell, "mirrored") for cell in PAIRWISE] + [(c, "multiworker") for c in MULTIWORKER]
+OTHERS = [(cell, strategy) for cell, _ in cells() for strategy in ("mirrored", "multiworker")
+          if (cell, strategy) not in DEFAULT_RUN]
 
 
 def snapshots(path):
@@ -57,27 +64,26 @@ def assert_single_device_update(matrix, strategy, cell):
         assert error < tolerance, (stage, error, float(got @ expected / (expected @ expected)))
 
 
-@pytest.mark.parametrize("strategy", ["mirrored", "multiworker"])
-@pytest.mark.parametrize("cell", PAIRWISE)
+@pytest.mark.parametrize("cell, strategy", DEFAULT_RUN)
 def test_the_update_is_the_single_device_one(distributed_matrix, strategy, cell):
     assert_single_device_update(distributed_matrix, strategy, cell)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("strategy", ["mirrored", "multiworker"])
-@pytest.mark.parametrize("cell", OTHER_CELLS)
+@pytest.mark.parametrize("cell, strategy", OTHERS)
 def test_the_other_cells_too(distributed_other_cells, strategy, cell):
     assert_single_device_update(distributed_other_cells, strategy, cell)
 
 
-def test_the_pairwise_cells_hold_every_pair_of_values():
-    assert len(PAIRWISE) == 9 and len(OTHER_CELLS) == 9
-    split = [name.split("-") for name in PAIRWISE]
-    for precision in PRECISIONS:
-        assert {o for p, o, _ in split if p == precision} == set(OPTIMIZERS)
-        assert {s for p, _, s in split if p == precision} == {"full", "sampled"}
-    for optimizer in OPTIMIZERS:
-        assert {s for _, o, s in split if o == optimizer} == {"full", "sampled"}
+def test_the_default_run_holds_every_pair_of_values():
+    """Of any two of the axes strategy, precision, optimizer and sampled softmax, every
+    pair of values is in the default run; the slow tests run the rest of the matrix."""
+    assert len(PAIRWISE) == 9 and len(MULTIWORKER) == 3 and set(MULTIWORKER) <= set(PAIRWISE)
+    assert len(DEFAULT_RUN) + len(OTHERS) == 2 * 18
+    rows = [(strategy, *cell.split("-")) for cell, strategy in DEFAULT_RUN]
+    values = [("mirrored", "multiworker"), PRECISIONS, tuple(OPTIMIZERS), ("full", "sampled")]
+    for a, b in itertools.combinations(range(4), 2):
+        assert {(row[a], row[b]) for row in rows} == set(itertools.product(values[a], values[b]))
 
 
 def test_only_the_chief_writes(distributed_matrix):
@@ -85,7 +91,7 @@ def test_only_the_chief_writes(distributed_matrix):
     # worker 1's throw-away directory is gone.
     worker_1 = distributed_matrix["worker-1"]
     assert not worker_1.exists() or not any(worker_1.iterdir())
-    run = distributed_matrix["run-multiworker"] / PAIRWISE[0]
+    run = distributed_matrix["run-multiworker"] / MULTIWORKER[0]
     assert sorted(p.name for p in (run / "checkpoints").iterdir() if p.name.startswith("ckpt-3"))
     assert sorted(p.name for p in run.iterdir()) == ["checkpoints", "tensorboard"]
 
