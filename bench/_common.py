@@ -572,7 +572,8 @@ class Corpus:
     @classmethod
     def scan(cls, path: str | os.PathLike, src: str, tgt: str, max_len: int,
              vocab_size: int) -> "Corpus":
-        from keras_nmt.corpus.readers import find_corpus, scan_training_split
+        from keras_nmt.corpus.readers import find_corpus
+        from keras_nmt.corpus.scan import scan_training_split
         from keras_nmt.vocab import Vocabulary
 
         path = pathlib.Path(path)

@@ -41,7 +41,8 @@ import numpy as np
 
 from keras_nmt.atomic import replace_folder
 from keras_nmt.constants import UNK_ID
-from keras_nmt.corpus.readers import ParallelFiles, SplitStats, count_lines, line_count_error
+from keras_nmt.corpus.readers import ParallelFiles, count_lines, line_count_error
+from keras_nmt.corpus.scan import SplitStats
 from keras_nmt.errors import CorpusError, PreparedError
 from keras_nmt.vocab import Vocabulary
 
@@ -256,7 +257,7 @@ def prepare_split(
     or ragged ids for a subword model), keep the pairs with 1 to ``max_len`` tokens a
     side, count, choose the vocabularies with ``vocabularies(stats)`` and write the
     prepared split into ``directory`` (replaced atomically). Returns the statistics (as
-    :func:`keras_nmt.corpus.readers.scan_training_split` gives them) and the vocabularies.
+    :func:`keras_nmt.corpus.scan.scan_training_split` gives them) and the vocabularies.
 
     Raises CorpusError for invalid UTF-8 in a kept pair or line counts that differ,
     naming the file and line. (SentencePiece runs read every line in Python to train

@@ -13,7 +13,8 @@ from keras_nmt import prepared
 from keras_nmt.atomic import write_json_atomic
 from keras_nmt.config import Config
 from keras_nmt.corpus import builtin, heldout, wmt14
-from keras_nmt.corpus.readers import ParallelFiles, SplitStats, count_lines, find_corpus
+from keras_nmt.corpus.readers import ParallelFiles, count_lines, find_corpus
+from keras_nmt.corpus.scan import SplitStats
 from keras_nmt.errors import CorpusError, RunDirError
 from keras_nmt.progress import Phase, Progress
 from keras_nmt.resume import options_record

@@ -415,7 +415,8 @@ def test_selection_bleu_against_the_exact_search(tiny_run, tiny_corpus, tmp_path
 
 
 def test_scale_corpus_has_the_shape_of_news_text(tmp_path):
-    from keras_nmt.corpus.readers import find_corpus, scan_training_split
+    from keras_nmt.corpus.readers import find_corpus
+    from keras_nmt.corpus.scan import scan_training_split
 
     scale = load("scale")
     facts = scale.write_corpus(tmp_path, 4000, types=50_000, seed=3)

@@ -8,7 +8,8 @@ import tensorflow as tf
 
 from keras_nmt import data
 from keras_nmt.config import variant_config
-from keras_nmt.corpus.readers import find_corpus, scan_training_split
+from keras_nmt.corpus.readers import find_corpus
+from keras_nmt.corpus.scan import scan_training_split
 from keras_nmt.errors import ConfigError
 from keras_nmt.text.word_graph import WordEncoder
 from keras_nmt.vocab import Vocabulary

@@ -135,7 +135,8 @@ def test_a_mixed_precision_run_exports_and_serves(precision_runs, precision, tmp
 
 def _tiny_pipeline(tiny_corpus, length_multiple, batch_size=8):
     from keras_nmt import data
-    from keras_nmt.corpus.readers import find_corpus, scan_training_split
+    from keras_nmt.corpus.readers import find_corpus
+    from keras_nmt.corpus.scan import scan_training_split
     from keras_nmt.text.word_graph import WordEncoder
     from keras_nmt.vocab import Vocabulary
 

@@ -75,7 +75,7 @@ def test_the_prepared_ids_are_the_python_mirrors(text_corpus, tmp_path):
     assert [split.pair(i) for i in range(split.count)] == kept
     assert 1 in np.concatenate(split.gather(np.arange(split.count))[::2])  # some UNKs
     # The counts are the Python scan's, so the vocabularies are too.
-    from keras_nmt.corpus.readers import scan_training_split
+    from keras_nmt.corpus.scan import scan_training_split
 
     scan = scan_training_split(text_corpus, "en", "fr", MAX_LEN)
     assert scan.summary() == stats.summary()

@@ -4,7 +4,8 @@ import gzip
 
 import pytest
 
-from keras_nmt.corpus.readers import ParallelFiles, find_corpus, scan_training_split
+from keras_nmt.corpus.readers import ParallelFiles, find_corpus
+from keras_nmt.corpus.scan import scan_training_split
 from keras_nmt.errors import CorpusError
 
 
