@@ -13,6 +13,7 @@ import pytest
 
 from keras_nmt import cli
 from keras_nmt.cli.common import run_command
+from keras_nmt.errors import ConfigError
 from support import ROOT
 
 OLD_RUN = ROOT / "tests" / "fixtures" / "run-0.1.0"
@@ -168,19 +169,20 @@ def test_text_and_onnx_paths_import_no_tensorflow():
 def test_run_command_statuses():
     stdout, stderr = io.StringIO(), io.StringIO()
 
-    def fails():
+    def bug():
         raise ValueError("bad value")
+
+    def fails():
+        raise ConfigError("bad value")
 
     def interrupted():
         raise KeyboardInterrupt
 
-    late = [KeyError]
-    with pytest.raises(ValueError):  # not a user error (yet): a traceback
-        run_command("p", fails, stdout, stderr, late)
-    late.append(ValueError)  # a list is read when the error arrives
-    assert run_command("p", fails, stdout, stderr, late) == 2
+    with pytest.raises(ValueError):  # not a user error: a traceback
+        run_command("p", bug, stdout, stderr)
+    assert run_command("p", fails, stdout, stderr) == 2
     assert stderr.getvalue().splitlines()[-1] == "p: error: bad value"
-    assert run_command("p", interrupted, stdout, stderr, late, "stopped") == 130
+    assert run_command("p", interrupted, stdout, stderr, "stopped") == 130
     assert stderr.getvalue().splitlines()[-1] == "p: stopped"
 
 

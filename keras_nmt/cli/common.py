@@ -213,20 +213,14 @@ def run_main(parser: OneLineParser, body: Callable[[argparse.Namespace, Console]
 
 
 def run_command(prog: str, body: Callable[[], int], stdout: TextIO, stderr: TextIO,
-                also: Sequence[type[Exception]] = (),
                 interrupted: str = "interrupted") -> int:
     """Run a command's work and return its exit status: a
-    :class:`~keras_nmt.errors.UserError`, or one of the classes in ``also`` (exceptions
-    not the project's that this command's user can fix), as one line
-    ``PROG: error: ...`` (2); Ctrl-C (130, with ``interrupted`` as the message); output
-    piped into a reader that stopped, such as ``head`` (1, quietly). Anything else is a
-    bug, and keeps its traceback.
-
-    ``also`` is read when an error arrives, so a list that ``body`` extends counts what
-    it holds then."""
+    :class:`~keras_nmt.errors.UserError` as one line ``PROG: error: ...`` (2); Ctrl-C
+    (130, with ``interrupted`` as the message); output piped into a reader that stopped,
+    such as ``head`` (1, quietly). Anything else is a bug, and keeps its traceback."""
     try:
         return body()
-    except (UserError, *also) as error:
+    except UserError as error:
         print(f"{prog}: error: {error}", file=stderr)
         return 2
     except KeyboardInterrupt:
