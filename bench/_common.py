@@ -254,7 +254,8 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any], tuple[str, ...]]] = {
         ()),
     "weights": (
         ("--weights",),
-        dict(choices=None, default="best", help="which of the run's weights (default best)"),
+        dict(choices=None, default="reported",
+             help="which of the run's weights (default: those its report used)"),
         ()),
     "name": (
         ("--name",),
@@ -481,7 +482,7 @@ def warm_then_time(translate: Callable[[Sequence[str]], Any], lines: Sequence[st
 
 
 def export(run_dir: str | os.PathLike, out: pathlib.Path, name: str = "nmt",
-           weights: str = "best", options: Sequence[str] = ()) -> pathlib.Path:
+           weights: str = "reported", options: Sequence[str] = ()) -> pathlib.Path:
     """``keras-nmt export RUN_DIR --out OUT --name NAME --weights W OPTIONS``, unless
     ``out`` already holds that export (from an earlier run of a benchmark: ONNX too where
     ``--onnx`` is asked). Returns ``out``."""

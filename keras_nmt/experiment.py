@@ -156,6 +156,7 @@ def _checked_options(options: TrainOptions, run: RunDir,
     run's data.json (None for a new run) and whether the run trains on the built-in
     corpus; the model's size is logged."""
     chosen_size = options.size or options.preset or options.paper_size
+    chosen_recipe = options.recipe or options.preset
     options = options.with_preset()
     info = None
     if options.resume:
@@ -177,6 +178,11 @@ def _checked_options(options: TrainOptions, run: RunDir,
             "the paper's size, the default on a real corpus: days of training on a CPU; "
             "--size medium (or --preset budget with --max-minutes) for the size of the "
             "published CPU results")
+    if not options.resume and options.recipe == config_lib.BUILTIN_RECIPE and \
+            not chosen_recipe:
+        log("the built-in corpus's recipe: a warm-up, a decay to the end of the budget, "
+            "U(-0.1, 0.1) weights and the average of the last 3 checkpoints (--recipe paper "
+            "for the paper's training)")
     return options, config, info, builtin
 
 

@@ -39,7 +39,9 @@ from keras_nmt.errors import CodecError, LexiconError, PreparedError, RunDirErro
 from keras_nmt.text import codecs
 from keras_nmt.vocab import Vocabulary
 
-WEIGHTS = ("best", "last", "averaged")
+# "reported": the weights the run's own report was made with (summary.json), so that a
+# run that averages is translated, scored and exported with the model it reported on.
+WEIGHTS = ("reported", "best", "last", "averaged")
 # What messages call the splits data.json names.
 SPLIT_NAMES = {"train": "training", "valid": "validation", "test": "test"}
 
@@ -258,11 +260,24 @@ class RunDir:
         """The graph twins of :meth:`codecs`: what tf.data and an export run."""
         return tuple(codecs.graph_encoder(codec) for codec in self.codecs())  # type: ignore[return-value]
 
-    def inspect(self, weights: str = "best") -> RunFiles:
+    def reported_weights(self) -> str:
+        """Which weights the run's report at the end of training used: "averaged" when
+        it averaged and ``averaged/`` holds them, else "best" (also for a run still
+        training, or one made before summary.json said)."""
+        try:
+            summary = json.loads(self.summary_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return "best"
+        averaged = (isinstance(summary, dict) and summary.get("report_weights") == "averaged"
+                    and (self.averaged / "checkpoint").is_file())
+        return "averaged" if averaged else "best"
+
+    def inspect(self, weights: str = "reported") -> RunFiles:
         """Read the configuration, languages and codecs, and find where the weights are:
-        ``best/`` then ``checkpoints/`` for ``weights="best"`` (a run stopped before its
-        first evaluation has no best weights yet), only ``checkpoints/`` for ``"last"``,
-        only ``averaged/`` for ``"averaged"``.
+        those of :meth:`reported_weights` for ``weights="reported"``, ``best/`` then
+        ``checkpoints/`` for ``"best"`` (a run stopped before its first evaluation has no
+        best weights yet), only ``checkpoints/`` for ``"last"``, only ``averaged/`` for
+        ``"averaged"``.
 
         Raises :class:`RunDirError` (or ``ConfigError``, ``VocabularyError``, all
         :class:`~keras_nmt.errors.UserError`) with a one-line message."""
@@ -288,6 +303,8 @@ class RunDir:
             ) from None
         except OSError as error:
             raise RunDirError(f"cannot read {self.path}: {error.strerror or error}") from None
+        if weights == "reported":
+            weights = self.reported_weights()
         candidates = {"best": [self.best, self.checkpoints], "last": [self.checkpoints],
                       "averaged": [self.averaged]}[weights]
         found = tuple(d for d in candidates if (d / "checkpoint").is_file())
@@ -297,7 +314,7 @@ class RunDir:
             raise RunDirError(f"{self.path} holds no trained weights (no checkpoint)")
         return RunFiles(self, config, src, tgt, source_codec, target_codec, found)
 
-    def load_model(self, weights: str = "best", files: RunFiles | None = None,
+    def load_model(self, weights: str = "reported", files: RunFiles | None = None,
                    precision: str | None = None):
         """The run's :class:`~keras_nmt.models.TranslationModel` with its weights (the
         first directory of :meth:`inspect`'s ``checkpoint_dirs`` that TensorFlow finds a

@@ -45,7 +45,9 @@ class TrainOptions:
     strategy: str = "default"  # see keras_nmt.distribute
     # XLA-compile the training step and the beam search; None: where it wins (xla.use_jit).
     jit: bool | None = None
-    recipe: str | None = None  # a name of config.RECIPES
+    # A name of config.RECIPES; None: BUILTIN_RECIPE on the built-in corpus at its compact
+    # size, none elsewhere.
+    recipe: str | None = None
     # A name of config.SIZES; None: the built-in corpus's compact size (the paper's with
     # paper_size), the paper's on any other corpus.
     size: str | None = None
@@ -60,6 +62,9 @@ class TrainOptions:
         if options.size is None:
             options.size = ("paper" if options.paper_size else config_lib.BUILTIN_SIZE
                             if options.data == BUILTIN else config_lib.DEFAULT_SIZE)
+        if (options.recipe is None and options.data == BUILTIN
+                and options.size == config_lib.BUILTIN_SIZE):
+            options.recipe = config_lib.BUILTIN_RECIPE
         return options
 
     def with_preset(self) -> "TrainOptions":

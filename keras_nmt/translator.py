@@ -106,11 +106,13 @@ class Translator:
 
     @classmethod
     def from_run_dir(
-        cls, path: str | os.PathLike, weights: str = "best", max_source_len: int | None = None,
+        cls, path: str | os.PathLike, weights: str = "reported", max_source_len: int | None = None,
         precision: str | None = None,
     ) -> "Translator":
-        """Load a run directory's model; ``weights`` is "best" (falling back to the last
-        checkpoint when no best one was kept), "last" or "averaged" (``averaged/``).
+        """Load a run directory's model; ``weights`` is "reported" (those the run's report
+        used: the averaged ones for a run that averages, else the best), "best" (falling
+        back to the last checkpoint when no best one was kept), "last" or "averaged"
+        (``averaged/``).
 
         Raises :class:`~keras_nmt.errors.RunDirError` for a missing or unusable directory
         (no config, no checkpoint, unreadable weights)."""
@@ -121,7 +123,7 @@ class Translator:
     def from_run_dirs(
         cls,
         paths: Sequence[str | os.PathLike],
-        weights: str = "best",
+        weights: str = "reported",
         max_source_len: int | None = None,
         precision: str | None = None,
     ) -> "Translator":

@@ -99,3 +99,33 @@ def test_the_average_command_and_its_errors(tiny_run, tmp_path):
     assert "run directory not found" in stderr.getvalue()
     with pytest.raises(Exception, match="no averaged weights"):
         RunDir(tiny_run).inspect("averaged")
+
+
+def test_by_default_every_command_uses_the_weights_the_run_reported_with(averaged_run, tmp_path):
+    """A run that averages reported with its averaged weights: translate, evaluate, score
+    and export load those unless --weights says otherwise; a run without them (averaged/
+    removed, or no summary yet) falls back to the best."""
+    from keras_nmt.cli import translate
+
+    run = RunDir(averaged_run)
+    assert run.reported_weights() == "averaged"
+    assert run.inspect().checkpoint_dirs == (run.averaged,)
+    assert run.inspect("best").checkpoint_dirs[0] == run.best
+    lines = ["The queen is strange .", "the king"]
+
+    def translated(*args):
+        stdout = io.StringIO()
+        assert translate.main([str(averaged_run), "--beam", "2", "--quiet", *args],
+                              stdin=io.BytesIO("\n".join(lines).encode() + b"\n"),
+                              stdout=stdout, stderr=io.StringIO()) == 0
+        return stdout.getvalue()
+
+    assert translated() == translated("--weights", "averaged")
+    averaged = [w.numpy() for w in run.load_model().weights]
+    best = [w.numpy() for w in run.load_model(weights="best").weights]
+    assert any(not np.array_equal(a, b) for a, b in zip(averaged, best))
+    copy = RunDir(shutil.copytree(averaged_run, tmp_path / "copy"))
+    shutil.rmtree(copy.averaged)
+    assert copy.reported_weights() == "best"
+    copy.summary_path.unlink()
+    assert copy.reported_weights() == "best" and copy.inspect().checkpoint_dirs[0] == copy.best

@@ -116,3 +116,30 @@ def test_sizes_presets_and_their_defaults():
 
     with pytest.raises(ConfigError, match="--paper-size is --size paper: it contradicts --size compact"):
         new_run_config(TrainOptions(paper_size=True, size="compact").for_new_run())
+
+
+def test_the_builtin_corpus_trains_with_its_recipe_and_the_papers_is_one_flag_away():
+    from keras_nmt.config import Config
+    from keras_nmt.train_options import TrainOptions, resolve_config
+
+    def training(config):
+        return (config.optimizer, config.learning_rate, config.batch_size, config.lr_schedule,
+                config.warmup_steps, config.init, config.average_checkpoints, config.dropout,
+                config.sampled_softmax)
+
+    papers = training(Config())
+    assert papers == ("adadelta", 1.0, 80, "constant", 0, "paper", 0, 0.0, 0)
+    # The built-in corpus at its compact size: Adam with a warm-up and a decay over the
+    # budget, uniform weights, the average of the last 3 checkpoints.
+    assert training(resolve_config(TrainOptions())) == (
+        "adam", 5e-3, 64, "budget", 200, "uniform", 3, 0.0, 0)
+    assert resolve_config(TrainOptions(size="compact")).lr_schedule == "budget"
+    # --recipe paper: Appendix B's training at the compact dimensions.
+    paper = resolve_config(TrainOptions(recipe="paper"))
+    assert training(paper) == papers and paper.hidden == 128
+    # Anywhere else no recipe unless asked: the paper's size and training.
+    assert training(resolve_config(TrainOptions(paper_size=True))) == papers
+    assert training(resolve_config(TrainOptions(data="corpus"))) == papers
+    assert training(resolve_config(TrainOptions(data="corpus", size="compact")))[3:] == papers[3:]
+    # --set still wins over the default recipe.
+    assert resolve_config(TrainOptions(overrides={"average_checkpoints": 0})).average_checkpoints == 0

@@ -105,9 +105,11 @@ non_negative_float = _number(float, lambda v: v >= 0, "a number >= 0")
 def add_weights_argument(parser: argparse.ArgumentParser) -> None:
     """``--weights best|last|averaged``: which of a run's weights a command loads."""
     parser.add_argument(
-        "--weights", choices=WEIGHTS, default="best",
-        help="'best' development weights (the default; the last checkpoint when there are "
-        "none), the 'last' checkpoint, or the 'averaged' ones of keras-nmt average",
+        "--weights", choices=WEIGHTS, default="reported",
+        help="'reported': those the run's report at the end of training used (the default: "
+        "the averaged ones for a run that averages, else the best), the 'best' development "
+        "weights (the last checkpoint when there are none), the 'last' checkpoint, or the "
+        "'averaged' ones of keras-nmt average",
     )
 
 

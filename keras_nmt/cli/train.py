@@ -103,10 +103,12 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--recipe", choices=tuple(RECIPES),
-        help="a training recipe beyond the paper, before --set (which wins): 'budget' = Adam "
+        help="how to train, after --size and before --set (which wins): 'budget' = Adam "
         "2e-3 with warm-up and a decay to the end of --max-minutes/--max-steps, dropout 0.2, "
         "sampled softmax over 4,096 words, average of the last 3 checkpoints, weights drawn "
-        "from U(-0.1, 0.1)",
+        "from U(-0.1, 0.1); 'builtin' = the same warm-up, decay, averaging and weights, the "
+        "default on the built-in corpus at its compact size; 'paper' = the paper's training "
+        "(Adadelta, batch 80, a constant rate, N(0, 0.01^2) weights)",
     )
     parser.add_argument(
         "--no-lexicon", action="store_true",

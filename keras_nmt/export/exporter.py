@@ -57,7 +57,7 @@ class ExportRequest:
     nbest: int = 1
     attention: bool = False
     onnx: bool = False
-    weights: str = "best"  # "best", "last" or "averaged" (RunDir.inspect)
+    weights: str = "reported"  # rundir.WEIGHTS (RunDir.inspect)
     shortlist: tuple[int, int] | None = None  # (F, B): vocabulary selection by default
     int8: bool = False  # also NAME.int8.onnx (needs onnx)
     int8_max_drop: float = INT8_MAX_DROP  # BLEU the int8 model may lose on the sample
