@@ -177,6 +177,16 @@ _AFTER = {"tiny_export": ("tiny_run",), "tiny_selecting_export": ("tiny_run",),
           "tiny_spm_export": ("tiny_spm_run",)}
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """The tests of the early jobs (long, started with the session at a low priority) run
+    last, in their order: by then their results are ready, and the other tests have used
+    the CPU meanwhile instead of waiting for them."""
+    def waits(item):
+        return bool(_EARLY & set(getattr(item, "fixturenames", ())))
+
+    items[:] = [item for item in items if not waits(item)] + [item for item in items if waits(item)]
+
+
 @dataclasses.dataclass
 class BackgroundContext:
     """What a background job is made with: a place for its files, the tiny corpus, the

@@ -1,6 +1,7 @@
 """What several test modules share that is not a fixture (fixtures are in conftest.py):
-the checkout's root, the tiny model's settings, the environment of a child process, and
-small helpers on run and export directories.
+the checkout's root, the tiny models' settings and the in-process trainer of fixed
+batches, the environment of a child process, lines that have broken translators before,
+and small helpers on run, export and background jobs.
 
 Importing this module loads no TensorFlow: the helpers that need it import it when
 called, so that modules testing pure-Python parts collect without it.
@@ -19,6 +20,40 @@ TINY_SETTINGS = {
     "embedding": 16, "hidden": 16, "attention": 16, "maxout": 8,
     "batch_size": 16, "beam_size": 2, "eval_every": 5,
 }
+
+
+# The model of fixed_batches (not TINY_SETTINGS): ids under 10, two pairs a batch, an
+# evaluation every update and a checkpoint every two.
+FIXED_BATCH_SETTINGS = {"embedding": 8, "hidden": 8, "attention": 8, "maxout": 4,
+                        "src_vocab_size": 10, "tgt_vocab_size": 10, "batch_size": 2,
+                        "eval_every": 1, "checkpoint_every": 2}
+
+
+def fixed_batches():
+    """The same batch of two sentence pairs, repeated: ((source, target_in), target_out)."""
+    import tensorflow as tf
+
+    source = tf.constant([[4, 5, 3], [6, 3, 0]])
+    target_in = tf.constant([[2, 7, 8], [2, 9, 0]])
+    target_out = tf.constant([[7, 8, 3], [9, 3, 0]])
+    return tf.data.Dataset.from_tensors(((source, target_in), target_out)).repeat()
+
+
+def fixed_batch_trainer(tmp_path, **overrides):
+    """A Trainer of an RNNsearch of FIXED_BATCH_SETTINGS (with ``overrides``) over
+    fixed_batches, its run directory ``tmp_path``, seeded: the tiny in-process trainer."""
+    import keras
+
+    from keras_nmt.config import variant_config
+    from keras_nmt.models import TranslationModel
+    from keras_nmt.rundir import RunDir
+    from keras_nmt.training import Trainer
+
+    keras.utils.set_random_seed(0)
+    config = variant_config("search50", {**FIXED_BATCH_SETTINGS, **overrides})
+    model = TranslationModel(config)
+    return Trainer(config, model, RunDir(tmp_path), fixed_batches(),
+                   lambda: fixed_batches().take(1), train_pairs=2)
 
 
 def set_args(settings: dict) -> list[str]:
@@ -178,8 +213,8 @@ class Background:
     with (:meth:`stop` kills those still running); ``after`` names the jobs whose
     results it needs. Jobs run one after the other in the order added (the order in
     which the tests first need them), except ``early`` ones: long jobs needed late,
-    which start at once beside them with a low priority (niceness 15), so that they
-    take mostly CPU time nothing else wants."""
+    which start at once beside them with a low priority (niceness 15 and up, the later
+    needed the lower), so that they take mostly CPU time nothing else wants."""
 
     LANE_NICE, EARLY_NICE = 1, 15
 
@@ -193,8 +228,12 @@ class Background:
         self.processes: list = []
 
     def add(self, name, work, after=(), early=False) -> None:
+        earlier = sum(job["early"] for job in self._jobs.values())
         self._jobs[name] = {"work": work, "after": after, "done": self._threading.Event(),
-                            "early": early}
+                            "early": early,
+                            # The later an early job is needed, the lower its priority.
+                            "nice": min(19, self.EARLY_NICE + 2 * earlier) if early
+                            else self.LANE_NICE}
 
     def start(self) -> None:
         lanes = [[name] for name, job in self._jobs.items() if job["early"]]
@@ -207,8 +246,7 @@ class Background:
 
     def _run(self, lane) -> None:
         for name in lane:
-            job = self._jobs[name]
-            nice = self.EARLY_NICE if job["early"] else self.LANE_NICE
+            job, nice = self._jobs[name], self._jobs[name]["nice"]
             try:
                 for other in job["after"]:
                     if other in self._jobs:
@@ -249,3 +287,52 @@ class Background:
                 process.kill()
         for thread in self._threads:
             thread.join()
+
+
+# Lines that have broken translators before: empty, blank, control characters, emoji,
+# combining marks, a 10,000-character line, a right-to-left script.
+HARD_LINES = [
+    "the cat sat on the mat .",
+    "",
+    "   \t ",
+    "the\x00cat\x07sat\x1b[31m",
+    "the 🐈 sat 👍🏽 on ZWJ 👨‍👩‍👧",
+    "e\u0301te\u0301 cafe\u0301",
+    "cat " * 2500,
+    "القط جلس",
+    "\ufeffthe\u2028cat\u00a0sat",
+]
+
+
+def onnx_translate_probe(args: list[str], lines: list[str], then: str = ""):
+    """Run onnx_translate.py's command line in a fresh interpreter where none of the
+    training install's packages can be imported, as on the plain (ONNX) install (then the
+    code ``then``); return its stdout lines, its stderr lines, and the loaded modules of
+    TensorFlow or Keras (none expected)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import json, runpy, sys\n"
+        "from keras_nmt.cli import TRAINING_PACKAGES\n"
+        "for name in TRAINING_PACKAGES: sys.modules[name] = None\n"
+        f"sys.argv = ['onnx_translate.py', *{args!r}]\n"
+        "try:\n"
+        f"    runpy.run_path({str(ROOT / 'serving' / 'onnx_translate.py')!r}, run_name='__main__')\n"
+        "except SystemExit as stop:\n"
+        "    assert not stop.code, stop.code\n"
+        f"{then}"
+        "heavy = sorted(m for m, module in sys.modules.items()\n"
+        "               if module is not None and (m.split('.')[0] in ('tensorflow', 'keras')\n"
+        "                                          or m == 'keras_nmt.corpus.builtin'))\n"
+        "print(json.dumps(heavy), file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], input="\n".join(lines).encode("utf-8") + b"\n",
+        capture_output=True, env=child_env(TF_CPP_MIN_LOG_LEVEL="3"), cwd=ROOT, timeout=120,
+    )
+    stderr = result.stderr.decode("utf-8").splitlines()
+    assert result.returncode == 0, "\n".join(stderr)
+    stdout = result.stdout.decode("utf-8").split("\n")
+    assert stdout[-1] == "" and len(stdout) == len(lines) + 1
+    return stdout[:-1], stderr[:-1], json.loads(stderr[-1])

@@ -1,9 +1,10 @@
-"""``keras-nmt translate`` end to end, in subprocesses.
+"""``keras-nmt translate`` end to end.
 
-The two decoding runs start together (each pays for TensorFlow's import) and use a copy
-of the tiny run whose weights strongly prefer <unk>, so that --no-unk and --unk-replace
-are tested on a model that really generates <unk>. Bad command lines fail before
-TensorFlow is imported, in a fraction of a second.
+The two decoding runs are subprocesses, as a user starts them; they start together (each
+pays for TensorFlow's import) and use a copy of the tiny run whose weights strongly
+prefer <unk>, so that --no-unk and --unk-replace are tested on a model that really
+generates <unk>. The refusals run in this process (cli_runner), the help and a byte
+stream that is not UTF-8 in a fresh one.
 """
 
 import io
@@ -150,7 +151,7 @@ def test_nbest_format_truncation_warning_and_unk_replacement(decoded):
     ("bad_beam", "argument --beam: expected a positive integer, got '0'"),
     ("unwritable_attention", "cannot write"),
 ])
-def test_unusable_input_fails_in_one_line(case, expected, tiny_run, tmp_path):
+def test_unusable_input_fails_in_one_line(cli_runner, case, expected, tiny_run, tmp_path):
     def metadata_copy(name, weights=False):
         skip = ("tensorboard",) if weights else ("tensorboard", "checkpoints", "best")
         return Path(shutil.copytree(tiny_run, tmp_path / name, ignore=shutil.ignore_patterns(*skip)))
@@ -177,7 +178,7 @@ def test_unusable_input_fails_in_one_line(case, expected, tiny_run, tmp_path):
     elif case == "bad_dictionary":
         (tmp_path / "dict.tsv").write_text("one two\n")
         args = [tiny_run, "--dictionary", tmp_path / "dict.tsv"]
-    result = run_cli(*args, timeout=60)
+    result = cli_runner("translate", *args, stdin=INPUT)  # in-process: no import to pay
     assert result.returncode == 2, result.stderr
     assert result.stdout == "" and "Traceback" not in result.stderr
     lines = result.stderr.splitlines()

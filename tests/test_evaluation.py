@@ -22,12 +22,18 @@ from support import ROOT, child_env
 PROG = "keras-nmt evaluate"
 
 
-def run_cli(*args, timeout=240):
-    env = child_env()
+def run_cli_process(*args, timeout=240):
+    """``keras-nmt evaluate ARGS`` as a user starts it: a fresh interpreter."""
     return subprocess.run(
         [sys.executable, "-m", "keras_nmt.cli", "evaluate", *map(str, args)],
-        capture_output=True, text=True, cwd=ROOT, env=env, timeout=timeout,
+        capture_output=True, text=True, cwd=ROOT, env=child_env(), timeout=timeout,
     )
+
+
+@pytest.fixture
+def run_cli(cli_runner):
+    """``keras-nmt evaluate ARGS`` in this process (the end-to-end test starts one)."""
+    return lambda *args: cli_runner("evaluate", *args)
 
 
 def assert_one_line_error(result, *fragments):
@@ -209,7 +215,7 @@ def test_cli_end_to_end_two_runs_plots_and_json(tiny_run, tiny_corpus, tmp_path)
     # The first 12 test pairs (a few seconds of decoding), gold alignments beside them.
     data = first_test_pairs(tiny_corpus, tmp_path / "data", 12)
     plots_dir = tmp_path / "plots"
-    result = run_cli(
+    result = run_cli_process(
         tiny_run, tiny_run, "--src", data / "test.en", "--ref", data / "test.fr",
         "--plots", plots_dir, "--json", "--heatmaps", "1", "--beam", "2",
     )
@@ -282,14 +288,14 @@ def files(tmp_path, tiny_corpus):
     return src, ref
 
 
-def test_cli_line_count_mismatch_names_both_files(tiny_run, files):
+def test_cli_line_count_mismatch_names_both_files(run_cli, tiny_run, files):
     src, ref = files
     ref.write_text("".join(ref.read_text(encoding="utf-8").splitlines(keepends=True)[:-3]), encoding="utf-8")
     result = run_cli(tiny_run, "--src", src, "--ref", ref)
     assert_one_line_error(result, str(src), str(ref), "40", "37")
 
 
-def test_cli_missing_files_and_bad_run_dirs(tiny_run, files, tmp_path):
+def test_cli_missing_files_and_bad_run_dirs(run_cli, tiny_run, files, tmp_path):
     src, ref = files
     assert_one_line_error(run_cli(tiny_run, "--src", tmp_path / "nope.en", "--ref", ref), "--src", "nope.en")
     assert_one_line_error(run_cli(tiny_run, "--src", src, "--ref", tmp_path / "nope.fr"), "--ref", "nope.fr")
@@ -304,7 +310,7 @@ def test_cli_missing_files_and_bad_run_dirs(tiny_run, files, tmp_path):
     assert_one_line_error(run_cli(empty, "--src", src, "--ref", ref), "config.json")
 
 
-def test_cli_alignment_and_option_errors(tiny_run, files, tmp_path):
+def test_cli_alignment_and_option_errors(run_cli, tiny_run, files, tmp_path):
     src, ref = files
     assert_one_line_error(
         run_cli(tiny_run, "--src", src, "--ref", ref, "--gold-align", tmp_path / "none.align"), "none.align"
@@ -322,7 +328,7 @@ def test_cli_alignment_and_option_errors(tiny_run, files, tmp_path):
     assert_one_line_error(run_cli(tiny_run, "--src", src, "--ref", ref, "--beam", "0"), "--beam")
 
 
-def test_cli_encdec_has_no_alignments_or_heat_maps(tiny_corpus, tmp_path):
+def test_cli_encdec_has_no_alignments_or_heat_maps(run_cli, tiny_corpus, tmp_path):
     """RNNencdec has no attention: evaluate scores it but reports no AER (the .align file
     beside --src is skipped) and draws no Fig. 3."""
     from keras_nmt import experiment
@@ -347,21 +353,11 @@ def test_cli_encdec_has_no_alignments_or_heat_maps(tiny_corpus, tmp_path):
     assert (plots_dir / "fig2_bleu_by_length.png").is_file()
 
 
-def _evaluate_in_process(args):
-    """``keras-nmt evaluate ARGS`` in this process: (exit status, stderr)."""
-    import contextlib
-    import io
-
-    from keras_nmt.cli import evaluate as evaluate_cli
-
-    stdout, stderr = io.StringIO(), io.StringIO()
-    try:
-        with contextlib.redirect_stderr(stderr):  # where argparse writes its errors
-            status = evaluate_cli.main([str(arg) for arg in args], stdout=stdout, stderr=stderr)
-    except SystemExit as exit:
-        status = exit.code
-    assert stdout.getvalue() == ""
-    return status, stderr.getvalue()
+def _refused(run_cli, args):
+    """(exit status, stderr) of ``keras-nmt evaluate ARGS``, which must write no output."""
+    ran = run_cli(*args)
+    assert ran.stdout == ""
+    return ran.returncode, ran.stderr
 
 
 @pytest.mark.parametrize("args, expected", [
@@ -372,28 +368,28 @@ def _evaluate_in_process(args):
     (["--plots", "p", "--heatmaps", "2", "--sentences", "1"],
      "argument --sentences: not allowed with argument --heatmaps"),
 ])
-def test_cli_options_that_would_do_nothing_are_refused(tiny_run, files, tmp_path, monkeypatch,
+def test_cli_options_that_would_do_nothing_are_refused(run_cli, tiny_run, files, tmp_path, monkeypatch,
                                                         args, expected):
     monkeypatch.chdir(tmp_path)
     src, ref = files
-    status, stderr = _evaluate_in_process([tiny_run, "--src", src, "--ref", ref, *args])
+    status, stderr = _refused(run_cli, [tiny_run, "--src", src, "--ref", ref, *args])
     assert status == 2 and stderr.startswith(f"{PROG}: error: {expected}"), stderr
     assert stderr.count("\n") == 1 and not (tmp_path / "p").exists()
 
 
 @pytest.mark.parametrize("option", [["--heatmaps", "2"], ["--sentences", "1"], ["--gold-align", "a"]])
-def test_cli_attention_options_are_refused_for_rnnencdec(encdec_labelled_run, files, tmp_path,
+def test_cli_attention_options_are_refused_for_rnnencdec(run_cli, encdec_labelled_run, files, tmp_path,
                                                          option):
     src, ref = files
     plots_dir = tmp_path / "plots"
-    status, stderr = _evaluate_in_process([encdec_labelled_run, "--src", src, "--ref", ref,
-                                           "--plots", plots_dir, *option])
+    status, stderr = _refused(run_cli, [encdec_labelled_run, "--src", src, "--ref", ref,
+                                        "--plots", plots_dir, *option])
     assert stderr == (f"{PROG}: error: {option[0]} reads the attention weights, and an "
                       "RNNencdec model (encdec30) has none\n")
     assert status == 2 and not plots_dir.exists()
 
 
-def test_cli_ensemble_of_two_copies_scores_like_one(tiny_run, tiny_corpus, tmp_path):
+def test_cli_ensemble_of_two_copies_scores_like_one(run_cli, tiny_run, tiny_corpus, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(tiny_run, copy)
     data = first_test_pairs(tiny_corpus, tmp_path / "data", 6, align=False)

@@ -2,57 +2,22 @@
 characters, emoji, very long lines; no surrogates, which UTF-8 cannot hold) through
 the tokenizer, its graph twin, Translator.translate and ``keras-nmt translate``.
 
-KERAS_NMT_FUZZ_EXAMPLES sets how many examples (batches of 1-8 lines) the tokenizer and
-Translator properties draw (default 50, for CI; a closing-note run uses 2000 or more);
-the command-line property, which loads the model for each example, draws one batch of
-up to 50 lines per 50 examples. The examples are the same on every run (tests/conftest.py);
-``pytest --hypothesis-profile explore`` draws new ones.
+The strategies and how many examples are drawn: tests/fuzzing.py. The command-line
+property, which loads the model for each example, draws one batch of up to 50 lines per
+50 examples.
 """
 
 import io
-import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from keras_nmt.cli import translate
 from keras_nmt.text import sentences_graph, word as tokenizer, word_graph as text
 from keras_nmt.text.sentences import split_sentences
 from keras_nmt.translator import Translator
-
-EXAMPLES = int(os.environ.get("KERAS_NMT_FUZZ_EXAMPLES", "50"))
-LINES_PER_BATCH = 8
-
-# Surrogates (Cs) are excluded: they cannot be encoded in UTF-8.
-ANY_CHAR = st.characters(exclude_categories=("Cs",))
-# The two regex engines carry different Unicode versions (the regex package is newer
-# than TensorFlow's RE2): a code point assigned in between, say a letter of a new CJK
-# extension, is a letter to one and not to the other. Agreement is checked on code
-# points assigned as of Python's unicodedata (Unicode 14) plus all the rest
-# (control, format, private use...); the other properties take any code point.
-ASSIGNED_CHAR = st.characters(exclude_categories=("Cs", "Cn"))
-EMOJI = st.sampled_from(["😀", "👍🏽", "👨\u200d👩\u200d👧", "🇫🇷", "\u2764\ufe0f", "🏳️\u200d🌈"])
-WORDS = st.sampled_from(["the", "man", "is", "here", ".", ",", "l'", "homme", "'s", "3.5", "..."])
-
-
-def line_strategy(chars):
-    return st.one_of(
-        st.text(chars, max_size=60),
-        st.text(chars, min_size=500, max_size=3000),  # very long, every category
-        st.lists(st.one_of(WORDS, EMOJI, st.text(chars, max_size=3)), max_size=400).map(" ".join),
-        st.text(st.sampled_from(" \t\r\x00\x0b\x0c\x1c\x85\u00a0\u2028\u2029\u202f\u3000\ufeff"),
-                max_size=20),  # nothing but spaces and separators
-    )
-
-
-LINE = line_strategy(ANY_CHAR)
-
-
-def fuzz(examples: int):
-    return settings(max_examples=max(1, examples), deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-
+from fuzzing import ASSIGNED_CHAR, EXAMPLES, LINE, LINES_PER_BATCH, fuzz, line_strategy
 
 def test_fuzzing_is_repeatable(request):
     """The examples are the same on every run (conftest's profile), unless asked otherwise."""

@@ -1,6 +1,6 @@
-"""Hostile and odd input through the exported model (contract: _notes/EXPORT_CONTRACT.md):
+"""Hostile and odd input through the exported model (the contract: docs/export-serving.md):
 the SavedModel's ``serving_default`` signature and the onnxruntime path never fail and
-return one output per input line, for any Unicode text (see tests/test_fuzz.py for the
+return one output per input line, for any Unicode text (see tests/fuzzing.py for the
 strategies and KERAS_NMT_FUZZ_EXAMPLES). The export decodes with vocabulary selection
 (``--shortlist``), the harder path: a batch's candidate words depend on its input.
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import tensorflow as tf  # noqa: E402
 import tensorflow_text  # noqa: E402,F401  (registers the text ops the SavedModel uses)
-from test_fuzz import EXAMPLES, LINE, LINES_PER_BATCH, fuzz  # noqa: E402
+from fuzzing import EXAMPLES, LINE, LINES_PER_BATCH, fuzz  # noqa: E402
 
 from keras_nmt.text import word as tokenizer  # noqa: E402
 from keras_nmt.text.sentences import split_sentences  # noqa: E402

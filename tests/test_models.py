@@ -68,7 +68,7 @@ def test_sampled_softmax_must_hold_a_batch():
 
 
 def test_training_with_a_sampled_softmax_lowers_the_full_nll(tmp_path):
-    from test_training import _trainer
+    from support import fixed_batch_trainer as _trainer
 
     from keras_nmt.training import Limits
 

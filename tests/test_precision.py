@@ -10,7 +10,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from test_training import _batches, _trainer
+from support import fixed_batch_trainer as _trainer, fixed_batches as _batches
 
 from keras_nmt import search
 from keras_nmt.config import PRECISIONS, variant_config

@@ -34,27 +34,12 @@ from keras_nmt.serving import onnx_translator
 from keras_nmt.errors import ExportError, ServingError, Unreachable
 from keras_nmt.serving.tfserving_client import GrpcTransport, RestTransport, TFServingClient
 from keras_nmt.translation import Translation
-from support import ROOT, child_env, onnx_files
+from support import HARD_LINES, ROOT, child_env, onnx_files, onnx_translate_probe
 
 CLIENT = ROOT / "serving" / "tfserving_client.py"
 ONNX_TRANSLATE = ROOT / "serving" / "onnx_translate.py"
 ENV = child_env(TF_CPP_MIN_LOG_LEVEL="3")
 ECHO_WORDS = 3
-# Lines that have broken translators before: empty, blank, control characters, emoji,
-# combining marks, a 10,000-character line, a right-to-left script.
-HARD_LINES = [
-    "the cat sat on the mat .",
-    "",
-    "   \t ",
-    "the\x00cat\x07sat\x1b[31m",
-    "the 🐈 sat 👍🏽 on ZWJ 👨‍👩‍👧",
-    "e\u0301te\u0301 cafe\u0301",
-    "cat " * 2500,
-    "القط جلس",
-    "\ufeffthe\u2028cat\u00a0sat",
-]
-
-
 def _run(script: pathlib.Path, args: list[str], stdin: str, timeout: float = 60):
     return subprocess.run(
         [sys.executable, str(script), *args], input=stdin.encode("utf-8"),
@@ -138,40 +123,9 @@ def _echo_expected(line: str) -> str:
     return tokenizer.detokenize(known, "fr")
 
 
-def _onnx_translate_probe(args: list[str], lines: list[str], then: str = ""):
-    """Run onnx_translate.py's command line in a fresh interpreter where none of the
-    training install's packages can be imported, as on the plain (ONNX) install (then the
-    code ``then``); return its stdout lines, its stderr lines, and the loaded modules of
-    TensorFlow or Keras (none expected)."""
-    probe = (
-        "import json, runpy, sys\n"
-        "from keras_nmt.cli import TRAINING_PACKAGES\n"
-        "for name in TRAINING_PACKAGES: sys.modules[name] = None\n"
-        f"sys.argv = ['onnx_translate.py', *{args!r}]\n"
-        "try:\n"
-        f"    runpy.run_path({str(ONNX_TRANSLATE)!r}, run_name='__main__')\n"
-        "except SystemExit as stop:\n"
-        "    assert not stop.code, stop.code\n"
-        f"{then}"
-        "heavy = sorted(m for m, module in sys.modules.items()\n"
-        "               if module is not None and (m.split('.')[0] in ('tensorflow', 'keras')\n"
-        "                                          or m == 'keras_nmt.corpus.builtin'))\n"
-        "print(json.dumps(heavy), file=sys.stderr)\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], input="\n".join(lines).encode("utf-8") + b"\n",
-        capture_output=True, env=ENV, cwd=ROOT, timeout=120,
-    )
-    stderr = result.stderr.decode("utf-8").splitlines()
-    assert result.returncode == 0, "\n".join(stderr)
-    stdout = result.stdout.decode("utf-8").split("\n")
-    assert stdout[-1] == "" and len(stdout) == len(lines) + 1
-    return stdout[:-1], stderr[:-1], json.loads(stderr[-1])
-
-
 def test_onnx_translate_hard_lines_in_a_subprocess_without_tensorflow(echo_onnx_dir):
     lines = HARD_LINES * 3  # 27 lines, batches of 4: order kept across sorted batches
-    out, stderr, heavy = _onnx_translate_probe(
+    out, stderr, heavy = onnx_translate_probe(
         [str(echo_onnx_dir), "--name", "echo", "--batch-size", "4", "--quiet"], lines
     )
     assert heavy == []
@@ -726,7 +680,7 @@ def test_onnx_translate_equals_translator_without_tensorflow(tiny_export, tiny_e
         f"results = OnnxTranslator.from_export_dir({str(tiny_export)!r}).translate(lines)\n"
         "print(json.dumps([[r.tokens, r.score, r.truncated] for r in results]), file=sys.stderr)\n"
     )
-    out, stderr, heavy = _onnx_translate_probe(
+    out, stderr, heavy = onnx_translate_probe(
         [str(tiny_export), "--batch-size", "8", "--quiet"], sentences, then=api_call
     )
     assert heavy == []

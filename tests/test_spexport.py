@@ -118,11 +118,11 @@ def test_bad_input_through_savedmodel_and_onnx_translate(loaded, translator):
 
 
 def test_onnx_translate_without_tensorflow(tiny_spm_export, translator):
-    from test_serving import HARD_LINES, _onnx_translate_probe
+    from support import HARD_LINES, onnx_translate_probe
 
     lines = ["The man is here.", "A dog 😀 runs."] + HARD_LINES
     expected = translator.translate(lines, beam_size=EXPORT_BEAM)
-    out, stderr, heavy = _onnx_translate_probe([str(tiny_spm_export), "--quiet"], lines)
+    out, stderr, heavy = onnx_translate_probe([str(tiny_spm_export), "--quiet"], lines)
     assert heavy == []
     assert out == [t.text for t in expected]
     assert "▁" not in "".join(out)

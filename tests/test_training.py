@@ -11,30 +11,8 @@ import tensorflow as tf
 from keras_nmt.config import variant_config
 from keras_nmt.errors import ConfigError, TrainingDiverged
 from keras_nmt.training.optimizers import FusedAdadelta
-from keras_nmt.models import TranslationModel
-from keras_nmt.rundir import RunDir
-from keras_nmt.training import Limits, Trainer, make_optimizer
-
-# The model of the fixed batches below (not support.TINY_SETTINGS): ids under 10, two
-# pairs a batch, an evaluation every update and a checkpoint every two.
-FIXED_BATCH_SETTINGS = {"embedding": 8, "hidden": 8, "attention": 8, "maxout": 4,
-                        "src_vocab_size": 10, "tgt_vocab_size": 10, "batch_size": 2,
-                        "eval_every": 1, "checkpoint_every": 2}
-
-
-def _batches():
-    source = tf.constant([[4, 5, 3], [6, 3, 0]])
-    target_in = tf.constant([[2, 7, 8], [2, 9, 0]])
-    target_out = tf.constant([[7, 8, 3], [9, 3, 0]])
-    return tf.data.Dataset.from_tensors(((source, target_in), target_out)).repeat()
-
-
-def _trainer(tmp_path, **overrides):
-    keras.utils.set_random_seed(0)
-    config = variant_config("search50", {**FIXED_BATCH_SETTINGS, **overrides})
-    model = TranslationModel(config)
-    return Trainer(config, model, RunDir(tmp_path), _batches(), lambda: _batches().take(1), train_pairs=2)
-
+from keras_nmt.training import Limits, make_optimizer
+from support import FIXED_BATCH_SETTINGS, fixed_batch_trainer as _trainer
 
 def test_optimizers_follow_the_config():
     adadelta = make_optimizer(variant_config("search50"))
