@@ -260,13 +260,23 @@ class RunDir:
         """The graph twins of :meth:`codecs`: what tf.data and an export run."""
         return tuple(codecs.graph_encoder(codec) for codec in self.codecs())  # type: ignore[return-value]
 
+    def load_summary(self) -> Any:
+        """summary.json, written at the end of training; None before then. RunDirError
+        when it cannot be read."""
+        try:
+            return json.loads(self.summary_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as error:
+            raise RunDirError(f"cannot read {self.summary_path}: {error}") from None
+
     def reported_weights(self) -> str:
         """Which weights the run's report at the end of training used: "averaged" when
         it averaged and ``averaged/`` holds them, else "best" (also for a run still
-        training, or one made before summary.json said)."""
+        training, one made before summary.json said, or an unreadable summary.json)."""
         try:
-            summary = json.loads(self.summary_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            summary = self.load_summary()
+        except RunDirError:
             return "best"
         averaged = (isinstance(summary, dict) and summary.get("report_weights") == "averaged"
                     and (self.averaged / "checkpoint").is_file())

@@ -127,5 +127,12 @@ def test_by_default_every_command_uses_the_weights_the_run_reported_with(average
     copy = RunDir(shutil.copytree(averaged_run, tmp_path / "copy"))
     shutil.rmtree(copy.averaged)
     assert copy.reported_weights() == "best"
+    copy.summary_path.write_text("{", encoding="utf-8")
+    from keras_nmt.errors import RunDirError
+
+    with pytest.raises(RunDirError, match="cannot read .*summary.json"):
+        copy.load_summary()
+    assert copy.reported_weights() == "best"
     copy.summary_path.unlink()
+    assert copy.load_summary() is None
     assert copy.reported_weights() == "best" and copy.inspect().checkpoint_dirs[0] == copy.best

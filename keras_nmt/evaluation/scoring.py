@@ -15,7 +15,6 @@ test and the source lengths of BLEU by length.
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import time
@@ -25,7 +24,7 @@ import sacrebleu
 
 from keras_nmt.constants import UNK_ID
 from keras_nmt.corpus.readers import ParallelFiles
-from keras_nmt.errors import EvaluationError, RunDirError
+from keras_nmt.errors import EvaluationError
 from keras_nmt.evaluation import alignment
 from keras_nmt.evaluation.alignment import GoldAlignment
 from keras_nmt.progress import Phase, Progress
@@ -245,13 +244,9 @@ def held_out_report(
 
 def run_summary(run_dir: str | os.PathLike) -> dict[str, Any] | None:
     """The Table 2 columns of a run's summary.json (None when it has none)."""
-    path = RunDir(run_dir).summary_path
-    try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    summary = RunDir(run_dir).load_summary()
+    if summary is None:
         return None
-    except (OSError, ValueError) as error:
-        raise RunDirError(f"cannot read {path}: {error}") from None
     return {key: summary.get(key) for key in ("variant", "architecture", *TABLE2_FIELDS)}
 
 
