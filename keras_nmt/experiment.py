@@ -178,8 +178,7 @@ def _checked_options(options: TrainOptions, run: RunDir,
             "the paper's size, the default on a real corpus: days of training on a CPU; "
             "--size medium (or --preset budget with --max-minutes) for the size of the "
             "published CPU results")
-    if not options.resume and options.recipe == config_lib.BUILTIN_RECIPE and \
-            not chosen_recipe:
+    if options.recipe == config_lib.BUILTIN_RECIPE and not chosen_recipe:  # the default
         log("the built-in corpus's recipe: a warm-up, a decay to the end of the budget, "
             "U(-0.1, 0.1) weights and the average of the last 3 checkpoints (--recipe paper "
             "for the paper's training)")

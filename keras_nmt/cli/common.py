@@ -103,7 +103,8 @@ non_negative_float = _number(float, lambda v: v >= 0, "a number >= 0")
 
 
 def add_weights_argument(parser: argparse.ArgumentParser) -> None:
-    """``--weights best|last|averaged``: which of a run's weights a command loads."""
+    """``--weights reported|best|last|averaged``: which of a run's weights a command
+    loads (rundir.WEIGHTS)."""
     parser.add_argument(
         "--weights", choices=WEIGHTS, default="reported",
         help="'reported': those the run's report at the end of training used (the default: "
