@@ -15,7 +15,7 @@ from keras_nmt.config import Config
 from keras_nmt.corpus import builtin, heldout, wmt14
 from keras_nmt.corpus.readers import ParallelFiles, count_lines, find_corpus
 from keras_nmt.corpus.scan import SplitStats
-from keras_nmt.errors import CorpusError, RunDirError
+from keras_nmt.errors import ConfigError, CorpusError, RunDirError
 from keras_nmt.progress import Phase, Progress
 from keras_nmt.resume import options_record
 from keras_nmt.rundir import RunDir
@@ -66,27 +66,44 @@ def sentencepiece_models(
     progress: Progress,
 ) -> dict[str, bytes]:
     """A SentencePiece model per language, trained on its side of ``train`` (``lines``
-    lines) up to the config's vocabulary size, and written into the run."""
+    lines) up to the config's vocabulary size, and written into the run. With
+    ``options.joint_vocabulary`` one model, trained on both sides, serves both languages
+    (written under both names): a name or a number is then cut into the same pieces on
+    either side, which the attention can copy."""
+    if options.joint_vocabulary:
+        if config.src_vocab_size != config.tgt_vocab_size:
+            raise ConfigError(
+                f"--joint-vocabulary trains one vocabulary for both languages: give one size "
+                f"(src_vocab_size {config.src_vocab_size:,} and tgt_vocab_size "
+                f"{config.tgt_vocab_size:,} differ)")
+        jobs = [((options.src, options.tgt), (0, 1), config.src_vocab_size)]
+    else:
+        jobs = [((options.src,), (0,), config.src_vocab_size),
+                ((options.tgt,), (1,), config.tgt_vocab_size)]
     models = {}
-    for side, lang, size in ((0, options.src, config.src_vocab_size),
-                             (1, options.tgt, config.tgt_vocab_size)):
+    for langs, sides, size in jobs:
+        name = "+".join(langs)
         # SentencePiece reports nothing while it trains: the reading is counted, then
         # what it does and the time it took are said.
-        phase = Phase(progress, f"SentencePiece ({lang}): reading the training side",
-                      total=lines, unit="lines")
+        phase = Phase(progress, f"SentencePiece ({name}): reading the training "
+                                f"side{'s' if len(sides) > 1 else ''}",
+                      total=lines * len(sides), unit="lines")
 
-        def read(side=side, phase=phase, lang=lang, size=size):
+        def read(sides=sides, phase=phase, name=name, size=size):
             for pair in train.pairs():
-                phase.advance()
-                yield pair[side]
+                for side in sides:
+                    phase.advance()
+                    yield pair[side]
             progress.message(
-                f"SentencePiece ({lang}): training a unigram model of up to {size:,} pieces "
+                f"SentencePiece ({name}): training a unigram model of up to {size:,} pieces "
                 f"on {min(phase.done, SENTENCEPIECE_SAMPLE):,} of its {phase.done:,} lines "
                 "(SentencePiece reports no progress)")
 
-        models[lang] = train_sentencepiece(read(), size)
+        model = train_sentencepiece(read(), size)
         phase.finish(f"{phase.done:,} lines read and the model trained")
-        run.sentencepiece_path(lang).write_bytes(models[lang])
+        for lang in langs:
+            models[lang] = model
+            run.sentencepiece_path(lang).write_bytes(model)
     return models
 
 
@@ -164,6 +181,7 @@ def _write_run_data(options: TrainOptions, config: Config, run: RunDir,
         "corpus": run.stored_path(corpus_dir),
         "builtin": options.data == BUILTIN,
         "tokenizer": kind,
+        "joint_vocabulary": bool(options.joint_vocabulary),
         "splits": {name: {"source": run.stored_path(f.source), "target": run.stored_path(f.target)}
                    for name, f in splits.items()},
         "development": {"source": run.stored_path(development.source),

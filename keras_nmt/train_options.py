@@ -42,6 +42,9 @@ class TrainOptions:
     mirror: str | None = None
     max_train_pairs: int | None = None
     tokenizer: str | None = None  # "word" (the paper's, default) or "sentencepiece"
+    # With tokenizer "sentencepiece": one model of both languages' pieces instead of one
+    # per language.
+    joint_vocabulary: bool = False
     strategy: str = "default"  # see keras_nmt.distribute
     # XLA-compile the training step and the beam search; None: where it wins (xla.use_jit).
     jit: bool | None = None

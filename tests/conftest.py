@@ -169,12 +169,12 @@ def tiny_corpus(tmp_path_factory):
 # own with a dict BACKGROUND_JOBS, fixture name -> function(context) -> job (see
 # BackgroundContext).
 _BACKGROUND_FIXTURES = ("tiny_run", "tiny_export", "tiny_spm_run", "tiny_selecting_export",
-                        "tiny_spm_export", "precision_runs", "distributed_matrix",
-                        "distributed_other_cells")
+                        "tiny_spm_export", "tiny_spm_selecting_export", "precision_runs",
+                        "distributed_matrix", "distributed_other_cells")
 _EARLY = {"precision_runs", "distributed_matrix", "distributed_other_cells"}
 # What a job needs made first.
 _AFTER = {"tiny_export": ("tiny_run",), "tiny_selecting_export": ("tiny_run",),
-          "tiny_spm_export": ("tiny_spm_run",)}
+          "tiny_spm_export": ("tiny_spm_run",), "tiny_spm_selecting_export": ("tiny_spm_run",)}
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -221,13 +221,16 @@ def _builtin_job(name, context):
         return command(*train, "--out", spm_run, "--max-steps", 3, "--tokenizer", "sentencepiece",
                        *tiny_args(src_vocab_size=120, tgt_vocab_size=150, batch_tokens=200),
                        log=spm_run.with_suffix(".log"), after=spm_run)
-    if name in ("tiny_export", "tiny_selecting_export", "tiny_spm_export"):
+    if name in ("tiny_export", "tiny_selecting_export", "tiny_spm_export",
+                "tiny_spm_selecting_export"):
         out = context.tmp_path_factory.mktemp(name.removeprefix("tiny_").replace("_", "-"))
         options = {
             "tiny_export": (run, "--beam", 5, "--nbest", 2, "--return-attention", "--onnx"),
             "tiny_selecting_export": (run, "--beam", 3, "--onnx", "--shortlist", "5,2",
                                       "--int8", "--int8-max-drop", 5),
             "tiny_spm_export": (spm_run, "--beam", 5, "--nbest", 2, "--onnx"),
+            "tiny_spm_selecting_export": (spm_run, "--beam", 3, "--onnx", "--shortlist", "5,2",
+                                          "--int8", "--int8-max-drop", 5),
         }[name]
         return command(python, "-m", "keras_nmt.cli", "export", *options, "--out", out,
                        log=out.with_suffix(".log"), after=out)
@@ -362,6 +365,13 @@ def tiny_spm_export(tiny_spm_run, _background):
     EXPORT_DIR with nmt/1/ and in nmt/1/onnx/ nmt.onnx, nmt.onnx.json, the vocabularies
     and nmt.spm.en.model / nmt.spm.fr.model."""
     return _background.result("tiny_spm_export")
+
+
+@pytest.fixture(scope="session")
+def tiny_spm_selecting_export(tiny_spm_run, _background):
+    """``keras-nmt export`` of ``tiny_spm_run`` with vocabulary selection and int8, as
+    ``tiny_selecting_export`` is of ``tiny_run``: beam 3, ``--onnx --shortlist 5,2 --int8``."""
+    return _background.result("tiny_spm_selecting_export")
 
 
 @pytest.fixture(scope="session")

@@ -50,6 +50,7 @@ def assert_one_line_error(result, expected):
     (["--max-steps", "0"], "expected a positive integer"),
     (["--resume"], "--resume needs --out"),
     (["--jit", "--no-jit"], "argument --no-jit: not allowed with argument --jit"),
+    (["--joint-vocabulary"], "--joint-vocabulary needs --tokenizer sentencepiece"),
 ])
 def test_bad_arguments_fail_in_one_line(run_train, args, expected):
     assert_one_line_error(run_train(*args), expected)
@@ -254,6 +255,7 @@ def _resume_args(run_dir, *args):
     (["--set", "hidden=32", "--seed", "7"],
      ["--seed 7, --set hidden=32 do not match", "started with --seed 1234, hidden=16"]),
     (["--tokenizer", "sentencepiece"], ["started with --tokenizer word"]),
+    (["--joint-vocabulary"], ["--joint-vocabulary does not match", "started with no --joint-vocabulary"]),
 ])
 def test_resume_options_must_match_the_run(run_train, run_copy, args, expected):
     before = sorted(path.name for path in run_copy.rglob("*"))

@@ -149,3 +149,37 @@ def test_translate_cli_needs_only_the_run_directory(spm_run, tmp_path, cli_runne
     lines = result.stdout.split("\n")
     assert len(lines) == 4 and lines[1] == "" and lines[3] == ""
     assert "▁" not in result.stdout
+
+
+def test_a_joint_vocabulary_is_one_model_of_both_sides(tiny_corpus, tmp_path):
+    from keras_nmt import run_data
+    from keras_nmt.config import variant_config
+    from keras_nmt.corpus.readers import ParallelFiles
+    from keras_nmt.errors import ConfigError
+    from keras_nmt.progress import Progress
+    from keras_nmt.train_options import TrainOptions
+
+    train = ParallelFiles(tiny_corpus / "train.en", tiny_corpus / "train.fr")
+    lines = len((tiny_corpus / "train.en").read_text(encoding="utf-8").splitlines())
+    options = TrainOptions(src="en", tgt="fr", tokenizer="sentencepiece", joint_vocabulary=True)
+    config = variant_config("search30", {"src_vocab_size": 200, "tgt_vocab_size": 200})
+    run = RunDir(tmp_path / "run")
+    run.create()
+    models = run_data.sentencepiece_models(options, config, train, lines, run, Progress(enabled=False))
+    assert models["en"] == models["fr"]
+    assert run.sentencepiece_path("en").read_bytes() == run.sentencepiece_path("fr").read_bytes()
+    english, french = (SentencePieceCodec(models[lang], lang) for lang in ("en", "fr"))
+    pieces = set(english.vocabulary.tokens)
+    # Pieces of both languages: words of the English side and accented French letters.
+    assert {"▁the", "é"} <= pieces or {"▁The", "é"} <= pieces, sorted(pieces)[:50]
+    # A name is cut the same way on either side, so the attention can copy it.
+    assert english.encode("Mr. Brownlow 1987") == french.encode("Mr. Brownlow 1987")
+    other = RunDir(tmp_path / "separate")
+    other.create()
+    separate = run_data.sentencepiece_models(
+        TrainOptions(src="en", tgt="fr", tokenizer="sentencepiece"), config, train, lines,
+        other, Progress(enabled=False))
+    assert separate["en"] != separate["fr"]
+    with pytest.raises(ConfigError, match="give one size"):
+        run_data.sentencepiece_models(options, config.replace(tgt_vocab_size=300), train, lines,
+                                      run, Progress(enabled=False))

@@ -236,3 +236,50 @@ def test_onnx_translate_refuses_a_sentencepiece_export_without_its_models(tiny_s
         assert code == 2 and stdout.getvalue() == ""
         [line] = stderr.getvalue().strip().splitlines()
         assert line.startswith("keras-nmt onnx-translate: error: ") and message in line, line
+
+
+SELECTING_BEAM, SHORTLIST = 3, (5, 2)
+
+
+def test_selection_and_int8_export_of_a_sentencepiece_run(tiny_spm_selecting_export, translator,
+                                                           sentences, capsys):
+    """The open-vocabulary run through the fastest paths: a SavedModel and ONNX that decode
+    over a shortlist of pieces, and the int8 ONNX model, all with the run's SentencePiece
+    models."""
+    import io
+
+    from keras_nmt.cli import onnx_translate
+    from keras_nmt.serving.onnx_translator import OnnxTranslator
+
+    export = tiny_spm_selecting_export
+    meta = json.loads((onnx_files(export) / "nmt.onnx.json").read_text(encoding="utf-8"))
+    assert meta["tokenizer"] == "sentencepiece" and meta["shortlist"] == list(SHORTLIST)
+    assert meta["int8"]["model"] == "nmt.int8.onnx" and sum(meta["int8"]["quantized_ops"].values()) > 0
+    lines = sentences[:40]
+    selected = translator.translate(lines, beam_size=SELECTING_BEAM, shortlist=SHORTLIST)
+    exact = translator.translate(lines, beam_size=SELECTING_BEAM)
+    # Selection changes what the barely trained model says, so the paths below are held
+    # to the selecting search, not to the exact one.
+    assert [t.text for t in selected] != [t.text for t in exact]
+    # Every piece said is a candidate of some sentence: a reserved or frequent piece, or
+    # one of the best translations of a source piece.
+    frequent, best = SHORTLIST
+    table = translator.lexicon.targets
+    allowed = set(range(4 + frequent)) | {int(x) for source in translator.encode(lines)
+                                          for s in source for x in table[s, :best]}
+    assert all(set(translator.target_vocab.encode(t.tokens)) <= allowed for t in selected)
+    for name, model in savedmodel_loaders(export).items():
+        out = model.run("serving_default", sentences=lines)
+        assert [x.decode("utf-8") for x in out["translations"]] == [t.text for t in selected], name
+        np.testing.assert_allclose(out["scores"], [t.score for t in selected], atol=1e-4)
+    got = OnnxTranslator.from_export_dir(export).translate(lines, beam_size=SELECTING_BEAM,
+                                                           shortlist=True)
+    result = parity.compare(parity.from_translations(selected), parity.from_translations(got))
+    assert parity.agrees(result, allow_ties=True), result
+    # The int8 model with the export's shortlist, from the command line.
+    stdin = io.BytesIO(("\n".join(lines) + "\n").encode("utf-8"))
+    assert onnx_translate.main([str(export), "--int8", "--quiet"], stdin=stdin) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == len(lines) and "▁" not in "".join(out)
+    int8 = OnnxTranslator.from_export_dir(export, int8=True).translate(lines, shortlist=True)
+    assert [t.text for t in int8] == out

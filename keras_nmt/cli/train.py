@@ -13,7 +13,7 @@ from keras_nmt.config import (
     DEFAULT_VARIANT, PRECISIONS, PRESETS, RECIPES, SIZES, VARIANTS, parse_overrides,
     variant_config,
 )
-from keras_nmt.errors import RunDirError, StrategyError
+from keras_nmt.errors import ConfigError, RunDirError, StrategyError
 
 PROG = "keras-nmt train"
 
@@ -59,6 +59,12 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         help="'word' (the paper's Moses-compatible words and shortlists, the default) or "
         "'sentencepiece' (a SentencePiece model per language trained on the training side, "
         "src/tgt_vocab_size pieces, kept in the run directory)",
+    )
+    parser.add_argument(
+        "--joint-vocabulary", action="store_true",
+        help="with --tokenizer sentencepiece: one SentencePiece model trained on both sides "
+        "(src_vocab_size = tgt_vocab_size pieces), so that names and numbers are cut alike in "
+        "both languages",
     )
     parser.add_argument("--out", help="run directory (default runs/VARIANT-TIMESTAMP)")
     parser.add_argument("--max-steps", type=positive_int, help="stop after this many updates")
@@ -146,6 +152,8 @@ def _train(args, console: Console) -> int:
     distribute.check(args.strategy)
     if args.jit and args.strategy != "default":
         raise StrategyError("--jit works with --strategy default only")
+    if args.joint_vocabulary and args.tokenizer != "sentencepiece" and not args.resume:
+        raise ConfigError("--joint-vocabulary needs --tokenizer sentencepiece")
     # An unknown variant or a bad value fails here, before any work.
     recipe = args.recipe or (PRESETS[args.preset]["recipe"] if args.preset else None)
     variant_config(args.variant or DEFAULT_VARIANT, {**(RECIPES[recipe] if recipe else {}), **overrides})
@@ -160,7 +168,7 @@ def _train(args, console: Console) -> int:
         max_steps=args.max_steps, max_minutes=args.max_minutes, overrides=overrides,
         resume=args.resume, seed=args.seed, paper_size=args.paper_size, quiet=args.quiet,
         cache_dir=args.cache_dir, mirror=args.mirror, max_train_pairs=args.max_train_pairs,
-        tokenizer=args.tokenizer,
+        tokenizer=args.tokenizer, joint_vocabulary=args.joint_vocabulary,
         strategy=args.strategy, jit=args.jit, recipe=args.recipe, lexicon=not args.no_lexicon,
         size=args.size, preset=args.preset,
     )
