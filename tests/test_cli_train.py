@@ -316,7 +316,7 @@ def test_resume_checks_the_recorded_wmt14_options(run_copy, tmp_path, monkeypatc
     record = options_record(started.for_new_run())
     assert record == {"data": "wmt14-en-fr", "paper_size": False, "size": "paper", "recipe": None,
                       "max_train_pairs": 20, "cache_dir": str(tmp_path / "cache"),
-                      "mirror": "http://mirror.example/wmt"}
+                      "mirror": "http://mirror.example/wmt", "joint_vocabulary": False}
     edit_json(run_copy / "data.json", options=record)
     run = RunDir(run_copy)
     same = TrainOptions(resume=True, data="wmt14-en-fr", max_train_pairs=20,

@@ -17,6 +17,9 @@ from typing import Any, Mapping
 
 import numpy as np
 import tensorflow as tf
+# A SentencePiece run's export runs TF Text's ops, which exist in a process only once the
+# package is imported: without it a fresh process cannot load such an export.
+import tensorflow_text  # noqa: F401
 
 SERVE_TAG = "serve"
 
