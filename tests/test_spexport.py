@@ -272,7 +272,9 @@ def test_selection_and_int8_export_of_a_sentencepiece_run(tiny_spm_selecting_exp
     meta = json.loads((onnx_files(export) / "nmt.onnx.json").read_text(encoding="utf-8"))
     assert meta["tokenizer"] == "sentencepiece" and meta["shortlist"] == list(SHORTLIST)
     assert meta["int8"]["model"] == "nmt.int8.onnx" and sum(meta["int8"]["quantized_ops"].values()) > 0
-    lines = sentences[:40]
+    # One batch, as the SavedModel gets them: a batch's candidates are those of its sentences,
+    # so a score depends on the batch (Translator's batches hold 32 sentences).
+    lines = sentences[:32]
     selected = translator.translate(lines, beam_size=SELECTING_BEAM, shortlist=SHORTLIST)
     assert meta["inputs"][-2:] == ["shortlist_frequent", "shortlist_best"]
     # Every piece said is a candidate of some sentence: a reserved or frequent piece, or
@@ -283,14 +285,10 @@ def test_selection_and_int8_export_of_a_sentencepiece_run(tiny_spm_selecting_exp
                                           for s in source for x in table[s, :best]}
     assert all(set(translator.target_vocab.encode(t.tokens)) <= allowed for t in selected)
     assert len(allowed) < len(translator.target_vocab)  # the shortlist leaves pieces out
-    scores = {}
     for name, model in savedmodel_loaders(export).items():
         out = model.run("serving_default", sentences=lines)
         assert [x.decode("utf-8") for x in out["translations"]] == [t.text for t in selected], name
-        scores[name] = out["scores"]
-    # Both loaders give the same scores. (They differ from the Keras search's by up to 0.56
-    # on this barely trained model; only onnxruntime is held to those below.)
-    np.testing.assert_allclose(scores["tf1"], scores["tf2"], atol=1e-5)
+        np.testing.assert_allclose(out["scores"], [t.score for t in selected], atol=1e-4)
     got = OnnxTranslator.from_export_dir(export).translate(lines, beam_size=SELECTING_BEAM,
                                                            shortlist=True)
     result = parity.compare(parity.from_translations(selected), parity.from_translations(got))
