@@ -103,6 +103,18 @@ def savedmodel_loaders(export_dir):
     return {"tf2": TF2Model(path), "tf1": SessionModel(path)}
 
 
+def shortlist_candidates(translator, lines, shortlist) -> set[int]:
+    """The target ids a selecting search may say for ``lines`` decoded in one batch: the
+    reserved ids, the F most frequent ones and the B best translations of each source id
+    (the run's lexical table)."""
+    from keras_nmt.constants import RESERVED
+
+    frequent, best = shortlist
+    table = translator.lexicon.targets
+    return set(range(len(RESERVED) + frequent)) | {
+        int(x) for source in translator.encode(lines) for s in source for x in table[s, :best]}
+
+
 def run_translator(run_dir):
     from keras_nmt.translator import Translator
 

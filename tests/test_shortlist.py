@@ -10,7 +10,7 @@ import shutil
 import numpy as np
 import pytest
 
-from support import onnx_files, savedmodel_loaders
+from support import onnx_files, savedmodel_loaders, shortlist_candidates
 from keras_nmt import lexicon as lexicon_lib
 from keras_nmt.cli import evaluate as evaluate_cli
 from keras_nmt.cli import lexicon as lexicon_cli
@@ -225,12 +225,9 @@ def test_a_shortlist_of_every_word_is_the_exact_search(translator, lines):
 
 
 def test_selected_translations_use_only_candidate_words(translator, lines):
-    frequent, best = SHORTLIST
-    table = translator.lexicon.targets
     for line, t in zip(lines, translator.translate(lines, beam_size=BEAM, shortlist=SHORTLIST,
                                                    batch_size=1)):
-        source = translator.encode([line])[0]
-        allowed = set(range(4 + frequent)) | {int(x) for s in source for x in table[s, :best]}
+        allowed = shortlist_candidates(translator, [line], SHORTLIST)
         assert set(translator.target_vocab.encode(t.tokens)) <= allowed, line
 
 

@@ -18,7 +18,10 @@ from keras_nmt.evaluation import alignment, scoring
 from keras_nmt.text import codecs
 from keras_nmt.constants import EOS_ID, UNK_ID
 from keras_nmt.text.word import tokenize
-from support import BAD_INPUTS, ROOT, child_env, onnx_files, run_translator, savedmodel_loaders
+from support import (
+    BAD_INPUTS, ROOT, child_env, onnx_files, run_translator, savedmodel_loaders,
+    shortlist_candidates,
+)
 
 EXPORT_BEAM = 5
 
@@ -279,10 +282,7 @@ def test_selection_and_int8_export_of_a_sentencepiece_run(tiny_spm_selecting_exp
     assert meta["inputs"][-2:] == ["shortlist_frequent", "shortlist_best"]
     # Every piece said is a candidate of some sentence: a reserved or frequent piece, or
     # one of the best translations of a source piece.
-    frequent, best = SHORTLIST
-    table = translator.lexicon.targets
-    allowed = set(range(4 + frequent)) | {int(x) for source in translator.encode(lines)
-                                          for s in source for x in table[s, :best]}
+    allowed = shortlist_candidates(translator, lines, SHORTLIST)
     assert all(set(translator.target_vocab.encode(t.tokens)) <= allowed for t in selected)
     assert len(allowed) < len(translator.target_vocab)  # the shortlist leaves pieces out
     for name, model in savedmodel_loaders(export).items():
