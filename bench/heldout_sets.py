@@ -6,7 +6,9 @@ From ``--data DIR`` (``train.SRC/.TGT``, ``valid.SRC/.TGT``) this writes into ``
   (:mod:`keras_nmt.corpus.heldout`, the same half training reports on);
 - ``rare.SRC/.TGT``: the pairs of the report half whose source holds a word seen at most
   ``--rare-count`` (2) times in the training source, or never (words as the word
-  tokenizer cuts them, punctuation and numbers not counted);
+  tokenizer cuts them, punctuation and numbers not counted); and the same pairs in two
+  parts by their rarest such word: ``rare-unseen.SRC/.TGT``, never seen in training, and
+  ``rare-seen.SRC/.TGT``, seen 1 to ``--rare-count`` times;
 - ``joined.SRC/.TGT``: the report half's consecutive pairs joined 2, 3, 2, 3, ... at a
   time into one line each (a space between sentences), and ``joined.groups``, how many
   pairs each joined line holds, so the same pairs translated one by one can be joined the
@@ -60,10 +62,16 @@ def source_counts(files: ParallelFiles, lang: str) -> collections.Counter:
     return counts
 
 
+def rarest_count(source: str, counts: collections.Counter, lang: str) -> int | None:
+    """How often training saw the source's rarest counted word (None: no counted word)."""
+    return min((counts[t] for t in word.tokenize(source, lang) if counted_word(t)), default=None)
+
+
 def rare_pairs(pairs, counts: collections.Counter, lang: str, at_most: int):
     """The pairs whose source holds a counted word seen at most ``at_most`` times."""
     for source, target in pairs:
-        if any(counts[t] <= at_most for t in word.tokenize(source, lang) if counted_word(t)):
+        rarest = rarest_count(source, counts, lang)
+        if rarest is not None and rarest <= at_most:
             yield source, target
 
 
@@ -110,10 +118,14 @@ def write_sets(data: pathlib.Path, out: pathlib.Path, src: str, tgt: str,
     counts = source_counts(train, src)
     joined, groups = joined_pairs(report)
     (out / "joined.groups").write_text("".join(f"{g}\n" for g in groups), encoding="utf-8")
+    rare = list(rare_pairs(report, counts, src, rare_count))
+    unseen = [pair for pair in rare if rarest_count(pair[0], counts, src) == 0]
     summary = {
         "data": str(data), "rule": heldout.RULE, "rare_count": rare_count,
         "report_pairs": len(report),
-        "rare_pairs": _write(out, "rare", src, tgt, rare_pairs(report, counts, src, rare_count)),
+        "rare_pairs": _write(out, "rare", src, tgt, rare),
+        "rare_unseen_pairs": _write(out, "rare-unseen", src, tgt, unseen),
+        "rare_seen_pairs": _write(out, "rare-seen", src, tgt, [p for p in rare if p not in unseen]),
         "joined_lines": _write(out, "joined", src, tgt, joined),
         "joined_pairs": sum(groups),
         "training_source_types": len(counts),

@@ -146,21 +146,35 @@ def prepared_pairs(split, seed: int, window: int = _ENCODE_CHUNK,
     Reading is a ``tf.numpy_function`` of the indices: a pure function of them, so
     the iterator's checkpoint (taken with the external state ignored, see
     :func:`prepared_batches`) holds the index stream's counter and the buffers after
-    it, and ``--resume`` continues with exactly the next pair."""
+    it, and ``--resume`` continues with exactly the next pair.
+
+    A split with sampled copies (subword regularisation) gives the pairs of epoch E from
+    its copy E mod copies: window W holds positions W x window onwards, and position P
+    is of epoch P // count in either order."""
     if split.count == 0:
         raise ValueError(f"{split.directory} holds no training pair")
 
-    def read(indices):
+    def read(indices, epochs=None):
+        arguments = [indices] if epochs is None else [indices, epochs]
         source, source_lengths, target, target_lengths = tf.numpy_function(
-            split.gather, [indices], [tf.int32, tf.int64, tf.int32, tf.int64], stateful=False)
+            split.gather, arguments, [tf.int32, tf.int64, tf.int32, tf.int64], stateful=False)
         return tuple(
             append_eos(tf.RaggedTensor.from_row_lengths(
                 tf.ensure_shape(values, [None]), tf.ensure_shape(lengths, [window]), validate=False))
             for values, lengths in ((source, source_lengths), (target, target_lengths))
         )
 
-    return (pair_indices(split.count, seed, window, shuffle_buffer)
-            .map(read, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True))
+    indices = pair_indices(split.count, seed, window, shuffle_buffer)
+    if split.copies:
+        def read_sampled(number, indices):
+            positions = number * window + tf.range(window, dtype=tf.int64)
+            return read(indices, positions // split.count)
+
+        # Only here a counter of windows: a split without copies keeps the stages its
+        # runs' checkpointed iterators were saved with.
+        return indices.enumerate().map(read_sampled, num_parallel_calls=tf.data.AUTOTUNE,
+                                       deterministic=True)
+    return indices.map(read, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
 
 def decoder_io(target_ids: tf.RaggedTensor) -> tuple[tf.RaggedTensor, tf.RaggedTensor]:

@@ -7,6 +7,9 @@ A prepared split is a folder (``RUN_DIR/prepared/``, :attr:`keras_nmt.rundir.Run
                         uint16 when the vocabulary fits, uint32 otherwise
     train.SRC.offsets   int64, kept + 1 entries: pair i is ids[offsets[i]:offsets[i+1]]
     train.TGT.ids, train.TGT.offsets
+    train.SRC.sampleK.ids, train.SRC.sampleK.offsets (and TGT), K = 0 .. copies - 1:
+                        with subword regularisation (:class:`Sampling`), copies of the
+                        same pairs in sampled segmentations; epoch E reads copy E mod copies
     train.json          what the files hold (counts, dtypes, sizes) and the pass's
                         statistics; written last, so its presence marks a complete set
 
@@ -24,18 +27,21 @@ provisional ids maps them to the vocabulary's (:func:`prepare_split`).
 remapping pass over the ids. Memory holds the table of distinct tokens (grows with the
 number of types, not of pairs) and one chunk. Reading a pair is two ``pread`` calls per
 side (its offsets, then its ids), so memory while training does not grow with the
-corpus either, and any order of pairs costs the same.
+corpus either, and any order of pairs costs the same. Sampled copies are made from the
+best segmentation's ids, a chunk of pairs at a time: each costs about the ids' disk space
+again and one pass of the sampler over the split (no text is read again).
 """
 
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import os
 import pathlib
 import shutil
 import tempfile
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -57,8 +63,25 @@ def ids_dtype(vocab_size: int) -> np.dtype:
     return np.dtype("<u2") if vocab_size <= 1 << 16 else np.dtype("<u4")
 
 
-def _names(lang: str) -> tuple[str, str]:
-    return f"{SPLIT}.{lang}.ids", f"{SPLIT}.{lang}.offsets"
+SAMPLE_CHUNK = 8192  # pairs resegmented per step of a sampled copy
+
+
+def _names(lang: str, copy: int | None = None) -> tuple[str, str]:
+    stem = f"{SPLIT}.{lang}" if copy is None else f"{SPLIT}.{lang}.sample{copy}"
+    return f"{stem}.ids", f"{stem}.offsets"
+
+
+@dataclasses.dataclass(frozen=True)
+class Sampling:
+    """Subword regularisation's copies of a split: ``copies`` of every kept pair, each side
+    resegmented by ``resegment[side](best ids of a chunk of pairs, rng)`` (as many rows
+    back, none longer than max_len) with a NumPy generator seeded by (``seed``, copy,
+    side): the same seed gives the same copies. ``progress(done, total)`` counts the rows
+    done of copies x sides x pairs."""
+    copies: int
+    resegment: tuple[Callable[[list[list[int]], np.random.Generator], list[list[int]]], ...]
+    seed: int
+    progress: Callable[[int, int], None] = lambda done, total: None
 
 
 class PreparedSplit:
@@ -67,7 +90,7 @@ class PreparedSplit:
     does not move a file position). Reading a pair costs the same at any corpus size."""
 
     def __init__(self, directory: str | os.PathLike, src: str, tgt: str):
-        self._fds: list[tuple[int, int]] | None = None
+        self._fds: dict[int | None, list[tuple[int, int]]] | None = None
         self.directory = pathlib.Path(directory)
         manifest = self.directory / f"{SPLIT}.json"
         try:
@@ -83,36 +106,60 @@ class PreparedSplit:
             side = self.info["sides"][lang]
             dtype = np.dtype(side["dtype"])
             paths = [self.directory / name for name in _names(lang)]
-            expected = (side["tokens"] * dtype.itemsize, (self.count + 1) * 8)
-            for path, size in zip(paths, expected):
-                actual = path.stat().st_size if path.is_file() else None
-                if actual != size:
-                    raise PreparedError(f"{path} holds {actual} bytes, {manifest.name} says "
-                                        f"{size}: prepare the run again")
+            self._check_sizes(paths, side["tokens"] * dtype.itemsize)
             self._sides.append((dtype, *paths))
-        # Opened once, here: several reading threads share them.
-        self._fds = [(os.open(ids, os.O_RDONLY), os.open(offsets, os.O_RDONLY))
-                     for _, ids, offsets in self._sides]
+        samples = self.info.get("samples") or {}
+        self.copies = int(samples.get("copies", 0))
+        for copy in range(self.copies):
+            for lang, (dtype, _, _) in zip((src, tgt), self._sides):
+                self._check_sizes([self.directory / name for name in _names(lang, copy)],
+                                  samples["tokens"][lang][copy] * dtype.itemsize)
+        # Opened once, here: several reading threads share them. Copy None is the best
+        # segmentation, copies 0 .. copies - 1 the sampled ones.
+        self._fds = {
+            copy: [tuple(os.open(self.directory / name, os.O_RDONLY) for name in _names(lang, copy))
+                   for lang in (src, tgt)]
+            for copy in (None, *range(self.copies))
+        }
+
+    def _check_sizes(self, paths: list[pathlib.Path], ids_bytes: int) -> None:
+        """PreparedError unless the ids and offsets files hold what train.json says."""
+        for path, size in zip(paths, (ids_bytes, (self.count + 1) * 8)):
+            if not path.is_file():
+                raise PreparedError(f"{self.directory} lacks {path.name}, which {SPLIT}.json "
+                                    "lists: prepare the run again")
+            if path.stat().st_size != size:
+                raise PreparedError(f"{path} holds {path.stat().st_size} bytes, {SPLIT}.json "
+                                    f"says {size}: prepare the run again")
 
     def close(self) -> None:
-        for fds in self._fds or ():
-            for fd in fds:
-                os.close(fd)
+        for sides in (self._fds or {}).values():
+            for fds in sides:
+                for fd in fds:
+                    os.close(fd)
         self._fds = None
 
     def __del__(self):
         self.close()
 
-    def gather(self, indices: np.ndarray) -> tuple[np.ndarray, ...]:
+    def gather(self, indices: np.ndarray, epochs: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
         """Pairs by index -> (source ids, source lengths, target ids, target lengths):
-        ids int32 and flat, lengths int64, no EOS."""
+        ids int32 and flat, lengths int64, no EOS. With sampled copies and ``epochs``
+        (one per index), pair i of epoch E comes from copy E mod copies; otherwise each
+        pair in its best segmentation."""
+        if self.copies and epochs is not None:
+            copies = (np.asarray(epochs, np.int64) % self.copies).tolist()
+        else:
+            copies = [None] * len(indices)
         out: list[np.ndarray] = []
-        for (dtype, _, _), (ids_fd, offsets_fd) in zip(self._sides, self._fds):
-            bounds = np.frombuffer(b"".join(os.pread(offsets_fd, 16, 8 * int(i)) for i in indices),
+        for side, (dtype, _, _) in enumerate(self._sides):
+            fds = [self._fds[copy][side] for copy in copies]
+            bounds = np.frombuffer(b"".join(os.pread(offsets_fd, 16, 8 * int(i))
+                                            for i, (_, offsets_fd) in zip(indices, fds)),
                                    "<i8").reshape(-1, 2)
             size = dtype.itemsize
             ids = b"".join(os.pread(ids_fd, int(end - start) * size, int(start) * size)
-                           for start, end in bounds.tolist())
+                           for (start, end), (ids_fd, _) in zip(bounds.tolist(), fds))
             out += [np.frombuffer(ids, dtype).astype(np.int32),
                     (bounds[:, 1] - bounds[:, 0]).astype(np.int64)]
         return tuple(out)
@@ -252,12 +299,15 @@ def prepare_split(
     max_len: int,
     vocabularies: Callable[[SplitStats], tuple[Vocabulary, Vocabulary]],
     progress: Callable[[int], None] = lambda pairs: None,
+    sampling: Sampling | None = None,
 ) -> tuple[SplitStats, tuple[Vocabulary, Vocabulary]]:
     """Tokenize ``files`` once with the graph ``tokenizers`` (lines [N] -> ragged tokens,
     or ragged ids for a subword model), keep the pairs with 1 to ``max_len`` tokens a
     side, count, choose the vocabularies with ``vocabularies(stats)`` and write the
     prepared split into ``directory`` (replaced atomically). Returns the statistics (as
     :func:`keras_nmt.corpus.scan.scan_training_split` gives them) and the vocabularies.
+
+    With ``sampling``, its copies of the kept pairs are written too (:class:`Sampling`).
 
     Raises CorpusError for invalid UTF-8 in a kept pair or line counts that differ,
     naming the file and line. (SentencePiece runs read every line in Python to train
@@ -302,6 +352,8 @@ def prepare_split(
                     (work / name).write_bytes(np.zeros(1, "<i8").tobytes() if "offsets" in name else b"")
                 manifest["sides"][lang] = {"dtype": ids_dtype(len(vocabulary)).str, "tokens": 0,
                                            "vocabulary": len(vocabulary)}
+        if sampling and stats.kept:
+            manifest["samples"] = _write_samples(work, langs, manifest, sampling)
         (work / f"{SPLIT}.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n",
                                             encoding="utf-8")
         replace_folder(work, directory, work.with_name(work.name.replace(".tmp", ".old.tmp")))
@@ -314,6 +366,41 @@ def prepare_split(
         shutil.rmtree(work, ignore_errors=True)
         raise
     return stats, chosen
+
+
+def _write_samples(work: pathlib.Path, langs: Sequence[str], manifest: dict[str, Any],
+                   sampling: Sampling) -> dict[str, Any]:
+    """Write ``sampling.copies`` resegmented copies of the best-segmentation ids in
+    ``work``, SAMPLE_CHUNK pairs at a time (memory: one chunk); their entry of train.json."""
+    count, done = manifest["count"], 0
+    tokens: dict[str, list[int]] = {lang: [] for lang in langs}
+    for copy in range(sampling.copies):
+        for side, lang in enumerate(langs):
+            dtype = np.dtype(manifest["sides"][lang]["dtype"])
+            ids_name, offsets_name = _names(lang)
+            best = np.memmap(work / ids_name, dtype, "r")
+            offsets = np.memmap(work / offsets_name, "<i8", "r")
+            rng = np.random.default_rng([sampling.seed, copy, side])
+            sampled_ids, sampled_offsets = (work / name for name in _names(lang, copy))
+            end = 0
+            with open(sampled_ids, "wb") as ids_file, open(sampled_offsets, "wb") as offsets_file:
+                offsets_file.write(np.zeros(1, "<i8").tobytes())
+                for start in range(0, count, SAMPLE_CHUNK):
+                    stop = min(start + SAMPLE_CHUNK, count)
+                    rows = [best[offsets[i]:offsets[i + 1]].tolist() for i in range(start, stop)]
+                    sampled = sampling.resegment[side](rows, rng)
+                    if len(sampled) != len(rows):
+                        raise PreparedError(f"resegmenting {len(rows)} pairs gave {len(sampled)}")
+                    lengths = np.array([len(row) for row in sampled], np.int64)
+                    ids_file.write(np.fromiter((t for row in sampled for t in row), dtype,
+                                               int(lengths.sum())).tobytes())
+                    offsets_file.write((end + np.cumsum(lengths)).astype("<i8").tobytes())
+                    end += int(lengths.sum())
+                    done += stop - start
+                    sampling.progress(done, count * len(langs) * sampling.copies)
+            del best, offsets
+            tokens[lang].append(end)
+    return {"copies": sampling.copies, "seed": sampling.seed, "tokens": tokens}
 
 
 def _check_whole(files: ParallelFiles, pairs: int) -> None:

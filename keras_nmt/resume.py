@@ -24,7 +24,8 @@ RESUMABLE_FIELDS = frozenset(
 # that chose the corpus and the configuration besides --variant, --seed and --set,
 # which config.json holds.
 RECORDED_OPTIONS = ("data", "paper_size", "size", "recipe", "max_train_pairs", "cache_dir",
-                    "mirror", "joint_vocabulary")
+                    "mirror", "joint_vocabulary", "subword_samples", "subword_alpha",
+                    "sentencepiece_type")
 # How long a multi-worker non-chief process waits for the chief to set the run up.
 CHIEF_SETUP_SECONDS = 600.0
 

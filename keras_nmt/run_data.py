@@ -21,7 +21,7 @@ from keras_nmt.resume import options_record
 from keras_nmt.rundir import RunDir
 from keras_nmt.text import codecs
 from keras_nmt.text.sentencepiece import (
-    SENTENCEPIECE_SAMPLE, SentencePieceCodec, train_sentencepiece,
+    SENTENCEPIECE_SAMPLE, SegmentationSampler, SentencePieceCodec, train_sentencepiece,
 )
 from keras_nmt.train_options import BUILTIN, TrainOptions
 from keras_nmt.vocab import Vocabulary
@@ -95,11 +95,12 @@ def sentencepiece_models(
                     phase.advance()
                     yield pair[side]
             progress.message(
-                f"SentencePiece ({name}): training a unigram model of up to {size:,} pieces "
+                f"SentencePiece ({name}): training a {options.sentencepiece_type or 'unigram'} "
+                f"model of up to {size:,} pieces "
                 f"on {min(phase.done, SENTENCEPIECE_SAMPLE):,} of its {phase.done:,} lines "
                 "(SentencePiece reports no progress)")
 
-        model = train_sentencepiece(read(), size)
+        model = train_sentencepiece(read(), size, options.sentencepiece_type or "unigram")
         phase.finish(f"{phase.done:,} lines read and the model trained")
         for lang in langs:
             models[lang] = model
@@ -113,9 +114,29 @@ def tokenize_training_split(
 ) -> tuple[SplitStats, tuple[Vocabulary, Vocabulary]]:
     """The one pass over ``train`` (``lines`` pairs): its statistics, the vocabularies
     (the SentencePiece ``models``' or the most frequent words) and its token ids in the
-    run's prepared split. CorpusError when no pair is usable."""
+    run's prepared split, with ``options.subword_samples`` sampled copies of it.
+    CorpusError when no pair is usable."""
     kind = options.tokenizer or codecs.WORD
     langs = (options.src, options.tgt)
+    tokenizing = Phase(progress, "tokenizing the training split (vocabularies, lengths, ids)",
+                       total=lines, unit="pairs")
+    phases = [tokenizing]
+    sampling = None
+    if options.subword_samples:
+        def sampled(done: int, total: int) -> None:
+            if len(phases) == 1:  # the tokenization is over, the copies begin
+                tokenizing.finish()
+                phases.append(Phase(
+                    progress, f"subword regularisation: {options.subword_samples} copies in "
+                    f"sampled segmentations (alpha {options.subword_alpha})",
+                    total=total, unit="pair sides"))
+            phases[-1].reached(done)
+
+        sampling = prepared.Sampling(
+            copies=options.subword_samples,
+            resegment=tuple(SegmentationSampler(models[lang], options.subword_alpha, config.max_len)
+                            for lang in langs),
+            seed=config.seed, progress=sampled)
 
     def vocabularies(stats: SplitStats) -> tuple[Vocabulary, Vocabulary]:
         if kind == codecs.SENTENCEPIECE:
@@ -125,14 +146,12 @@ def tokenize_training_split(
 
     log(f"reading {train.source} and {train.target}: tokenized once, "
         f"into token ids in {run.prepared}")
-    tokenizing = Phase(progress, "tokenizing the training split (vocabularies, lengths, ids)",
-                       total=lines, unit="pairs")
     stats, vocabs = prepared.prepare_split(
         train, run.prepared, langs,
         tuple(codecs.graph_tokenizer(kind, lang, models.get(lang)) for lang in langs),
-        config.max_len, vocabularies, progress=tokenizing.reached,
+        config.max_len, vocabularies, progress=tokenizing.reached, sampling=sampling,
     )
-    tokenizing.finish()
+    phases[-1].finish()
     if stats.kept == 0:
         raise CorpusError(
             f"no usable training pair in {train.source}: every pair is empty or "
@@ -182,6 +201,9 @@ def _write_run_data(options: TrainOptions, config: Config, run: RunDir,
         "builtin": options.data == BUILTIN,
         "tokenizer": kind,
         "joint_vocabulary": bool(options.joint_vocabulary),
+        "subword_samples": options.subword_samples,
+        "subword_alpha": options.subword_alpha,
+        "sentencepiece_type": options.sentencepiece_type,
         "splits": {name: {"source": run.stored_path(f.source), "target": run.stored_path(f.target)}
                    for name, f in splits.items()},
         "development": {"source": run.stored_path(development.source),

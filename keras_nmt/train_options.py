@@ -14,6 +14,7 @@ from keras_nmt.corpus import wmt14
 from keras_nmt.errors import ConfigError, CorpusError
 
 BUILTIN = "builtin"
+DEFAULT_SUBWORD_ALPHA = 0.1  # Kudo (2018)'s choice with the 64 best segmentations
 # What a new run takes for the options of TrainOptions left at None; --resume takes the
 # run's own instead.
 NEW_RUN_DEFAULTS: dict[str, Any] = {
@@ -45,6 +46,13 @@ class TrainOptions:
     # With tokenizer "sentencepiece": one model of both languages' pieces instead of one
     # per language.
     joint_vocabulary: bool = False
+    # With tokenizer "sentencepiece": this many copies of the training split in sampled
+    # segmentations (subword regularisation), epoch E training on copy E mod
+    # subword_samples, drawn with this smoothing (None: DEFAULT_SUBWORD_ALPHA).
+    subword_samples: int | None = None
+    subword_alpha: float | None = None
+    # With tokenizer "sentencepiece": "unigram" (None) or "bpe".
+    sentencepiece_type: str | None = None
     strategy: str = "default"  # see keras_nmt.distribute
     # XLA-compile the training step and the beam search; None: where it wins (xla.use_jit).
     jit: bool | None = None
@@ -65,6 +73,10 @@ class TrainOptions:
         if options.size is None:
             options.size = ("paper" if options.paper_size else config_lib.BUILTIN_SIZE
                             if options.data == BUILTIN else config_lib.DEFAULT_SIZE)
+        if options.tokenizer == "sentencepiece" and options.sentencepiece_type is None:
+            options.sentencepiece_type = "unigram"
+        if options.subword_samples and options.subword_alpha is None:
+            options.subword_alpha = DEFAULT_SUBWORD_ALPHA
         if (options.recipe is None and options.data == BUILTIN
                 and options.size == config_lib.BUILTIN_SIZE):
             options.recipe = config_lib.BUILTIN_RECIPE
@@ -102,6 +114,20 @@ def resolve_config(options: TrainOptions) -> Config:
     return config_lib.variant_config(options.variant, values)
 
 
+def check_sentencepiece_options(options: TrainOptions) -> None:
+    """ConfigError for a SentencePiece option a new run would not use."""
+    for flag, given in (("--joint-vocabulary", options.joint_vocabulary),
+                        ("--subword-samples", options.subword_samples),
+                        ("--sentencepiece-type", options.sentencepiece_type)):
+        if given and options.tokenizer != "sentencepiece":
+            raise ConfigError(f"{flag} needs --tokenizer sentencepiece")
+    if options.subword_alpha is not None and not options.subword_samples:
+        raise ConfigError("--subword-alpha needs --subword-samples")
+    if options.subword_samples and options.sentencepiece_type == "bpe":
+        raise ConfigError("--subword-samples draws among a unigram model's segmentations: "
+                          "not with --sentencepiece-type bpe")
+
+
 def new_run_config(options: TrainOptions) -> Config:
     """A new run's configuration (vocabulary sizes before the corpus scan), after every
     check of ``options`` (for_new_run's) that needs no corpus: nothing is written yet."""
@@ -120,6 +146,7 @@ def new_run_config(options: TrainOptions) -> Config:
                           "paper's dimensions are the default)")
     if options.paper_size and options.size not in (None, "paper"):
         raise ConfigError(f"--paper-size is --size paper: it contradicts --size {options.size}")
+    check_sentencepiece_options(options)
     config = resolve_config(options)
     config_lib.check_optimizer_fields(config, options.overrides)
     return config

@@ -516,6 +516,10 @@ def test_heldout_sets_rare_words_and_joined_lines(tmp_path):
     # Numbers are not words: "eats 7" is not rare for its 7; okapi (never seen) and zebra
     # (seen once) are.
     assert rare == [s for s, _ in report if "okapi" in s or "zebra" in s]
+    parts = [(tmp_path / "sets" / f"rare-{part}.en").read_text(encoding="utf-8").splitlines()
+             for part in ("unseen", "seen")]
+    assert parts == [[s for s in rare if "okapi" in s], [s for s in rare if "zebra" in s]]
+    assert summary["rare_unseen_pairs"] == len(parts[0]) and summary["rare_seen_pairs"] == len(parts[1])
     groups = [int(g) for g in (tmp_path / "sets" / "joined.groups").read_text().split()]
     assert sum(groups) == len(report) and set(groups[:-1]) <= {2, 3} and groups[:2] == [2, 3][:len(groups[:2])]
     joined = (tmp_path / "sets" / "joined.fr").read_text(encoding="utf-8").splitlines()

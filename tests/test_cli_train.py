@@ -51,6 +51,13 @@ def assert_one_line_error(result, expected):
     (["--resume"], "--resume needs --out"),
     (["--jit", "--no-jit"], "argument --no-jit: not allowed with argument --jit"),
     (["--joint-vocabulary"], "--joint-vocabulary needs --tokenizer sentencepiece"),
+    (["--subword-samples", "2"], "--subword-samples needs --tokenizer sentencepiece"),
+    (["--subword-samples", "0"], "expected a positive integer, got '0'"),
+    (["--tokenizer", "sentencepiece", "--subword-alpha", "0.2"],
+     "--subword-alpha needs --subword-samples"),
+    (["--sentencepiece-type", "bpe"], "--sentencepiece-type needs --tokenizer sentencepiece"),
+    (["--tokenizer", "sentencepiece", "--sentencepiece-type", "bpe", "--subword-samples", "2"],
+     "--subword-samples draws among a unigram model's segmentations: not with --sentencepiece-type bpe"),
 ])
 def test_bad_arguments_fail_in_one_line(run_train, args, expected):
     assert_one_line_error(run_train(*args), expected)
@@ -256,6 +263,11 @@ def _resume_args(run_dir, *args):
      ["--seed 7, --set hidden=32 do not match", "started with --seed 1234, hidden=16"]),
     (["--tokenizer", "sentencepiece"], ["started with --tokenizer word"]),
     (["--joint-vocabulary"], ["--joint-vocabulary does not match", "started with no --joint-vocabulary"]),
+    (["--subword-samples", "4", "--subword-alpha", "0.2"],
+     ["--subword-samples 4, --subword-alpha 0.2 do not match",
+      "started with no --subword-samples, no --subword-alpha"]),
+    (["--sentencepiece-type", "bpe"], ["--sentencepiece-type bpe does not match",
+                                       "started with no --sentencepiece-type"]),
 ])
 def test_resume_options_must_match_the_run(run_train, run_copy, args, expected):
     before = sorted(path.name for path in run_copy.rglob("*"))
@@ -316,7 +328,8 @@ def test_resume_checks_the_recorded_wmt14_options(run_copy, tmp_path, monkeypatc
     record = options_record(started.for_new_run())
     assert record == {"data": "wmt14-en-fr", "paper_size": False, "size": "paper", "recipe": None,
                       "max_train_pairs": 20, "cache_dir": str(tmp_path / "cache"),
-                      "mirror": "http://mirror.example/wmt", "joint_vocabulary": False}
+                      "mirror": "http://mirror.example/wmt", "joint_vocabulary": False,
+                      "subword_samples": None, "subword_alpha": None, "sentencepiece_type": None}
     edit_json(run_copy / "data.json", options=record)
     run = RunDir(run_copy)
     same = TrainOptions(resume=True, data="wmt14-en-fr", max_train_pairs=20,

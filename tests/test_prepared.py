@@ -1,5 +1,6 @@
 """The training split prepared once as token ids: the same ids as the Python mirror,
-every epoch a permutation at any size, exact resume, atomic writes, moved runs."""
+every epoch a permutation at any size, exact resume, atomic writes, moved runs, and the
+sampled copies of subword regularisation."""
 
 import io
 import json
@@ -15,14 +16,17 @@ from keras_nmt.corpus.readers import ParallelFiles
 from keras_nmt.errors import CorpusError, PreparedError
 from keras_nmt.rundir import RunDir
 from keras_nmt.text import codecs, word
-from keras_nmt.text.sentencepiece import SentencePieceCodec, train_sentencepiece
+from keras_nmt.text.sentencepiece import (
+    SegmentationSampler, SentencePieceCodec, train_sentencepiece,
+)
 from keras_nmt.train_options import TrainOptions
 from keras_nmt.vocab import Vocabulary
 
 MAX_LEN = 12
 
 
-def _prepare(files, directory, kind="word", models=None, vocab_size=40, max_len=MAX_LEN):
+def _prepare(files, directory, kind="word", models=None, vocab_size=40, max_len=MAX_LEN,
+             sampling=None):
     models = models or {}
 
     def vocabularies(stats):
@@ -32,7 +36,8 @@ def _prepare(files, directory, kind="word", models=None, vocab_size=40, max_len=
                 Vocabulary.from_counts(stats.target_counts, vocab_size))
 
     tokenizers = tuple(codecs.graph_tokenizer(kind, lang, models.get(lang)) for lang in ("en", "fr"))
-    return prepared.prepare_split(files, directory, ("en", "fr"), tokenizers, max_len, vocabularies)
+    return prepared.prepare_split(files, directory, ("en", "fr"), tokenizers, max_len, vocabularies,
+                                  sampling=sampling)
 
 
 def _kept(files, codecs_, max_len=MAX_LEN):
@@ -83,15 +88,106 @@ def test_the_prepared_ids_are_the_python_mirrors(text_corpus, tmp_path):
     assert split.info["sides"]["en"]["dtype"] == "<u2"
 
 
-def test_sentencepiece_ids_are_the_python_mirrors(text_corpus, tmp_path):
-    models = {lang: train_sentencepiece((pair[side] for pair in text_corpus.pairs()), 60)
-              for side, lang in enumerate(("en", "fr"))}
+@pytest.fixture(scope="module")
+def text_models(text_corpus):
+    """A SentencePiece model of 60 pieces per side of text_corpus."""
+    return {lang: train_sentencepiece((pair[side] for pair in text_corpus.pairs()), 60)
+            for side, lang in enumerate(("en", "fr"))}
+
+
+def test_sentencepiece_ids_are_the_python_mirrors(text_corpus, text_models, tmp_path):
+    models = text_models
     stats, vocabularies = _prepare(text_corpus, tmp_path / "p", "sentencepiece", models)
     mirror = tuple(SentencePieceCodec(models[lang], lang) for lang in ("en", "fr"))
     split = prepared.PreparedSplit(tmp_path / "p", "en", "fr")
     assert [split.pair(i) for i in range(split.count)] == [
         tuple(p) for p in _kept(text_corpus, mirror)]
     assert sum(stats.source_counts.values()) == stats.source_tokens
+
+
+def _sampled(text_corpus, models, directory, copies=3, seed=11, alpha=0.1):
+    sampling = prepared.Sampling(
+        copies=copies, seed=seed,
+        resegment=tuple(SegmentationSampler(models[lang], alpha, MAX_LEN) for lang in ("en", "fr")))
+    _prepare(text_corpus, directory, "sentencepiece", models, sampling=sampling)
+    return prepared.PreparedSplit(directory, "en", "fr")
+
+
+@pytest.fixture(scope="module")
+def sampled_split(text_corpus, text_models, tmp_path_factory):
+    """text_corpus prepared with 3 sampled copies (seed 11)."""
+    return _sampled(text_corpus, text_models, tmp_path_factory.mktemp("sampled") / "p")
+
+
+def _rows(split, indices, epochs=None):
+    """Pairs by index as (source ids, target ids) lists, from :meth:`gather`."""
+    source, source_lengths, target, target_lengths = split.gather(np.asarray(indices), epochs)
+    cut = [np.split(ids, np.cumsum(lengths)[:-1]) for ids, lengths in
+           ((source, source_lengths), (target, target_lengths))]
+    return [(s.tolist(), t.tolist()) for s, t in zip(*cut)]
+
+
+def test_sampled_copies_are_the_same_sentences_cut_otherwise(sampled_split, text_models):
+    split, everything = sampled_split, np.arange(sampled_split.count)
+    mirror = [SentencePieceCodec(text_models[lang], lang) for lang in ("en", "fr")]
+    best = _rows(split, everything)
+    assert best == [split.pair(i) for i in everything]  # no epochs: the best segmentation
+    copies = [_rows(split, everything, np.full(split.count, epoch)) for epoch in range(3)]
+    for copy in copies:
+        changed = 0
+        for (best_source, best_target), (source, target) in zip(best, copy):
+            for codec, ids, sampled in ((mirror[0], best_source, source), (mirror[1], best_target, target)):
+                assert codec.decode(sampled) == codec.decode(ids)  # the same text
+                assert 0 < len(sampled) <= MAX_LEN
+                changed += sampled != ids
+        assert changed > split.count // 4  # 60 pieces cut most sentences many ways
+    assert copies[0] != copies[1] != copies[2] != copies[0]
+    # Epoch E reads copy E mod 3, whatever the other pairs of the call read.
+    assert _rows(split, everything, np.full(split.count, 4)) == copies[1]
+    mixed = np.arange(split.count) % 5
+    assert _rows(split, everything, mixed) == [copies[e % 3][i] for i, e in enumerate(mixed)]
+    assert split.info["samples"]["copies"] == 3
+    assert split.info["samples"]["tokens"]["en"][0] > split.info["sides"]["en"]["tokens"]
+
+
+def test_sampled_copies_are_a_function_of_the_seed(text_corpus, text_models, sampled_split, tmp_path):
+    again = _sampled(text_corpus, text_models, tmp_path / "again")
+    other = _sampled(text_corpus, text_models, tmp_path / "other", seed=12)
+    name = "train.fr.sample1.ids"
+    assert (again.directory / name).read_bytes() == (sampled_split.directory / name).read_bytes()
+    assert (other.directory / name).read_bytes() != (sampled_split.directory / name).read_bytes()
+    (again.directory / "train.fr.sample1.ids").write_bytes(b"\0\0")
+    with pytest.raises(PreparedError, match="train.fr.sample1.ids holds 2 bytes, train.json says"):
+        prepared.PreparedSplit(again.directory, "en", "fr")
+    shutil.copy(sampled_split.directory / name, again.directory / name)
+    (again.directory / "train.en.sample2.offsets").unlink()
+    with pytest.raises(PreparedError, match="lacks train.en.sample2.offsets, which train.json lists"):
+        prepared.PreparedSplit(again.directory, "en", "fr")
+
+
+def test_a_sampled_copy_keeps_the_best_cut_of_a_sentence_it_would_make_too_long(text_models):
+    sampler = SegmentationSampler(text_models["en"], 0.0001, max_len=6)
+    codec = SentencePieceCodec(text_models["en"], "en")
+    short, long_ = codec.encode("the cat"), codec.encode("the cat isn't here well")
+    assert len(short) <= 6 < len(long_)
+    rng = np.random.default_rng(0)
+    draws = [sampler([short, long_, [], [1, *short]], rng) for _ in range(20)]
+    assert all(len(d[0]) <= 6 and codec.decode(d[0]) == codec.decode(short) for d in draws)
+    assert {tuple(d[0]) for d in draws} != {tuple(short)}  # alpha near 0: nearly uniform
+    assert all(d[1] == long_ and d[2] == [] and d[3] == [1, *short] for d in draws)
+
+
+def test_the_pipeline_reads_epoch_e_from_copy_e_mod_copies(sampled_split):
+    split, window = sampled_split, 64
+    indices = np.concatenate(list(data.pair_indices(split.count, 5, window).take(12)
+                                  .as_numpy_iterator()))
+    epochs = np.arange(len(indices)) // split.count
+    assert epochs[-1] >= 3  # four epochs: copy 0 comes back
+    expected = _rows(split, indices, epochs)
+    read = []
+    for source, target in data.prepared_pairs(split, 5, window).take(12):
+        read += [(s[:-1].tolist(), t[:-1].tolist()) for s, t in zip(source.numpy(), target.numpy())]
+    assert read == expected and read != _rows(split, indices)
 
 
 def test_wide_vocabularies_take_four_bytes_an_id():
@@ -168,20 +264,22 @@ def test_a_large_corpus_is_permuted_too(tiny_corpus, tmp_path, monkeypatch, caps
 
 def _batches(split, shuffle_buffer=0, batch_tokens=0):
     return iter(data.prepared_batches(
-        split, data.Batching(max_len=50, batch_size=16, sort_batches=5, seed=3,
+        split, data.Batching(max_len=split.info["max_len"], batch_size=16, sort_batches=5, seed=3,
                              shuffle_buffer=shuffle_buffer, batch_tokens=batch_tokens,
                              mean_length=8.0)))
 
 
-@pytest.mark.parametrize("shuffle_buffer,batch_tokens", [(0, 0), (0, 200), (300, 0)])
-def test_resume_continues_with_exactly_the_next_batch(sorted_split, tmp_path, shuffle_buffer,
-                                                      batch_tokens):
-    first = _batches(sorted_split, shuffle_buffer, batch_tokens)
-    for _ in range(140):  # past the first epoch (2,000 pairs)
+@pytest.mark.parametrize("shuffle_buffer,batch_tokens,sampled",
+                         [(0, 0, False), (0, 200, False), (300, 0, False), (0, 0, True), (100, 0, True)])
+def test_resume_continues_with_exactly_the_next_batch(sorted_split, sampled_split, tmp_path,
+                                                      shuffle_buffer, batch_tokens, sampled):
+    split = sampled_split if sampled else sorted_split
+    first = _batches(split, shuffle_buffer, batch_tokens)
+    for _ in range(140 if not sampled else 40):  # past the first epoch (2,000 or 271 pairs)
         next(first)
     saved = tf.train.Checkpoint(iterator=first).write(str(tmp_path / "ckpt"))
     expected = [next(first) for _ in range(10)]
-    resumed = _batches(sorted_split, shuffle_buffer, batch_tokens)
+    resumed = _batches(split, shuffle_buffer, batch_tokens)
     tf.train.Checkpoint(iterator=resumed).read(saved).assert_consumed()
     for ((s0, t0), o0), ((s1, t1), o1) in zip(expected, (next(resumed) for _ in range(10))):
         for a, b in ((s0, s1), (t0, t1), (o0, o1)):

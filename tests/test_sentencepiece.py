@@ -5,13 +5,14 @@ import json
 import random
 import shutil
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
 from keras_nmt.rundir import RunDir
 from keras_nmt.errors import CodecError
 from keras_nmt.text import codecs
-from keras_nmt.text.sentencepiece import SentencePieceCodec, train_sentencepiece
+from keras_nmt.text.sentencepiece import MODEL_TYPES, SentencePieceCodec, train_sentencepiece
 from keras_nmt.text.sentencepiece_graph import SentencePieceEncoder
 from keras_nmt.constants import EOS_ID, PAD_ID, RESERVED, UNK_ID
 
@@ -29,11 +30,17 @@ SAMPLES = [
 ALPHABET = "abcdefghéèàçôABCÉ0123456789 '’.,;:!?-«»\u00a0\u202f()€$%ΑβДж東京\t"
 
 
-@pytest.fixture(scope="module")
-def trained(tiny_corpus):
-    """A 300-piece model trained on the tiny corpus's French side plus mixed text."""
+@pytest.fixture(scope="module", params=MODEL_TYPES)
+def trained(tiny_corpus, request):
+    """A 300-piece model (unigram, then BPE) trained on the tiny corpus's French side plus
+    mixed text."""
     lines = (tiny_corpus / "train.fr").read_text(encoding="utf-8").splitlines()
-    return train_sentencepiece(lines + SAMPLES[:5] * 3, 300)
+    model = train_sentencepiece(lines + SAMPLES[:5] * 3, 300, request.param)
+    from sentencepiece import sentencepiece_model_pb2
+
+    proto = sentencepiece_model_pb2.ModelProto.FromString(model)
+    assert proto.trainer_spec.model_type == proto.trainer_spec.ModelType.Value(request.param.upper())
+    return model
 
 
 def random_lines(count, seed=5):
@@ -127,6 +134,13 @@ def test_sentencepiece_run_directory(spm_run):
     assert summary["config"]["batch_tokens"] == 200 and summary["updates"] == 3
     # The training scan counted pieces: more of them than words.
     assert summary["data"]["train"]["source_tokens"] > summary["data"]["train"]["pairs"] * 3
+    # Subword regularisation: two sampled copies, recorded, with the default smoothing.
+    assert (info["subword_samples"], info["subword_alpha"]) == (2, 0.1)
+    assert info["options"]["subword_samples"] == 2
+    split = RunDir(out).prepared_split(needed_for="a test")
+    assert split.copies == 2 and split.info["samples"]["seed"] == config["seed"]
+    sampled = split.gather(np.arange(split.count), np.ones(split.count, np.int64))
+    assert not np.array_equal(sampled[0], split.gather(np.arange(split.count))[0])
 
     graph_source, graph_target = RunDir(out).graph_encoders()
     assert graph_source(tf.constant(["The man is here."])).to_list()[0][:-1] == source.encode("The man is here.")
@@ -183,3 +197,24 @@ def test_a_joint_vocabulary_is_one_model_of_both_sides(tiny_corpus, tmp_path):
     with pytest.raises(ConfigError, match="give one size"):
         run_data.sentencepiece_models(options, config.replace(tgt_vocab_size=300), train, lines,
                                       run, Progress(enabled=False))
+
+
+def test_a_run_s_sentencepiece_type_chooses_its_models(tiny_corpus, tmp_path):
+    from sentencepiece import sentencepiece_model_pb2
+
+    from keras_nmt import run_data
+    from keras_nmt.config import variant_config
+    from keras_nmt.corpus.readers import ParallelFiles
+    from keras_nmt.progress import Progress
+    from keras_nmt.train_options import TrainOptions
+
+    train = ParallelFiles(tiny_corpus / "train.en", tiny_corpus / "train.fr")
+    lines = len((tiny_corpus / "train.en").read_text(encoding="utf-8").splitlines())
+    options = TrainOptions(src="en", tgt="fr", tokenizer="sentencepiece", sentencepiece_type="bpe")
+    config = variant_config("search30", {"src_vocab_size": 150, "tgt_vocab_size": 150})
+    run = RunDir(tmp_path / "run")
+    run.create()
+    models = run_data.sentencepiece_models(options, config, train, lines, run, Progress(enabled=False))
+    for model in models.values():
+        spec = sentencepiece_model_pb2.ModelProto.FromString(model).trainer_spec
+        assert spec.model_type == spec.ModelType.Value("BPE")

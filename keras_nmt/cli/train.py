@@ -13,7 +13,8 @@ from keras_nmt.config import (
     DEFAULT_VARIANT, PRECISIONS, PRESETS, RECIPES, SIZES, VARIANTS, parse_overrides,
     variant_config,
 )
-from keras_nmt.errors import ConfigError, RunDirError, StrategyError
+from keras_nmt.errors import RunDirError, StrategyError
+from keras_nmt.text.sentencepiece import MODEL_TYPES
 
 PROG = "keras-nmt train"
 
@@ -65,6 +66,23 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         help="with --tokenizer sentencepiece: one SentencePiece model trained on both sides "
         "(src_vocab_size = tgt_vocab_size pieces), so that names and numbers are cut alike in "
         "both languages",
+    )
+    parser.add_argument(
+        "--sentencepiece-type", choices=MODEL_TYPES,
+        help="with --tokenizer sentencepiece: the SentencePiece model, 'unigram' (default) or "
+        "'bpe'",
+    )
+    parser.add_argument(
+        "--subword-samples", type=positive_int, metavar="K",
+        help="with --tokenizer sentencepiece: subword regularisation; K copies of the "
+        "training split in segmentations sampled from the SentencePiece models, made once "
+        "when the run is set up; epoch E trains on copy E mod K",
+    )
+    parser.add_argument(
+        "--subword-alpha", type=positive_float, metavar="A",
+        help="with --subword-samples: a segmentation is drawn with probability proportional "
+        "to its probability to the power A, among its 32 best (default 0.1; smaller spreads "
+        "the draws)",
     )
     parser.add_argument("--out", help="run directory (default runs/VARIANT-TIMESTAMP)")
     parser.add_argument("--max-steps", type=positive_int, help="stop after this many updates")
@@ -152,8 +170,6 @@ def _train(args, console: Console) -> int:
     distribute.check(args.strategy)
     if args.jit and args.strategy != "default":
         raise StrategyError("--jit works with --strategy default only")
-    if args.joint_vocabulary and args.tokenizer != "sentencepiece" and not args.resume:
-        raise ConfigError("--joint-vocabulary needs --tokenizer sentencepiece")
     # An unknown variant or a bad value fails here, before any work.
     recipe = args.recipe or (PRESETS[args.preset]["recipe"] if args.preset else None)
     variant_config(args.variant or DEFAULT_VARIANT, {**(RECIPES[recipe] if recipe else {}), **overrides})
@@ -169,6 +185,8 @@ def _train(args, console: Console) -> int:
         resume=args.resume, seed=args.seed, paper_size=args.paper_size, quiet=args.quiet,
         cache_dir=args.cache_dir, mirror=args.mirror, max_train_pairs=args.max_train_pairs,
         tokenizer=args.tokenizer, joint_vocabulary=args.joint_vocabulary,
+        subword_samples=args.subword_samples, subword_alpha=args.subword_alpha,
+        sentencepiece_type=args.sentencepiece_type,
         strategy=args.strategy, jit=args.jit, recipe=args.recipe, lexicon=not args.no_lexicon,
         size=args.size, preset=args.preset,
     )
