@@ -67,14 +67,6 @@ def rarest_count(source: str, counts: collections.Counter, lang: str) -> int | N
     return min((counts[t] for t in word.tokenize(source, lang) if counted_word(t)), default=None)
 
 
-def rare_pairs(pairs, counts: collections.Counter, lang: str, at_most: int):
-    """The pairs whose source holds a counted word seen at most ``at_most`` times."""
-    for source, target in pairs:
-        rarest = rarest_count(source, counts, lang)
-        if rarest is not None and rarest <= at_most:
-            yield source, target
-
-
 def non_empty(pairs) -> list[tuple[str, str]]:
     """The pairs with text on both sides, stripped: what the joined lines are made of."""
     return [(s.strip(), t.strip()) for s, t in pairs if s.strip() and t.strip()]
@@ -118,14 +110,15 @@ def write_sets(data: pathlib.Path, out: pathlib.Path, src: str, tgt: str,
     counts = source_counts(train, src)
     joined, groups = joined_pairs(report)
     (out / "joined.groups").write_text("".join(f"{g}\n" for g in groups), encoding="utf-8")
-    rare = list(rare_pairs(report, counts, src, rare_count))
-    unseen = [pair for pair in rare if rarest_count(pair[0], counts, src) == 0]
+    # The pairs whose source holds a counted word seen at most rare_count times, with that count.
+    rare = [(pair, rarest) for pair in report
+            if (rarest := rarest_count(pair[0], counts, src)) is not None and rarest <= rare_count]
     summary = {
         "data": str(data), "rule": heldout.RULE, "rare_count": rare_count,
         "report_pairs": len(report),
-        "rare_pairs": _write(out, "rare", src, tgt, rare),
-        "rare_unseen_pairs": _write(out, "rare-unseen", src, tgt, unseen),
-        "rare_seen_pairs": _write(out, "rare-seen", src, tgt, [p for p in rare if p not in unseen]),
+        "rare_pairs": _write(out, "rare", src, tgt, [pair for pair, _ in rare]),
+        "rare_unseen_pairs": _write(out, "rare-unseen", src, tgt, [p for p, n in rare if n == 0]),
+        "rare_seen_pairs": _write(out, "rare-seen", src, tgt, [p for p, n in rare if n > 0]),
         "joined_lines": _write(out, "joined", src, tgt, joined),
         "joined_pairs": sum(groups),
         "training_source_types": len(counts),
