@@ -35,6 +35,7 @@ again and one pass of the sampler over the split (no text is read again).
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import json
 import os
@@ -74,12 +75,14 @@ def _names(lang: str, copy: int | None = None) -> tuple[str, str]:
 @dataclasses.dataclass(frozen=True)
 class Sampling:
     """Subword regularisation's copies of a split: ``copies`` of every kept pair, each side
-    resegmented by ``resegment[side](best ids of a chunk of pairs, rng)`` (as many rows
-    back, none longer than max_len) with a NumPy generator seeded by (``seed``, copy,
-    side): the same seed gives the same copies. ``progress(done, total)`` counts the rows
-    done of copies x sides x pairs."""
+    resegmented by ``resegment[side](best ids of a chunk of pairs, rngs)``, which gives
+    one list of rows per generator (as many rows as given, none longer than max_len).
+    Copy K draws from a NumPy generator seeded by (``seed``, K, side): the same seed
+    gives the same copies. ``progress(done, total)`` counts the rows done of copies x
+    sides x pairs."""
     copies: int
-    resegment: tuple[Callable[[list[list[int]], np.random.Generator], list[list[int]]], ...]
+    resegment: tuple[Callable[[list[list[int]], Sequence[np.random.Generator]],
+                              list[list[list[int]]]], ...]
     seed: int
     progress: Callable[[int, int], None] = lambda done, total: None
 
@@ -371,35 +374,42 @@ def prepare_split(
 def _write_samples(work: pathlib.Path, langs: Sequence[str], manifest: dict[str, Any],
                    sampling: Sampling) -> dict[str, Any]:
     """Write ``sampling.copies`` resegmented copies of the best-segmentation ids in
-    ``work``, SAMPLE_CHUNK pairs at a time (memory: one chunk); their entry of train.json."""
+    ``work``, SAMPLE_CHUNK pairs at a time (memory: one chunk a copy); their entry of
+    train.json. All copies of a chunk are drawn in one call, so each sentence's
+    candidate segmentations are searched once, not once a copy."""
     count, done = manifest["count"], 0
     tokens: dict[str, list[int]] = {lang: [] for lang in langs}
-    for copy in range(sampling.copies):
-        for side, lang in enumerate(langs):
-            dtype = np.dtype(manifest["sides"][lang]["dtype"])
-            ids_name, offsets_name = _names(lang)
-            best = np.memmap(work / ids_name, dtype, "r")
-            offsets = np.memmap(work / offsets_name, "<i8", "r")
-            rng = np.random.default_rng([sampling.seed, copy, side])
-            sampled_ids, sampled_offsets = (work / name for name in _names(lang, copy))
-            end = 0
-            with open(sampled_ids, "wb") as ids_file, open(sampled_offsets, "wb") as offsets_file:
+    for side, lang in enumerate(langs):
+        dtype = np.dtype(manifest["sides"][lang]["dtype"])
+        ids_name, offsets_name = _names(lang)
+        best = np.memmap(work / ids_name, dtype, "r")
+        offsets = np.memmap(work / offsets_name, "<i8", "r")
+        rngs = [np.random.default_rng([sampling.seed, copy, side])
+                for copy in range(sampling.copies)]
+        ends = [0] * sampling.copies
+        with contextlib.ExitStack() as stack:
+            files = [tuple(stack.enter_context(open(work / name, "wb"))
+                           for name in _names(lang, copy)) for copy in range(sampling.copies)]
+            for _, offsets_file in files:
                 offsets_file.write(np.zeros(1, "<i8").tobytes())
-                for start in range(0, count, SAMPLE_CHUNK):
-                    stop = min(start + SAMPLE_CHUNK, count)
-                    rows = [best[offsets[i]:offsets[i + 1]].tolist() for i in range(start, stop)]
-                    sampled = sampling.resegment[side](rows, rng)
-                    if len(sampled) != len(rows):
-                        raise PreparedError(f"resegmenting {len(rows)} pairs gave {len(sampled)}")
+            for start in range(0, count, SAMPLE_CHUNK):
+                stop = min(start + SAMPLE_CHUNK, count)
+                rows = [best[offsets[i]:offsets[i + 1]].tolist() for i in range(start, stop)]
+                copies = sampling.resegment[side](rows, rngs)
+                if len(copies) != sampling.copies or any(len(c) != len(rows) for c in copies):
+                    raise PreparedError(
+                        f"resegmenting {len(rows)} pairs into {sampling.copies} copies gave "
+                        f"{[len(c) for c in copies]} rows")
+                for copy, (sampled, (ids_file, offsets_file)) in enumerate(zip(copies, files)):
                     lengths = np.array([len(row) for row in sampled], np.int64)
                     ids_file.write(np.fromiter((t for row in sampled for t in row), dtype,
                                                int(lengths.sum())).tobytes())
-                    offsets_file.write((end + np.cumsum(lengths)).astype("<i8").tobytes())
-                    end += int(lengths.sum())
-                    done += stop - start
-                    sampling.progress(done, count * len(langs) * sampling.copies)
-            del best, offsets
-            tokens[lang].append(end)
+                    offsets_file.write((ends[copy] + np.cumsum(lengths)).astype("<i8").tobytes())
+                    ends[copy] += int(lengths.sum())
+                done += (stop - start) * sampling.copies
+                sampling.progress(done, count * len(langs) * sampling.copies)
+        del best, offsets
+        tokens[lang] = ends
     return {"copies": sampling.copies, "seed": sampling.seed, "tokens": tokens}
 
 

@@ -170,11 +170,22 @@ def test_a_sampled_copy_keeps_the_best_cut_of_a_sentence_it_would_make_too_long(
     codec = SentencePieceCodec(text_models["en"], "en")
     short, long_ = codec.encode("the cat"), codec.encode("the cat isn't here well")
     assert len(short) <= 6 < len(long_)
-    rng = np.random.default_rng(0)
-    draws = [sampler([short, long_, [], [1, *short]], rng) for _ in range(20)]
+    draws = sampler([short, long_, [], [1, *short]], [np.random.default_rng(k) for k in range(20)])
     assert all(len(d[0]) <= 6 and codec.decode(d[0]) == codec.decode(short) for d in draws)
     assert {tuple(d[0]) for d in draws} != {tuple(short)}  # alpha near 0: nearly uniform
     assert all(d[1] == long_ and d[2] == [] and d[3] == [1, *short] for d in draws)
+
+
+def test_each_generator_draws_as_if_it_drew_alone(text_models, text_corpus):
+    """Copies are drawn together, a sentence's candidates searched once for all: each
+    copy must still be what its generator alone would draw."""
+    sampler = SegmentationSampler(text_models["fr"], 0.1, MAX_LEN)
+    codec = SentencePieceCodec(text_models["fr"], "fr")
+    lines = text_corpus.target.read_text(encoding="utf-8").splitlines()[:40]
+    rows = [codec.encode(line)[:MAX_LEN] for line in lines]
+    together = sampler(rows, [np.random.default_rng([5, k]) for k in range(3)])
+    alone = [sampler(rows, [np.random.default_rng([5, k])])[0] for k in range(3)]
+    assert together == alone and together[0] != together[1] != together[2]
 
 
 def test_the_pipeline_reads_epoch_e_from_copy_e_mod_copies(sampled_split):

@@ -105,14 +105,17 @@ def train_sentencepiece(lines: Iterable[str], vocab_size: int, model_type: str =
 
 class SegmentationSampler:
     """Sampled segmentations of sentences given as their best ones (subword
-    regularisation, Kudo 2018): ``sampler(rows, rng)`` draws, for each row of ids (no
-    EOS), one of the sentence's SAMPLED_NBEST best segmentations with probability
-    proportional to P(segmentation) ** ``alpha`` (a smaller ``alpha`` spreads the draws).
-    A draw longer than ``max_len`` pieces, and a row holding UNK (whose text does not
-    come back from its ids), keep the row.
+    regularisation, Kudo 2018): ``sampler(rows, rngs)`` draws, for each row of ids (no
+    EOS) and each generator, one of the sentence's SAMPLED_NBEST best segmentations with
+    probability proportional to P(segmentation) ** ``alpha`` (a smaller ``alpha`` spreads
+    the draws), and gives one list of rows per generator. A sentence's candidates are
+    searched once for all generators: the search costs far more than a draw. A draw
+    longer than ``max_len`` pieces, and a row holding UNK (whose text does not come back
+    from its ids), keep the row.
 
-    The draws come from ``rng`` alone, not from SentencePiece's own sampler, whose seed
-    cannot be set again once a thread has drawn: the same ``rng`` gives the same draws."""
+    The draws come from ``rngs`` alone, not from SentencePiece's own sampler, whose seed
+    cannot be set again once a thread has drawn: the same generators give the same draws,
+    and each generator's draws do not depend on how many others there are."""
 
     def __init__(self, model: bytes, alpha: float, max_len: int):
         import sentencepiece
@@ -122,18 +125,22 @@ class SegmentationSampler:
         self.scores = np.array([self.processor.get_score(i)
                                 for i in range(self.processor.get_piece_size())], np.float64)
 
-    def __call__(self, rows: Sequence[Sequence[int]], rng: np.random.Generator) -> list[list[int]]:
-        sampled = []
+    def __call__(self, rows: Sequence[Sequence[int]],
+                 rngs: Sequence[np.random.Generator]) -> list[list[list[int]]]:
+        sampled: list[list[list[int]]] = [[] for _ in rngs]
         for best in rows:
             best = list(best)
             if not best or UNK_ID in best:
-                sampled.append(best)
+                for copy in sampled:
+                    copy.append(best)
                 continue
             candidates = self.processor.nbest_encode(self.processor.decode(best),
                                                      nbest_size=SAMPLED_NBEST)
             logits = self.alpha * np.array([self.scores[c].sum() for c in candidates])
             cumulative = np.cumsum(np.exp(logits - logits.max()))
-            drawn = int(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"))
-            chosen = candidates[min(drawn, len(candidates) - 1)]
-            sampled.append(chosen if len(chosen) <= self.max_len else best)
+            for copy, rng in zip(sampled, rngs):
+                drawn = int(np.searchsorted(cumulative, rng.random() * cumulative[-1],
+                                            side="right"))
+                chosen = candidates[min(drawn, len(candidates) - 1)]
+                copy.append(chosen if len(chosen) <= self.max_len else best)
         return sampled
