@@ -9,6 +9,8 @@ From ``--data DIR`` (``train.SRC/.TGT``, ``valid.SRC/.TGT``) this writes into ``
   tokenizer cuts them, punctuation and numbers not counted); and the same pairs in two
   parts by their rarest such word: ``rare-unseen.SRC/.TGT``, never seen in training, and
   ``rare-seen.SRC/.TGT``, seen 1 to ``--rare-count`` times;
+- ``select-rare.SRC/.TGT``: the same rule on the development half that selects: for
+  choices made on rare words (a shortlist's sizes), so that ``rare`` stays only reported;
 - ``joined.SRC/.TGT``: the report half's consecutive pairs joined 2, 3, 2, 3, ... at a
   time into one line each (a space between sentences), and ``joined.groups``, how many
   pairs each joined line holds, so the same pairs translated one by one can be joined the
@@ -67,6 +69,15 @@ def rarest_count(source: str, counts: collections.Counter, lang: str) -> int | N
     return min((counts[t] for t in word.tokenize(source, lang) if counted_word(t)), default=None)
 
 
+def rare_pairs(pairs, counts: collections.Counter, lang: str,
+               rare_count: int) -> list[tuple[tuple[str, str], int]]:
+    """The pairs whose source holds a counted word seen at most ``rare_count`` times,
+    each with that word's count."""
+    return [(pair, rarest) for pair in pairs
+            if (rarest := rarest_count(pair[0], counts, lang)) is not None
+            and rarest <= rare_count]
+
+
 def non_empty(pairs) -> list[tuple[str, str]]:
     """The pairs with text on both sides, stripped: what the joined lines are made of."""
     return [(s.strip(), t.strip()) for s, t in pairs if s.strip() and t.strip()]
@@ -110,15 +121,16 @@ def write_sets(data: pathlib.Path, out: pathlib.Path, src: str, tgt: str,
     counts = source_counts(train, src)
     joined, groups = joined_pairs(report)
     (out / "joined.groups").write_text("".join(f"{g}\n" for g in groups), encoding="utf-8")
-    # The pairs whose source holds a counted word seen at most rare_count times, with that count.
-    rare = [(pair, rarest) for pair in report
-            if (rarest := rarest_count(pair[0], counts, src)) is not None and rarest <= rare_count]
+    rare = rare_pairs(report, counts, src, rare_count)
+    select = [pair for pair in pairs if heldout.half_of(pair[0]) != heldout.REPORT]
     summary = {
         "data": str(data), "rule": heldout.RULE, "rare_count": rare_count,
         "report_pairs": len(report),
         "rare_pairs": _write(out, "rare", src, tgt, [pair for pair, _ in rare]),
         "rare_unseen_pairs": _write(out, "rare-unseen", src, tgt, [p for p, n in rare if n == 0]),
         "rare_seen_pairs": _write(out, "rare-seen", src, tgt, [p for p, n in rare if n > 0]),
+        "select_rare_pairs": _write(out, "select-rare", src, tgt,
+                                    [p for p, _ in rare_pairs(select, counts, src, rare_count)]),
         "joined_lines": _write(out, "joined", src, tgt, joined),
         "joined_pairs": sum(groups),
         "training_source_types": len(counts),

@@ -525,3 +525,7 @@ def test_heldout_sets_rare_words_and_joined_lines(tmp_path):
     joined = (tmp_path / "sets" / "joined.fr").read_text(encoding="utf-8").splitlines()
     assert joined[0] == " ".join(t for _, t in report[:groups[0]])
     assert not (tmp_path / "sets" / "select.en").exists()
+    select_rare = (tmp_path / "sets" / "select-rare.en").read_text(encoding="utf-8").splitlines()
+    assert select_rare == [s for s in sources if heldout.half_of(s) != heldout.REPORT
+                           and ("okapi" in s or "zebra" in s)]
+    assert summary["select_rare_pairs"] == len(select_rare) > 0 and not set(select_rare) & set(rare)
