@@ -79,6 +79,12 @@ class Config:
     # corrected for their sampling probability); dev NLL and decoding use the full
     # softmax. It must hold every target word a batch can have. 0: the full softmax.
     sampled_softmax: int = 0
+    # Beyond the paper (Szegedy et al., 2016): the training loss puts this weight on a
+    # uniform distribution over the target vocabulary and 1 - it on the reference word,
+    # against over-confidence on a corpus seen many times; with sampled_softmax the
+    # uniform part is estimated from the candidates. Dev NLL, force decoding and the
+    # scores stay the plain NLL. 0: the paper's loss.
+    label_smoothing: float = 0.0
     # Beyond the paper, for XLA (--jit compiles once per batch shape): > 0 pads every
     # training batch's source and target to one length, a multiple of this, so a run
     # sees at most ceil((max_len + 1) / length_multiple) shapes. 0: each batch its own
@@ -154,6 +160,8 @@ class Config:
             raise ConfigError(f"init must be one of {', '.join(INITS)}, got {self.init!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ConfigError(f"label_smoothing must be in [0, 1), got {self.label_smoothing}")
         if self.sampled_softmax < 0:
             raise ConfigError(f"sampled_softmax must be >= 0 (0 = the full softmax), got {self.sampled_softmax}")
         most = (self.batch_tokens or self.batch_size * (self.max_len + 1)) + 1  # + PAD

@@ -98,12 +98,14 @@ class TranslationModel(keras.Model):
         return cls(**config)
 
 
-def sentence_nll(logits, targets):
+def sentence_nll(logits, targets, label_smoothing: float = 0.0):
     """Per-sentence negative log-likelihood [B]: summed over target tokens, padding
     (id 0) masked. The paper's training cost and its Table 2 figure. Computed in
     float32 whatever the logits' dtype (mixed precision): a float16 softmax over 30,000
-    words loses the small probabilities."""
-    return tf.reduce_sum(token_nll(logits, targets), axis=1)
+    words loses the small probabilities. ``label_smoothing`` > 0: the smoothed training
+    loss instead (:func:`_masked_nll`)."""
+    logits = tf.cast(logits, tf.float32)
+    return tf.reduce_sum(_masked_nll(logits, targets, targets, label_smoothing), axis=1)
 
 
 def token_nll(logits, targets):
@@ -112,11 +114,27 @@ def token_nll(logits, targets):
     return _masked_nll(tf.cast(logits, tf.float32), targets, targets)
 
 
-def _masked_nll(logits, labels, targets):
+def _masked_nll(logits, labels, targets, label_smoothing: float = 0.0, log_q=None):
     """Softmax cross-entropy of ``labels`` (columns of ``logits``) at each token, the
-    padding of ``targets`` masked: [B, T]."""
+    padding of ``targets`` masked: [B, T].
+
+    With ``label_smoothing`` e: (1 - e) x that + e x the cross-entropy against the
+    uniform distribution over the vocabulary, log Z - mean(logit). When the columns are a
+    sampled softmax's candidates (``log_q`` [K]: log of each one's chance to be drawn,
+    ``logits`` already corrected by -log q), the mean over the vocabulary is estimated
+    from them, each candidate standing for 1 / q words: the batch's own words count once,
+    a drawn one for the words like it that were not drawn."""
     mask = tf.cast(tf.not_equal(targets, PAD_ID), tf.float32)
     nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    if label_smoothing:
+        if log_q is None:
+            mean_logit = tf.reduce_mean(logits, axis=-1)
+        else:
+            weights = tf.exp(-log_q)
+            mean_logit = (tf.tensordot(logits + log_q, weights, axes=[[2], [0]])
+                          / tf.reduce_sum(weights))
+        uniform = tf.reduce_logsumexp(logits, axis=-1) - mean_logit
+        nll = (1.0 - label_smoothing) * nll + label_smoothing * uniform
     return nll * mask
 
 
@@ -138,14 +156,16 @@ def sampled_candidates(targets, vocab_size: int, count: int, seed):
 
 
 def sampled_sentence_nll(hidden, targets, output_kernel, output_bias, count: int, seed,
-                         candidates_from=None):
+                         candidates_from=None, label_smoothing: float = 0.0):
     """Per-sentence NLL [B] with the softmax over :func:`sampled_candidates` only (Jean et
     al., 2015, with a uniform proposal): each drawn word's logit is corrected by -log q,
     so the sum over the drawn words estimates the sum over every word the batch lacks.
     With ``count`` = V every word is a candidate (q = 1): exactly :func:`sentence_nll`.
     ``hidden``: the maxout layer [B, T, l]; ``output_kernel`` [l, V], ``output_bias`` [V].
     ``candidates_from``: the targets whose words are always candidates, when ``targets``
-    are only some rows of a batch (one replica's); default ``targets``."""
+    are only some rows of a batch (one replica's); default ``targets``.
+    ``label_smoothing``: the smoothed loss of :func:`_masked_nll`, its uniform part
+    estimated from the candidates."""
     vocab_size = int(output_kernel.shape[-1])
     ids, log_q = sampled_candidates(
         targets if candidates_from is None else candidates_from, vocab_size, count, seed)
@@ -153,5 +173,5 @@ def sampled_sentence_nll(hidden, targets, output_kernel, output_bias, count: int
     bias = tf.cast(tf.gather(output_bias, ids), hidden.dtype)
     logits = tf.cast(tf.nn.bias_add(tf.einsum("btl,lk->btk", hidden, kernel), bias), tf.float32)
     position = tf.scatter_nd(ids[:, None], tf.range(count), [vocab_size])  # word -> column
-    return tf.reduce_sum(_masked_nll(logits - log_q, tf.gather(position, targets), targets),
-                         axis=1)
+    return tf.reduce_sum(_masked_nll(logits - log_q, tf.gather(position, targets), targets,
+                                     label_smoothing, log_q), axis=1)

@@ -296,7 +296,8 @@ def _precision_runs(directory, corpus, env):
                 command = [sys.executable, str(ROOT / "train.py"), "--variant", "search30",
                            "--data", str(corpus), "--out", str(run), "--max-steps", "20",
                            "--precision", precision,
-                           *tiny_args(optimizer="adam", learning_rate=0.01, eval_every=10),
+                           *tiny_args(optimizer="adam", learning_rate=0.01, eval_every=10,
+                                      label_smoothing=0.1),
                            *extra]
                 processes[precision] = (log, launch(
                     command, stdout=output, stderr=subprocess.STDOUT, cwd=ROOT, env=env))
@@ -378,9 +379,9 @@ def tiny_spm_selecting_export(tiny_spm_run, _background):
 @pytest.fixture(scope="session")
 def precision_runs(tiny_corpus, _background):
     """{precision: run directory}: train.py end to end once per precision (test_precision),
-    20 updates with Adam, then the held-out report. The float16 run keeps its best weights
-    by development BLEU (a decode during training). The three runs are processes of their
-    own and run at once."""
+    20 updates with Adam and label smoothing 0.1, then the held-out report. The float16
+    run keeps its best weights by development BLEU (a decode during training). The three
+    runs are processes of their own and run at once."""
     return _background.result("precision_runs")
 
 

@@ -1,5 +1,6 @@
 """Data-parallel training gives the single-device update, in every cell of strategy x
-precision x optimizer x sampled softmax: MirroredStrategy over two logical CPU devices,
+precision x optimizer x sampled softmax (the Adam cells with label smoothing):
+MirroredStrategy over two logical CPU devices,
 and MultiWorkerMirroredStrategy with two worker processes on 127.0.0.1, against the
 default path on the same global batches, after 1 and after 3 updates
 (tests/distributed_run.py runs the cells of one strategy in one process; the session

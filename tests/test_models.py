@@ -61,19 +61,67 @@ def test_the_drawn_words_estimate_the_missing_mass_without_bias():
     assert np.mean(partition) == pytest.approx(np.exp(z).sum(), rel=0.03)
 
 
+def test_label_smoothing_by_hand_and_through_every_candidate():
+    # One token, word 1, of a 5-word vocabulary; logits z_w = w + 1.
+    z = np.arange(1.0, 6.0)
+    log_z = math.log(np.exp(z).sum())
+    smoothed = sentence_nll(tf.constant(z[None, None, :], tf.float32), tf.constant([[1]]), 0.1)
+    by_hand = 0.9 * (log_z - z[1]) + 0.1 * np.mean(log_z - z)
+    assert smoothed.numpy()[0] == pytest.approx(by_hand, rel=1e-6)
+    assert sentence_nll(tf.constant(z[None, None, :], tf.float32), tf.constant([[0]]), 0.1).numpy()[0] == 0
+    # Every word a candidate: the sampled loss is the full one, gradients included.
+    hidden, kernel, bias, targets = _random(3)
+    with tf.GradientTape(persistent=True) as tape:
+        full = sentence_nll(tf.einsum("btl,lv->btv", hidden, kernel) + bias, targets, 0.2)
+        sampled = sampled_sentence_nll(hidden, targets, kernel, bias, 11, tf.constant([1, 2]),
+                                       label_smoothing=0.2)
+    plain = sentence_nll(tf.einsum("btl,lv->btv", hidden, kernel) + bias, targets)
+    assert np.all(full.numpy() != plain.numpy())
+    np.testing.assert_allclose(sampled.numpy(), full.numpy(), rtol=1e-5)
+    for a, b in zip(tape.gradient(full, [kernel, bias]), tape.gradient(sampled, [kernel, bias])):
+        np.testing.assert_allclose(tf.convert_to_tensor(b).numpy(), tf.convert_to_tensor(a).numpy(),
+                                   rtol=1e-5, atol=1e-6)
+
+
+def test_the_candidates_estimate_the_uniform_part_without_bias():
+    # The uniform part is log Z - mean(z); with z linear in the hidden unit, the sampled
+    # loss's smoothing term (its difference from the plain sampled loss, over e) estimates
+    # log Z_sampled - mean(z): its mean over draws minus the plain term's is -mean(z).
+    z = np.linspace(-2.0, 3.0, 40).astype("float32")
+    kernel, bias = tf.constant(z[None, :]), tf.zeros([40])
+    hidden, targets = tf.ones([1, 1, 1]), tf.constant([[5]])
+    estimates = []
+    for draw in range(800):
+        seed = tf.constant([draw, 1])
+        plain = sampled_sentence_nll(hidden, targets, kernel, bias, 12, seed).numpy()[0]
+        smooth = sampled_sentence_nll(hidden, targets, kernel, bias, 12, seed,
+                                      label_smoothing=0.5).numpy()[0]
+        # smooth = 0.5 plain + 0.5 (log Z_hat - mean_hat); plain = log Z_hat - z_5.
+        estimates.append(2 * smooth - plain - (plain + z[5]))
+    assert np.mean(estimates) == pytest.approx(-z.mean(), abs=0.05)
+
+
+def test_label_smoothing_is_a_weight_below_one():
+    with pytest.raises(ConfigError, match=r"label_smoothing must be in \[0, 1\), got 1.0"):
+        variant_config("search50", {"label_smoothing": 1.0})
+    assert variant_config("search50").label_smoothing == 0.0
+
+
 def test_sampled_softmax_must_hold_a_batch():
     with pytest.raises(ConfigError, match="cannot hold the 4081 distinct target words"):
         variant_config("search50", {"sampled_softmax": 100})
     assert variant_config("search50", {"sampled_softmax": 4081}).sampled_softmax == 4081
 
 
-def test_training_with_a_sampled_softmax_lowers_the_full_nll(tmp_path):
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_training_with_a_sampled_softmax_lowers_the_full_nll(tmp_path, smoothing):
     from support import fixed_batch_trainer as _trainer
 
     from keras_nmt.training import Limits
 
     trainer = _trainer(tmp_path, optimizer="adam", learning_rate=0.05, patience=100,
-                       tgt_vocab_size=300, max_len=5, sampled_softmax=20)
+                       tgt_vocab_size=300, max_len=5, sampled_softmax=20,
+                       label_smoothing=smoothing)
     before = trainer.dev_nll()  # full softmax
     outcome = trainer.fit(Limits(max_steps=30))
     assert math.isfinite(outcome.train_nll)

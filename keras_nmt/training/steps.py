@@ -58,21 +58,24 @@ class StepFunctions:
         return tf.function(self.eval_step, input_signature=BATCH_SIGNATURE)
 
     def training_nll(self, source_ids, target_in, target_out, batch_targets=None):
-        """Per-sentence NLL [B] of the training loss: the full softmax, or with
+        """Per-sentence NLL [B] of the training loss (smoothed with
+        ``config.label_smoothing``): the full softmax, or with
         ``config.sampled_softmax`` a softmax over that many words, drawn anew each step
         (seeded by the run's seed and the step, so a resumed run draws the same).
         ``batch_targets``: the whole global batch's targets when these rows are one
         replica's share of it; the candidates are the global batch's words, so that
         every replica scores the same words as one device would."""
         count = min(self.config.sampled_softmax, self.model.config.tgt_vocab_size)
+        smoothing = self.config.label_smoothing
         if not count:
-            return sentence_nll(self.model((source_ids, target_in), training=True), target_out)
+            return sentence_nll(self.model((source_ids, target_in), training=True), target_out,
+                                smoothing)
         hidden = self.model((source_ids, target_in), training=True, mode="hidden")
         readout = self.model.decoder.readout
         seed = tf.stack([tf.constant(self.config.seed, tf.int64), self.step])
         return sampled_sentence_nll(hidden, target_out, readout.output_kernel,
                                     readout.output_bias, count, seed,
-                                    candidates_from=batch_targets)
+                                    candidates_from=batch_targets, label_smoothing=smoothing)
 
     def train_step(self, source_ids, target_in, target_out):
         with tf.GradientTape() as tape:
