@@ -16,6 +16,10 @@ From ``--data DIR`` (``train.SRC/.TGT``, ``valid.SRC/.TGT``) this writes into ``
   pairs each joined line holds, so the same pairs translated one by one can be joined the
   same way and scored against the same references.
 
+It prints how many rare-word pairs have a rare source word unchanged in their reference
+(``rare_copied_pairs``; with a never-seen one, ``rare_unseen_copied_pairs``): the most
+that copying unknown words through the attention could get right.
+
 Usage::
 
     python -m bench.heldout_sets --data data/anki-fra-eng --out sets/anki
@@ -78,6 +82,14 @@ def rare_pairs(pairs, counts: collections.Counter, lang: str,
             and rarest <= rare_count]
 
 
+def copied_pairs(pairs, counts: collections.Counter, src: str, tgt: str, most: int) -> int:
+    """How many of ``pairs`` have a source word seen at most ``most`` times in training
+    standing unchanged in the reference: what copying such words could get right."""
+    def rare_words(source):
+        return {t for t in word.tokenize(source, src) if counted_word(t) and counts[t] <= most}
+    return sum(bool(rare_words(source) & set(word.tokenize(target, tgt))) for source, target in pairs)
+
+
 def non_empty(pairs) -> list[tuple[str, str]]:
     """The pairs with text on both sides, stripped: what the joined lines are made of."""
     return [(s.strip(), t.strip()) for s, t in pairs if s.strip() and t.strip()]
@@ -129,6 +141,10 @@ def write_sets(data: pathlib.Path, out: pathlib.Path, src: str, tgt: str,
         "rare_pairs": _write(out, "rare", src, tgt, [pair for pair, _ in rare]),
         "rare_unseen_pairs": _write(out, "rare-unseen", src, tgt, [p for p, n in rare if n == 0]),
         "rare_seen_pairs": _write(out, "rare-seen", src, tgt, [p for p, n in rare if n > 0]),
+        # Pairs whose reference holds one of their rare (never-seen) source words as it is.
+        "rare_copied_pairs": copied_pairs([p for p, _ in rare], counts, src, tgt, rare_count),
+        "rare_unseen_copied_pairs": copied_pairs([p for p, n in rare if n == 0], counts, src,
+                                                 tgt, 0),
         "select_rare_pairs": _write(out, "select-rare", src, tgt,
                                     [p for p, _ in rare_pairs(select, counts, src, rare_count)]),
         "joined_lines": _write(out, "joined", src, tgt, joined),

@@ -24,7 +24,7 @@ TensorFlow sees no GPU, and reports the GPU's name.
 
     python -m bench.precision [--data builtin|DIR] [--sizes medium,paper] [--batch-sizes 80]
         [--precisions float32,mixed_bfloat16,mixed_float16] [--jit both|on|off]
-        [--compare FIELD=V1,V2] [--rounds 3] [--steps 20] [--warmup 10]
+        [--set FIELD=VALUE ...] [--compare FIELD=V1,V2] [--rounds 3] [--steps 20] [--warmup 10]
         [--gpu] [--decode | --run RUN_DIR [--weights averaged]] [--json precision.json]
 """
 
@@ -64,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "sampled_softmax=0,4096, or recipe=none,budget (a training recipe of "
                         "config.RECIPES, its batch size left to --batch-sizes); relative "
                         "figures are against the first")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="a Config field of every setting (repeatable), e.g. "
+                        "sampled_softmax=4096 beside --compare label_smoothing=0,0.1")
     parser.add_argument("--gpu", action="store_true",
                         help="measure the GPU TensorFlow sees; refuse without one")
     parser.add_argument("--decode", action="store_true",
@@ -118,13 +121,14 @@ def make_trainers(args, scratch: pathlib.Path):
     """One Trainer per setting, on the run set up from ``args.data``; returns
     (trainers by setting, the base config, the run's data info)."""
     from keras_nmt import data
-    from keras_nmt.config import JIT_LENGTH_MULTIPLE
+    from keras_nmt.config import JIT_LENGTH_MULTIPLE, parse_overrides
     from keras_nmt.run_data import prepare
     from keras_nmt.rundir import RunDir
     from keras_nmt.train_options import TrainOptions, new_run_config
 
     run = RunDir(scratch / "run")
-    overrides = {"src_vocab_size": args.vocab_size, "tgt_vocab_size": args.vocab_size}
+    overrides = {"src_vocab_size": args.vocab_size, "tgt_vocab_size": args.vocab_size,
+                 **parse_overrides(args.set)}
     options = TrainOptions(variant=args.variant, data=args.data, out=str(run.path),
                            overrides=overrides, quiet=True).for_new_run()
     config, info = prepare(options, new_run_config(options), run, log=lambda text: None)

@@ -133,8 +133,10 @@ def _masked_nll(logits, labels, targets, label_smoothing: float = 0.0, log_q=Non
             weights = tf.exp(-log_q)
             mean_logit = (tf.tensordot(logits + log_q, weights, axes=[[2], [0]])
                           / tf.reduce_sum(weights))
-        uniform = tf.reduce_logsumexp(logits, axis=-1) - mean_logit
-        nll = (1.0 - label_smoothing) * nll + label_smoothing * uniform
+        # log Z = nll + the label's logit, so the smoothed loss needs no second pass of
+        # exponentials over the logits: (1 - e) nll + e (log Z - mean) = nll + e (z - mean).
+        label_logit = tf.squeeze(tf.gather(logits, labels[..., None], batch_dims=2), -1)
+        nll = nll + label_smoothing * (label_logit - mean_logit)
     return nll * mask
 
 

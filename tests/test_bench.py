@@ -346,10 +346,12 @@ def test_precision_grid_reports_compilations_and_padding(tiny_corpus, tmp_path, 
     assert precision.main(["--data", str(tiny_corpus), "--sizes", "16/16/16/8@8",
                            "--batch-sizes", "8", "--precisions", "float32", "--vocab-size", "60",
                            "--rounds", "1", "--steps", "3", "--warmup", "2",
+                           "--set", "label_smoothing=0.1",
                            "--matmul-rounds", "1", "--json", str(out)]) == 0
     report = report_of(out, "precision")
     rows = report["results"]["training"]
     assert report["results"]["decoding"] is None and report["settings"]["config"]["hidden"]
+    assert report["settings"]["config"]["label_smoothing"] == 0.1  # --set, in every setting
     assert [(r["precision"], r["jit"]) for r in rows] == [("float32", False), ("float32", True)]
     import tensorflow as tf
 
@@ -496,6 +498,7 @@ def test_serving_load_bad_requests_are_repeatable_and_varied():
 def test_heldout_sets_rare_words_and_joined_lines(tmp_path):
     sets = load("heldout_sets")
     from keras_nmt.corpus import heldout
+    from keras_nmt.corpus.readers import ParallelFiles
 
     data = tmp_path / "data"
     data.mkdir()
@@ -529,3 +532,7 @@ def test_heldout_sets_rare_words_and_joined_lines(tmp_path):
     assert select_rare == [s for s in sources if heldout.half_of(s) != heldout.REPORT
                            and ("okapi" in s or "zebra" in s)]
     assert summary["select_rare_pairs"] == len(select_rare) > 0 and not set(select_rare) & set(rare)
+    assert sets.copied_pairs([("the okapi eats .", "un okapi"), ("a zebra .", "un zèbre"),
+                              ("a zebra .", "zebra !")], sets.source_counts(ParallelFiles(data / "train.en", data / "train.fr"), "en"),
+                             "en", "fr", 1) == 2  # okapi never seen, zebra once
+    assert summary["rare_copied_pairs"] == 0  # the references are t0, t1, ...
