@@ -378,7 +378,7 @@ def _write_samples(work: pathlib.Path, langs: Sequence[str], manifest: dict[str,
     train.json. All copies of a chunk are drawn in one call, so each sentence's
     candidate segmentations are searched once, not once a copy."""
     count, done = manifest["count"], 0
-    tokens: dict[str, list[int]] = {lang: [] for lang in langs}
+    tokens: dict[str, list[int]] = {}  # a side's copies' token counts
     for side, lang in enumerate(langs):
         dtype = np.dtype(manifest["sides"][lang]["dtype"])
         ids_name, offsets_name = _names(lang)

@@ -532,7 +532,8 @@ def test_heldout_sets_rare_words_and_joined_lines(tmp_path):
     assert select_rare == [s for s in sources if heldout.half_of(s) != heldout.REPORT
                            and ("okapi" in s or "zebra" in s)]
     assert summary["select_rare_pairs"] == len(select_rare) > 0 and not set(select_rare) & set(rare)
+    counts = sets.source_counts(ParallelFiles(data / "train.en", data / "train.fr"), "en")
     assert sets.copied_pairs([("the okapi eats .", "un okapi"), ("a zebra .", "un zèbre"),
-                              ("a zebra .", "zebra !")], sets.source_counts(ParallelFiles(data / "train.en", data / "train.fr"), "en"),
-                             "en", "fr", 1) == 2  # okapi never seen, zebra once
+                              ("a zebra .", "zebra !")], counts, "en", "fr", 1) == 2
+    # okapi never seen, zebra seen once: the first and the last keep theirs
     assert summary["rare_copied_pairs"] == 0  # the references are t0, t1, ...
