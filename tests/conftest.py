@@ -220,7 +220,8 @@ def _builtin_job(name, context):
     if name == "tiny_spm_run":
         return command(*train, "--out", spm_run, "--max-steps", 3, "--tokenizer", "sentencepiece",
                        "--subword-samples", 2,
-                       *tiny_args(src_vocab_size=120, tgt_vocab_size=150, batch_tokens=200),
+                       *tiny_args(src_vocab_size=120, tgt_vocab_size=150, batch_tokens=200,
+                                  label_smoothing=0.1),
                        log=spm_run.with_suffix(".log"), after=spm_run)
     if name in ("tiny_export", "tiny_selecting_export", "tiny_spm_export",
                 "tiny_spm_selecting_export"):
@@ -359,8 +360,8 @@ def tiny_selecting_export(tiny_run, _background):
 @pytest.fixture(scope="session")
 def tiny_spm_run(tiny_corpus, _background):
     """A search30 run with ``--tokenizer sentencepiece`` (120 / 150 pieces) and subword
-    regularisation (``--subword-samples 2``) trained for 3 steps on ``tiny_corpus``, on
-    token batches of <= 200 slots; its summary is summary.json."""
+    regularisation (``--subword-samples 2``) trained for 3 steps with label smoothing 0.1
+    on ``tiny_corpus``, on token batches of <= 200 slots; its summary is summary.json."""
     return _background.result("tiny_spm_run")
 
 

@@ -132,6 +132,7 @@ def test_sentencepiece_run_directory(spm_run):
     assert len(target.vocabulary) == config["tgt_vocab_size"] <= 150
     assert (out / "vocab.fr.txt").read_text(encoding="utf-8").splitlines() == list(target.vocabulary.tokens)
     assert summary["config"]["batch_tokens"] == 200 and summary["updates"] == 3
+    assert summary["config"]["label_smoothing"] == 0.1  # a smoothed loss over pieces
     # The training scan counted pieces: more of them than words.
     assert summary["data"]["train"]["source_tokens"] > summary["data"]["train"]["pairs"] * 3
     # Subword regularisation: two sampled copies, recorded, with the default smoothing.
