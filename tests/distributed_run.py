@@ -45,8 +45,8 @@ OPTIMIZERS = {"sgd": 0.5, "adam": 0.01, "adadelta": 1.0}
 SAMPLED = (0, 73)  # the fewest that max_len 8 allows: the batch's words and ~60 drawn ones
 
 
-# The Adam cells (the budget recipe's optimizer) train with a smoothed loss: every
-# precision, both softmaxes and both strategies then meet it in the default run.
+# The Adam cells train as the budget recipe does, with a smoothed loss: every precision,
+# both softmaxes and both strategies then meet it in the default run.
 LABEL_SMOOTHING = {"adam": 0.1}
 
 

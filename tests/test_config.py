@@ -107,6 +107,11 @@ def test_sizes_presets_and_their_defaults():
     assert budget == resolve_config(TrainOptions(data="corpus", size="medium", recipe="budget"))
     assert {k: getattr(budget, k) for k in {**MEDIUM, **RECIPES["budget"]}} == {
         **MEDIUM, **RECIPES["budget"]}
+    # Label smoothing is the preset's (two runs a corpus, benchmarks.md); the paper's
+    # training takes it away again.
+    assert budget.label_smoothing == 0.1
+    assert resolve_config(TrainOptions(data="corpus", size="medium",
+                                       recipe="paper")).label_smoothing == 0
     # --set still wins, and contradictions are refused.
     assert resolve_config(TrainOptions(preset="budget", overrides={"hidden": 32})).hidden == 32
     with pytest.raises(ConfigError, match="--preset budget is --size medium --recipe budget: "
