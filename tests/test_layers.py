@@ -113,37 +113,6 @@ def test_maxout_readout_matches_numpy():
     np.testing.assert_allclose(seq[:, 0], got, rtol=1e-6)
 
 
-def test_readout_columns_add_the_left_out_words_mean():
-    """Column ``count`` of a selection is N words left out as one: the mean of their W_o
-    columns, the mean of their biases plus log N. Its softmax mass is N exp(mean logit),
-    at most theirs (Jensen)."""
-    readout = MaxoutReadout(3, 7)
-    readout.build(4, 5, 6)
-    _random_assign(readout)
-    kernel, bias = (w.numpy() for w in (readout.output_kernel, readout.output_bias))
-    columns = tf.constant([0, 1, 2, 3, 5, 0, 0, 0])  # words 0-3 and 5; 4 and 6 left out
-    projection = readout.columns(columns, tf.constant(5))
-    got_kernel, got_bias, rest_kernel = (x.numpy() for x in projection[:3])
-    assert int(projection[3]) == 5
-    np.testing.assert_allclose(got_kernel[:, :5], kernel[:, [0, 1, 2, 3, 5]])
-    np.testing.assert_allclose(got_bias[:5], bias[[0, 1, 2, 3, 5]])
-    np.testing.assert_allclose(rest_kernel, (kernel[:, 4] + kernel[:, 6]) / 2, rtol=1e-6)
-    np.testing.assert_allclose(got_bias[5], (bias[4] + bias[6]) / 2 + math.log(2), rtol=1e-6)
-    assert (got_bias[6:] <= -1e8).all()
-    hidden = np.random.default_rng(1).normal(size=(4, 3)).astype("float32")
-    full = hidden @ kernel + bias
-    logits = readout.project(tf.constant(hidden), projection).numpy()
-    np.testing.assert_allclose(logits[:, :5], full[:, [0, 1, 2, 3, 5]], rtol=1e-5, atol=1e-6)
-    rest = logits[:, 5]
-    np.testing.assert_allclose(rest, (full[:, 4] + full[:, 6]) / 2 + math.log(2), rtol=1e-5)
-    assert (np.exp(rest) <= np.exp(full[:, 4]) + np.exp(full[:, 6])).all()
-    assert (logits[:, 6:] <= -1e8).all()
-    # With no word left out the column is padding too.
-    every = tf.constant([0, 1, 2, 3, 4, 5, 6, 0])
-    assert (readout.project(tf.constant(hidden), readout.columns(every, tf.constant(7)))
-            .numpy()[:, 7:] <= -1e8).all()
-
-
 def _model(arch, **extra):
     keras.utils.set_random_seed(3)
     model = TranslationModel(variant_config(f"{arch}50", {**DISTINCT_SIZES, **extra}))

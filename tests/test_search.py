@@ -156,8 +156,7 @@ MAX_LENGTH = 4
 def brute_force(model, source, forbid_unk, alpha, candidates=None):
     """All candidate sequences with their (normalised score, log-prob), best first,
     each scored by an eager loop over model.step. ``candidates``: the words a
-    vocabulary selection keeps (the softmax normalised over them, the reserved ids and
-    the words left out as one: their number times the exp of their mean logit)."""
+    vocabulary selection keeps (the softmax normalised over them and the reserved ids)."""
     words = ([UNK_ID] if not forbid_unk else []) + list(range(EOS_ID + 1, model.config.tgt_vocab_size))
     if candidates is not None:
         words = [w for w in words if w == UNK_ID or w in candidates]
@@ -180,9 +179,7 @@ def brute_force(model, source, forbid_unk, alpha, candidates=None):
         logits, state, _ = model.step(tf.constant(previous), state, memory)
         logits = logits.numpy().astype(np.float64)
         if candidates is not None:
-            left_out = np.log(len(dropped)) + logits[:, dropped].mean(1, keepdims=True)
             logits[:, dropped] = -np.inf
-            logits = np.concatenate([logits, left_out], axis=1)
         shifted = logits - logits.max(1, keepdims=True)
         log_probs = shifted - np.log(np.exp(shifted).sum(1, keepdims=True))
         active = t < lengths
@@ -250,9 +247,6 @@ def test_output_columns_are_the_shortlist_in_whole_blocks():
     every, count = search.output_columns(source, 300, search.Shortlist(TINY_TABLE, 0, 0))
     assert int(count) == 300 and every.shape[0] == 384
     np.testing.assert_array_equal(every.numpy()[:300], np.arange(300))
-    # Whole blocks always leave a column after the words: the left-out words' one.
-    every, count = search.output_columns(source, 256, search.Shortlist(TINY_TABLE, 0, 0))
-    assert int(count) == 256 and every.shape[0] == 384
 
 
 @pytest.mark.parametrize("arch", ["search50", "encdec50"])

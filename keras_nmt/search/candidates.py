@@ -18,8 +18,7 @@ def row_candidates(logits, k, forced, forbid_unk, count=None):
     R = min(K, C), best first. ``logits`` [B*K, C] are over the whole vocabulary (column
     = word), or with ``count`` over the output columns of
     :func:`~keras_nmt.search.shortlist.output_columns`, whole blocks of which the first
-    ``count`` are words (column i < 4 is reserved word i) and column ``count`` the words
-    left out, which counts in the normaliser and is never a candidate.
+    ``count`` are words (column i < 4 is reserved word i).
 
     The K best extensions of a sentence are among the K best of each of its rows, and
     within a row log-softmax keeps the order of the logits. So the vocabulary-wide work
@@ -32,11 +31,8 @@ def row_candidates(logits, k, forced, forbid_unk, count=None):
     whole_blocks = count is not None
     if count is None:
         count = tf.shape(logits)[1]
-        # Three more than K, so that K remain after dropping PAD, BOS and UNK.
-        wide = tf.minimum(k + 3, count)
-    else:
-        # And the left-out words' column.
-        wide = tf.minimum(k + 4, count + 1)
+    # Three more than K, so that K remain after dropping PAD, BOS and UNK.
+    wide = tf.minimum(k + 3, count)
     narrow = tf.minimum(k, count)
     top_logits, top_tokens = top_k_over_vocabulary(logits, wide, whole_blocks)
     peak = top_logits[:, :1]  # the row's maximum, log_softmax's shift, without another pass
@@ -46,7 +42,7 @@ def row_candidates(logits, k, forced, forbid_unk, count=None):
         tf.equal(top_tokens, PAD_ID)
         | tf.equal(top_tokens, BOS_ID)
         | (forbid_unk & tf.equal(top_tokens, UNK_ID))
-        | (top_tokens >= count)  # the left-out words, or a padding column
+        | (top_tokens >= count)  # a padding column
     )
     lp, order = tf.math.top_k(tf.where(banned, DEAD, lp), k=narrow)
     tokens = take_along_rows(top_tokens, order)

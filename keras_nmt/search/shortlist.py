@@ -2,9 +2,8 @@
 
 A search with a :class:`Shortlist` scores each batch on its candidate words only: the
 output layer's rows for them are gathered once per batch (:func:`output_columns`), the
-softmax normalises over them and over one more column that stands for the words left
-out (:meth:`~keras_nmt.layers.readout.MaxoutReadout.columns`), and the chosen columns
-map back to word ids. Without one, every step uses the model's whole output layer.
+softmax normalises over them, and the chosen columns map back to word ids. Without one,
+every step uses the model's whole output layer.
 """
 
 from __future__ import annotations
@@ -39,10 +38,10 @@ def output_columns(source_ids, vocab_size: int, shortlist: Shortlist | None = No
 
     ``columns`` holds ``count`` word ids in ascending order (the reserved ids first, at
     their own positions: column i is word i for i < 4), then PAD up to a whole number of
-    blocks of the two-stage top-k (:data:`keras_nmt.search.top_k.BLOCK`), at least one:
-    the model makes column ``count`` the left-out words' share of the normaliser and
-    masks the rest out (:meth:`~keras_nmt.models.TranslationModel.output_projection`).
-    Without a shortlist, or with it turned off, every word of the vocabulary."""
+    blocks of the two-stage top-k (:data:`keras_nmt.search.top_k.BLOCK`); the model
+    masks those padding columns out
+    (:meth:`~keras_nmt.models.TranslationModel.output_projection`). Without a shortlist,
+    or with it turned off, every word of the vocabulary."""
     words = tf.range(vocab_size, dtype=tf.int32)
     if shortlist is None:
         chosen = words
@@ -57,5 +56,5 @@ def output_columns(source_ids, vocab_size: int, shortlist: Shortlist | None = No
         keep = (hits > 0) | (words < len(RESERVED) + frequent) | off
         chosen = tf.cast(tf.reshape(tf.where(keep), [-1]), tf.int32)
     count = tf.shape(chosen)[0]
-    padded = (count + BLOCK) // BLOCK * BLOCK  # whole blocks of count + 1 columns
+    padded = (count + BLOCK - 1) // BLOCK * BLOCK
     return tf.pad(chosen, [[0, padded - count]], constant_values=PAD_ID), count
