@@ -158,20 +158,28 @@ def useful_flops(config, source_lens, output_lens, beam: int, columns) -> float:
 def batch_columns(source_ids: Sequence[Sequence[int]], batch: int, vocab_size: int,
                   table=None, shortlist=None) -> list[int]:
     """Per sentence, the output words of its batch (batches formed as the Translator forms
-    them: sorted by source length): every word, or the shortlist's candidates."""
+    them: sorted by source length, the sentences with a rare source word apart): every
+    word, or the shortlist's candidates. ``table``: a Lexicon's ``selection_table``, whose
+    marked rows select every word."""
     import numpy as np
 
     columns = [vocab_size] * len(source_ids)
     if table is None or shortlist is None:
         return columns
     frequent, best = shortlist
+    rare = np.asarray(table)[:, 0] < 0
+    flags = [bool(rare[list(ids)].any()) for ids in source_ids]
     order = sorted(range(len(source_ids)), key=lambda i: len(source_ids[i]))
-    for start in range(0, len(order), batch):
-        chosen = order[start : start + batch]
-        words = {int(t) for i in chosen for s in source_ids[i] for t in table[s, :best]}
-        count = len(words | set(range(4 + frequent))) if frequent else len(words | set(range(4)))
-        for i in chosen:
-            columns[i] = int(np.minimum(count, vocab_size))
+    for part in (False, True):
+        members = [i for i in order if flags[i] == part]
+        for start in range(0, len(members), batch):
+            chosen = members[start : start + batch]
+            if part:
+                continue  # the whole vocabulary
+            words = {int(t) for i in chosen for s in source_ids[i] for t in table[s, :best]}
+            count = len(words | set(range(4 + frequent))) if frequent else len(words | set(range(4)))
+            for i in chosen:
+                columns[i] = int(np.minimum(count, vocab_size))
     return columns
 
 
@@ -333,7 +341,7 @@ def main(argv=None) -> int:
     run = RunDir(args.run_dir)
     try:
         config, info = run.load_config(), run.load_data_info()
-        table = run.load_lexicon().targets if "on" in selections else None
+        table = run.load_lexicon().selection_table() if "on" in selections else None
         valid = None if args.sentences else run.split_files("valid", info, needed_for=PROG)
     except (RunDirError, LexiconError, OSError, ValueError) as error:
         parser.error(f"{args.run_dir}: {error}")

@@ -46,6 +46,7 @@ No TensorFlow here: the run directory reads and writes the table
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from typing import Callable, Iterable, Iterator, Sequence
@@ -60,6 +61,15 @@ from keras_nmt.progress import Phase, Progress
 NULL = PAD_ID  # the NULL source word of Model 1 borrows the padding id (never a real word)
 DEFAULT_ITERATIONS = 5
 DEFAULT_BEST = 50  # translations kept per source word; a search may use fewer
+# A source word seen at most this many times in training has its translations estimated
+# from as many sentences: too few to choose a sentence's candidates by. A batch that holds
+# one is scored on the whole vocabulary (RARE_MARK in its rows of selection_table); the
+# translators give such sentences batches of their own. On Anki's reported half a
+# shortlist cost its rare-word pairs -0.3 to -1.6 BLEU before this (docs/benchmarks.md).
+RARE_COUNT = 2
+RARE_MARK = -1  # a row of selection_table whose source word selects the whole vocabulary
+# Source ids that are never words: padding, BOS and EOS (the search appends EOS).
+NOT_WORDS = (PAD_ID, BOS_ID, EOS_ID)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,11 +93,14 @@ class Lexicon:
     """``targets`` int32 [source vocabulary, best]: the most probable target ids of each
     source id, best first, padded with PAD_ID; ``probs`` float32, the same shape: their
     p(t | s), 0 in padding. ``info``: how it was built (corpus size, sample, iterations,
-    seconds, memory)."""
+    seconds, memory). ``source_counts`` int64 [source vocabulary]: how often training saw
+    each source id (the whole prepared split; None in a table built before they were
+    kept, whose search then selects for every sentence)."""
 
     targets: np.ndarray
     probs: np.ndarray
     info: dict
+    source_counts: np.ndarray | None = None
 
     @property
     def best(self) -> int:
@@ -98,11 +111,32 @@ class Lexicon:
         row = self.targets[source_id, : count or self.best]
         return [int(t) for t in row if t != PAD_ID]
 
+    def rare_sources(self) -> np.ndarray:
+        """bool [source vocabulary]: the source ids seen at most :data:`RARE_COUNT` times in
+        training (UNK included when training never saw it); never padding, BOS or EOS.
+        All False without ``source_counts``."""
+        rare = np.zeros(self.targets.shape[0], bool)
+        if self.source_counts is not None:
+            rare = self.source_counts <= RARE_COUNT
+            rare[list(NOT_WORDS)] = False
+        return rare
+
+    def selection_table(self) -> np.ndarray:
+        """The table the search selects by (:class:`keras_nmt.search.Shortlist`):
+        ``targets`` with every row of a :meth:`rare_sources` id set to :data:`RARE_MARK`,
+        so that a batch holding such a word is scored on the whole vocabulary."""
+        table = np.array(self.targets, np.int32)
+        table[self.rare_sources()] = RARE_MARK
+        return table
+
     def check(self, source_vocab_size: int, target_vocab_size: int) -> None:
         """Raise :class:`LexiconError` unless the table fits the run's vocabularies."""
         if self.targets.ndim != 2 or self.targets.shape != self.probs.shape:
             raise LexiconError(f"malformed lexical table: shapes {self.targets.shape} and "
                                f"{self.probs.shape}")
+        if self.source_counts is not None and self.source_counts.shape != self.targets.shape[:1]:
+            raise LexiconError(f"malformed lexical table: {self.source_counts.shape[0]} source "
+                               f"counts for {self.targets.shape[0]} source words")
         if self.targets.shape[0] != source_vocab_size:
             raise LexiconError(f"the lexical table has {self.targets.shape[0]} source words, "
                                f"the run's vocabulary {source_vocab_size}: rebuild it "
@@ -365,7 +399,7 @@ def train_model1(
         "limits": dataclasses.asdict(limits),
         "seconds": time.perf_counter() - started,
     }
-    return Lexicon(targets, probs, info)
+    return Lexicon(targets, probs, info, np.bincount(src_flat, minlength=source_vocab_size))
 
 
 def build_for_run(run, iterations: int = DEFAULT_ITERATIONS, best: int = DEFAULT_BEST,
@@ -398,7 +432,14 @@ def build_for_run(run, iterations: int = DEFAULT_ITERATIONS, best: int = DEFAULT
     phase.finish(f"{len(pairs):,} pairs kept")
     lexicon = train_model1(pairs, len(source_codec.vocabulary), len(target_codec.vocabulary),
                            iterations, best, progress, limits)
+    # The rare-word rule counts what the model trained on: every kept pair, not the sample.
+    split = run.prepared_split(needed_for="the lexical table")
+    if split is not None:
+        with contextlib.closing(split):
+            lexicon = dataclasses.replace(
+                lexicon, source_counts=split.token_counts(0, len(source_codec.vocabulary)))
     lexicon.info.update(corpus_lines=lines, sampled_lines=sampled,
+                        counts_from="prepared split" if split is not None else "sample",
                         total_seconds=time.perf_counter() - started)
     run.write_lexicon(lexicon)
     return lexicon

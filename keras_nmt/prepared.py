@@ -167,6 +167,24 @@ class PreparedSplit:
                     (bounds[:, 1] - bounds[:, 0]).astype(np.int64)]
         return tuple(out)
 
+    def token_counts(self, side: int, size: int) -> np.ndarray:
+        """int64 [size]: how often each id stands on one side (0 source, 1 target) of
+        the kept pairs, the best segmentation's. One streamed pass over the side's ids:
+        memory holds one chunk, whatever the corpus size."""
+        dtype, ids_path, _ = self._sides[side]
+        counts = np.zeros(size, np.int64)
+        left = ids_path.stat().st_size
+        with open(ids_path, "rb") as ids:
+            # Never asked for more than is left: read(n) allocates n bytes first.
+            while left and (chunk := ids.read(min(left, REMAP_CHUNK * dtype.itemsize))):
+                left -= len(chunk)
+                found = np.bincount(np.frombuffer(chunk, dtype), minlength=size)
+                if found.size > size:
+                    raise PreparedError(f"{ids_path} holds ids of {found.size} words, not "
+                                        f"{size}: prepare the run again")
+                counts += found
+        return counts
+
     def pair(self, index: int) -> tuple[list[int], list[int]]:
         """One pair's (source ids, target ids), without EOS."""
         source, _, target, _ = self.gather(np.array([index]))

@@ -189,8 +189,9 @@ class RunDir:
         import numpy as np
 
         buffer = io.BytesIO()
+        counts = {} if lexicon.source_counts is None else {"source_counts": lexicon.source_counts}
         np.savez(buffer, targets=lexicon.targets, probs=lexicon.probs,
-                 info=np.array(json.dumps(lexicon.info, sort_keys=True)))
+                 info=np.array(json.dumps(lexicon.info, sort_keys=True)), **counts)
         write_bytes_atomic(self.lexicon_path, buffer.getvalue())
 
     def load_lexicon(self):
@@ -205,7 +206,10 @@ class RunDir:
                                f"keras-nmt lexicon {self.path}")
         try:
             with np.load(self.lexicon_path, allow_pickle=False) as data:
-                lexicon = Lexicon(data["targets"], data["probs"], json.loads(str(data["info"])))
+                # A table written before the source counts were kept has none.
+                counts = data["source_counts"] if "source_counts" in data.files else None
+                lexicon = Lexicon(data["targets"], data["probs"], json.loads(str(data["info"])),
+                                  counts)
         except (OSError, ValueError, KeyError) as error:
             raise LexiconError(f"cannot read {self.lexicon_path}: {error}") from None
         source, target = self.load_vocabularies()

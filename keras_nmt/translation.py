@@ -172,6 +172,7 @@ def translate_lines(
     split_sentences: bool = False,
     progress: Callable[[int], None] | None = None,
     revise: Callable[[list[Item], list[Translation]], list[Translation]] | None = None,
+    apart: Callable[[Item], bool] | None = None,
 ) -> list[Translation]:
     """One Translation per line of ``lines``, in order.
 
@@ -183,7 +184,9 @@ def translate_lines(
     ``skip_empty``, a sentence of length 0 is not decoded and gets that Translation.
     ``revise(items, translations)`` may then rework the sentences' translations (the
     onnxruntime path aligns them). Each line's Translation joins its sentences'
-    (:func:`join_translations`).
+    (:func:`join_translations`). The sentences for which ``apart(item)`` is true are
+    batched apart from the others (vocabulary selection scores a batch holding a rare
+    source word on the whole vocabulary, :func:`rare_source`).
 
     ``progress`` is called after each batch with the number of lines it finished (a line
     is finished with its last sentence; a line none of whose sentences is decoded is
@@ -196,8 +199,10 @@ def translate_lines(
     results: list[Translation | None] = [skip_empty] * len(items)
     todo = sorted((i for i, item in enumerate(items) if skip_empty is None or len(item)),
                   key=lambda i: len(items[i]))
-    for start in range(0, len(todo), batch_size):
-        chosen = todo[start : start + batch_size]
+    batches = []
+    for part in _parts(todo, items, apart):
+        batches += [part[start : start + batch_size] for start in range(0, len(part), batch_size)]
+    for chosen in batches:
         for i, translation in zip(chosen, decode([items[i] for i in chosen]), strict=True):
             results[i] = translation
         if progress is not None:
@@ -213,3 +218,23 @@ def translate_lines(
         joined.append(join_translations(results[start : start + len(found)]))  # type: ignore
         start += len(found)
     return joined
+
+
+def _parts(todo: list[int], items: Sequence, apart: Callable | None) -> list[list[int]]:
+    """``todo`` (sentence numbers, in length order) in the two parts that are batched
+    apart: those ``apart`` leaves together first, then the others, each in length order."""
+    if apart is None:
+        return [todo]
+    flags = {i: bool(apart(items[i])) for i in todo}
+    return [part for part in ([i for i in todo if not flags[i]], [i for i in todo if flags[i]])
+            if part]
+
+
+def rare_source(rare) -> Callable[[Source], bool] | None:
+    """``translate_lines``'s ``apart`` under vocabulary selection: whether a sentence holds
+    an id that ``rare`` (bool [source vocabulary], :meth:`keras_nmt.lexicon.Lexicon.rare_sources`)
+    marks. None when it marks none."""
+    rare = None if rare is None else np.asarray(rare, bool)
+    if rare is None or not rare.any():
+        return None
+    return lambda source: bool(rare[np.asarray(source.ids, np.int64)].any())

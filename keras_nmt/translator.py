@@ -41,7 +41,7 @@ from keras_nmt.lexicon import shortlist_inputs
 from keras_nmt.models import TranslationModel
 from keras_nmt.rundir import RunDir
 from keras_nmt.translation import (
-    Source, Translation, beam_translation, blank, read_source, translate_lines,
+    Source, Translation, beam_translation, blank, rare_source, read_source, translate_lines,
 )
 from keras_nmt.unk_replace import load_dictionary, replace_unknowns
 
@@ -152,7 +152,7 @@ class Translator:
             # Without a shortlist, a function without the table: the exact search.
             self._search_fns[key] = search.make_translate_fn(
                 self.model, nbest=nbest, autograph=False, jit_compile=self.jit_compile,
-                lexicon_table=self.lexicon.targets if selecting else None,
+                lexicon_table=self.lexicon.selection_table() if selecting else None,
                 attention=attention,
             )
         return self._search_fns[key]
@@ -206,7 +206,9 @@ class Translator:
         ``shortlist`` = (F, B): vocabulary selection, each batch scored on the F most
         frequent target words, the B best translations of its source words by the
         lexical table and the reserved words (:class:`keras_nmt.search.Shortlist`);
-        scores are normalised over those words. None: the whole vocabulary.
+        scores are normalised over those words. A sentence with a source word training
+        saw at most :data:`~keras_nmt.lexicon.RARE_COUNT` times is decoded over the whole
+        vocabulary, in a batch of such sentences. None: the whole vocabulary.
 
         ``progress`` is called after each batch with the number of lines it finished (a
         line of several sentences is finished with its last one; empty lines, never
@@ -252,7 +254,14 @@ class Translator:
 
         return translate_lines(lines, decode, batch_size, read=self.source,
                                skip_empty=blank(nbest), lang=self.src_lang,
-                               split_sentences=split_sentences, progress=progress)
+                               split_sentences=split_sentences, progress=progress,
+                               apart=self.rare_source() if selection and any(selection) else None)
+
+    def rare_source(self) -> Callable[[Source], bool] | None:
+        """Whether a sentence holds a source word training saw too rarely for vocabulary
+        selection (:meth:`keras_nmt.lexicon.Lexicon.rare_sources`): such sentences decode
+        over the whole vocabulary, in batches of their own. None without a table."""
+        return None if self.lexicon is None else rare_source(self.lexicon.rare_sources())
 
     def _batch(self, sources: list[Source], batch_size: int) -> np.ndarray:
         """The sources' ids as one zero-padded int32 batch."""

@@ -103,16 +103,22 @@ def savedmodel_loaders(export_dir):
     return {"tf2": TF2Model(path), "tf1": SessionModel(path)}
 
 
-def shortlist_candidates(translator, lines, shortlist) -> set[int]:
-    """The target ids a selecting search may say for ``lines`` decoded in one batch: the
-    reserved ids, the F most frequent ones and the B best translations of each source id
-    (the run's lexical table)."""
+def shortlist_candidates(translator, lines, shortlist) -> list[set[int]]:
+    """The target ids a selecting search may say for each of ``lines`` (one sentence
+    each) decoded in one call: every id for a line with a source word the lexical table
+    marks rare; for the others, which share their batch, the reserved ids, the F most
+    frequent ones and the B best translations of each of their source ids."""
     from keras_nmt.constants import RESERVED
 
     frequent, best = shortlist
-    table = translator.lexicon.targets
-    return set(range(len(RESERVED) + frequent)) | {
-        int(x) for source in translator.encode(lines) for s in source for x in table[s, :best]}
+    table, rare = translator.lexicon.targets, translator.lexicon.rare_sources()
+    sources = translator.encode(lines)
+    marked = [bool(rare[source].any()) for source in sources]
+    common = set(range(len(RESERVED) + frequent)) | {
+        int(x) for source, is_rare in zip(sources, marked) if not is_rare
+        for s in source for x in table[s, :best]}
+    every = set(range(len(translator.target_vocab)))
+    return [every if is_rare else common for is_rare in marked]
 
 
 def run_translator(run_dir):

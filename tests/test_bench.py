@@ -8,6 +8,7 @@ import pathlib
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from support import ROOT, TINY_SETTINGS
@@ -195,6 +196,15 @@ def test_decode_throughput_keras_columns_flops_and_headline_figures(tiny_run, tm
     assert figures["fastest"] == max(
         cells[("off", 5)]["sentences_per_second"], cells[("on", 5)]["sentences_per_second"])
     assert "PASS" not in capsys.readouterr().out
+
+
+def test_batch_columns_give_a_rare_sentences_batch_every_word():
+    decode = load("decode_throughput")
+    # Source words 4 and 5 translate to 4 and 6; word 6 is marked rare (every word).
+    table = np.array([[0, 0]] * 4 + [[4, 5], [6, 0], [-1, -1]], np.int32)
+    # The two others share a batch: reserved 0-3, the most frequent word 4, and 6.
+    assert decode.batch_columns([[4, 3], [6, 4, 3], [5, 3]], 64, 20, table, (1, 1)) == [6, 20, 6]
+    assert decode.batch_columns([[4, 3], [6, 4, 3]], 64, 20) == [20, 20]
 
 
 def test_useful_flops_by_hand():

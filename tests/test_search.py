@@ -19,6 +19,7 @@ from keras_nmt import search
 from keras_nmt.config import variant_config
 from keras_nmt.models import TranslationModel
 from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from keras_nmt.lexicon import RARE_MARK
 from keras_nmt.search.candidates import ALIVE, DEAD, row_candidates
 from keras_nmt.search.top_k import BLOCK, top_k_over_vocabulary
 
@@ -247,6 +248,52 @@ def test_output_columns_are_the_shortlist_in_whole_blocks():
     every, count = search.output_columns(source, 300, search.Shortlist(TINY_TABLE, 0, 0))
     assert int(count) == 300 and every.shape[0] == 384
     np.testing.assert_array_equal(every.numpy()[:300], np.arange(300))
+
+
+def test_a_marked_source_word_selects_every_word_for_its_batch():
+    table = TINY_TABLE.copy()
+    table[9] = RARE_MARK  # word 9: seen too rarely to select by
+    shortlist = search.Shortlist(table, frequent=1, best=1)
+    columns, count = search.output_columns(tf.constant([[4, 5, 3, 0], [9, 3, 0, 0]]), 300,
+                                           shortlist)
+    assert int(count) == 300
+    np.testing.assert_array_equal(columns.numpy()[:300], np.arange(300))
+    # Without the marked word the batch keeps its candidates: reserved, 4 and 5.
+    columns, count = search.output_columns(tf.constant([[4, 5, 3, 0]]), 300, shortlist)
+    np.testing.assert_array_equal(columns.numpy()[: int(count)], [0, 1, 2, 3, 4, 5])
+
+
+def test_rare_apart_decodes_the_marked_sentences_alone_over_every_word():
+    # 12 target words: the table's translations (4-7) leave 8-11 out.
+    model = build_model("search50", seed=3, tgt_vocab_size=12, gain=1.5)
+    table = TINY_TABLE.copy()
+    table[9] = RARE_MARK
+    fn = search.make_translate_fn(model, nbest=2, lexicon_table=table, autograph=False)
+    rare = np.zeros(len(table), bool)
+    rare[9] = True
+    apart = tf.function(search.rare_apart(fn.python_function, rare), autograph=False)
+
+    def run(function, source):
+        out = function(tf.constant(source, tf.int32), tf.constant(3), tf.constant(1.0),
+                       tf.constant(False), tf.constant(0), tf.constant(0), tf.constant(1))
+        return {key: value.numpy() for key, value in out.items()}
+
+    exact = translate(model, SOURCES, 3, nbest=2)
+    common = [source for source in SOURCES if 9 not in source]  # rows 0, 1 and 4
+    alone = run(fn, common)
+    for sources in (SOURCES, common, [SOURCES[2], SOURCES[3]]):  # mixed, none, all marked
+        got = run(apart, sources)
+        for row, source in enumerate(sources):
+            want = alone if 9 not in source else exact
+            at = (common if 9 not in source else SOURCES).index(source)
+            length = int(got["lengths"][row].max())
+            np.testing.assert_array_equal(got["ids"][row, :, :length], want["ids"][at, :, :length])
+            assert not got["ids"][row, :, length:].any()
+            np.testing.assert_allclose(got["scores"][row], want["scores"][at], atol=1e-6)
+            np.testing.assert_allclose(got["attention"][row, :, :length],
+                                       want["attention"][at, :, :length], atol=1e-6)
+    # The unmarked sentences were selected: the common batch's candidates are fewer.
+    assert not np.allclose(alone["scores"], exact["scores"][[0, 1, 4]])
 
 
 @pytest.mark.parametrize("arch", ["search50", "encdec50"])

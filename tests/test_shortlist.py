@@ -57,6 +57,30 @@ def test_model1_learns_the_word_pairs():
         assert table.probs[word, 0] > 0.7
 
 
+def test_rare_source_words_are_marked_to_select_every_word():
+    # ids 0-3 reserved (PAD, UNK, BOS, EOS); words 4..7 seen 5, 2, 3 and 0 times.
+    targets = np.arange(8 * 2, dtype=np.int32).reshape(8, 2) % 6 + 4
+    counts = np.array([9, 0, 9, 0, 5, 2, 3, 0])
+    table = lexicon_lib.Lexicon(targets, np.ones((8, 2), np.float32), {}, counts)
+    # At most RARE_COUNT (2) times, UNK included when training never saw it; PAD, BOS
+    # and EOS never, whatever their counts.
+    assert lexicon_lib.RARE_COUNT == 2
+    assert table.rare_sources().tolist() == [False, True, False, False, False, True, False, True]
+    marked = table.selection_table()
+    assert (marked[[1, 5, 7]] == lexicon_lib.RARE_MARK).all()
+    np.testing.assert_array_equal(marked[[0, 2, 3, 4, 6]], targets[[0, 2, 3, 4, 6]])
+    # A table written before the counts were kept selects for every sentence, as before.
+    old = lexicon_lib.Lexicon(targets, np.ones((8, 2), np.float32), {})
+    assert not old.rare_sources().any()
+    np.testing.assert_array_equal(old.selection_table(), targets)
+    with pytest.raises(LexiconError, match="source counts"):
+        lexicon_lib.Lexicon(targets, targets.astype(np.float32), {}, counts[:5]).check(8, 10)
+    # Model 1 counts the pairs it is given (build_for_run replaces them by the whole
+    # prepared split's).
+    trained = lexicon_lib.train_model1([([4], [4]), ([4, 5], [4, 5])], 6, 6, iterations=1)
+    assert trained.source_counts.tolist() == [0, 0, 0, 0, 2, 1]
+
+
 def test_lines_sampled_are_spread_through_the_file():
     chosen = lexicon_lib.sampled_lines(1000, 100)
     lines = [i for i in range(1000) if chosen(i)]
@@ -170,6 +194,19 @@ def run_copy(tiny_run, tmp_path_factory):
 def test_training_built_the_table_and_the_command_rebuilds_it(tiny_run, run_copy, capsys):
     built = RunDir(tiny_run).load_lexicon()
     assert built.best == lexicon_lib.DEFAULT_BEST and built.info["pairs"] > 100
+    # The source counts are the prepared split's: the tokens of every pair training kept
+    # (both sides at most max_len tokens).
+    run = RunDir(tiny_run)
+    source_codec, target_codec = run.codecs()
+    max_len = run.load_config().max_len
+    expected = np.zeros(len(source_codec.vocabulary), np.int64)
+    for source_line, target_line in run.split_files("train", needed_for="a test").pairs():
+        source, target = source_codec.encode(source_line), target_codec.encode(target_line)
+        if 0 < len(source) <= max_len and 0 < len(target) <= max_len:
+            np.add.at(expected, source, 1)
+    assert built.info["counts_from"] == "prepared split"
+    np.testing.assert_array_equal(built.source_counts, expected)
+    assert 0 < built.rare_sources().sum() < len(expected)
     assert lexicon_cli.main([str(run_copy), "--translations", "3", "--iterations", "2"]) == 0
     out, err = capsys.readouterr()
     report = json.loads(out)
@@ -227,8 +264,29 @@ def test_a_shortlist_of_every_word_is_the_exact_search(translator, lines):
 def test_selected_translations_use_only_candidate_words(translator, lines):
     for line, t in zip(lines, translator.translate(lines, beam_size=BEAM, shortlist=SHORTLIST,
                                                    batch_size=1)):
-        allowed = shortlist_candidates(translator, [line], SHORTLIST)
+        [allowed] = shortlist_candidates(translator, [line], SHORTLIST)
         assert set(translator.target_vocab.encode(t.tokens)) <= allowed, line
+
+
+def test_sentences_with_a_rare_word_decode_over_every_word_in_batches_of_their_own(
+        translator, lines):
+    from keras_nmt.translation import rare_source
+
+    apart = translator.rare_source()
+    rare = [apart(translator.source(line)) for line in lines]
+    assert 0 < sum(rare) < len(lines)  # the tiny corpus has both kinds
+    exact = translator.translate(lines, beam_size=BEAM)
+    selected = translator.translate(lines, beam_size=BEAM, shortlist=SHORTLIST)
+    allowed = shortlist_candidates(translator, lines, SHORTLIST)
+    for line, is_rare, whole, chosen, words in zip(lines, rare, exact, selected, allowed):
+        if is_rare:  # the exact search, whatever else the call held
+            assert chosen.text == whole.text, line
+            assert chosen.score == pytest.approx(whole.score, abs=1e-5)
+        else:
+            assert set(translator.target_vocab.encode(chosen.tokens)) <= words, line
+    assert len(allowed[rare.index(False)]) < len(translator.target_vocab)
+    # Without a table that marks a word, nothing is batched apart.
+    assert rare_source(np.zeros(4, bool)) is None and rare_source(None) is None
 
 
 def test_shortlist_errors(translator, run_copy, tmp_path, capsys):
@@ -288,18 +346,31 @@ def test_every_path_gives_the_keras_tokens_with_selection(shortlist_export, tran
             runs[name] = lambda feeds, model=model: model.run("translate_ids", **feeds)
         for name, run in runs.items():
             decoded = parity.run_ids(run, source_ids, translator.target_vocab, BEAM, 1.0,
-                                     shortlist=sizes)
+                                     shortlist=sizes, rare=translator.lexicon.rare_sources())
             result = parity.compare(reference, decoded)
             # As without selection: onnxruntime rounds some scores differently from
             # TensorFlow, so equally scored hypotheses of the barely trained model may
             # swap there (ties allowed, nothing else); TensorFlow's paths agree exactly.
             assert parity.agrees(result, allow_ties=name == "onnx"), (name, shortlist, result)
-    # The string signatures decode with the export's shortlist.
-    reference = translator.translate(lines, beam_size=BEAM, shortlist=SHORTLIST)
-    for name, model in savedmodel_loaders(shortlist_export).items():
-        out = model.run("serving_default", sentences=lines)
-        assert [x.decode("utf-8") for x in out["translations"]] == [t.text for t in reference]
-        np.testing.assert_allclose(out["scores"], [t.score for t in reference], atol=1e-4)
+    # translate_ids decides per batch: one that holds a rare word is scored on every word,
+    # in onnxruntime as in TensorFlow, so that every sentence gets the exact search.
+    exact = parity.from_translations(translator.translate(lines, beam_size=BEAM))
+    for name, run in runs.items():
+        mixed = parity.run_ids(run, source_ids, translator.target_vocab, BEAM, 1.0,
+                               shortlist=SHORTLIST, batch_size=len(lines))
+        assert parity.agrees(parity.compare(exact, mixed), allow_ties=name == "onnx"), name
+    # The string signatures decode with the export's shortlist, the sentences with a rare
+    # word apart from the others, as the Translator does, in one call or in parts, of
+    # one kind of sentence (the other part is then empty) or of both.
+    apart = translator.rare_source()
+    rare = [line for line in lines if apart(translator.source(line))]
+    common = [line for line in lines if not apart(translator.source(line))]
+    for part in (lines, rare, common, [common[0], rare[0]]):
+        reference = translator.translate(part, beam_size=BEAM, shortlist=SHORTLIST)
+        for name, model in savedmodel_loaders(shortlist_export).items():
+            out = model.run("serving_default", sentences=part)
+            assert [x.decode("utf-8") for x in out["translations"]] == [t.text for t in reference]
+            np.testing.assert_allclose(out["scores"], [t.score for t in reference], atol=1e-4)
 
 
 def test_onnx_translate_uses_the_export_shortlist(shortlist_export, translator, lines, capsys):
@@ -307,6 +378,8 @@ def test_onnx_translate_uses_the_export_shortlist(shortlist_export, translator, 
 
     meta = json.loads((onnx_files(shortlist_export) / "nmt.onnx.json").read_text(encoding="utf-8"))
     assert meta["shortlist"] == [5, 2]
+    # The onnxruntime path learns the rare source words from the metadata.
+    assert meta["rare_sources"] == np.flatnonzero(translator.lexicon.rare_sources()).tolist()
     assert meta["inputs"][-2:] == ["shortlist_frequent", "shortlist_best"]
     onnx = OnnxTranslator.from_export_dir(shortlist_export)
     for option, shortlist in ((True, SHORTLIST), ((3, 1), (3, 1)), (False, None)):

@@ -283,8 +283,11 @@ def test_selection_and_int8_export_of_a_sentencepiece_run(tiny_spm_selecting_exp
     # Every piece said is a candidate of some sentence: a reserved or frequent piece, or
     # one of the best translations of a source piece.
     allowed = shortlist_candidates(translator, lines, SHORTLIST)
-    assert all(set(translator.target_vocab.encode(t.tokens)) <= allowed for t in selected)
-    assert len(allowed) < len(translator.target_vocab)  # the shortlist leaves pieces out
+    assert all(set(translator.target_vocab.encode(t.tokens)) <= words
+               for t, words in zip(selected, allowed))
+    # The shortlist leaves pieces out for the sentences without a piece training saw at
+    # most twice (on 400 pairs, 14 of these 32).
+    assert sum(len(words) < len(translator.target_vocab) for words in allowed) >= 10
     for name, model in savedmodel_loaders(export).items():
         out = model.run("serving_default", sentences=lines)
         assert [x.decode("utf-8") for x in out["translations"]] == [t.text for t in selected], name

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from keras_nmt.models import TranslationModel
 from keras_nmt.constants import UNK, UNK_ID
-from keras_nmt.translation import Translation
+from keras_nmt.translation import Source, Translation
 from keras_nmt.translator import Translator, default_max_source_len
 
 LINES = [
@@ -23,6 +23,33 @@ LINES = [
     "A dog.",
     "The man is here.",
 ]
+
+
+def test_sentences_with_a_rare_word_are_batched_apart_and_answered_in_order():
+    from keras_nmt.translation import rare_source, translate_lines
+
+    rare = np.zeros(10, bool)
+    rare[7] = True  # a source word training saw too rarely to select by ("g")
+    ids = {"A b.": (4, 5), "C.": (6,), "D g.": (8, 7), "G.": (7,), "A.": (4,), "B c d.": (5, 6, 8)}
+    batches = []
+
+    def decode(sources):
+        batches.append([" ".join(s.tokens) for s in sources])
+        return [Translation(" ".join(s.tokens).upper()) for s in sources]
+
+    def read(sentence):
+        return Source(tuple(sentence.split()), ids[sentence] + (3,), 0)
+
+    lines = ["A b. G.", "C.", "D g.", "A.", "B c d."]
+    out = translate_lines(lines, decode, 2, read=read, lang="en", split_sentences=True,
+                          apart=rare_source(rare))
+    assert [t.text for t in out] == ["A B. G.", "C.", "D G.", "A.", "B C D."]
+    # The others first, shortest first, two a batch; then the rare ones, apart.
+    assert batches == [["C.", "A."], ["A b.", "B c d."], ["G.", "D g."]]
+    # Without ``apart``: by length only.
+    batches.clear()
+    translate_lines(lines, decode, 2, read=read, lang="en", split_sentences=True)
+    assert batches == [["G.", "C."], ["A.", "A b."], ["D g.", "B c d."]]
 
 
 def peaked_model(config, seed=0, gain=2.0, unk_bias=0.0):

@@ -28,7 +28,7 @@ from typing import Callable
 from keras_nmt.atomic import write_json_atomic, write_text_atomic
 from keras_nmt.errors import ExportError
 from keras_nmt.export import layout
-from keras_nmt.lexicon import shortlist_inputs
+from keras_nmt.lexicon import RARE_MARK, shortlist_inputs
 from keras_nmt.rundir import RunDir
 from keras_nmt.text import codecs
 
@@ -121,6 +121,11 @@ def self_check(savedmodel_dir: pathlib.Path, translator, beam_size: int, alpha: 
         )
 
 
+def _rare_sources(translator, shortlist):
+    """The source ids a selecting search batches apart (None without selection)."""
+    return translator.lexicon.rare_sources() if shortlist else None
+
+
 def onnx_check(onnx_path: pathlib.Path, translator, beam_size: int, alpha: float,
                shortlist: tuple[int, int] | None = None) -> None:
     """The ONNX model in onnxruntime decodes like the Keras model."""
@@ -133,7 +138,8 @@ def onnx_check(onnx_path: pathlib.Path, translator, beam_size: int, alpha: float
     reference = translator.translate(lines, beam_size=beam_size, alpha=alpha, shortlist=shortlist,
                                      split_sentences=False)
     decoded = parity.run_ids(OnnxModel(onnx_path).run, translator.encode(lines),
-                             translator.target_vocab, beam_size, alpha, shortlist=shortlist)
+                             translator.target_vocab, beam_size, alpha, shortlist=shortlist,
+                             rare=_rare_sources(translator, shortlist))
     result = parity.compare(parity.from_translations(reference), decoded)
     if not parity.agrees(result, allow_ties=True):
         raise ExportError(f"self-check failed: the ONNX model differs from the Keras model ({result})")
@@ -197,7 +203,8 @@ def int8_check(float_path: pathlib.Path, int8_path: pathlib.Path, run, translato
     scores = {}
     for label, path in (("float", float_path), ("int8", int8_path)):
         decoded = parity.run_ids(OnnxModel(path).run, source_ids, translator.target_vocab,
-                                 beam_size, alpha, batch_size=64, shortlist=shortlist)
+                                 beam_size, alpha, batch_size=64, shortlist=shortlist,
+                                 rare=_rare_sources(translator, shortlist))
         texts = [translator.target_codec.detokenize(d.tokens) for d in decoded]
         scores[label] = bleu(texts, references)[0]
     drop = scores["float"] - scores["int8"]
@@ -272,6 +279,10 @@ def write_onnx(directory: pathlib.Path, name: str, run, model, settings, tokeniz
         "alpha": settings.alpha,
         "nbest": settings.nbest,
         "shortlist": list(settings.shortlist) if settings.shortlist else None,
+        # The source ids whose sentences the graph decodes over the whole vocabulary
+        # under selection: the onnxruntime path batches them apart.
+        "rare_sources": [] if lexicon_table is None else
+        [int(i) for i in (lexicon_table[:, 0] == RARE_MARK).nonzero()[0]],
         "max_decode_ratio": float(run.config.max_decode_ratio),
         "opset": onnx_export.OPSET,
         "inputs": onnx_export.input_names(proto),
@@ -317,7 +328,7 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
     # reference translations, their graph twins for the SavedModel.
     tokenizer = run.source_codec.kind
     translator = Translator(model, run.source_codec, run.target_codec, lexicon=lexicon)
-    table = None if lexicon is None else lexicon.targets
+    table = None if lexicon is None else lexicon.selection_table()
     settings = savedmodel.ExportSettings(
         beam_size=beam_size,
         alpha=float(search_settings["alpha"]),

@@ -52,29 +52,37 @@ def run_ids(
     alpha: float,
     batch_size: int = 32,
     shortlist: tuple[int, int] | None = None,
+    rare: np.ndarray | None = None,
 ) -> list[Decoded]:
     """Decode source ids (EOS appended, as Translator.encode gives them) through a
-    ``translate_ids`` path, ``batch_size`` sentences at a time; ``shortlist`` feeds the
-    selection inputs of an export that has them."""
+    ``translate_ids`` path, ``batch_size`` sentences at a time, in order; ``shortlist``
+    feeds the selection inputs of an export that has them. With ``rare`` (bool [source
+    vocabulary], :meth:`keras_nmt.lexicon.Lexicon.rare_sources`) the sentences holding a
+    marked id are batched apart, after the others, as the translators batch them."""
     extra = {} if shortlist is None else {
         "shortlist_frequent": np.array(shortlist[0], np.int32),
         "shortlist_best": np.array(shortlist[1], np.int32),
     }
-    decoded: list[Decoded] = []
-    for start in range(0, len(source_ids), batch_size):
-        out = run({
-            "source_ids": pad_batch(source_ids[start : start + batch_size]),
-            "beam_size": np.array(beam_size, np.int32),
-            "alpha": np.array(alpha, np.float32),
-            "forbid_unk": np.array(False),
-            "max_length": np.array(0, np.int32),
-            **extra,
-        })
-        ids, lengths, scores = out["ids"], out["lengths"], out["scores"]
-        for row in range(ids.shape[0]):
-            tokens = tuple(target_vocab.decode(ids[row, 0, : int(lengths[row, 0])]))
-            decoded.append(Decoded(None, tokens, float(scores[row, 0])))
-    return decoded
+    flags = [False] * len(source_ids) if rare is None else [
+        bool(np.asarray(rare)[np.asarray(ids, np.int64)].any()) for ids in source_ids]
+    decoded: list[Decoded | None] = [None] * len(source_ids)
+    for part in (False, True):
+        todo = [i for i, flag in enumerate(flags) if flag == part]
+        for start in range(0, len(todo), batch_size):
+            chosen = todo[start : start + batch_size]
+            out = run({
+                "source_ids": pad_batch([source_ids[i] for i in chosen]),
+                "beam_size": np.array(beam_size, np.int32),
+                "alpha": np.array(alpha, np.float32),
+                "forbid_unk": np.array(False),
+                "max_length": np.array(0, np.int32),
+                **extra,
+            })
+            ids, lengths, scores = out["ids"], out["lengths"], out["scores"]
+            for row, i in enumerate(chosen):
+                tokens = tuple(target_vocab.decode(ids[row, 0, : int(lengths[row, 0])]))
+                decoded[i] = Decoded(None, tokens, float(scores[row, 0]))
+    return decoded  # type: ignore[return-value]
 
 
 def compare(

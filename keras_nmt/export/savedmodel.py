@@ -39,10 +39,12 @@ import pathlib
 from typing import Callable
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from keras_nmt import search
 from keras_nmt.constants import PAD_ID
+from keras_nmt.lexicon import RARE_COUNT, RARE_MARK
 from keras_nmt.models import TranslationModel
 from keras_nmt.text import sentences_graph
 from keras_nmt.text.codecs import SENTENCEPIECE
@@ -187,6 +189,9 @@ def build_archive(
         model, nbest=max(1, settings.nbest), autograph=False, lexicon_table=table,
         attention=settings.attention,
     ).python_function
+    if table is not None:
+        # Sentences with a rare source word decode apart, over the whole vocabulary.
+        search_fn = search.rare_apart(search_fn, np.asarray(table)[:, 0] == RARE_MARK)
     string_translate = make_string_translate(
         encoder, lambda ids: ids_to_text(ids, target_encoder), settings, search_fn
     )
@@ -243,9 +248,11 @@ def signature_summary(settings: ExportSettings) -> dict[str, str]:
     if settings.shortlist:
         frequent, best = settings.shortlist
         selection = (f"; vocabulary selection: the {frequent} most frequent target words and "
-                     f"the {best} best translations of each source word")
+                     f"the {best} best translations of each source word (a sentence with a "
+                     f"source word training saw at most {RARE_COUNT} times: every word)")
         inputs = (", `shortlist_frequent` int32, `shortlist_best` int32 (both 0: the whole "
-                  "vocabulary)")
+                  "vocabulary; a batch holding a source word training saw at most "
+                  f"{RARE_COUNT} times is scored on every word)")
     split = ("; a line of several sentences is split into them (the source language's rules "
              "of keras_nmt.text.sentences), each is translated alone and the line's outputs "
              "join theirs: texts one space apart, scores and `truncated` summed, n-best slot "

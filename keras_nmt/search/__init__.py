@@ -12,7 +12,7 @@ The rows the search hands the decoder follow :mod:`keras_nmt.layers.beam_rows`.
 """
 
 from keras_nmt.search.beam import beam_search, greedy_search
-from keras_nmt.search.compiled import make_translate_fn
+from keras_nmt.search.compiled import make_translate_fn, rare_apart
 from keras_nmt.search.limits import decode_limits
 from keras_nmt.search.shortlist import Shortlist, output_columns
 
@@ -23,4 +23,5 @@ __all__ = [
     "greedy_search",
     "make_translate_fn",
     "output_columns",
+    "rare_apart",
 ]

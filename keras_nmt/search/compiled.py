@@ -4,7 +4,7 @@ the SavedModel and the ONNX model all run."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import tensorflow as tf
@@ -77,6 +77,45 @@ def make_translate_fn(
         signature += [tf.TensorSpec([], tf.int32, name="shortlist_frequent"),
                       tf.TensorSpec([], tf.int32, name="shortlist_best")]
     return tf.function(translate, input_signature=signature, autograph=autograph)
+
+
+def rare_apart(search_fn: Callable, rare: np.ndarray) -> Callable:
+    """``search_fn`` (:func:`make_translate_fn`'s function, or its Python function, with
+    the shortlist inputs) run on two parts of every batch: the sentences without a source
+    id that ``rare`` marks (bool [source vocabulary],
+    :meth:`~keras_nmt.lexicon.Lexicon.rare_sources`), then those with one; the outputs
+    come back merged in the batch's order. So a selecting search scores only the rare
+    sentences on the whole vocabulary, whatever else the batch holds, as the
+    translators' own batching does (:func:`keras_nmt.translation.rare_source`). Plain
+    TensorFlow (a part may be empty); for the SavedModel's string signatures, not for
+    ONNX, where ``translate_ids`` decides per batch."""
+    rare = np.asarray(rare, bool)
+
+    def search(source_ids, beam_size, alpha, forbid_unk, max_length, *selection):
+        # A constant of the traced graph, as make_translate_fn's table, not a capture.
+        flags = tf.reduce_any(tf.gather(tf.constant(rare), source_ids), axis=1)  # [B]
+        parts = [tf.cast(tf.reshape(tf.where(want), [-1]), tf.int32)
+                 for want in (tf.logical_not(flags), flags)]
+        outputs = [search_fn(tf.gather(source_ids, part), beam_size, alpha, forbid_unk,
+                             max_length, *selection) for part in parts]
+        back = tf.math.invert_permutation(tf.concat(parts, axis=0))
+        merged = {}
+        for key, first in outputs[0].items():
+            pair = [first, outputs[1][key]]
+            if key in ("ids", "attention"):  # [B, N, T, ...]: T, the output length, differs
+                width = tf.maximum(tf.shape(pair[0])[2], tf.shape(pair[1])[2])
+                pair = [_pad_axis(x, 2, width) for x in pair]
+            merged[key] = tf.gather(tf.concat(pair, axis=0), back)
+        return merged
+
+    return search
+
+
+def _pad_axis(x, axis: int, size):
+    """``x`` zero-padded at the end of ``axis`` to ``size``."""
+    pads = [[0, 0]] * len(x.shape)
+    pads[axis] = [0, size - tf.shape(x)[axis]]
+    return tf.pad(x, pads)
 
 
 class _XlaSteps:

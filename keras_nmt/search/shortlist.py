@@ -26,7 +26,10 @@ class Shortlist:
     and the reserved ids (EOS; UNK unless the search forbids it). ``frequent`` and
     ``best`` may be scalar tensors (signature inputs); both <= 0 turns selection off
     (every word). Vocabulary ids are sorted by training frequency, so the most frequent
-    words are the ids right after the reserved ones."""
+    words are the ids right after the reserved ones. A row of ``table`` that starts with
+    :data:`~keras_nmt.lexicon.RARE_MARK` (a source word training saw too rarely,
+    :meth:`~keras_nmt.lexicon.Lexicon.selection_table`) turns selection off for every
+    batch that holds that word."""
 
     table: Any
     frequent: Any
@@ -49,10 +52,15 @@ def output_columns(source_ids, vocab_size: int, shortlist: Shortlist | None = No
         table = tf.convert_to_tensor(shortlist.table, tf.int32)
         frequent = tf.cast(shortlist.frequent, tf.int32)
         best = tf.clip_by_value(tf.cast(shortlist.best, tf.int32), 0, tf.shape(table)[1])
-        translations = tf.reshape(tf.gather(table[:, :best], source_ids), [-1, 1])
+        rows = tf.gather(table, source_ids)  # [B, Tx, table width]
+        # Marked rows hold RARE_MARK in every column: PAD (a reserved id, kept anyway)
+        # stands in for it, and the batch keeps every word.
+        translations = tf.reshape(tf.maximum(rows[:, :, :best], PAD_ID), [-1, 1])
         hits = tf.scatter_nd(translations, tf.ones(tf.shape(translations)[:1], tf.float32),
                              [vocab_size])
-        off = (frequent <= 0) & (best <= 0)
+        # A count, not reduce_any: onnxruntime reduces an empty bool tensor to nothing.
+        rare = tf.reduce_sum(tf.cast(rows[:, :, 0] < 0, tf.int32)) > 0
+        off = ((frequent <= 0) & (best <= 0)) | rare
         keep = (hits > 0) | (words < len(RESERVED) + frequent) | off
         chosen = tf.cast(tf.reshape(tf.where(keep), [-1]), tf.int32)
     count = tf.shape(chosen)[0]

@@ -58,7 +58,7 @@ from keras_nmt.errors import CodecError, ExportError
 from keras_nmt.export import layout
 from keras_nmt.text import codecs
 from keras_nmt.translation import (
-    Source, Translation, beam_translation, blank, read_source, translate_lines,
+    Source, Translation, beam_translation, blank, rare_source, read_source, translate_lines,
 )
 from keras_nmt.vocab import Vocabulary
 
@@ -146,7 +146,7 @@ class OnnxTranslator:
                  beam_size: int = 5, alpha: float = 1.0, max_nbest: int = 1,
                  shortlist: tuple[int, int] | None = None,
                  forced_path: pathlib.Path | None = None, threads: int | None = None,
-                 split_sentences: bool = False):
+                 split_sentences: bool = False, rare_sources: Sequence[int] = ()):
         self.session = session
         # keras_nmt.text codecs: the word tokenizer or SentencePiece, as exported.
         self.source_codec = source_codec
@@ -164,6 +164,10 @@ class OnnxTranslator:
         # The export's vocabulary selection (F, B), when its graph holds a lexical table.
         self.selects = any(i.name == "shortlist_best" for i in session.get_inputs())
         self.shortlist = tuple(shortlist) if shortlist and self.selects else None
+        # The source ids whose sentences the graph decodes over the whole vocabulary under
+        # selection (keras_nmt.lexicon.Lexicon.rare_sources): batched apart from the others.
+        self.rare = np.zeros(len(self.source_vocab), bool)
+        self.rare[np.asarray(rare_sources, np.int64)] = True
         # NAME.forced.onnx, loaded by the first alignment (translation alone never needs it).
         self.forced_path = forced_path
         self.threads = threads
@@ -187,6 +191,9 @@ class OnnxTranslator:
             alpha = float(metadata["alpha"])
             shortlist = metadata.get("shortlist")
             shortlist = None if shortlist is None else (int(shortlist[0]), int(shortlist[1]))
+            rare = [int(i) for i in metadata.get("rare_sources") or ()]  # older exports: none
+            if any(not 0 <= i < len(source_codec.vocabulary) for i in rare):
+                raise ValueError("rare_sources names ids outside the source vocabulary")
         except (TypeError, ValueError, IndexError) as error:
             raise ExportError(f"{name}.onnx.json: {error}") from None
         split = metadata.get("split_sentences", False)  # older exports: lines whole
@@ -208,7 +215,7 @@ class OnnxTranslator:
         forced = metadata.get("forced")
         forced_path = export_dir / str(forced["model"]) if isinstance(forced, dict) else None
         return cls(session, source_codec, target_codec, max_source_len, beam_size, alpha,
-                   max_nbest, shortlist, forced_path, threads, split)
+                   max_nbest, shortlist, forced_path, threads, split, rare)
 
     def forced_session(self):
         """The onnxruntime session of NAME.forced.onnx (loaded once); :class:`ExportError`
@@ -313,9 +320,10 @@ class OnnxTranslator:
             shortlist = self.shortlist
         elif shortlist and not self.selects:
             raise ValueError("this export has no lexical table (export with --shortlist F,B)")
-        selection = {}
+        selection, apart = {}, None
         if self.selects:
             frequent, best = shortlist or (0, 0)
+            apart = rare_source(self.rare) if frequent or best else None
             selection = {"shortlist_frequent": np.array(frequent, np.int32),
                          "shortlist_best": np.array(best, np.int32)}
         split = self.split_sentences if split_sentences is None else bool(split_sentences)
@@ -337,4 +345,5 @@ class OnnxTranslator:
             lines, decode, batch_size, read=self.source, skip_empty=blank(nbest),
             lang=self.src_lang, split_sentences=split, progress=progress,
             revise=functools.partial(self._align_best, batch_size=batch_size) if align else None,
+            apart=apart,
         )
