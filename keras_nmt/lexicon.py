@@ -64,8 +64,8 @@ DEFAULT_BEST = 50  # translations kept per source word; a search may use fewer
 # A source word seen at most this many times in training has its translations estimated
 # from as many sentences: too few to choose a sentence's candidates by. A batch that holds
 # one is scored on the whole vocabulary (RARE_MARK in its rows of selection_table); the
-# translators give such sentences batches of their own. On Anki's reported half a
-# shortlist cost its rare-word pairs -0.3 to -1.6 BLEU before this (docs/benchmarks.md).
+# translators give such sentences batches of their own. Before this, a shortlist moved
+# Anki's rare-word pairs by -1.6 to +2.1 BLEU from run to run (docs/benchmarks.md).
 RARE_COUNT = 2
 RARE_MARK = -1  # a row of selection_table whose source word selects the whole vocabulary
 # Source ids that are never words: padding, BOS and EOS (the search appends EOS).
