@@ -55,7 +55,7 @@ import numpy as np
 
 from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID, RESERVED
 from keras_nmt.corpus.readers import count_lines
-from keras_nmt.errors import LexiconError
+from keras_nmt.errors import LexiconError, RunDirError
 from keras_nmt.progress import Phase, Progress
 
 NULL = PAD_ID  # the NULL source word of Model 1 borrows the padding id (never a real word)
@@ -432,14 +432,26 @@ def build_for_run(run, iterations: int = DEFAULT_ITERATIONS, best: int = DEFAULT
     phase.finish(f"{len(pairs):,} pairs kept")
     lexicon = train_model1(pairs, len(source_codec.vocabulary), len(target_codec.vocabulary),
                            iterations, best, progress, limits)
-    # The rare-word rule counts what the model trained on: every kept pair, not the sample.
-    split = run.prepared_split(needed_for="the lexical table")
-    if split is not None:
-        with contextlib.closing(split):
-            lexicon = dataclasses.replace(
-                lexicon, source_counts=split.token_counts(0, len(source_codec.vocabulary)))
-    lexicon.info.update(corpus_lines=lines, sampled_lines=sampled,
-                        counts_from="prepared split" if split is not None else "sample",
+    lexicon, counts_from = _with_training_counts(run, lexicon, whole=sampled == lines)
+    lexicon.info.update(corpus_lines=lines, sampled_lines=sampled, counts_from=counts_from,
                         total_seconds=time.perf_counter() - started)
     run.write_lexicon(lexicon)
     return lexicon
+
+
+def _with_training_counts(run, lexicon: Lexicon, whole: bool) -> tuple[Lexicon, str | None]:
+    """``lexicon`` with the source counts the rare-word rule reads, and where they come
+    from: every pair training kept (the prepared split, one streamed pass), else the EM's
+    pairs when they are the whole split. Else none, and no word is rare: a sample's counts
+    would call a word rare that the split holds many times."""
+    try:
+        split = run.prepared_split(needed_for="the lexical table")
+    except RunDirError:  # removed or damaged: training has no use for it any more
+        split = None
+    if split is not None:
+        with contextlib.closing(split):
+            counts = split.token_counts(0, lexicon.targets.shape[0])
+        return dataclasses.replace(lexicon, source_counts=counts), "prepared split"
+    if whole:
+        return lexicon, "training split"
+    return dataclasses.replace(lexicon, source_counts=None), None

@@ -230,6 +230,24 @@ def test_training_built_the_table_and_the_command_rebuilds_it(tiny_run, run_copy
         rebuilt.check(len(source) + 1, len(target))
 
 
+def test_without_the_prepared_split_the_counts_come_from_the_whole_split_or_not_at_all(
+        tiny_run, tmp_path):
+    built = RunDir(tiny_run).load_lexicon()
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run, ignore=shutil.ignore_patterns("tensorboard"))
+    shutil.rmtree(run / "prepared")
+    # The EM's pairs are the whole split: their counts are the prepared split's.
+    whole = lexicon_lib.build_for_run(RunDir(run), iterations=1, best=2)
+    assert whole.info["counts_from"] == "training split"
+    np.testing.assert_array_equal(whole.source_counts, built.source_counts)
+    # A sample's counts would make words rare that the split holds often: none are kept.
+    sampled = lexicon_lib.build_for_run(RunDir(run), iterations=1, best=2,
+                                        limits=lexicon_lib.Limits(sample_pairs=40))
+    assert sampled.info["counts_from"] is None and sampled.source_counts is None
+    assert RunDir(run).load_lexicon().source_counts is None
+    assert not RunDir(run).load_lexicon().rare_sources().any()
+
+
 def test_lexicon_command_errors_are_one_line(tmp_path, capsys):
     assert lexicon_cli.main([str(tmp_path / "nowhere")]) == 2
     err = capsys.readouterr().err

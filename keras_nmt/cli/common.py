@@ -133,7 +133,8 @@ def add_shortlist_argument(parser: argparse.ArgumentParser, what: str = "decode"
         "--shortlist", type=shortlist, metavar="F,B",
         help=f"{what} over the F most frequent target words and the B best translations of "
         "each source word of the batch (the run's lexical table, keras-nmt lexicon) instead "
-        "of the whole vocabulary: faster, scores normalised over those words; e.g. 1000,20",
+        "of the whole vocabulary: faster, scores normalised over those words (a sentence "
+        "with a source word training saw at most twice: every word); e.g. 1000,20",
     )
 
 
