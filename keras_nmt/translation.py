@@ -221,8 +221,9 @@ def translate_lines(
 
 
 def _parts(todo: list[int], items: Sequence, apart: Callable | None) -> list[list[int]]:
-    """``todo`` (sentence numbers, in length order) in the two parts that are batched
-    apart: those ``apart`` leaves together first, then the others, each in length order."""
+    """``todo`` (sentence numbers, in length order) in the parts that are batched apart:
+    the sentences ``apart`` is false for, then those it is true for, each in length order;
+    no empty part."""
     if apart is None:
         return [todo]
     flags = {i: bool(apart(items[i])) for i in todo}
