@@ -163,23 +163,22 @@ def batch_columns(source_ids: Sequence[Sequence[int]], batch: int, vocab_size: i
     marked rows select every word."""
     import numpy as np
 
+    from keras_nmt.lexicon import marked_sources
+    from keras_nmt.translation import batches_apart
+
     columns = [vocab_size] * len(source_ids)
     if table is None or shortlist is None:
         return columns
     frequent, best = shortlist
-    rare = np.asarray(table)[:, 0] < 0
-    flags = [bool(rare[list(ids)].any()) for ids in source_ids]
+    rare = marked_sources(table)
     order = sorted(range(len(source_ids)), key=lambda i: len(source_ids[i]))
-    for part in (False, True):
-        members = [i for i in order if flags[i] == part]
-        for start in range(0, len(members), batch):
-            chosen = members[start : start + batch]
-            if part:
-                continue  # the whole vocabulary
-            words = {int(t) for i in chosen for s in source_ids[i] for t in table[s, :best]}
-            count = len(words | set(range(4 + frequent))) if frequent else len(words | set(range(4)))
-            for i in chosen:
-                columns[i] = int(np.minimum(count, vocab_size))
+    for chosen in batches_apart(order, source_ids, batch, lambda ids: bool(rare[list(ids)].any())):
+        if rare[[s for i in chosen for s in source_ids[i]]].any():
+            continue  # a batch of rare sentences: the whole vocabulary
+        words = {int(t) for i in chosen for s in source_ids[i] for t in table[s, :best]}
+        count = len(words | set(range(4 + frequent))) if frequent else len(words | set(range(4)))
+        for i in chosen:
+            columns[i] = int(np.minimum(count, vocab_size))
     return columns
 
 

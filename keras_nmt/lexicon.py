@@ -146,6 +146,12 @@ class Lexicon:
                                "rebuild it (keras-nmt lexicon RUN_DIR)")
 
 
+def marked_sources(table: np.ndarray) -> np.ndarray:
+    """bool [source vocabulary]: the rows of a :meth:`Lexicon.selection_table` marked
+    :data:`RARE_MARK`, the rare source ids, read back from the table alone."""
+    return np.asarray(table)[:, 0] == RARE_MARK
+
+
 def shortlist_inputs(shortlist: tuple[int, int] | None, lexicon: Lexicon | None) -> tuple[int, ...]:
     """The extra inputs of the search function: () without a lexical table, (0, 0) (off)
     or (F, B) with one. :class:`LexiconError` for a shortlist without a table or with

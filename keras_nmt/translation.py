@@ -199,10 +199,7 @@ def translate_lines(
     results: list[Translation | None] = [skip_empty] * len(items)
     todo = sorted((i for i, item in enumerate(items) if skip_empty is None or len(item)),
                   key=lambda i: len(items[i]))
-    batches = []
-    for part in _parts(todo, items, apart):
-        batches += [part[start : start + batch_size] for start in range(0, len(part), batch_size)]
-    for chosen in batches:
+    for chosen in batches_apart(todo, items, batch_size, apart):
         for i, translation in zip(chosen, decode([items[i] for i in chosen]), strict=True):
             results[i] = translation
         if progress is not None:
@@ -220,15 +217,18 @@ def translate_lines(
     return joined
 
 
-def _parts(todo: list[int], items: Sequence, apart: Callable | None) -> list[list[int]]:
-    """``todo`` (sentence numbers, in length order) in the parts that are batched apart:
-    the sentences ``apart`` is false for, then those it is true for, each in length order;
-    no empty part."""
-    if apart is None:
-        return [todo]
-    flags = {i: bool(apart(items[i])) for i in todo}
-    return [part for part in ([i for i in todo if not flags[i]], [i for i in todo if flags[i]])
-            if part]
+def batches_apart(todo: Sequence[int], items: Sequence, batch_size: int,
+                  apart: Callable | None = None) -> list[list[int]]:
+    """``todo`` (numbers of ``items``, in the order to decode them) cut into batches of at
+    most ``batch_size``: first those of the items ``apart`` is false for, then those of the
+    items it is true for, each part in ``todo``'s order (all together without ``apart``)."""
+    flags = {i: apart is not None and bool(apart(items[i])) for i in todo}
+    batches = []
+    for part in (False, True):
+        members = [i for i in todo if flags[i] == part]
+        batches += [members[start : start + batch_size]
+                    for start in range(0, len(members), batch_size)]
+    return batches
 
 
 def rare_source(rare) -> Callable[[Source], bool] | None:

@@ -28,7 +28,7 @@ from typing import Callable
 from keras_nmt.atomic import write_json_atomic, write_text_atomic
 from keras_nmt.errors import ExportError
 from keras_nmt.export import layout
-from keras_nmt.lexicon import RARE_MARK, shortlist_inputs
+from keras_nmt.lexicon import marked_sources, shortlist_inputs
 from keras_nmt.rundir import RunDir
 from keras_nmt.text import codecs
 
@@ -282,7 +282,7 @@ def write_onnx(directory: pathlib.Path, name: str, run, model, settings, tokeniz
         # The source ids whose sentences the graph decodes over the whole vocabulary
         # under selection: the onnxruntime path batches them apart.
         "rare_sources": [] if lexicon_table is None else
-        [int(i) for i in (lexicon_table[:, 0] == RARE_MARK).nonzero()[0]],
+        [int(i) for i in marked_sources(lexicon_table).nonzero()[0]],
         "max_decode_ratio": float(run.config.max_decode_ratio),
         "opset": onnx_export.OPSET,
         "inputs": onnx_export.input_names(proto),

@@ -13,6 +13,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from keras_nmt.translation import batches_apart
 from keras_nmt.vocab import Vocabulary
 
 # A model path run on a feed dict (input name -> array), returning output name -> array:
@@ -63,25 +64,22 @@ def run_ids(
         "shortlist_frequent": np.array(shortlist[0], np.int32),
         "shortlist_best": np.array(shortlist[1], np.int32),
     }
-    flags = [False] * len(source_ids) if rare is None else [
-        bool(np.asarray(rare)[np.asarray(ids, np.int64)].any()) for ids in source_ids]
+    apart = None if rare is None else (
+        lambda ids: bool(np.asarray(rare)[np.asarray(ids, np.int64)].any()))
     decoded: list[Decoded | None] = [None] * len(source_ids)
-    for part in (False, True):
-        todo = [i for i, flag in enumerate(flags) if flag == part]
-        for start in range(0, len(todo), batch_size):
-            chosen = todo[start : start + batch_size]
-            out = run({
-                "source_ids": pad_batch([source_ids[i] for i in chosen]),
-                "beam_size": np.array(beam_size, np.int32),
-                "alpha": np.array(alpha, np.float32),
-                "forbid_unk": np.array(False),
-                "max_length": np.array(0, np.int32),
-                **extra,
-            })
-            ids, lengths, scores = out["ids"], out["lengths"], out["scores"]
-            for row, i in enumerate(chosen):
-                tokens = tuple(target_vocab.decode(ids[row, 0, : int(lengths[row, 0])]))
-                decoded[i] = Decoded(None, tokens, float(scores[row, 0]))
+    for chosen in batches_apart(range(len(source_ids)), source_ids, batch_size, apart):
+        out = run({
+            "source_ids": pad_batch([source_ids[i] for i in chosen]),
+            "beam_size": np.array(beam_size, np.int32),
+            "alpha": np.array(alpha, np.float32),
+            "forbid_unk": np.array(False),
+            "max_length": np.array(0, np.int32),
+            **extra,
+        })
+        ids, lengths, scores = out["ids"], out["lengths"], out["scores"]
+        for row, i in enumerate(chosen):
+            tokens = tuple(target_vocab.decode(ids[row, 0, : int(lengths[row, 0])]))
+            decoded[i] = Decoded(None, tokens, float(scores[row, 0]))
     return decoded  # type: ignore[return-value]
 
 

@@ -39,12 +39,11 @@ import pathlib
 from typing import Callable
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from keras_nmt import search
 from keras_nmt.constants import PAD_ID
-from keras_nmt.lexicon import RARE_COUNT, RARE_MARK
+from keras_nmt.lexicon import RARE_COUNT, marked_sources
 from keras_nmt.models import TranslationModel
 from keras_nmt.text import sentences_graph
 from keras_nmt.text.codecs import SENTENCEPIECE
@@ -191,7 +190,7 @@ def build_archive(
     ).python_function
     if table is not None:
         # Sentences with a rare source word decode apart, over the whole vocabulary.
-        search_fn = search.rare_apart(search_fn, np.asarray(table)[:, 0] == RARE_MARK)
+        search_fn = search.rare_apart(search_fn, marked_sources(table))
     string_translate = make_string_translate(
         encoder, lambda ids: ids_to_text(ids, target_encoder), settings, search_fn
     )
