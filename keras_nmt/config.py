@@ -47,6 +47,12 @@ class Config:
     maxout: int = 500  # l: maxout units of the deep output
     src_vocab_size: int = 30000  # shortlist, including the reserved symbols
     tgt_vocab_size: int = 30000
+    # Beyond the paper: a word seen fewer times than this in the training split stays out
+    # of the word vocabularies, whatever their size, and reads as <unk>; so training meets
+    # <unk> on both sides, and the model learns to read an unknown word and to write <unk>
+    # for one, which --unk-replace then fills. 1 (the default) keeps every word that fits.
+    # SentencePiece's pieces ignore it.
+    vocab_min_count: int = 1
     max_len: int = 50  # training pairs longer than this (either side) are dropped
     reset_after: bool = False  # cuDNN-style GRU reset gate; the paper's form is reset-before
     # Training (Appendix B).
@@ -130,7 +136,7 @@ class Config:
             raise ConfigError(f"early_stop_metric must be 'nll' or 'bleu', got {self.early_stop_metric!r}")
         for name in (
             "embedding", "hidden", "attention", "maxout", "max_len", "batch_size",
-            "sort_batches", "checkpoint_every", "eval_every", "beam_size",
+            "sort_batches", "checkpoint_every", "eval_every", "beam_size", "vocab_min_count",
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {getattr(self, name)}")

@@ -13,7 +13,9 @@ from typing import Any, Callable
 import keras
 
 from keras_nmt import config as config_lib
-from keras_nmt import averaging, data, distribute, lexicon, model_weights, resume, run_data, xla
+from keras_nmt import (
+    averaging, data, distribute, lexicon, model_weights, resume, run_data, unk_dictionary, xla,
+)
 from keras_nmt.atomic import write_json_atomic
 from keras_nmt.config import Config
 from keras_nmt.corpus.readers import ParallelFiles
@@ -143,6 +145,10 @@ def train(options: TrainOptions) -> dict[str, Any]:
         table = lexicon.build_for_run(run, progress=progress)
         log(f"lexical table for --shortlist: {run.lexicon_path} "
             f"({table.info['total_seconds']:.1f} s)")
+        dictionary = unk_dictionary.write_for_run(run, progress=progress)
+        if dictionary is not None:
+            log(f"unknown-word dictionary for --unk-replace: {run.dictionary_path} "
+                f"({dictionary.info['entries']:,} words, {dictionary.info['seconds']:.1f} s)")
     result(f"run directory: {run.path}  (summary.json, checkpoints/, best/, tensorboard/)")
     distribute.barrier(strategy)
     return summary

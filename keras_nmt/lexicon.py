@@ -417,25 +417,9 @@ def build_for_run(run, iterations: int = DEFAULT_ITERATIONS, best: int = DEFAULT
     shows the tokenization and the EM rounds, each with an ETA."""
     started = time.perf_counter()
     progress = progress or Progress(enabled=False)
-    config = run.load_config()
-    files = run.split_files("train", needed_for="the lexical table")
-    if files is None:
-        raise LexiconError(f"{run.path}: data.json names no training split")
     source_codec, target_codec = run.codecs()
-    lines = count_lines(files.source)
-    sampled = min(lines, limits.sample_pairs)
-    chosen = sampled_lines(lines, limits.sample_pairs)
-    phase = Phase(progress, f"lexicon: tokenizing a sample of {sampled:,} of {lines:,} training "
-                  "lines", total=sampled, unit="lines")
-    pairs = TokenizedPairs()
-    for number, (source_line, target_line) in enumerate(files.pairs()):
-        if not chosen(number):
-            continue
-        source, target = source_codec.encode(source_line), target_codec.encode(target_line)
-        if 0 < len(source) <= config.max_len and 0 < len(target) <= config.max_len:
-            pairs.add(source, target)
-        phase.advance()
-    phase.finish(f"{len(pairs):,} pairs kept")
+    pairs, lines, sampled = sampled_training_pairs(
+        run, source_codec.encode, target_codec.encode, limits, progress, "lexical table")
     lexicon = train_model1(pairs, len(source_codec.vocabulary), len(target_codec.vocabulary),
                            iterations, best, progress, limits)
     lexicon, counts_from = _with_training_counts(run, lexicon, whole=sampled == lines)
@@ -443,6 +427,35 @@ def build_for_run(run, iterations: int = DEFAULT_ITERATIONS, best: int = DEFAULT
                         total_seconds=time.perf_counter() - started)
     run.write_lexicon(lexicon)
     return lexicon
+
+
+def sampled_training_pairs(
+    run, encode_source: Callable[[str], Sequence[int]], encode_target: Callable[[str], Sequence[int]],
+    limits: Limits, progress: Progress, what: str,
+) -> tuple[TokenizedPairs, int, int]:
+    """(the id pairs, the split's lines, the lines sampled): ``limits.sample_pairs`` lines
+    of a run's training split spread evenly through it (all of a shorter split), each side
+    encoded; pairs empty or longer than the run's ``max_len`` are left out, as training
+    leaves them out. ``what`` names the work in the progress line."""
+    config = run.load_config()
+    files = run.split_files("train", needed_for=f"the {what}")
+    if files is None:
+        raise LexiconError(f"{run.path}: data.json names no training split")
+    lines = count_lines(files.source)
+    sampled = min(lines, limits.sample_pairs)
+    chosen = sampled_lines(lines, limits.sample_pairs)
+    phase = Phase(progress, f"{what}: tokenizing a sample of {sampled:,} of {lines:,} training "
+                  "lines", total=sampled, unit="lines")
+    pairs = TokenizedPairs()
+    for number, (source_line, target_line) in enumerate(files.pairs()):
+        if not chosen(number):
+            continue
+        source, target = encode_source(source_line), encode_target(target_line)
+        if 0 < len(source) <= config.max_len and 0 < len(target) <= config.max_len:
+            pairs.add(source, target)
+        phase.advance()
+    phase.finish(f"{len(pairs):,} pairs kept")
+    return pairs, lines, sampled
 
 
 def _with_training_counts(run, lexicon: Lexicon, whole: bool) -> tuple[Lexicon, str | None]:

@@ -141,8 +141,10 @@ def tokenize_training_split(
     def vocabularies(stats: SplitStats) -> tuple[Vocabulary, Vocabulary]:
         if kind == codecs.SENTENCEPIECE:
             return tuple(SentencePieceCodec(models[lang], lang).vocabulary for lang in langs)
-        return (Vocabulary.from_counts(stats.source_counts, config.src_vocab_size),
-                Vocabulary.from_counts(stats.target_counts, config.tgt_vocab_size))
+        return (Vocabulary.from_counts(stats.source_counts, config.src_vocab_size,
+                                       config.vocab_min_count),
+                Vocabulary.from_counts(stats.target_counts, config.tgt_vocab_size,
+                                       config.vocab_min_count))
 
     log(f"reading {train.source} and {train.target}: tokenized once, "
         f"into token ids in {run.prepared}")

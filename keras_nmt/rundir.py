@@ -33,7 +33,7 @@ import os
 import pathlib
 from typing import Any
 
-from keras_nmt.atomic import write_bytes_atomic, write_json_atomic
+from keras_nmt.atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
 from keras_nmt.config import Config
 from keras_nmt.errors import CodecError, LexiconError, PreparedError, RunDirError
 from keras_nmt.text import codecs
@@ -84,6 +84,8 @@ class RunDir:
     corpus = property(lambda self: self.path / "corpus")
     lexicon_path = property(lambda self: self.path / "lexicon.npz")
     search_path = property(lambda self: self.path / "search.json")
+    # unk_dictionary's source<TAB>target lines, read by --unk-replace when no --dictionary
+    dictionary_path = property(lambda self: self.path / "dictionary.tsv")
     prepared = property(lambda self: self.path / "prepared")
     heldout = property(lambda self: self.path / "heldout")  # corpus.heldout's two halves
 
@@ -193,6 +195,16 @@ class RunDir:
         np.savez(buffer, targets=lexicon.targets, probs=lexicon.probs,
                  info=np.array(json.dumps(lexicon.info, sort_keys=True)), **counts)
         write_bytes_atomic(self.lexicon_path, buffer.getvalue())
+
+    def write_dictionary(self, entries: dict[str, str] | None) -> None:
+        """Store the unknown-word dictionary (atomically), sorted by source word; None
+        removes an older one, which would not speak this run's vocabulary."""
+        if entries is None:
+            self.dictionary_path.unlink(missing_ok=True)
+            return
+        from keras_nmt.unk_replace import dictionary_text
+
+        write_text_atomic(self.dictionary_path, dictionary_text(entries))
 
     def load_lexicon(self):
         """The run's :class:`~keras_nmt.lexicon.Lexicon`, checked against its vocabularies.

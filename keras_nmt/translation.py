@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-from typing import Callable, Sequence, TypeVar
+from typing import Callable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
 from keras_nmt.constants import EOS, EOS_ID
 from keras_nmt.evaluation.forced import ForcedPair, join_pairs
 from keras_nmt.text import sentences as sentence_rules
+from keras_nmt.unk_replace import replace_unknowns
 
 Item = TypeVar("Item")
 
@@ -159,6 +160,17 @@ def beam_translation(
             weights if keep_attention else None, truncated=source.truncated,
         ))
     return ranked(hypotheses, nbest)
+
+
+def unk_rewrite(source: Source, dictionary: Mapping[str, str] | None
+                ) -> Callable[[tuple[str, ...], np.ndarray | None], tuple[str, ...]]:
+    """:func:`beam_translation`'s ``rewrite`` that replaces each ``<unk>`` of a hypothesis
+    by its most attended word of ``source``, through ``dictionary``
+    (:func:`keras_nmt.unk_replace.replace_unknowns`): the Keras and onnxruntime paths'."""
+    def rewrite(tokens: tuple[str, ...], weights: np.ndarray | None) -> tuple[str, ...]:
+        return replace_unknowns(tokens, source.tokens, weights, dictionary)
+
+    return rewrite
 
 
 def translate_lines(

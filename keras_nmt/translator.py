@@ -26,7 +26,6 @@ the line's Translation is.
 
 from __future__ import annotations
 
-import functools
 import os
 from typing import Callable, Mapping, Sequence
 
@@ -42,8 +41,9 @@ from keras_nmt.models import TranslationModel
 from keras_nmt.rundir import RunDir
 from keras_nmt.translation import (
     Source, Translation, beam_translation, blank, rare_source, read_source, translate_lines,
+    unk_rewrite,
 )
-from keras_nmt.unk_replace import load_dictionary, replace_unknowns
+from keras_nmt.unk_replace import load_dictionary
 
 # The default maximum source length is max(MIN_SOURCE_LEN, SOURCE_LEN_FACTOR * max_len).
 SOURCE_LEN_FACTOR = 2
@@ -246,8 +246,7 @@ class Translator:
                 beam_translation(
                     self.target_codec, source, ids[row], lengths[row], scores[row], nbest,
                     None if attention is None else attention[row], with_attention,
-                    functools.partial(_replace_unknowns, source, dictionary)
-                    if unk_replace else None,
+                    unk_rewrite(source, dictionary) if unk_replace else None,
                 )
                 for row, source in enumerate(sources)
             ]
@@ -277,11 +276,6 @@ class Translator:
         for row, source in enumerate(sources):
             batch[row, : len(source.ids)] = source.ids
         return batch
-
-
-def _replace_unknowns(source: Source, dictionary, tokens: tuple[str, ...],
-                      weights: np.ndarray | None) -> tuple[str, ...]:
-    return replace_unknowns(tokens, source.tokens, weights, dictionary)
 
 
 def _check_positive(name: str, value) -> None:

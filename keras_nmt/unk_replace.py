@@ -25,7 +25,7 @@ from keras_nmt.constants import UNK
 from keras_nmt.corpus.readers import file_lines
 from keras_nmt.errors import DictionaryError, InputError
 
-__all__ = ["load_dictionary", "replace_unknowns"]
+__all__ = ["dictionary_text", "load_dictionary", "replace_unknowns"]
 
 
 def load_dictionary(path: str | pathlib.Path) -> dict[str, str]:
@@ -54,6 +54,12 @@ def load_dictionary(path: str | pathlib.Path) -> dict[str, str]:
         source, target = fields[0].strip(), fields[1].strip()
         entries.setdefault(source, target)
     return entries
+
+
+def dictionary_text(entries: Mapping[str, str]) -> str:
+    """``entries`` as a dictionary file's text (what :func:`load_dictionary` reads), one
+    ``source<TAB>target`` line a word, sorted by source word."""
+    return "".join(f"{source}\t{entries[source]}\n" for source in sorted(entries))
 
 
 def replace_unknowns(

@@ -41,19 +41,23 @@ class Vocabulary:
         self._ids = {token: i for i, token in enumerate(self.tokens)}
 
     @classmethod
-    def build(cls, sentences: Iterable[Sequence[str]], size: int) -> "Vocabulary":
-        """The ``size`` - 4 most frequent tokens (ties broken by the token itself)."""
+    def build(cls, sentences: Iterable[Sequence[str]], size: int,
+              min_count: int = 1) -> "Vocabulary":
+        """The ``size`` - 4 most frequent tokens seen at least ``min_count`` times (ties
+        broken by the token itself)."""
         counts: collections.Counter[str] = collections.Counter()
         for tokens in sentences:
             counts.update(tokens)
-        return cls.from_counts(counts, size)
+        return cls.from_counts(counts, size, min_count)
 
     @classmethod
-    def from_counts(cls, counts: collections.Counter, size: int) -> "Vocabulary":
+    def from_counts(cls, counts: collections.Counter, size: int,
+                    min_count: int = 1) -> "Vocabulary":
         counts = collections.Counter(counts)
         for reserved in RESERVED:
             counts.pop(reserved, None)
-        ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+        ranked = sorted(((token, count) for token, count in counts.items() if count >= min_count),
+                        key=lambda item: (-item[1], item[0]))
         words = [token for token, _ in ranked[: max(0, size - len(RESERVED))]]
         return cls(list(RESERVED) + words)
 

@@ -547,3 +547,22 @@ def test_heldout_sets_rare_words_and_joined_lines(tmp_path):
                               ("a zebra .", "zebra !")], counts, "en", "fr", 1) == 2
     # okapi never seen, zebra seen once: the first and the last keep theirs
     assert summary["rare_copied_pairs"] == 0  # the references are t0, t1, ...
+
+
+def test_onnx_side_by_side_times_every_export_in_each_round(tiny_selecting_export, tmp_path,
+                                                            capsys):
+    from bench import onnx_side_by_side
+
+    sentences = tmp_path / "src.en"
+    sentences.write_text("the man .\n\nthe woman sees the dog .\n", encoding="utf-8")
+    assert onnx_side_by_side.main([
+        "--sentences", str(sentences), "--export", f"float={tiny_selecting_export}",
+        "--export", f"int8={tiny_selecting_export}:int8", "--beam", "2", "--batch-size", "2",
+        "--rounds", "2", "--matmul-rounds", "1", "--json", str(tmp_path / "r.json")]) == 0
+    report = report_of(tmp_path / "r.json", "onnx_side_by_side")
+    rows = report["results"]
+    assert [row["export"] for row in rows] == ["float", "int8"]
+    assert [row["int8"] for row in rows] == [False, True]
+    assert all(len(row["seconds"]) == 2 and row["sentences_per_s"] > 0 for row in rows)
+    assert rows[0]["time_ratio"] == 1.0 and report["settings"]["sentences"] == 2
+    assert "float" in capsys.readouterr().out

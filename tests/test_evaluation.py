@@ -106,9 +106,10 @@ class FakeTranslator:
         self.calls = []
 
     def translate(self, lines, beam_size=5, alpha=1.0, forbid_unk=False, batch_size=32,
-                  with_attention=False, progress=None, shortlist=None, split_sentences=True):
+                  with_attention=False, progress=None, shortlist=None, split_sentences=True,
+                  unk_replace=False, dictionary=None):
         self.calls.append({"lines": list(lines), "forbid_unk": forbid_unk, "beam_size": beam_size,
-                           "split_sentences": split_sentences})
+                           "split_sentences": split_sentences, "unk_replace": unk_replace})
         out = []
         for line in lines:
             text = self.table[(line, forbid_unk)]

@@ -138,6 +138,40 @@ def add_shortlist_argument(parser: argparse.ArgumentParser, what: str = "decode"
     )
 
 
+def add_unk_replace_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--unk-replace`` and ``--dictionary FILE``, read back by :func:`unk_replacement`."""
+    parser.add_argument(
+        "--unk-replace", action="store_true",
+        help="replace each generated <unk> with the most attended source word, translated "
+        "by the run's dictionary.tsv when it has one (a word run whose vocabulary leaves "
+        "training words out; keras-nmt lexicon builds it)",
+    )
+    parser.add_argument(
+        "--dictionary", metavar="FILE",
+        help="with --unk-replace (implied), translate the copied source word with this "
+        "UTF-8 file of 'source<TAB>target' lines instead (words it lacks are copied unchanged)",
+    )
+
+
+def unk_replacement(args: argparse.Namespace, runs) -> tuple[bool, dict[str, str] | None]:
+    """(whether to replace, the dictionary) from :func:`add_unk_replace_arguments`'s options,
+    for ``runs`` (inspected run directories, which must attend): ``--dictionary`` when
+    given, else the first run's ``dictionary.tsv`` when it has one (an ensemble's runs
+    share their vocabularies), else none: unknown words are copied."""
+    from keras_nmt.config import check_attention
+    from keras_nmt.unk_replace import load_dictionary
+
+    replace = args.unk_replace or args.dictionary is not None
+    if not replace:
+        return False, None
+    check_attention("--unk-replace" if args.unk_replace else "--dictionary",
+                    [run.config for run in runs])
+    if args.dictionary is not None:
+        return True, load_dictionary(args.dictionary)
+    own = runs[0].run.dictionary_path
+    return True, load_dictionary(own) if own.is_file() else None
+
+
 def add_beam_search_arguments(parser: argparse.ArgumentParser, default: str) -> None:
     """``--beam K`` and ``--alpha A``, the beam search's size and length normalisation;
     ``default`` says where both come from when not given."""

@@ -21,8 +21,9 @@ from typing import Any, Sequence
 from keras_nmt.atomic import json_text
 from keras_nmt.cli.common import (
     Console, OneLineParser, add_beam_search_arguments, add_quiet_argument,
-    add_shortlist_argument, add_split_sentences_argument, add_weights_argument,
-    non_negative_float, non_negative_int, positive_int, quiet_tensorflow, run_main,
+    add_shortlist_argument, add_split_sentences_argument, add_unk_replace_arguments,
+    add_weights_argument, non_negative_float, non_negative_int, positive_int, quiet_tensorflow,
+    run_main, unk_replacement,
 )
 from keras_nmt.config import check_attention
 from keras_nmt.ensemble import check_compatible
@@ -88,6 +89,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                           help="with --plots: heat maps for these line numbers of --src "
                           "(1-based) instead")
     add_shortlist_argument(parser)
+    add_unk_replace_arguments(parser)
     add_split_sentences_argument(
         parser, "split each --src line into its sentences, translate each alone and join "
         "their translations; the scores are per line either way")
@@ -199,6 +201,7 @@ def _evaluate(args: argparse.Namespace, console: Console) -> int:
     if args.shortlist:
         for run in runs:
             shortlist_inputs(args.shortlist, run.run.load_lexicon())
+    unk_replace, dictionary = unk_replacement(args, runs)
     if args.tune and (len(runs) > 1 or args.ensemble):
         raise EvaluationError("--tune tunes one run: give one RUN_DIR, without --ensemble")
     settings = {run.run.path: run.run.search_settings(run.config) for run in runs}
@@ -227,7 +230,7 @@ def _evaluate(args: argparse.Namespace, console: Console) -> int:
         translator = loaded[key]
         if args.tune:
             settings[job.paths[0]] = _tune(args, translator, sources, references, job.paths[0],
-                                           report)
+                                           report, unk_replace, dictionary)
         defaults = settings.get(job.paths[0]) or {"beam_size": job.config.beam_size,
                                                    "alpha": job.config.length_alpha}
         beam = args.beam or defaults["beam_size"]
@@ -238,7 +241,7 @@ def _evaluate(args: argparse.Namespace, console: Console) -> int:
             translator, sources, references, beam, alpha, batch_size=args.batch_size,
             gold=gold if attends else None, keep_attention=keep if attends else [],
             progress=Progress(stream=console.stderr, enabled=not args.quiet), label=job.label, shortlist=args.shortlist,
-            split_sentences=args.split_sentences,
+            split_sentences=args.split_sentences, unk_replace=unk_replace, dictionary=dictionary,
         )
         ensemble = len(job.paths) > 1
         result = {
@@ -280,7 +283,8 @@ def _evaluate(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _tune(args, translator, sources, references, run_dir: pathlib.Path, report) -> dict:
+def _tune(args, translator, sources, references, run_dir: pathlib.Path, report,
+          unk_replace: bool, dictionary) -> dict:
     """Tune the beam and alpha of one run on (sources, references) and store them."""
     from keras_nmt.evaluation.tuning import tune_search
 
@@ -288,7 +292,8 @@ def _tune(args, translator, sources, references, run_dir: pathlib.Path, report) 
                         args.tune_alphas or DEFAULT_ALPHAS,
                         batch_size=args.batch_size, shortlist=args.shortlist,
                         log=lambda text: print(text, file=report, flush=True),
-                        split_sentences=args.split_sentences)
+                        split_sentences=args.split_sentences, unk_replace=unk_replace,
+                        dictionary=dictionary)
     tuned.update(src=str(args.src), ref=str(args.ref), weights=args.weights)
     RunDir(run_dir).write_search_settings(tuned)
     print(f"tuned: beam {tuned['beam_size']}, alpha {tuned['alpha']:g} (BLEU {tuned['bleu']:.2f}); "

@@ -57,6 +57,11 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                                              "(default %(default)s)")
     add_shortlist_argument(parser, what="serving_default and onnx-translate decode (the "
                            "table goes into both graphs; shortlist inputs turn it off)")
+    parser.add_argument("--unk-replace", action="store_true",
+                        help="serving_default, translate and onnx-translate replace each "
+                             "<unk> of a translation with the source word its step attended "
+                             "to most, through the run's dictionary.tsv (copied when it lacks "
+                             "the word); a word run of RNNsearch")
     add_split_sentences_argument(
         parser, "serving_default, translate and onnx-translate split each line into its "
         "sentences, translate each alone and join their translations")
@@ -92,6 +97,7 @@ def _export(args: argparse.Namespace, console: Console) -> int:
         beam=args.beam, nbest=args.nbest, attention=args.attention, onnx=args.onnx,
         weights=args.weights, shortlist=args.shortlist, int8=args.int8,
         int8_max_drop=args.int8_max_drop, split_sentences=args.split_sentences,
+        unk_replace=args.unk_replace,
     )
     quiet_tensorflow()
     try:

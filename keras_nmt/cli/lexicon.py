@@ -1,6 +1,8 @@
 """``keras-nmt lexicon RUN_DIR``: build the run's lexical table p(t|s) (IBM Model 1 over
 a sample of its training pairs, in bounded memory) for vocabulary selection (``--shortlist
-F,B`` of translate, evaluate and export). Training builds it at its end unless told not to
+F,B`` of translate, evaluate and export), and, for a word run whose target vocabulary
+lacks words of its training split, the dictionary ``--unk-replace`` reads
+(``dictionary.tsv``). Training builds both at its end unless told not to
 (``--no-lexicon``)."""
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from keras_nmt.cli.common import (
 from keras_nmt.lexicon import DEFAULT_BEST, DEFAULT_ITERATIONS, Limits, build_for_run
 from keras_nmt.progress import Progress
 from keras_nmt.rundir import RunDir
+from keras_nmt.unk_dictionary import write_for_run
 
 PROG = "keras-nmt lexicon"
 
@@ -48,14 +51,21 @@ def _build(args, console: Console) -> int:
     progress = Progress(stream=console.stderr, enabled=not args.quiet)
     limits = Limits(sample_pairs=args.sample, max_word_pairs=args.max_word_pairs)
     lexicon = build_for_run(run, args.iterations, args.best, progress, limits)
+    dictionary = write_for_run(run, args.iterations, progress, limits)
     progress.close()
     info = lexicon.info
     size = run.lexicon_path.stat().st_size
-    print(json.dumps({"path": str(run.lexicon_path), "bytes": size, **info}, sort_keys=True),
+    print(json.dumps({"path": str(run.lexicon_path), "bytes": size, **info,
+                      "dictionary": None if dictionary is None else
+                      {"path": str(run.dictionary_path), **dictionary.info}}, sort_keys=True),
           file=console.stdout)
     if not args.quiet:
         print(f"wrote {run.lexicon_path} ({size / 1e6:.1f} MB): {info['pairs']:,} pairs "
               f"(of {info['corpus_lines']:,} lines), "
               f"{info['word_pairs']:,} word pairs, {info['iterations']} EM rounds in "
               f"{info['total_seconds']:.1f} s", file=console.stderr)
+        if dictionary is not None:
+            print(f"wrote {run.dictionary_path}: {dictionary.info['entries']:,} source words "
+                  f"with a translation the vocabulary lacks "
+                  f"({dictionary.info['seconds']:.1f} s)", file=console.stderr)
     return 0

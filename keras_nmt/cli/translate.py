@@ -17,17 +17,15 @@ from typing import Sequence, TextIO
 from keras_nmt.atomic import json_text
 from keras_nmt.cli.common import (
     Console, OneLineParser, add_quiet_argument, add_shortlist_argument,
-    add_split_sentences_argument, add_weights_argument, binary, non_negative_float,
-    positive_int, quiet_tensorflow, run_main,
+    add_split_sentences_argument, add_unk_replace_arguments, add_weights_argument, binary,
+    non_negative_float, positive_int, quiet_tensorflow, run_main, unk_replacement,
 )
 from keras_nmt.cli.translating import Output, translate_in_chunks
-from keras_nmt.config import check_attention
 from keras_nmt.corpus.readers import decode_line, read_lines
 from keras_nmt.ensemble import check_compatible
 from keras_nmt.errors import InputError
 from keras_nmt.lexicon import shortlist_inputs
 from keras_nmt.rundir import RunDir
-from keras_nmt.unk_replace import load_dictionary
 
 PROG = "keras-nmt translate"
 
@@ -82,15 +80,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         "(default: the run's tuned alpha, else its length_alpha; 0 = raw log-probability)",
     )
     parser.add_argument("--no-unk", action="store_true", help="never generate <unk>")
-    parser.add_argument(
-        "--unk-replace", action="store_true",
-        help="replace each generated <unk> with the most attended source word",
-    )
-    parser.add_argument(
-        "--dictionary", metavar="FILE",
-        help="with --unk-replace (implied), translate the copied source word with this "
-        "UTF-8 file of 'source<TAB>target' lines (words it lacks are copied unchanged)",
-    )
+    add_unk_replace_arguments(parser)
     parser.add_argument(
         "--attention", metavar="FILE.jsonl",
         help="write each line's tokens and attention matrix to FILE.jsonl (see below)",
@@ -177,11 +167,7 @@ def _translate(args, console: Console) -> int:
     nbest = args.nbest or 1
     beam = args.beam if args.beam is not None else max(settings["beam_size"], nbest)
     alpha = args.alpha if args.alpha is not None else settings["alpha"]
-    unk_replace = args.unk_replace or args.dictionary is not None
-    if unk_replace:
-        check_attention("--unk-replace" if args.unk_replace else "--dictionary",
-                        [run.config for run in runs])
-    dictionary = load_dictionary(args.dictionary) if args.dictionary else None
+    unk_replace, dictionary = unk_replacement(args, runs)
     if args.shortlist:
         shortlist_inputs(args.shortlist, runs[0].run.load_lexicon())
     interactive = bool(getattr(console.stdin, "isatty", lambda: False)())

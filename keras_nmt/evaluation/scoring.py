@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import pathlib
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import sacrebleu
 
@@ -139,12 +139,15 @@ def evaluate_run(
     beam_size: int = 5, alpha: float = 1.0, *, batch_size: int = 32,
     gold: Sequence[GoldAlignment] | None = None, keep_attention: Sequence[int] = (),
     progress: Progress | None = None, label: str = "", shortlist: tuple[int, int] | None = None,
-    split_sentences: bool = True,
+    split_sentences: bool = True, unk_replace: bool = False,
+    dictionary: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Score one translator on (sources, references), decoding over the whole vocabulary
     or, with ``shortlist`` = (F, B), with vocabulary selection (Translator.translate).
     ``split_sentences``: a source line of several sentences is translated sentence by
     sentence (Translator.translate's option); the scores are per line in any case.
+    ``unk_replace``, ``dictionary``: each written ``<unk>`` is replaced (Translator.translate's
+    options) in the scored translations; the No-UNK subset forbids ``<unk>`` as before.
 
     Returns a JSON-ready dict: sentences, beam_size, alpha, bleu, chrf (All), signatures,
     no_unk {sentences, bleu, chrf}, bleu_by_length (Fig. 2 rows), aer (None without
@@ -159,7 +162,8 @@ def evaluate_run(
     translations = translator.translate(
         sources, beam_size=beam_size, alpha=alpha, forbid_unk=False, batch_size=batch_size,
         with_attention=bool(keep), progress=_counter(progress, f"{prefix}translating", len(sources)),
-        shortlist=shortlist, split_sentences=split_sentences,
+        shortlist=shortlist, split_sentences=split_sentences, unk_replace=unk_replace,
+        dictionary=dictionary,
     )
     hypotheses = [t.text for t in translations]
     subset = no_unk_indices(sources, references, translator.source_codec, translator.target_codec)
@@ -180,6 +184,7 @@ def evaluate_run(
         "beam_size": int(beam_size),
         "alpha": float(alpha),
         "shortlist": list(shortlist) if shortlist else None,
+        "unk_replace": bool(unk_replace),
         "bleu": all_scores["bleu"],
         "chrf": all_scores["chrf"],
         "signatures": {"bleu": all_scores["bleu_signature"], "chrf": all_scores["chrf_signature"]},

@@ -11,7 +11,7 @@ and becomes the default of translate, evaluate and export.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from keras_nmt.evaluation.scoring import bleu
 
@@ -24,16 +24,17 @@ def tune_search(
     beams: Sequence[int] = DEFAULT_BEAMS, alphas: Sequence[float] = DEFAULT_ALPHAS,
     batch_size: int = 32, shortlist: tuple[int, int] | None = None,
     log: Callable[[str], None] | None = None, split_sentences: bool = True,
+    unk_replace: bool = False, dictionary: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """BLEU of every (beam, alpha) on (sources, references); the best pair with the grid
-    (``split_sentences``: as Translator.translate's)."""
+    (``split_sentences``, ``unk_replace``, ``dictionary``: as Translator.translate's)."""
     grid = []
     for beam in beams:
         for alpha in alphas:
             start = time.monotonic()
             hypotheses = [t.text for t in translator.translate(
                 sources, beam_size=beam, alpha=alpha, batch_size=batch_size, shortlist=shortlist,
-                split_sentences=split_sentences)]
+                split_sentences=split_sentences, unk_replace=unk_replace, dictionary=dictionary)]
             row = {"beam_size": int(beam), "alpha": float(alpha),
                    "bleu": bleu(hypotheses, references)[0],
                    "seconds": time.monotonic() - start}

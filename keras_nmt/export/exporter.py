@@ -31,6 +31,7 @@ from keras_nmt.export import layout
 from keras_nmt.lexicon import marked_sources, shortlist_inputs
 from keras_nmt.rundir import RunDir
 from keras_nmt.text import codecs
+from keras_nmt.unk_replace import dictionary_text, load_dictionary
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 # Checked at every export: a sentence of every kind of bad input the serving signature
@@ -62,6 +63,9 @@ class ExportRequest:
     int8: bool = False  # also NAME.int8.onnx (needs onnx)
     int8_max_drop: float = INT8_MAX_DROP  # BLEU the int8 model may lose on the sample
     split_sentences: bool = True  # the string signatures and onnx-translate split lines
+    # Every <unk> replaced by its most attended source word through the run's
+    # dictionary.tsv, in the SavedModel and onnxruntime alike (a word run that attends)
+    unk_replace: bool = False
 
 
 def next_version(model_dir: pathlib.Path) -> int:
@@ -95,15 +99,18 @@ def _check_sentences(source_vocab) -> list[str]:
 
 
 def self_check(savedmodel_dir: pathlib.Path, translator, beam_size: int, alpha: float,
-               shortlist: tuple[int, int] | None = None, split_sentences: bool = True) -> None:
+               shortlist: tuple[int, int] | None = None, split_sentences: bool = True,
+               dictionary: dict[str, str] | None = None) -> None:
     """The SavedModel in the TF1 session loader translates like the Keras model (lines
-    split into sentences, or not, as the SavedModel does)."""
+    split into sentences, or not, as the SavedModel does; with ``dictionary``, every
+    ``<unk>`` replaced through it)."""
     from keras_nmt.export import parity
     from keras_nmt.export.loaders import SessionModel
 
     lines = _check_sentences(translator.source_vocab)
     reference = translator.translate(lines, beam_size=beam_size, alpha=alpha, shortlist=shortlist,
-                                     split_sentences=split_sentences)
+                                     split_sentences=split_sentences,
+                                     unk_replace=dictionary is not None, dictionary=dictionary)
     session = SessionModel(savedmodel_dir)
     try:
         outputs = session.run("serving_default", sentences=lines)
@@ -240,14 +247,16 @@ def write_int8(directory: pathlib.Path, name: str, run, translator, settings, ma
 
 
 def write_onnx(directory: pathlib.Path, name: str, run, model, settings, tokenizer: str,
-               log, lexicon_table=None) -> None:
+               log, lexicon_table=None, dictionary: dict[str, str] | None = None) -> None:
     """NAME.onnx, NAME.onnx.json and the vocabularies (and, for a SentencePiece run, its
-    models NAME.spm.SRC.model / NAME.spm.TGT.model), written into ``directory``."""
+    models NAME.spm.SRC.model / NAME.spm.TGT.model; with ``settings.unk_replace``, the
+    ``dictionary`` as NAME.dictionary.tsv), written into ``directory``."""
     from keras_nmt.export import onnx as onnx_export
 
     log(f"converting translate_ids to ONNX (opset {onnx_export.OPSET}; takes a while)")
     path = directory / f"{name}.onnx"
-    proto = onnx_export.convert(model, settings.nbest, path, lexicon_table=lexicon_table)
+    proto = onnx_export.convert(model, settings.nbest, path, lexicon_table=lexicon_table,
+                                attention=settings.unk_replace)
     # The int8 model has no forced twin: scores and the attention drawn for a reader come
     # from the float model, as exact as the Keras model's.
     log("converting force decoding to ONNX (scores and alignments without TensorFlow)")
@@ -264,6 +273,10 @@ def write_onnx(directory: pathlib.Path, name: str, run, model, settings, tokeniz
         for role, lang in (("source_spm", run.src), ("target_spm", run.tgt)):
             models[role] = f"{name}.spm.{lang}.model"
             shutil.copyfile(run.run.sentencepiece_path(lang), directory / models[role])
+    unknown_words = None
+    if settings.unk_replace:
+        unknown_words = f"{name}.dictionary.tsv"
+        write_text_atomic(directory / unknown_words, dictionary_text(dictionary or {}))
     write_json_atomic(directory / layout.metadata_name(name), {
         "model": f"{name}.onnx",
         "src": run.src,
@@ -283,6 +296,10 @@ def write_onnx(directory: pathlib.Path, name: str, run, model, settings, tokeniz
         # under selection: the onnxruntime path batches them apart.
         "rare_sources": [] if lexicon_table is None else
         [int(i) for i in marked_sources(lexicon_table).nonzero()[0]],
+        # The onnxruntime path replaces each <unk> of a translation through this
+        # dictionary (source<TAB>target), at the attention the search returns.
+        "unk_replace": settings.unk_replace,
+        "dictionary": unknown_words,
         "max_decode_ratio": float(run.config.max_decode_ratio),
         "opset": onnx_export.OPSET,
         "inputs": onnx_export.input_names(proto),
@@ -291,6 +308,20 @@ def write_onnx(directory: pathlib.Path, name: str, run, model, settings, tokeniz
                    "outputs": onnx_export.output_names(forced)},
         "int8": None,
     })
+
+
+def _unknown_words(run) -> dict[str, str]:
+    """The dictionary an export that replaces ``<unk>`` carries: the run's dictionary.tsv,
+    or none (every unknown word copied). Refused, in one line, where there is nothing to
+    replace by: a SentencePiece run (its pieces spell every word) or one without attention."""
+    from keras_nmt.config import check_attention
+
+    if run.source_codec.kind != codecs.WORD:
+        raise ExportError("--unk-replace needs a word run: a SentencePiece run's pieces spell "
+                          "every word, and its <unk> is a character no piece holds")
+    check_attention("--unk-replace", [run.config])
+    path = run.run.dictionary_path
+    return load_dictionary(path) if path.is_file() else {}
 
 
 def export(args: ExportRequest, log: Callable[[str], None] = lambda message: None) -> pathlib.Path:
@@ -306,6 +337,7 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
         raise ExportError("--int8 quantizes the ONNX model: add --onnx")
     if args.int8:
         _int8_files(run)  # a corpus left behind fails now, not after the export's work
+    dictionary = _unknown_words(run) if args.unk_replace else None
     lexicon = None
     if args.shortlist:
         lexicon = run.run.load_lexicon()
@@ -337,6 +369,7 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
         max_source_len=default_max_source_len(run.config.max_len),
         shortlist=args.shortlist,
         split_sentences=args.split_sentences,
+        unk_replace=args.unk_replace,
     )
     # Everything, the ONNX files included, is written into a temporary directory (a name
     # TF Serving ignores, not an integer) and renamed into place once all of it is checked.
@@ -344,19 +377,27 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
     try:
         selection = f", shortlist {args.shortlist[0]},{args.shortlist[1]}" if args.shortlist else ""
         unsplit = "" if args.split_sentences else ", lines not split into sentences"
-        log(f"exporting SavedModel (beam {beam_size}, alpha {settings.alpha:g}{selection}{unsplit})")
+        replaced = ", <unk> replaced" if args.unk_replace else ""
+        log(f"exporting SavedModel (beam {beam_size}, alpha {settings.alpha:g}{selection}"
+            f"{unsplit}{replaced})")
+        unknown_words = None
+        if args.unk_replace:
+            from keras_nmt.unk_replace_graph import UnknownWords
+
+            unknown_words = UnknownWords(run.src, run.target_vocab, run.tgt, dictionary)
         archive = savedmodel.build_archive(
             model, run.run.graph_encoders(), settings, lexicon_table=table,
+            unknown_words=unknown_words,
         )
         savedmodel.write_savedmodel(archive, staging)
         log("checking the SavedModel with the TF1 session loader")
         self_check(staging, translator, beam_size, settings.alpha, args.shortlist,
-                   settings.split_sentences)
+                   settings.split_sentences, dictionary)
         if args.onnx:
             onnx_staging = staging / layout.ONNX_DIR
             onnx_staging.mkdir()
             write_onnx(onnx_staging, args.name, run, model, settings, tokenizer, log,
-                       lexicon_table=table)
+                       lexicon_table=table, dictionary=dictionary)
             log("checking the ONNX models (search, force decoding) with onnx.checker and onnxruntime")
             onnx_check(onnx_staging / f"{args.name}.onnx", translator, beam_size, settings.alpha,
                        args.shortlist)

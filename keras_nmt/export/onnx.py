@@ -23,10 +23,12 @@ OPSET = 17
 
 
 def convert(model: TranslationModel, nbest: int, path: str | pathlib.Path, opset: int = OPSET,
-            lexicon_table=None):
+            lexicon_table=None, attention: bool = False):
     """Convert and write ``path``; returns the checked ONNX ModelProto. With
-    ``lexicon_table`` the graph holds it and takes the two shortlist inputs."""
-    fn, signature = translate_ids_function(model, nbest, lexicon_table)
+    ``lexicon_table`` the graph holds it and takes the two shortlist inputs; with
+    ``attention`` it also returns each hypothesis's attention (``attention`` [B, n, T, S],
+    what UNK replacement reads)."""
+    fn, signature = translate_ids_function(model, nbest, lexicon_table, attention)
     return _convert(fn, signature, path, opset)
 
 

@@ -62,21 +62,26 @@ class ExportSettings:
     max_source_len: int = 100  # source tokens kept (EOS not counted)
     shortlist: tuple[int, int] | None = None  # (F, B) of serving_default; None: every word
     split_sentences: bool = True  # a line of several sentences: each translated alone
+    # Every written <unk> replaced by its most attended source word, through the run's
+    # dictionary (keras_nmt.unk_replace_graph; a word run that attends)
+    unk_replace: bool = False
 
 
 def translate_ids_function(model: TranslationModel, nbest: int,
-                           lexicon_table=None) -> tuple[Callable, list]:
+                           lexicon_table=None, attention: bool = False) -> tuple[Callable, list]:
     """The ``translate_ids`` function (plain Python, to be traced) and its input signature:
     :func:`keras_nmt.search.make_translate_fn`'s (with the shortlist inputs when
-    ``lexicon_table`` is given), without the attention output."""
+    ``lexicon_table`` is given), with the ``attention`` output [B, n, T, S] only when
+    asked (the ONNX search of an export that replaces ``<unk>``)."""
     translate_fn = search.make_translate_fn(model, nbest=max(1, nbest), autograph=False,
-                                            lexicon_table=lexicon_table, attention=False)
+                                            lexicon_table=lexicon_table, attention=attention)
     # The plain Python function: callers trace it themselves, no nested tf.function.
     search_fn = translate_fn.python_function
+    outputs = ID_OUTPUTS + (("attention",) if attention else ())
 
     def translate_ids(*inputs):
         out = search_fn(*inputs)
-        return {key: out[key] for key in ID_OUTPUTS}
+        return {key: out[key] for key in outputs}
 
     return translate_ids, list(translate_fn.input_signature)
 
@@ -94,6 +99,7 @@ def make_string_translate(
     decode_text: Callable,
     settings: ExportSettings,
     search_fn: Callable,
+    unknown_words=None,
 ) -> Callable:
     """``(sentences, beam_size, alpha[, shortlist_frequent, shortlist_best]) -> dict`` of
     the string signatures. ``encoder``: sentences -> ragged source ids (a graph encoder of
@@ -101,7 +107,9 @@ def make_string_translate(
     output ids [B, N, T] -> text [B, N]; ``search_fn``:
     :func:`keras_nmt.search.make_translate_fn`'s function (the shortlist sizes go to it
     when it takes them). With ``settings.split_sentences`` each line is split into its
-    sentences, and the line's outputs join theirs."""
+    sentences, and the line's outputs join theirs. ``unknown_words``: a
+    :class:`keras_nmt.unk_replace_graph.UnknownWords` writes the texts instead of
+    ``decode_text``, every ``<unk>`` replaced (the search must return attention)."""
     max_len = int(settings.max_source_len)
 
     def translate_sentences(sentences, beam_size, alpha, shortlist) -> dict:
@@ -121,8 +129,9 @@ def make_string_translate(
         # Empty and whitespace-only sentences translate to "" with score 0.0, as
         # Translator does (the search still ran on their lone EOS; its result is dropped).
         empty = tf.equal(counts, 0)
-        texts = tf.where(empty[:, None], tf.constant("", tf.string),
-                         decode_text(out["ids"]))
+        written = (decode_text(out["ids"]) if unknown_words is None else
+                   unknown_words.texts(sentences, max_len, out["ids"], out["attention"]))
+        texts = tf.where(empty[:, None], tf.constant("", tf.string), written)
         # n-best lists of an empty sentence hold that one "" (the other slots are
         # unfilled: score -inf, as the search reports them).
         first_slot = tf.equal(tf.range(tf.shape(out["scores"])[1]), 0)[None, :]
@@ -175,24 +184,30 @@ def build_archive(
     encoders: tuple,
     settings: ExportSettings,
     lexicon_table=None,
+    unknown_words=None,
 ) -> keras.export.ExportArchive:
     """The ExportArchive with the three signatures (not yet written). ``encoders``: the
     run's (source, target) graph encoders, :meth:`keras_nmt.rundir.RunDir.graph_encoders`;
-    ``lexicon_table``: the run's lexical table (targets), needed with ``settings.shortlist``."""
+    ``lexicon_table``: the run's lexical table (targets), needed with ``settings.shortlist``;
+    ``unknown_words``: a :class:`keras_nmt.unk_replace_graph.UnknownWords`, needed with
+    ``settings.unk_replace``."""
     encoder, target_encoder = encoders
+    if settings.unk_replace and unknown_words is None:
+        raise ValueError("an export that replaces <unk> needs the unknown words' module")
     if settings.shortlist and lexicon_table is None:
         raise ValueError("a shortlist export needs the lexical table")
     table = lexicon_table if settings.shortlist else None
     # The string signatures' search keeps attention only when they return it.
     search_fn = search.make_translate_fn(
         model, nbest=max(1, settings.nbest), autograph=False, lexicon_table=table,
-        attention=settings.attention,
+        attention=settings.attention or settings.unk_replace,
     ).python_function
     if table is not None:
         # Sentences with a rare source word decode apart, over the whole vocabulary.
         search_fn = search.rare_apart(search_fn, marked_sources(table))
+    unknown_words = unknown_words if settings.unk_replace else None
     string_translate = make_string_translate(
-        encoder, lambda ids: ids_to_text(ids, target_encoder), settings, search_fn
+        encoder, lambda ids: ids_to_text(ids, target_encoder), settings, search_fn, unknown_words
     )
 
     archive = keras.export.ExportArchive()
@@ -204,6 +219,8 @@ def build_archive(
     archive.track(encoder)
     if target_encoder.kind == SENTENCEPIECE:
         archive.track(target_encoder)  # the word target side is a constant token list
+    if unknown_words is not None:
+        archive.track(unknown_words)  # the dictionary's lookup table
 
     beam_size = tf.constant(int(settings.beam_size), tf.int32)
     alpha = tf.constant(float(settings.alpha), tf.float32)
@@ -252,6 +269,10 @@ def signature_summary(settings: ExportSettings) -> dict[str, str]:
         inputs = (", `shortlist_frequent` int32, `shortlist_best` int32 (both 0: the whole "
                   "vocabulary; a batch holding a source word training saw at most "
                   f"{RARE_COUNT} times is scored on every word)")
+    if settings.unk_replace:
+        outputs += ("; every `<unk>` a translation would hold is the source word its step "
+                    "attended to most, through the run's dictionary.tsv (copied when it "
+                    "lacks the word)")
     split = ("; a line of several sentences is split into them (the source language's rules "
              "of keras_nmt.text.sentences), each is translated alone and the line's outputs "
              "join theirs: texts one space apart, scores and `truncated` summed, n-best slot "

@@ -59,7 +59,9 @@ from keras_nmt.export import layout
 from keras_nmt.text import codecs
 from keras_nmt.translation import (
     Source, Translation, beam_translation, blank, rare_source, read_source, translate_lines,
+    unk_rewrite,
 )
+from keras_nmt.unk_replace import load_dictionary
 from keras_nmt.vocab import Vocabulary
 
 INPUTS = ("source_ids", "beam_size", "alpha", "forbid_unk", "max_length")
@@ -146,7 +148,8 @@ class OnnxTranslator:
                  beam_size: int = 5, alpha: float = 1.0, max_nbest: int = 1,
                  shortlist: tuple[int, int] | None = None,
                  forced_path: pathlib.Path | None = None, threads: int | None = None,
-                 split_sentences: bool = False, rare_sources: Sequence[int] = ()):
+                 split_sentences: bool = False, rare_sources: Sequence[int] = (),
+                 dictionary: dict[str, str] | None = None):
         self.session = session
         # keras_nmt.text codecs: the word tokenizer or SentencePiece, as exported.
         self.source_codec = source_codec
@@ -168,6 +171,14 @@ class OnnxTranslator:
         # selection (keras_nmt.lexicon.Lexicon.rare_sources): batched apart from the others.
         self.rare = np.zeros(len(self.source_vocab), bool)
         self.rare[np.asarray(rare_sources, np.int64)] = True
+        # An export made with --unk-replace: its dictionary (NAME.dictionary.tsv), and
+        # translate() replaces every <unk> through it by default. None: <unk> stays.
+        self.dictionary = dictionary
+        # Whether the search returns attention (an export made with --unk-replace).
+        self.attends = any(o.name == "attention" for o in session.get_outputs())
+        if dictionary is not None and not self.attends:
+            raise ExportError("an export that replaces <unk> needs a search that returns "
+                              "attention: export the run again")
         # NAME.forced.onnx, loaded by the first alignment (translation alone never needs it).
         self.forced_path = forced_path
         self.threads = threads
@@ -214,8 +225,14 @@ class OnnxTranslator:
         )
         forced = metadata.get("forced")
         forced_path = export_dir / str(forced["model"]) if isinstance(forced, dict) else None
+        dictionary = None
+        if metadata.get("unk_replace"):  # older exports: no key, no replacement
+            if not metadata.get("dictionary"):
+                raise ExportError(f"{name}.onnx.json: unk_replace names no dictionary "
+                                  "(export the run again)")
+            dictionary = load_dictionary(export_dir / str(metadata["dictionary"]))
         return cls(session, source_codec, target_codec, max_source_len, beam_size, alpha,
-                   max_nbest, shortlist, forced_path, threads, split, rare)
+                   max_nbest, shortlist, forced_path, threads, split, rare, dictionary)
 
     def forced_session(self):
         """The onnxruntime session of NAME.forced.onnx (loaded once); :class:`ExportError`
@@ -297,7 +314,8 @@ class OnnxTranslator:
                   progress: Callable[[int], None] | None = None,
                   shortlist: tuple[int, int] | bool | None = True,
                   align: bool = False,
-                  split_sentences: bool | None = None) -> list[Translation]:
+                  split_sentences: bool | None = None,
+                  unk_replace: bool | None = None) -> list[Translation]:
         """One translation per line, in order (see :meth:`Translator.translate`).
         ``shortlist``: True, the export's vocabulary selection (if it was exported with
         one); (F, B) another one (the export must hold a lexical table); False or None:
@@ -305,8 +323,11 @@ class OnnxTranslator:
         hypothesis force-decoded (NAME.forced.onnx), one more pass per sentence.
         ``split_sentences``: split each line into its sentences and join their
         translations (:func:`keras_nmt.translation.join_translations`); None: as the
-        export does (``self.split_sentences``). ``progress`` hears the lines each batch
-        finished."""
+        export does (``self.split_sentences``). ``unk_replace``: every ``<unk>`` of a
+        hypothesis becomes the source word its step attended to most, through the
+        export's dictionary (:mod:`keras_nmt.unk_replace`; every word copied without
+        one), at the attention the search returns; None: as the export says
+        (``--unk-replace``). ``progress`` hears the lines each batch finished."""
         beam_size = self.beam_size if beam_size is None else int(beam_size)
         alpha = self.alpha if alpha is None else float(alpha)
         if not 1 <= nbest <= self.max_nbest:
@@ -327,9 +348,14 @@ class OnnxTranslator:
             selection = {"shortlist_frequent": np.array(frequent, np.int32),
                          "shortlist_best": np.array(best, np.int32)}
         split = self.split_sentences if split_sentences is None else bool(split_sentences)
+        replace = self.dictionary is not None if unk_replace is None else bool(unk_replace)
+        if replace and not self.attends:
+            raise ValueError("this export's search returns no attention to replace <unk> by "
+                             "(export with --unk-replace)")
+        outputs = list(OUTPUTS) + (["attention"] if replace else [])
 
         def decode(sources: list[Source]) -> list[Translation]:
-            ids, lengths, scores = self.session.run(list(OUTPUTS), {
+            found = self.session.run(outputs, {
                 "source_ids": pad_rows([source.ids for source in sources]),
                 "beam_size": np.array(beam_size, np.int32),
                 "alpha": np.array(alpha, np.float32),
@@ -337,8 +363,11 @@ class OnnxTranslator:
                 "max_length": np.array(0, np.int32),  # the max_decode_ratio rule
                 **selection,
             })
+            ids, lengths, scores = found[:3]
             return [beam_translation(self.target_codec, source, ids[row], lengths[row],
-                                     scores[row], nbest)
+                                     scores[row], nbest, found[3][row] if replace else None,
+                                     rewrite=unk_rewrite(source, self.dictionary) if replace
+                                     else None)
                     for row, source in enumerate(sources)]
 
         return translate_lines(

@@ -19,6 +19,11 @@ def ids_before_eos(ids) -> tf.RaggedTensor:
     if not isinstance(ids, tf.RaggedTensor):
         ids = tf.RaggedTensor.from_tensor(tf.convert_to_tensor(ids))
     ids = tf.cast(ids, tf.int32)
+    return tf.ragged.boolean_mask(ids, kept_before_eos(ids))
+
+
+def kept_before_eos(ids):
+    """Which positions of id rows [N, T] :func:`ids_before_eos` keeps (bool, the same
+    shape): those before the row's first EOS that are neither PAD nor BOS."""
     before_eos = tf.math.cumsum(tf.cast(tf.equal(ids, EOS_ID), tf.int32), axis=1) == 0
-    kept = before_eos & tf.not_equal(ids, PAD_ID) & tf.not_equal(ids, BOS_ID)
-    return tf.ragged.boolean_mask(ids, kept)
+    return before_eos & tf.not_equal(ids, PAD_ID) & tf.not_equal(ids, BOS_ID)

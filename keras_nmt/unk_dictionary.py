@@ -1,0 +1,120 @@
+"""The dictionary of a run's unknown words, for ``--unk-replace``.
+
+A word run whose vocabularies leave words out (``--set vocab_min_count=N``, or a
+shortlist smaller than the corpus's words) writes ``<unk>`` where the target word is one
+it lacks; :mod:`keras_nmt.unk_replace` fills each with its most attended source word,
+looked up in a ``source<TAB>target`` dictionary. This module builds that dictionary from
+the run's own training split, so that a word training saw, even once, gets the
+translation training saw for it, and only a word it never saw is copied.
+
+How: IBM Model 1 (:func:`keras_nmt.lexicon.train_model1`, the lexical table's EM, with
+its memory limits) over the same sample of training pairs, but on every word the
+tokenizer makes, not the vocabulary's ids. Each source word's entry is its most probable
+translation among the target words the run's vocabulary lacks, when one of those is
+among its :data:`BEST` most probable: the model writes ``<unk>`` only for a word it has
+no row for, so a word it has is never the right filling. A run whose target vocabulary
+holds every training word gets no dictionary.
+
+Cost: the lexical table's (one reading pass, EM rounds over the sample), with tables
+the size of the sample's word types instead of the vocabulary's, and 8 bytes x
+:data:`BEST` a source word type for the translations kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Sequence
+
+import numpy as np
+
+from keras_nmt.constants import RESERVED
+from keras_nmt.lexicon import DEFAULT_ITERATIONS, Limits, sampled_training_pairs, train_model1
+from keras_nmt.progress import Progress
+from keras_nmt.text import codecs
+
+BEST = 10  # translations searched per source word for one the vocabulary lacks
+
+
+class OpenVocabulary:
+    """An id for every token it is given, from the first id after the reserved ones (the
+    lexical table's EM treats those as padding, BOS and EOS)."""
+
+    def __init__(self):
+        self.tokens: list[str] = list(RESERVED)
+        self._ids: dict[str, int] = {token: i for i, token in enumerate(RESERVED)}
+
+    def encode(self, tokens: Sequence[str]) -> list[int]:
+        ids = self._ids
+        out = []
+        for token in tokens:
+            found = ids.get(token)
+            if found is None:
+                found = ids[token] = len(self.tokens)
+                self.tokens.append(token)
+            out.append(found)
+        return out
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+
+@dataclasses.dataclass(frozen=True)
+class UnknownWordDictionary:
+    """``entries``: source word -> the translation to write for a ``<unk>`` that attended
+    to it; ``info``: how it was built."""
+
+    entries: dict[str, str]
+    info: dict
+
+
+def build_for_run(run, iterations: int = DEFAULT_ITERATIONS, progress: Progress | None = None,
+                  limits: Limits = Limits()) -> UnknownWordDictionary | None:
+    """The dictionary of a run directory (a :class:`~keras_nmt.rundir.RunDir`), from the
+    sample of its training split the lexical table reads (module docstring). None for a
+    SentencePiece run (its pieces spell every word) or a run whose target vocabulary
+    lacks no training word."""
+    started = time.perf_counter()
+    progress = progress or Progress(enabled=False)
+    source_codec, target_codec = run.codecs()
+    if source_codec.kind != codecs.WORD:
+        return None
+    words = OpenVocabulary(), OpenVocabulary()
+    pairs, lines, sampled = sampled_training_pairs(
+        run, lambda line: words[0].encode(source_codec.tokenize(line)),
+        lambda line: words[1].encode(target_codec.tokenize(line)),
+        limits, progress, "unknown-word dictionary")
+    # The target words of the pairs kept (a pair training drops had its words read too).
+    known = target_codec.vocabulary
+    unknown = np.zeros(len(words[1]), bool)
+    present = np.unique(pairs.arrays()[1])
+    unknown[present] = [words[1].tokens[i] not in known for i in present]
+    if not unknown.any():
+        return None
+    table = train_model1(pairs, len(words[0]), len(words[1]), iterations, BEST, progress, limits)
+    entries: dict[str, str] = {}
+    for source_id in range(len(RESERVED), len(words[0])):
+        for target_id in table.targets[source_id]:
+            if target_id and unknown[target_id]:  # 0 pads a row of fewer translations
+                entries[words[0].tokens[source_id]] = words[1].tokens[target_id]
+                break
+    info = {
+        "method": "IBM Model 1 over every word of the sample; each source word's most "
+                  "probable translation the target vocabulary lacks",
+        "corpus_lines": lines, "sampled_lines": sampled, "pairs": len(pairs),
+        "source_words": len(words[0]) - len(RESERVED),
+        "target_words": len(words[1]) - len(RESERVED),
+        "target_words_unknown": int(unknown.sum()),
+        "entries": len(entries), "iterations": iterations, "best": BEST,
+        "seconds": time.perf_counter() - started,
+    }
+    return UnknownWordDictionary(entries, info)
+
+
+def write_for_run(run, iterations: int = DEFAULT_ITERATIONS, progress: Progress | None = None,
+                  limits: Limits = Limits()) -> UnknownWordDictionary | None:
+    """:func:`build_for_run`, stored in the run's ``dictionary.tsv`` (an older one is
+    removed when the run gets none)."""
+    dictionary = build_for_run(run, iterations, progress, limits)
+    run.write_dictionary(None if dictionary is None else dictionary.entries)
+    return dictionary

@@ -1,0 +1,192 @@
+"""Words the vocabulary leaves out: ``vocab_min_count`` cuts the word vocabularies, the
+unknown-word dictionary (keras_nmt.unk_dictionary) is built from the training split for
+``--unk-replace``, and translate / evaluate read it."""
+
+import argparse
+import json
+import shutil
+
+import pytest
+
+from keras_nmt import run_data, unk_dictionary
+from keras_nmt.cli import lexicon as lexicon_cli
+from keras_nmt.cli.common import unk_replacement
+from keras_nmt.config import Config, ConfigError
+from keras_nmt.constants import UNK_ID
+from keras_nmt.rundir import RunDir
+from keras_nmt.train_options import TrainOptions, new_run_config
+from keras_nmt.vocab import Vocabulary
+
+from support import edit_json
+
+# The <unk> output bias of the test export's model: <unk> for some words, not all.
+UNK_BIAS = 3.0
+
+
+def test_a_minimum_count_leaves_rarer_words_out_whatever_the_size():
+    counts = {"a": 5, "b": 3, "c": 2, "d": 1}
+    assert Vocabulary.from_counts(counts, 100).tokens[4:] == ("a", "b", "c", "d")
+    assert Vocabulary.from_counts(counts, 100, min_count=3).tokens[4:] == ("a", "b")
+    assert Vocabulary.from_counts(counts, 5, min_count=2).tokens[4:] == ("a",)  # size still cuts
+    assert Vocabulary.build([["x", "y", "x"], ["x"]], 10, min_count=2).tokens[4:] == ("x",)
+    with pytest.raises(ConfigError, match="vocab_min_count must be a positive integer"):
+        Config(vocab_min_count=0)
+
+
+def test_the_prepared_split_reads_left_out_words_as_unk(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.en").write_text("the cat sat\nthe dog sat\nthe cat ran\nthe dog ran\n"
+                                   "a zebu\n", encoding="utf-8")
+    (data / "train.fr").write_text("le chat dort\nle chien dort\nle chat court\n"
+                                   "le chien court\nun zébu\n", encoding="utf-8")
+    (data / "valid.en").write_text("the cat\n", encoding="utf-8")
+    (data / "valid.fr").write_text("le chat\n", encoding="utf-8")
+    run = RunDir(tmp_path / "run")
+    options = TrainOptions(variant="search30", data=str(data), out=str(run.path),
+                           overrides={"vocab_min_count": 2}).for_new_run()
+    config, _ = run_data.prepare(options, new_run_config(options), run, log=lambda text: None)
+    source, target = run.load_vocabularies()
+    assert source.tokens[4:] == ("the", "cat", "dog", "ran", "sat")
+    assert target.tokens[4:] == ("le", "chat", "chien", "court", "dort")
+    assert (config.src_vocab_size, config.tgt_vocab_size) == (9, 9)
+    split = run.prepared_split(needed_for="the test")
+    try:
+        assert split.token_counts(0, 9)[UNK_ID] == 2  # a, zebu
+        assert split.token_counts(1, 9)[UNK_ID] == 2  # un, zébu
+    finally:
+        split.close()
+
+
+def _run_with_split(tiny_run, tmp_path, pairs):
+    """A copy of the tiny run whose training split is ``pairs`` (the model and its
+    vocabularies are the tiny run's)."""
+    copy = tmp_path / "run"
+    shutil.copytree(tiny_run, copy, ignore=shutil.ignore_patterns("tensorboard"))
+    run = RunDir(copy)
+    for side, lang in ((0, "en"), (1, "fr")):
+        (tmp_path / f"split.{lang}").write_text(
+            "".join(pair[side] + "\n" for pair in pairs), encoding="utf-8")
+    info = json.loads(run.data_path.read_text(encoding="utf-8"))
+    edit_json(run.data_path, splits={**info["splits"], "train": {
+        "source": str(tmp_path / "split.en"), "target": str(tmp_path / "split.fr")}})
+    return run
+
+
+def test_the_dictionary_gives_a_left_out_word_the_translation_training_saw(tiny_run, tmp_path):
+    source_vocab, target_vocab = RunDir(tiny_run).load_vocabularies()
+    # Words that read back as themselves from a line of text (no elision, no punctuation).
+    known_en = [word for word in source_vocab.tokens[4:] if word.isalpha()][:8]
+    known_fr = [word for word in target_vocab.tokens[4:] if word.isalpha()][:8]
+    assert "zebu" not in source_vocab and "zébu" not in target_vocab
+    # The known words translate one to one; "zebu" twice with "zébu", never else.
+    pairs = [(f"{a} {b}", f"{x} {y}") for a, x in zip(known_en, known_fr)
+             for b, y in zip(known_en, known_fr) if a != b]
+    pairs += [(f"{known_en[0]} zebu", f"{known_fr[0]} zébu"),
+              (f"zebu {known_en[1]}", f"zébu {known_fr[1]}")]
+    run = _run_with_split(tiny_run, tmp_path, pairs)
+    built = unk_dictionary.write_for_run(run, iterations=5)
+    assert built.entries["zebu"] == "zébu"
+    assert all(word not in target_vocab for word in built.entries.values())
+    assert built.info["target_words_unknown"] == 1 and built.info["pairs"] == len(pairs)
+    # Stored as translate's --dictionary reads it, one source<TAB>target line a word.
+    lines = run.dictionary_path.read_text(encoding="utf-8").splitlines()
+    assert "zebu\tzébu" in lines and len(lines) == len(built.entries)
+
+    # translate and evaluate: --unk-replace reads it; --dictionary FILE wins.
+    inspected = [run.inspect("last")]
+    args = argparse.Namespace(unk_replace=True, dictionary=None)
+    assert unk_replacement(args, inspected) == (True, built.entries)
+    other = tmp_path / "other.tsv"
+    other.write_text("zebu\tzébus\n", encoding="utf-8")
+    args = argparse.Namespace(unk_replace=False, dictionary=str(other))
+    assert unk_replacement(args, inspected) == (True, {"zebu": "zébus"})
+    args = argparse.Namespace(unk_replace=False, dictionary=None)
+    assert unk_replacement(args, inspected) == (False, None)
+
+    # A split whose every target word the vocabulary holds: no dictionary, the old one goes.
+    (tmp_path / "known").mkdir()
+    run = _run_with_split(tiny_run, tmp_path / "known", pairs[:-2])
+    run.write_dictionary({"stale": "entry"})
+    assert unk_dictionary.write_for_run(run, iterations=1) is None
+    assert not run.dictionary_path.exists()
+    args = argparse.Namespace(unk_replace=True, dictionary=None)
+    assert unk_replacement(args, [run.inspect("last")]) == (True, None)  # words are copied
+
+
+def test_the_lexicon_command_builds_the_dictionary_too(tiny_run, tmp_path, capsys):
+    source_vocab, target_vocab = RunDir(tiny_run).load_vocabularies()
+    a, b = [word for word in source_vocab.tokens[4:] if word.isalpha()][:2]
+    x, y = [word for word in target_vocab.tokens[4:] if word.isalpha()][:2]
+    run = _run_with_split(tiny_run, tmp_path, [(f"{a} {b}", f"{x} {y}"), (f"{a} yak", f"{x} yack")] * 3)
+    assert lexicon_cli.main([str(run.path), "--iterations", "2", "--quiet"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["dictionary"]["path"] == str(run.dictionary_path)
+    assert report["dictionary"]["entries"] >= 1
+    assert "yak\tyack" in run.dictionary_path.read_text(encoding="utf-8").splitlines()
+
+
+def test_a_sentencepiece_run_has_no_dictionary(tiny_spm_run):
+    assert unk_dictionary.build_for_run(RunDir(tiny_spm_run), iterations=1) is None
+
+
+def test_an_export_replaces_unk_as_translate_does(tiny_run, tmp_path, cli_runner):
+    """``export --unk-replace``: the SavedModel (TF1 session loader, the one TF Serving
+    uses) and onnxruntime write what ``Translator.translate(unk_replace=True)`` writes with
+    the run's dictionary; the export's own self-check compared the SavedModel already."""
+    from keras_nmt.export.loaders import SessionModel
+    from keras_nmt.serving.onnx_translator import OnnxTranslator
+    from keras_nmt.translator import Translator
+    from support import peaked_weights_run
+
+    run = RunDir(peaked_weights_run(tiny_run, tmp_path / "run", unk_bias=UNK_BIAS))
+    words = [word for word in run.load_vocabularies()[0].tokens[4:] if word.isalpha()][:40]
+    dictionary = {word: f"X:{word}" for word in words[::2]}
+    run.write_dictionary(dictionary)
+    result = cli_runner("export", run.path, "--out", tmp_path / "exports", "--onnx", "--beam", 3,
+                        "--unk-replace", "--quiet")
+    assert result.returncode == 0, result.stderr
+    lines = [" ".join(words[i:i + 5]) + " ." for i in range(0, 40, 5)] + ["", words[0] + " . " + words[1].title() + " ."]
+    translator = Translator.from_run_dir(run.path)
+    plain = [t.text for t in translator.translate(lines, beam_size=3)]
+    expected = [t.text for t in translator.translate(lines, beam_size=3, unk_replace=True,
+                                                     dictionary=dictionary)]
+    # Some <unk>, some words: the replacement changes some tokens and keeps the others.
+    assert sum(text.count("<unk>") for text in plain) >= 3
+    assert not any("<unk>" in text for text in expected)
+    assert any("X:" in text for text in expected)
+    assert any(token in translator.target_vocab for text in expected for token in text.split())
+
+    session = SessionModel(tmp_path / "exports" / "nmt" / "1")
+    try:
+        served = session.run("serving_default", sentences=lines)["translations"]
+    finally:
+        session.close()
+    assert [text.decode("utf-8") for text in served] == expected
+    onnx = OnnxTranslator.from_export_dir(tmp_path / "exports")
+    assert [t.text for t in onnx.translate(lines, beam_size=3)] == expected
+    assert [t.text for t in onnx.translate(lines, beam_size=3, unk_replace=False)] == plain
+    metadata = json.loads((tmp_path / "exports" / "nmt" / "1" / "onnx" / "nmt.onnx.json")
+                          .read_text(encoding="utf-8"))
+    assert metadata["unk_replace"] is True and metadata["dictionary"] == "nmt.dictionary.tsv"
+
+    # evaluate --unk-replace scores the replaced translations: against themselves, 100.
+    kept = [i for i, line in enumerate(lines) if line]
+    (tmp_path / "src.en").write_text("".join(lines[i] + "\n" for i in kept), encoding="utf-8")
+    (tmp_path / "ref.fr").write_text("".join(expected[i] + "\n" for i in kept), encoding="utf-8")
+    scores = {}
+    for options in ((), ("--unk-replace",)):
+        result = cli_runner("evaluate", run.path, "--src", tmp_path / "src.en", "--ref",
+                            tmp_path / "ref.fr", "--beam", 3, "--json", "--quiet", *options)
+        assert result.returncode == 0, result.stderr
+        scores[options] = json.loads(result.stdout)["runs"][0]
+    assert scores[("--unk-replace",)]["bleu"] == pytest.approx(100.0)
+    assert scores[("--unk-replace",)]["unk_replace"] and not scores[()]["unk_replace"]
+    assert scores[()]["bleu"] < 90.0
+
+
+def test_unk_replacing_exports_are_refused_in_one_line_where_nothing_replaces(
+        tiny_spm_run, tmp_path, cli_runner):
+    result = cli_runner("export", tiny_spm_run, "--out", tmp_path / "exports", "--unk-replace")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "--unk-replace needs a word run" in result.stderr
