@@ -14,7 +14,8 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "keras_nmt"
 LAYERS = (
     ("ground", ("constants", "errors", "faults", "atomic", "progress", "config", "distribute",
                 "xla", "model_weights")),
-    ("data", ("corpus/", "text/", "vocab", "prepared", "data", "lexicon", "unk_replace")),
+    ("data", ("corpus/", "text/", "vocab", "prepared", "data", "lexicon", "unk_dictionary",
+              "unk_replace", "unk_replace_graph")),
     ("model", ("layers/", "models", "search/")),
     ("run directory", ("rundir", "ensemble", "averaging")),
     ("jobs", ("training/", "evaluation/", "translation", "translator", "train_options",
