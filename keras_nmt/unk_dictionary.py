@@ -22,13 +22,15 @@ the size of the sample's word types instead of the vocabulary's, and 8 bytes x
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from typing import Sequence
 
 import numpy as np
 
-from keras_nmt.constants import RESERVED
+from keras_nmt.constants import RESERVED, UNK_ID
+from keras_nmt.errors import RunDirError
 from keras_nmt.lexicon import DEFAULT_ITERATIONS, Limits, sampled_training_pairs, train_model1
 from keras_nmt.progress import Progress
 from keras_nmt.text import codecs
@@ -77,7 +79,7 @@ def build_for_run(run, iterations: int = DEFAULT_ITERATIONS, progress: Progress 
     started = time.perf_counter()
     progress = progress or Progress(enabled=False)
     source_codec, target_codec = run.codecs()
-    if source_codec.kind != codecs.WORD:
+    if source_codec.kind != codecs.WORD or _holds_every_target_word(run, target_codec.vocabulary):
         return None
     words = OpenVocabulary(), OpenVocabulary()
     pairs, lines, sampled = sampled_training_pairs(
@@ -109,6 +111,20 @@ def build_for_run(run, iterations: int = DEFAULT_ITERATIONS, progress: Progress 
         "seconds": time.perf_counter() - started,
     }
     return UnknownWordDictionary(entries, info)
+
+
+def _holds_every_target_word(run, vocabulary) -> bool:
+    """Whether the prepared split says that training never wrote a target ``<unk>`` (one
+    streamed pass over its ids, instead of tokenizing the sample to find no word
+    missing). False when the split is gone: the sample decides then."""
+    try:
+        split = run.prepared_split(needed_for="the unknown-word dictionary")
+    except RunDirError:
+        return False
+    if split is None:
+        return False
+    with contextlib.closing(split):
+        return int(split.token_counts(1, len(vocabulary))[UNK_ID]) == 0
 
 
 def write_for_run(run, iterations: int = DEFAULT_ITERATIONS, progress: Progress | None = None,

@@ -60,9 +60,9 @@ def test_the_prepared_split_reads_left_out_words_as_unk(tmp_path):
 
 def _run_with_split(tiny_run, tmp_path, pairs):
     """A copy of the tiny run whose training split is ``pairs`` (the model and its
-    vocabularies are the tiny run's)."""
+    vocabularies are the tiny run's; its prepared split, the old one's ids, is left out)."""
     copy = tmp_path / "run"
-    shutil.copytree(tiny_run, copy, ignore=shutil.ignore_patterns("tensorboard"))
+    shutil.copytree(tiny_run, copy, ignore=shutil.ignore_patterns("tensorboard", "prepared"))
     run = RunDir(copy)
     for side, lang in ((0, "en"), (1, "fr")):
         (tmp_path / f"split.{lang}").write_text(
@@ -124,6 +124,15 @@ def test_the_lexicon_command_builds_the_dictionary_too(tiny_run, tmp_path, capsy
     assert report["dictionary"]["path"] == str(run.dictionary_path)
     assert report["dictionary"]["entries"] >= 1
     assert "yak\tyack" in run.dictionary_path.read_text(encoding="utf-8").splitlines()
+
+
+def test_a_run_whose_prepared_split_has_no_target_unk_reads_no_sample(tiny_run, monkeypatch):
+    # The tiny run's vocabularies hold every training word: its prepared ids say so.
+    def unread(*args, **kwargs):
+        raise AssertionError("the training sample was read")
+
+    monkeypatch.setattr(unk_dictionary, "sampled_training_pairs", unread)
+    assert unk_dictionary.build_for_run(RunDir(tiny_run), iterations=1) is None
 
 
 def test_a_sentencepiece_run_has_no_dictionary(tiny_spm_run):
