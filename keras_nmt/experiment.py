@@ -14,7 +14,8 @@ import keras
 
 from keras_nmt import config as config_lib
 from keras_nmt import (
-    averaging, data, distribute, lexicon, model_weights, resume, run_data, unk_dictionary, xla,
+    averaging, data, distribute, lexicon, model_weights, resume, run_data, unk_dictionary,
+    unk_replace, xla,
 )
 from keras_nmt.atomic import write_json_atomic
 from keras_nmt.config import Config
@@ -105,9 +106,15 @@ def train(options: TrainOptions) -> dict[str, Any]:
     weights, best = _report_weights(trainer, run, config, log, warn)
     dev_nll = trainer.dev_nll()
     held_out = test_files or valid_files
-    log(f"translating the held-out {held_out.source.name} with beam {config.beam_size}")
+    # A model trained to write <unk> is reported as `evaluate` scores it by default:
+    # replaced, through the dictionary (built first when the run builds its tables).
+    replace = unk_replace.on_by_default(config, translator.source_codec.kind)
+    dictionary = _write_dictionary(run, progress, log) if replace and options.lexicon else None
+    replaced = ", <unk> replaced" if replace else ""
+    log(f"translating the held-out {held_out.source.name} with beam {config.beam_size}{replaced}")
     report = scoring.held_out_report(translator, held_out, config.beam_size, config.length_alpha,
-                                     quiet=quiet, progress=progress)
+                                     quiet=quiet, progress=progress, unk_replace=replace,
+                                     dictionary=dictionary and dictionary.entries)
     summary = {
         "variant": config.variant,
         "architecture": config.architecture,
@@ -145,10 +152,8 @@ def train(options: TrainOptions) -> dict[str, Any]:
         table = lexicon.build_for_run(run, progress=progress)
         log(f"lexical table for --shortlist: {run.lexicon_path} "
             f"({table.info['total_seconds']:.1f} s)")
-        dictionary = unk_dictionary.write_for_run(run, progress=progress)
-        if dictionary is not None:
-            log(f"unknown-word dictionary for --unk-replace: {run.dictionary_path} "
-                f"({dictionary.info['entries']:,} words, {dictionary.info['seconds']:.1f} s)")
+        if not replace:
+            _write_dictionary(run, progress, log)
     result(f"run directory: {run.path}  (summary.json, checkpoints/, best/, tensorboard/)")
     distribute.barrier(strategy)
     return summary
@@ -251,6 +256,15 @@ def _report_weights(trainer: Trainer, run: RunDir, config: Config, log: Callable
     return weights, best
 
 
+def _write_dictionary(run: RunDir, progress: Progress, log: Callable[[str], None]
+                      ) -> unk_dictionary.UnknownWordDictionary | None:
+    dictionary = unk_dictionary.write_for_run(run, progress=progress)
+    if dictionary is not None:
+        log(f"unknown-word dictionary for --unk-replace: {run.dictionary_path} "
+            f"({dictionary.info['entries']:,} words, {dictionary.info['seconds']:.1f} s)")
+    return dictionary
+
+
 def _report_lines(summary: dict[str, Any], beam_size: int) -> list[str]:
     """The report on stdout: how training ended and the held-out BLEU."""
     report = summary["held_out"]
@@ -261,7 +275,8 @@ def _report_lines(summary: dict[str, Any], beam_size: int) -> list[str]:
         f"done: {summary['updates']} updates, {summary['epochs']:.2f} epochs, stopped by "
         f"{summary['stop_reason']}; train NLL {summary['train_nll']:.2f}, dev NLL "
         f"{summary['dev_nll']:.2f}",
-        f"held-out BLEU ({report['split']}, {report['sentences']} sentences, beam {beam_size}): "
+        f"held-out BLEU ({report['split']}, {report['sentences']} sentences, beam {beam_size}"
+        f"{', <unk> replaced' if report.get('unk_replace') else ''}): "
         f"{report['bleu']:.2f}; {long}",
         f"sacreBLEU signature: {report['bleu_signature']}",
     ]

@@ -53,7 +53,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID, RESERVED
+from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID, RESERVED, UNK_ID
 from keras_nmt.corpus.readers import count_lines
 from keras_nmt.errors import LexiconError, RunDirError
 from keras_nmt.progress import Phase, Progress
@@ -113,12 +113,14 @@ class Lexicon:
 
     def rare_sources(self) -> np.ndarray:
         """bool [source vocabulary]: the source ids seen at most :data:`RARE_COUNT` times in
-        training (UNK included when training never saw it); never padding, BOS or EOS.
-        All False without ``source_counts``."""
+        training; never padding, BOS or EOS. UNK is rare when training never saw it, or
+        when every word it stands for is rare (``info["unk_rare"]``: a vocabulary cut by
+        ``vocab_min_count`` alone). All False without ``source_counts``."""
         rare = np.zeros(self.targets.shape[0], bool)
         if self.source_counts is not None:
             rare = self.source_counts <= RARE_COUNT
             rare[list(NOT_WORDS)] = False
+            rare[UNK_ID] |= bool(self.info.get("unk_rare"))
         return rare
 
     def selection_table(self) -> np.ndarray:
@@ -423,7 +425,9 @@ def build_for_run(run, iterations: int = DEFAULT_ITERATIONS, best: int = DEFAULT
     lexicon = train_model1(pairs, len(source_codec.vocabulary), len(target_codec.vocabulary),
                            iterations, best, progress, limits)
     lexicon, counts_from = _with_training_counts(run, lexicon, whole=sampled == lines)
+    left_out_most = run.load_data_info().get("source_left_out_most")  # None: older runs
     lexicon.info.update(corpus_lines=lines, sampled_lines=sampled, counts_from=counts_from,
+                        unk_rare=left_out_most is not None and left_out_most <= RARE_COUNT,
                         total_seconds=time.perf_counter() - started)
     run.write_lexicon(lexicon)
     return lexicon

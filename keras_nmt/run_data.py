@@ -215,6 +215,10 @@ def _write_run_data(options: TrainOptions, config: Config, run: RunDir,
         "train": stats.summary(),
         "source_types": len(stats.source_counts),
         "target_types": len(stats.target_counts),
+        # Whether a source <unk> stands for rare words only: what the shortlist's
+        # rare-word rule reads (keras_nmt.lexicon); pieces spell every word.
+        "source_left_out_most": (left_out_most(stats.source_counts, source_vocab)
+                                 if kind == codecs.WORD else None),
         "options": options_record(options),
     }
     write_json_atomic(run.data_path, info)
@@ -226,6 +230,12 @@ def _write_run_data(options: TrainOptions, config: Config, run: RunDir,
         f"{len(source_vocab)} {options.src} / {len(target_vocab)} {options.tgt}"
     )
     return config, info
+
+
+def left_out_most(counts: dict[str, int], vocabulary: Vocabulary) -> int:
+    """The most times the training split holds a word ``vocabulary`` leaves out (0 when
+    it holds every word): one pass over the word types."""
+    return max((count for token, count in counts.items() if token not in vocabulary), default=0)
 
 
 def _remove_run_data(run: RunDir, existed: bool) -> None:

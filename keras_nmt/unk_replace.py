@@ -24,8 +24,17 @@ import numpy as np
 from keras_nmt.constants import UNK
 from keras_nmt.corpus.readers import file_lines
 from keras_nmt.errors import DictionaryError, InputError
+from keras_nmt.text import word
 
-__all__ = ["dictionary_text", "load_dictionary", "replace_unknowns"]
+__all__ = ["dictionary_text", "load_dictionary", "on_by_default", "replace_unknowns"]
+
+
+def on_by_default(config, tokenizer: str) -> bool:
+    """Whether a run's translations replace ``<unk>`` unless told not to: a word run of
+    RNNsearch trained with ``vocab_min_count`` above 1 learned to write ``<unk>`` for the
+    words it left out, on purpose, so a reader should never see one. Any other run writes
+    one only where its vocabulary ran out, and keeps the paper's output."""
+    return config.vocab_min_count > 1 and config.uses_attention and tokenizer == word.KIND
 
 
 def load_dictionary(path: str | pathlib.Path) -> dict[str, str]:

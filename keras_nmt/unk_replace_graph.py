@@ -23,10 +23,10 @@ class UnknownWords(tf.Module):
     """Search outputs -> texts with every ``<unk>`` replaced. Owns the dictionary's lookup
     table, so an export that tracks this module carries the dictionary."""
 
-    def __init__(self, source_lang: str, target_vocabulary: Vocabulary, target_lang: str,
+    def __init__(self, target_vocabulary: Vocabulary, target_lang: str,
                  dictionary: Mapping[str, str] | None, name: str | None = None):
         super().__init__(name=name)
-        self.source_lang, self.target_lang = source_lang, target_lang
+        self.target_lang = target_lang
         self.target_tokens = tuple(target_vocabulary.tokens)
         keys = sorted(dictionary or {})
         # An empty table still needs one typed key; "" is never a token.
@@ -37,18 +37,18 @@ class UnknownWords(tf.Module):
             default_value="",
         )
 
-    def texts(self, sentences, max_source_len: int, ids, attention) -> tf.Tensor:
-        """``sentences`` [B] (the source text the search read, cut to ``max_source_len``
-        tokens), its search outputs ``ids`` [B, N, T] and ``attention`` [B, N, T, X]
-        -> texts [B, N], each hypothesis up to its first EOS."""
-        tokens = word_graph.tokenize(sentences, self.source_lang)[:, :max_source_len]
-        counts = tf.cast(tokens.row_lengths(), tf.int32)
-        words = tokens.to_tensor("")
-        # Width at least 1, so that a batch of empty sentences still has a column to gather.
+    def texts(self, words: tf.RaggedTensor, ids, attention) -> tf.Tensor:
+        """The source tokens the search read, ragged [B, None] (:func:`keras_nmt.text.
+        word_graph.tokenize`, cut to the export's source length), its search outputs
+        ``ids`` [B, N, T] and ``attention`` [B, N, T, X] -> texts [B, N], each hypothesis
+        up to its first EOS."""
+        counts = tf.cast(words.row_lengths(), tf.int32)
+        words = words.to_tensor("")
+        # Width at least 1, so that a batch of empty sentences still has a column to
+        # gather. X is the search's source width, EOS included, so X >= width.
         words = tf.pad(words, [[0, 0], [0, 1 - tf.minimum(tf.shape(words)[1], 1)]])
         width = tf.shape(words)[1]
         weights = attention[..., :width]
-        weights = tf.pad(weights, [[0, 0], [0, 0], [0, 0], [0, width - tf.shape(weights)[3]]])
         inside = tf.range(width)[None, None, None, :] < counts[:, None, None, None]
         weights = tf.where(inside, weights, -1.0)  # the EOS column and padding never win
         position = tf.argmax(weights, axis=-1, output_type=tf.int32)  # [B, N, T]

@@ -1,7 +1,7 @@
 """What several test modules share that is not a fixture (fixtures are in conftest.py):
 the checkout's root, the tiny models' settings and the in-process trainer of fixed
 batches, the environment of a child process, lines that have broken translators before,
-and small helpers on run, export and background jobs.
+small helpers on run, export and background jobs, and a translation server in a thread.
 
 Importing this module loads no TensorFlow: the helpers that need it import it when
 called, so that modules testing pure-Python parts collect without it.
@@ -9,9 +9,14 @@ called, so that modules testing pure-Python parts collect without it.
 
 from __future__ import annotations
 
+import asyncio
+import http.client
+import io
 import json
 import os
 import pathlib
+import threading
+import urllib.parse
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -354,3 +359,54 @@ def onnx_translate_probe(args: list[str], lines: list[str], then: str = ""):
     stdout = result.stdout.decode("utf-8").split("\n")
     assert stdout[-1] == "" and len(stdout) == len(lines) + 1
     return stdout[:-1], stderr[:-1], json.loads(stderr[-1])
+
+
+class ServerThread:
+    """A :class:`TranslationServer` on 127.0.0.1, port 0, in a thread of its own event
+    loop: the test talks to it over real sockets."""
+
+    def __init__(self, registry: Registry, **options):
+        from keras_nmt.serving.server import ServerOptions, TranslationServer
+
+        self.log = io.StringIO()
+        self.server = TranslationServer(registry, ServerOptions(port=0, **options), log=self.log)
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+
+    def __enter__(self) -> "ServerThread":
+        self.thread.start()
+        url = asyncio.run_coroutine_threadsafe(self.server.start(), self.loop).result(30)
+        self.port = urllib.parse.urlsplit(url).port
+        self.url = url
+        return self
+
+    def __exit__(self, *exc) -> None:
+        asyncio.run_coroutine_threadsafe(self.server.stop(), self.loop).result(60)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+        assert "internal error" not in self.log.getvalue(), self.log.getvalue()
+
+    def call(self, path: str, body=None, method: str | None = None, timeout: float = 60):
+        return call(self.port, path, body, method, timeout)
+
+
+def call_raw(port: int, path: str, body=None, method: str | None = None,
+             timeout: float = 60) -> tuple[int, str, bytes]:
+    """(status, content type, body) of one request; ``body``: bytes as they are,
+    anything else as JSON."""
+    if body is not None and not isinstance(body, bytes):
+        body = json.dumps(body).encode("utf-8")
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        connection.request(method or ("GET" if body is None else "POST"), path, body)
+        response = connection.getresponse()
+        return response.status, response.getheader("Content-Type", ""), response.read()
+    finally:
+        connection.close()
+
+
+def call(port: int, path: str, body=None, method: str | None = None, timeout: float = 60):
+    """(status, parsed JSON answer) of one request (see :func:`call_raw`)."""
+    status, _, answer = call_raw(port, path, body, method, timeout)
+    return status, json.loads(answer.decode("utf-8"))

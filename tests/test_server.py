@@ -9,7 +9,6 @@ and SIGINT stop it gracefully; and it runs without the training install's packag
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import http.client
 import io
@@ -28,11 +27,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from support import child_env, edit_json, onnx_files
+from support import ServerThread, call, call_raw, child_env, edit_json, onnx_files
 from keras_nmt.cli import serve as serve_cli
 from keras_nmt.serving.onnx_translator import OnnxTranslator
 from keras_nmt.serving.registry import Registry
-from keras_nmt.serving.server import ServerOptions, TranslationServer
 from keras_nmt.serving.tfserving_rest import float32_json
 
 LINES = [
@@ -46,55 +44,6 @@ LINES = [
     "القط جلس",
     "the\x00cat\x07sat\x1b[31m",
 ]
-
-
-class ServerThread:
-    """A :class:`TranslationServer` on 127.0.0.1, port 0, in a thread of its own event
-    loop: the test talks to it over real sockets."""
-
-    def __init__(self, registry: Registry, **options):
-        self.log = io.StringIO()
-        self.server = TranslationServer(registry, ServerOptions(port=0, **options), log=self.log)
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-
-    def __enter__(self) -> "ServerThread":
-        self.thread.start()
-        url = asyncio.run_coroutine_threadsafe(self.server.start(), self.loop).result(30)
-        self.port = urllib.parse.urlsplit(url).port
-        self.url = url
-        return self
-
-    def __exit__(self, *exc) -> None:
-        asyncio.run_coroutine_threadsafe(self.server.stop(), self.loop).result(60)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
-        self.loop.close()
-        assert "internal error" not in self.log.getvalue(), self.log.getvalue()
-
-    def call(self, path: str, body=None, method: str | None = None, timeout: float = 60):
-        return call(self.port, path, body, method, timeout)
-
-
-def call_raw(port: int, path: str, body=None, method: str | None = None,
-             timeout: float = 60) -> tuple[int, str, bytes]:
-    """(status, content type, body) of one request; ``body``: bytes as they are,
-    anything else as JSON."""
-    if body is not None and not isinstance(body, bytes):
-        body = json.dumps(body).encode("utf-8")
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        connection.request(method or ("GET" if body is None else "POST"), path, body)
-        response = connection.getresponse()
-        return response.status, response.getheader("Content-Type", ""), response.read()
-    finally:
-        connection.close()
-
-
-def call(port: int, path: str, body=None, method: str | None = None, timeout: float = 60):
-    """(status, parsed JSON answer) of one request (see :func:`call_raw`)."""
-    status, _, answer = call_raw(port, path, body, method, timeout)
-    return status, json.loads(answer.decode("utf-8"))
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,10 @@ import argparse
 import json
 import shutil
 
+import numpy as np
 import pytest
 
-from keras_nmt import run_data, unk_dictionary
+from keras_nmt import lexicon, run_data, unk_dictionary
 from keras_nmt.cli import lexicon as lexicon_cli
 from keras_nmt.cli.common import unk_replacement
 from keras_nmt.config import Config, ConfigError
@@ -56,6 +57,51 @@ def test_the_prepared_split_reads_left_out_words_as_unk(tmp_path):
         assert split.token_counts(1, 9)[UNK_ID] == 2  # un, zébu
     finally:
         split.close()
+    # Every word the source <unk> stands for was seen once: the shortlist's rare-word rule
+    # decodes a sentence holding one over the whole vocabulary, as it would the word.
+    assert run.load_data_info()["source_left_out_most"] == 1
+    table = lexicon.build_for_run(run, iterations=1)
+    assert table.info["unk_rare"] and table.source_counts[UNK_ID] == 2
+    assert table.rare_sources()[UNK_ID] and lexicon.marked_sources(table.selection_table())[UNK_ID]
+    assert not table.rare_sources()[4]  # "the", seen 4 times
+
+
+def test_a_source_unk_that_stands_for_a_frequent_word_is_not_rare():
+    assert run_data.left_out_most({"the": 9, "cat": 5, "zebu": 1}, Vocabulary.from_counts(
+        {"the": 9, "cat": 5, "zebu": 1}, 5)) == 5  # the size cut "cat"
+    assert run_data.left_out_most({"the": 9}, Vocabulary.from_counts({"the": 9}, 5)) == 0
+    targets = np.full((6, 2), 4, np.int32)
+    counts = np.array([0, 40, 0, 0, 9, 1])
+    for unk_rare in (False, True):
+        table = lexicon.Lexicon(targets, np.ones((6, 2), np.float32), {"unk_rare": unk_rare}, counts)
+        assert list(table.rare_sources()) == [False, unk_rare, False, False, False, True]
+
+
+def test_training_with_a_minimum_count_reports_unk_replaced_as_evaluate_scores_it(
+        tiny_corpus, tmp_path, cli_runner):
+    """The report at the end of training replaces <unk> through the dictionary it built
+    first, and ``evaluate`` with no option gives that same BLEU; ``--no-unk-replace``
+    scores the model's own <unk>."""
+    from support import tiny_args
+
+    out = tmp_path / "run"
+    result = cli_runner("train", "--variant", "search30", "--data", tiny_corpus, "--out", out,
+                        "--max-steps", 12, *tiny_args(vocab_min_count=3), prog="train.py")
+    assert result.returncode == 0, result.stderr
+    run = RunDir(out)
+    report = json.loads(run.summary_path.read_text(encoding="utf-8"))["held_out"]
+    assert report["unk_replace"] is True
+    assert run.dictionary_path.is_file()
+    assert "<unk> replaced" in result.stdout
+    split = {"valid": "valid", "test": "test"}[report["split"]]
+    scores = {}
+    for options in ((), ("--no-unk-replace",)):
+        evaluated = cli_runner("evaluate", out, "--src", tiny_corpus / f"{split}.en", "--ref",
+                               tiny_corpus / f"{split}.fr", "--json", "--quiet", *options)
+        assert evaluated.returncode == 0, evaluated.stderr
+        scores[options] = json.loads(evaluated.stdout)["runs"][0]
+    assert scores[()]["unk_replace"] and scores[()]["bleu"] == pytest.approx(report["bleu"])
+    assert not scores[("--no-unk-replace",)]["unk_replace"]
 
 
 def _run_with_split(tiny_run, tmp_path, pairs):
@@ -99,8 +145,11 @@ def test_the_dictionary_gives_a_left_out_word_the_translation_training_saw(tiny_
     assert unk_replacement(args, inspected) == (True, built.entries)
     other = tmp_path / "other.tsv"
     other.write_text("zebu\tzébus\n", encoding="utf-8")
-    args = argparse.Namespace(unk_replace=False, dictionary=str(other))
+    args = argparse.Namespace(unk_replace=None, dictionary=str(other))
     assert unk_replacement(args, inspected) == (True, {"zebu": "zébus"})
+    # Unasked, a run of vocab_min_count 1 keeps <unk> (the paper's output).
+    args = argparse.Namespace(unk_replace=None, dictionary=None)
+    assert unk_replacement(args, inspected) == (False, None)
     args = argparse.Namespace(unk_replace=False, dictionary=None)
     assert unk_replacement(args, inspected) == (False, None)
 
@@ -145,15 +194,18 @@ def test_an_export_replaces_unk_as_translate_does(tiny_run, tmp_path, cli_runner
     the run's dictionary; the export's own self-check compared the SavedModel already."""
     from keras_nmt.export.loaders import SessionModel
     from keras_nmt.serving.onnx_translator import OnnxTranslator
+    from keras_nmt.serving.registry import Registry
     from keras_nmt.translator import Translator
-    from support import peaked_weights_run
+    from support import ServerThread, edit_json, peaked_weights_run
 
     run = RunDir(peaked_weights_run(tiny_run, tmp_path / "run", unk_bias=UNK_BIAS))
     words = [word for word in run.load_vocabularies()[0].tokens[4:] if word.isalpha()][:40]
     dictionary = {word: f"X:{word}" for word in words[::2]}
     run.write_dictionary(dictionary)
+    # A run trained with vocab_min_count above 1 replaces by default, in every command.
+    edit_json(run.config_path, vocab_min_count=2)
     result = cli_runner("export", run.path, "--out", tmp_path / "exports", "--onnx", "--beam", 3,
-                        "--unk-replace", "--quiet")
+                        "--quiet")
     assert result.returncode == 0, result.stderr
     lines = [" ".join(words[i:i + 5]) + " ." for i in range(0, 40, 5)] + ["", words[0] + " . " + words[1].title() + " ."]
     translator = Translator.from_run_dir(run.path)
@@ -173,25 +225,47 @@ def test_an_export_replaces_unk_as_translate_does(tiny_run, tmp_path, cli_runner
         session.close()
     assert [text.decode("utf-8") for text in served] == expected
     onnx = OnnxTranslator.from_export_dir(tmp_path / "exports")
-    assert [t.text for t in onnx.translate(lines, beam_size=3)] == expected
+    replaced = onnx.translate(lines, beam_size=3)
+    assert [t.text for t in replaced] == expected
     assert [t.text for t in onnx.translate(lines, beam_size=3, unk_replace=False)] == plain
+    # serve answers both APIs with the replaced texts (the tokens of the JSON API too).
+    with ServerThread(Registry.from_export_dir(tmp_path / "exports"), batch_size=4) as server:
+        status, answer = server.call("/v1/models/nmt:predict", {
+            "signature_name": "translate",
+            "inputs": {"sentences": lines, "beam_size": 3, "alpha": -1.0}})
+        assert status == 200, answer
+        assert answer["outputs"]["translations"] == expected
+        status, answer = server.call("/translate", {"text": lines, "beam": 3})
+        assert status == 200, answer
+        assert [t["text"] for t in answer["translations"]] == expected
+        tokens = [t["nbest"][0]["tokens"] for t in answer["translations"]]
+        assert tokens == [list(t.tokens) for t in replaced]
+        assert "<unk>" not in sum(tokens, []) and any(":" in token for token in sum(tokens, []))
     metadata = json.loads((tmp_path / "exports" / "nmt" / "1" / "onnx" / "nmt.onnx.json")
                           .read_text(encoding="utf-8"))
     assert metadata["unk_replace"] is True and metadata["dictionary"] == "nmt.dictionary.tsv"
 
-    # evaluate --unk-replace scores the replaced translations: against themselves, 100.
+    # evaluate scores the replaced translations: against themselves, 100.
     kept = [i for i, line in enumerate(lines) if line]
     (tmp_path / "src.en").write_text("".join(lines[i] + "\n" for i in kept), encoding="utf-8")
     (tmp_path / "ref.fr").write_text("".join(expected[i] + "\n" for i in kept), encoding="utf-8")
     scores = {}
-    for options in ((), ("--unk-replace",)):
+    for options in ((), ("--no-unk-replace",)):
         result = cli_runner("evaluate", run.path, "--src", tmp_path / "src.en", "--ref",
                             tmp_path / "ref.fr", "--beam", 3, "--json", "--quiet", *options)
         assert result.returncode == 0, result.stderr
         scores[options] = json.loads(result.stdout)["runs"][0]
-    assert scores[("--unk-replace",)]["bleu"] == pytest.approx(100.0)
-    assert scores[("--unk-replace",)]["unk_replace"] and not scores[()]["unk_replace"]
-    assert scores[()]["bleu"] < 90.0
+    assert scores[()]["bleu"] == pytest.approx(100.0)
+    assert scores[()]["unk_replace"] and not scores[("--no-unk-replace",)]["unk_replace"]
+    assert scores[("--no-unk-replace",)]["bleu"] < 90.0
+    source = (tmp_path / "src.en").read_text(encoding="utf-8")
+    result = cli_runner("translate", run.path, "--beam", 3, "--quiet", stdin=source)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [expected[i] for i in kept]
+    result = cli_runner("translate", run.path, "--no-unk-replace", "--dictionary",
+                        run.dictionary_path, stdin=source)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert "--no-unk-replace" in result.stderr
 
 
 def test_unk_replacing_exports_are_refused_in_one_line_where_nothing_replaces(

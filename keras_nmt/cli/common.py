@@ -138,34 +138,44 @@ def add_shortlist_argument(parser: argparse.ArgumentParser, what: str = "decode"
     )
 
 
-def add_unk_replace_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--unk-replace`` and ``--dictionary FILE``, read back by :func:`unk_replacement`."""
+def add_unk_replace_arguments(parser: OneLineParser) -> None:
+    """``--[no-]unk-replace`` and ``--dictionary FILE``, read back by :func:`unk_replacement`."""
     parser.add_argument(
-        "--unk-replace", action="store_true",
+        "--unk-replace", action=argparse.BooleanOptionalAction, default=None,
         help="replace each generated <unk> with the most attended source word, translated "
         "by the run's dictionary.tsv when it has one (a word run whose vocabulary leaves "
-        "training words out; keras-nmt lexicon builds it)",
+        "training words out; keras-nmt lexicon builds it). Default: on for a run trained "
+        "with vocab_min_count above 1, off otherwise",
     )
     parser.add_argument(
         "--dictionary", metavar="FILE",
         help="with --unk-replace (implied), translate the copied source word with this "
         "UTF-8 file of 'source<TAB>target' lines instead (words it lacks are copied unchanged)",
     )
+    parser.add_check(_check_unk_replace)
+
+
+def _check_unk_replace(args: argparse.Namespace) -> None:
+    if args.unk_replace is False and args.dictionary is not None:
+        raise ValueError("--dictionary fills <unk>, which --no-unk-replace keeps: give one of them")
 
 
 def unk_replacement(args: argparse.Namespace, runs) -> tuple[bool, dict[str, str] | None]:
     """(whether to replace, the dictionary) from :func:`add_unk_replace_arguments`'s options,
-    for ``runs`` (inspected run directories, which must attend): ``--dictionary`` when
-    given, else the first run's ``dictionary.tsv`` when it has one (an ensemble's runs
-    share their vocabularies), else none: unknown words are copied."""
+    for ``runs`` (inspected run directories): replace when told, or by the runs' default
+    (:func:`keras_nmt.unk_replace.on_by_default`); the dictionary is ``--dictionary``
+    when given, else the first run's ``dictionary.tsv`` when it has one (an ensemble's
+    runs share their vocabularies), else none: unknown words are copied."""
     from keras_nmt.config import check_attention
-    from keras_nmt.unk_replace import load_dictionary
+    from keras_nmt.unk_replace import load_dictionary, on_by_default
 
-    replace = args.unk_replace or args.dictionary is not None
-    if not replace:
+    if args.unk_replace is False:
         return False, None
-    check_attention("--unk-replace" if args.unk_replace else "--dictionary",
-                    [run.config for run in runs])
+    if args.unk_replace or args.dictionary is not None:
+        check_attention("--unk-replace" if args.unk_replace else "--dictionary",
+                        [run.config for run in runs])
+    elif not all(on_by_default(run.config, run.source_codec.kind) for run in runs):
+        return False, None
     if args.dictionary is not None:
         return True, load_dictionary(args.dictionary)
     own = runs[0].run.dictionary_path

@@ -57,11 +57,12 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                                              "(default %(default)s)")
     add_shortlist_argument(parser, what="serving_default and onnx-translate decode (the "
                            "table goes into both graphs; shortlist inputs turn it off)")
-    parser.add_argument("--unk-replace", action="store_true",
+    parser.add_argument("--unk-replace", action=argparse.BooleanOptionalAction, default=None,
                         help="serving_default, translate and onnx-translate replace each "
                              "<unk> of a translation with the source word its step attended "
                              "to most, through the run's dictionary.tsv (copied when it lacks "
-                             "the word); a word run of RNNsearch")
+                             "the word); a word run of RNNsearch. Default: on for a run "
+                             "trained with vocab_min_count above 1, off otherwise")
     add_split_sentences_argument(
         parser, "serving_default, translate and onnx-translate split each line into its "
         "sentences, translate each alone and join their translations")

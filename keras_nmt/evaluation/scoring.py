@@ -219,17 +219,20 @@ def evaluate_run(
 
 def held_out_report(
     translator, files: ParallelFiles, beam_size: int, alpha: float, *, quiet: bool = False,
-    progress: Progress | None = None,
+    progress: Progress | None = None, unk_replace: bool = False,
+    dictionary: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """A training run's held-out scores (summary.json's "held_out"): ``files`` translated
-    once with the beam, sacreBLEU overall, on the sentences longer than 30 tokens and by
+    once with the beam (each ``<unk>`` replaced through ``dictionary`` with
+    ``unk_replace``), sacreBLEU overall, on the sentences longer than 30 tokens and by
     length, in the source tokens the model read."""
     sources, references = files.sides()
     progress = progress or Progress(log_seconds=30.0, enabled=not quiet)
     phase = Phase(progress, f"translating {files.source.name}", total=len(sources),
                   unit="sentences")
     translations = translator.translate(sources, beam_size=beam_size, alpha=alpha,
-                                        progress=phase.advance)
+                                        progress=phase.advance, unk_replace=unk_replace,
+                                        dictionary=dictionary)
     seconds = phase.finish()
     hypotheses = [t.text for t in translations]
     lengths = [len(t.source_tokens) for t in translations]
@@ -239,6 +242,7 @@ def held_out_report(
         "split": files.source.stem,
         "sentences": len(sources),
         "beam_size": beam_size,
+        "unk_replace": unk_replace,
         "bleu": score,
         "bleu_signature": signature,
         "bleu_longer_than_30": long_bleu,

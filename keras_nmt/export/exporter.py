@@ -31,7 +31,7 @@ from keras_nmt.export import layout
 from keras_nmt.lexicon import marked_sources, shortlist_inputs
 from keras_nmt.rundir import RunDir
 from keras_nmt.text import codecs
-from keras_nmt.unk_replace import dictionary_text, load_dictionary
+from keras_nmt.unk_replace import dictionary_text, load_dictionary, on_by_default
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 # Checked at every export: a sentence of every kind of bad input the serving signature
@@ -64,8 +64,9 @@ class ExportRequest:
     int8_max_drop: float = INT8_MAX_DROP  # BLEU the int8 model may lose on the sample
     split_sentences: bool = True  # the string signatures and onnx-translate split lines
     # Every <unk> replaced by its most attended source word through the run's
-    # dictionary.tsv, in the SavedModel and onnxruntime alike (a word run that attends)
-    unk_replace: bool = False
+    # dictionary.tsv, in the SavedModel and onnxruntime alike (a word run that attends);
+    # None: the run's default (keras_nmt.unk_replace.on_by_default)
+    unk_replace: bool | None = None
 
 
 def next_version(model_dir: pathlib.Path) -> int:
@@ -337,6 +338,9 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
         raise ExportError("--int8 quantizes the ONNX model: add --onnx")
     if args.int8:
         _int8_files(run)  # a corpus left behind fails now, not after the export's work
+    if args.unk_replace is None:
+        args = dataclasses.replace(
+            args, unk_replace=on_by_default(run.config, run.source_codec.kind))
     dictionary = _unknown_words(run) if args.unk_replace else None
     lexicon = None
     if args.shortlist:
@@ -384,7 +388,7 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
         if args.unk_replace:
             from keras_nmt.unk_replace_graph import UnknownWords
 
-            unknown_words = UnknownWords(run.src, run.target_vocab, run.tgt, dictionary)
+            unknown_words = UnknownWords(run.target_vocab, run.tgt, dictionary)
         archive = savedmodel.build_archive(
             model, run.run.graph_encoders(), settings, lexicon_table=table,
             unknown_words=unknown_words,

@@ -45,7 +45,7 @@ from keras_nmt import search
 from keras_nmt.constants import PAD_ID
 from keras_nmt.lexicon import RARE_COUNT, marked_sources
 from keras_nmt.models import TranslationModel
-from keras_nmt.text import sentences_graph
+from keras_nmt.text import sentences_graph, word_graph
 from keras_nmt.text.codecs import SENTENCEPIECE
 from keras_nmt.text.graph_ids import append_eos
 
@@ -117,7 +117,11 @@ def make_string_translate(
         width), which slots hold a hypothesis [S, N], truncated [S]; with attention, the
         best hypothesis' [S, T, X] and its size (rows: output tokens + EOS, columns:
         source tokens + EOS; 0 for an empty sentence)."""
-        tokens = encoder(sentences, add_eos=False)  # ragged [B, None]
+        if unknown_words is None:
+            tokens = encoder(sentences, add_eos=False)  # ragged [B, None]
+        else:  # the replacement reads the words the ids came from: tokenize once
+            words = word_graph.tokenize(sentences, encoder.lang)
+            tokens = encoder.ids(words, add_eos=False)
         counts = tf.cast(tokens.row_lengths(), tf.int32)
         truncated = tf.maximum(counts - max_len, 0)
         source_ids = append_eos(tokens[:, :max_len]).to_tensor(PAD_ID)
@@ -130,7 +134,7 @@ def make_string_translate(
         # Translator does (the search still ran on their lone EOS; its result is dropped).
         empty = tf.equal(counts, 0)
         written = (decode_text(out["ids"]) if unknown_words is None else
-                   unknown_words.texts(sentences, max_len, out["ids"], out["attention"]))
+                   unknown_words.texts(words[:, :max_len], out["ids"], out["attention"]))
         texts = tf.where(empty[:, None], tf.constant("", tf.string), written)
         # n-best lists of an empty sentence hold that one "" (the other slots are
         # unfilled: score -inf, as the search reports them).

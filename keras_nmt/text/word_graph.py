@@ -56,7 +56,11 @@ class WordEncoder(tf.Module):
         )
 
     def __call__(self, lines, add_eos: bool = True) -> tf.RaggedTensor:
-        tokens = tokenize(lines, self.lang)
+        return self.ids(tokenize(lines, self.lang), add_eos)
+
+    def ids(self, tokens: tf.RaggedTensor, add_eos: bool = True) -> tf.RaggedTensor:
+        """Tokens of :func:`tokenize`, ragged [N, None] -> their ids (``<unk>`` for a word
+        the vocabulary lacks): for a caller that reads the tokens too."""
         ids = tf.cast(tf.ragged.map_flat_values(self.table.lookup, tokens), tf.int32)
         return append_eos(ids) if add_eos else ids
 
