@@ -50,7 +50,8 @@ class Config:
     # Beyond the paper: a word seen fewer times than this in the training split stays out
     # of the word vocabularies, whatever their size, and reads as <unk>; so training meets
     # <unk> on both sides, and the model learns to read an unknown word and to write <unk>
-    # for one, which --unk-replace then fills. 1 (the default) keeps every word that fits.
+    # for one, which --unk-replace then fills. 1 (the default) keeps every word that fits;
+    # 3 in --recipe budget.
     # SentencePiece's pieces ignore it.
     vocab_min_count: int = 1
     max_len: int = 50  # training pairs longer than this (either side) are dropped
@@ -289,7 +290,7 @@ RECIPES: dict[str, dict[str, Any]] = {
         field.name: field.default for field in dataclasses.fields(Config) if field.name in (
             "optimizer", "learning_rate", "rho", "epsilon", "batch_size", "lr_schedule",
             "warmup_steps", "dropout", "sampled_softmax", "label_smoothing",
-            "average_checkpoints", "init")
+            "average_checkpoints", "init", "vocab_min_count")
     },
     "budget": {
         "optimizer": "adam",
@@ -303,6 +304,9 @@ RECIPES: dict[str, dict[str, Any]] = {
         "label_smoothing": 0.1,
         "average_checkpoints": 3,
         "init": "uniform",
+        # Words seen once or twice read as <unk>, filled by the run's dictionary: two
+        # runs each on Anki and Multi30k (docs/benchmarks.md, "Rare words as <unk>").
+        "vocab_min_count": 3,
     },
 }
 

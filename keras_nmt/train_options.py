@@ -108,6 +108,9 @@ def resolve_config(options: TrainOptions) -> Config:
     values: dict[str, Any] = dict(config_lib.SIZES[options.size])
     if options.recipe:
         values.update(config_lib.RECIPES[options.recipe])
+        if config_lib.VARIANTS[options.variant]["architecture"] != "search":
+            # RNNencdec has no attention to fill an <unk> from: its words stay whole.
+            values.pop("vocab_min_count", None)
     values.update(options.overrides)
     if options.seed is not None:
         values["seed"] = options.seed

@@ -109,9 +109,12 @@ def test_sizes_presets_and_their_defaults():
         **MEDIUM, **RECIPES["budget"]}
     # Label smoothing is the preset's (two runs a corpus, benchmarks.md); the paper's
     # training takes it away again.
-    assert budget.label_smoothing == 0.1
-    assert resolve_config(TrainOptions(data="corpus", size="medium",
-                                       recipe="paper")).label_smoothing == 0
+    assert budget.label_smoothing == 0.1 and budget.vocab_min_count == 3
+    # RNNencdec cannot fill an <unk> (no attention): the recipe keeps its words whole.
+    assert resolve_config(TrainOptions(variant="encdec50", data="corpus",
+                                       preset="budget")).vocab_min_count == 1
+    paper = resolve_config(TrainOptions(data="corpus", size="medium", recipe="paper"))
+    assert paper.label_smoothing == 0 and paper.vocab_min_count == 1
     # --set still wins, and contradictions are refused.
     assert resolve_config(TrainOptions(preset="budget", overrides={"hidden": 32})).hidden == 32
     with pytest.raises(ConfigError, match="--preset budget is --size medium --recipe budget: "
