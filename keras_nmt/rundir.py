@@ -206,6 +206,13 @@ class RunDir:
 
         write_text_atomic(self.dictionary_path, dictionary_text(entries))
 
+    def load_dictionary(self) -> dict[str, str] | None:
+        """The unknown-word dictionary :meth:`write_dictionary` stored; None when the run
+        has none (its vocabulary lacks no training word, or it predates them)."""
+        from keras_nmt.unk_replace import load_dictionary
+
+        return load_dictionary(self.dictionary_path) if self.dictionary_path.is_file() else None
+
     def load_lexicon(self):
         """The run's :class:`~keras_nmt.lexicon.Lexicon`, checked against its vocabularies.
         Raises :class:`~keras_nmt.errors.LexiconError` when there is none or it is unusable."""

@@ -138,14 +138,17 @@ def add_shortlist_argument(parser: argparse.ArgumentParser, what: str = "decode"
     )
 
 
+# Where --unk-replace is on unless given --no-unk-replace (keras_nmt.unk_replace.on_by_default).
+UNK_REPLACE_DEFAULT = "Default: on for a run trained with vocab_min_count above 1, off otherwise"
+
+
 def add_unk_replace_arguments(parser: OneLineParser) -> None:
     """``--[no-]unk-replace`` and ``--dictionary FILE``, read back by :func:`unk_replacement`."""
     parser.add_argument(
         "--unk-replace", action=argparse.BooleanOptionalAction, default=None,
         help="replace each generated <unk> with the most attended source word, translated "
         "by the run's dictionary.tsv when it has one (a word run whose vocabulary leaves "
-        "training words out; keras-nmt lexicon builds it). Default: on for a run trained "
-        "with vocab_min_count above 1, off otherwise",
+        f"training words out; keras-nmt lexicon builds it). {UNK_REPLACE_DEFAULT}",
     )
     parser.add_argument(
         "--dictionary", metavar="FILE",
@@ -178,8 +181,7 @@ def unk_replacement(args: argparse.Namespace, runs) -> tuple[bool, dict[str, str
         return False, None
     if args.dictionary is not None:
         return True, load_dictionary(args.dictionary)
-    own = runs[0].run.dictionary_path
-    return True, load_dictionary(own) if own.is_file() else None
+    return True, runs[0].run.load_dictionary()
 
 
 def add_beam_search_arguments(parser: argparse.ArgumentParser, default: str) -> None:

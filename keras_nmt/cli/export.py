@@ -10,7 +10,7 @@ import time
 from typing import Sequence
 
 from keras_nmt.cli.common import (
-    Console, OneLineParser, add_quiet_argument, add_shortlist_argument,
+    UNK_REPLACE_DEFAULT, Console, OneLineParser, add_quiet_argument, add_shortlist_argument,
     add_split_sentences_argument, add_weights_argument, non_negative_float, non_negative_int,
     positive_int, quiet_tensorflow, run_main,
 )
@@ -61,8 +61,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                         help="serving_default, translate and onnx-translate replace each "
                              "<unk> of a translation with the source word its step attended "
                              "to most, through the run's dictionary.tsv (copied when it lacks "
-                             "the word); a word run of RNNsearch. Default: on for a run "
-                             "trained with vocab_min_count above 1, off otherwise")
+                             f"the word); a word run of RNNsearch. {UNK_REPLACE_DEFAULT}")
     add_split_sentences_argument(
         parser, "serving_default, translate and onnx-translate split each line into its "
         "sentences, translate each alone and join their translations")

@@ -31,7 +31,7 @@ from keras_nmt.export import layout
 from keras_nmt.lexicon import marked_sources, shortlist_inputs
 from keras_nmt.rundir import RunDir
 from keras_nmt.text import codecs
-from keras_nmt.unk_replace import dictionary_text, load_dictionary, on_by_default
+from keras_nmt.unk_replace import dictionary_text, on_by_default
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 # Checked at every export: a sentence of every kind of bad input the serving signature
@@ -321,8 +321,7 @@ def _unknown_words(run) -> dict[str, str]:
         raise ExportError("--unk-replace needs a word run: a SentencePiece run's pieces spell "
                           "every word, and its <unk> is a character no piece holds")
     check_attention("--unk-replace", [run.config])
-    path = run.run.dictionary_path
-    return load_dictionary(path) if path.is_file() else {}
+    return run.run.load_dictionary() or {}
 
 
 def export(args: ExportRequest, log: Callable[[str], None] = lambda message: None) -> pathlib.Path:
