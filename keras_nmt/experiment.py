@@ -109,7 +109,10 @@ def train(options: TrainOptions) -> dict[str, Any]:
     # A model trained to write <unk> is reported as `evaluate` scores it by default:
     # replaced, through the dictionary (built first when the run builds its tables).
     replace = unk_replace.on_by_default(config, translator.source_codec.kind)
-    dictionary = _write_dictionary(run, progress, log) if replace and options.lexicon else None
+    # Read once, the training sample serves the dictionary now and the lexical table after.
+    sample = (unk_dictionary.WordSample.if_needed(run, progress=progress)
+              if replace and options.lexicon else None)
+    dictionary = None if sample is None else _write_dictionary(run, progress, log, sample)
     replaced = ", <unk> replaced" if replace else ""
     log(f"translating the held-out {held_out.source.name} with beam {config.beam_size}{replaced}")
     report = scoring.held_out_report(translator, held_out, config.beam_size, config.length_alpha,
@@ -149,7 +152,9 @@ def train(options: TrainOptions) -> dict[str, Any]:
         result(line)
     if options.lexicon:
         # After the report: the training is safe before this extra minute starts.
-        table = lexicon.build_for_run(run, progress=progress)
+        ids = None if sample is None else sample.in_vocabularies(translator.source_vocab,
+                                                                  translator.target_vocab)
+        table = lexicon.build_for_run(run, progress=progress, sample=ids)
         log(f"lexical table for --shortlist: {run.lexicon_path} "
             f"({table.info['total_seconds']:.1f} s)")
         if not replace:
@@ -256,9 +261,10 @@ def _report_weights(trainer: Trainer, run: RunDir, config: Config, log: Callable
     return weights, best
 
 
-def _write_dictionary(run: RunDir, progress: Progress, log: Callable[[str], None]
+def _write_dictionary(run: RunDir, progress: Progress, log: Callable[[str], None],
+                      sample: unk_dictionary.WordSample | None = None
                       ) -> unk_dictionary.UnknownWordDictionary | None:
-    dictionary = unk_dictionary.write_for_run(run, progress=progress)
+    dictionary = unk_dictionary.write_for_run(run, progress=progress, sample=sample)
     if dictionary is not None:
         log(f"unknown-word dictionary for --unk-replace: {run.dictionary_path} "
             f"({dictionary.info['entries']:,} words, {dictionary.info['seconds']:.1f} s)")

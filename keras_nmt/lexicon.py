@@ -219,6 +219,15 @@ class TokenizedPairs:
     def __len__(self) -> int:
         return sum(b[2].size for b in self._blocks) + len(self._pending[2])
 
+    def mapped(self, source: np.ndarray, target: np.ndarray) -> "TokenizedPairs":
+        """The same pairs with each source id ``i`` read as ``source[i]`` and each target
+        id as ``target[i]`` (one gather a side)."""
+        src, tgt, src_lens, tgt_lens = self.arrays()
+        out = TokenizedPairs()
+        out._blocks = [(source[src].astype(np.int32), target[tgt].astype(np.int32),
+                        src_lens, tgt_lens)]
+        return out
+
 
 def _chunks(src_lens: np.ndarray, tgt_lens: np.ndarray,
             entries: int) -> Iterator[tuple[int, int, int, int]]:
@@ -411,16 +420,18 @@ def train_model1(
 
 
 def build_for_run(run, iterations: int = DEFAULT_ITERATIONS, best: int = DEFAULT_BEST,
-                  progress: Progress | None = None, limits: Limits = Limits()) -> Lexicon:
+                  progress: Progress | None = None, limits: Limits = Limits(),
+                  sample: tuple[TokenizedPairs, int, int] | None = None) -> Lexicon:
     """Build the table of a run directory (a :class:`~keras_nmt.rundir.RunDir`) from a
     sample of its training split (``limits.sample_pairs`` lines spread through it, all
     of a smaller split), tokenized by its codecs, pairs empty or longer than its
     ``max_len`` left out as training leaves them out, and write it there. ``progress``
-    shows the tokenization and the EM rounds, each with an ETA."""
+    shows the tokenization and the EM rounds, each with an ETA. ``sample``: that
+    sample's ids when already read (:func:`sampled_training_pairs`'s value)."""
     started = time.perf_counter()
     progress = progress or Progress(enabled=False)
     source_codec, target_codec = run.codecs()
-    pairs, lines, sampled = sampled_training_pairs(
+    pairs, lines, sampled = sample or sampled_training_pairs(
         run, source_codec.encode, target_codec.encode, limits, progress, "lexical table")
     lexicon = train_model1(pairs, len(source_codec.vocabulary), len(target_codec.vocabulary),
                            iterations, best, progress, limits)

@@ -43,7 +43,7 @@ from keras_nmt.translation import (
     Source, Translation, beam_translation, blank, rare_source, read_source, translate_lines,
     unk_rewrite,
 )
-from keras_nmt.unk_replace import load_dictionary
+from keras_nmt.unk_replace import load_dictionary, on_by_default
 
 # The default maximum source length is max(MIN_SOURCE_LEN, SOURCE_LEN_FACTOR * max_len).
 SOURCE_LEN_FACTOR = 2
@@ -79,8 +79,15 @@ class Translator:
         max_source_len: int | None = None,
         jit_compile: bool = False,
         lexicon=None,
+        unk_replace: bool = False,
+        dictionary: Mapping[str, str] | None = None,
     ):
         self.model = model
+        # What translate(unk_replace=None) does, and the dictionary it fills <unk> from
+        # when given none: from_run_dirs sets the runs' own (keras_nmt.unk_replace.on_by_default,
+        # dictionary.tsv), as `keras-nmt translate` and the exports do.
+        self.unk_replace = bool(unk_replace)
+        self.dictionary = dictionary
         # A keras_nmt.lexicon.Lexicon, for translate(shortlist=...); None: no selection.
         self.lexicon = lexicon
         self.jit_compile = jit_compile  # XLA-compile the beam search
@@ -128,7 +135,9 @@ class Translator:
         precision: str | None = None,
     ) -> "Translator":
         """One run directory: its model; several: an :class:`Ensemble` of their models.
-        Each computes in its run's precision, or in ``precision`` when given.
+        Each computes in its run's precision, or in ``precision`` when given. A word run
+        of RNNsearch trained with ``vocab_min_count`` above 1 replaces ``<unk>`` by default,
+        through the first run's ``dictionary.tsv`` (:meth:`translate`'s ``unk_replace``).
 
         The runs must translate the same language pair with identical vocabularies
         (:class:`~keras_nmt.errors.EnsembleError` otherwise, naming the two runs).
@@ -141,8 +150,10 @@ class Translator:
         lexicon = runs[0].run.load_lexicon() if runs[0].run.lexicon_path.is_file() else None
         models = [run.run.load_model(files=run, precision=precision) for run in runs]
         model = models[0] if len(models) == 1 else Ensemble(models)
+        replace = all(on_by_default(run.config, run.source_codec.kind) for run in runs)
         return cls(model, runs[0].source_codec, runs[0].target_codec,
-                   max_source_len=max_source_len, lexicon=lexicon)
+                   max_source_len=max_source_len, lexicon=lexicon, unk_replace=replace,
+                   dictionary=runs[0].run.load_dictionary() if replace else None)
 
     def _search_fn(self, nbest: int, selecting: bool = False, attention: bool = True) -> Callable:
         key = (nbest, selecting, attention)
@@ -175,7 +186,7 @@ class Translator:
         with_attention: bool = False,
         progress: Callable[[int], None] | None = None,
         nbest: int = 1,
-        unk_replace: bool = False,
+        unk_replace: bool | None = None,
         dictionary: Mapping[str, str] | str | os.PathLike | None = None,
         shortlist: tuple[int, int] | None = None,
         split_sentences: bool = True,
@@ -198,8 +209,10 @@ class Translator:
 
         ``unk_replace`` replaces every generated ``<unk>`` by the source word with the
         highest attention weight at that step, mapped through ``dictionary`` (a mapping
-        or a ``source<TAB>target`` file) when it has the word; see
-        :mod:`keras_nmt.unk_replace`. ``tokens`` and ``text`` hold the replaced words.
+        or a ``source<TAB>target`` file; an empty one copies every word) when it has the
+        word; see :mod:`keras_nmt.unk_replace`. ``tokens`` and ``text`` hold the replaced
+        words. None (both): the translator's own, ``self.unk_replace`` and
+        ``self.dictionary`` (a run's, with :meth:`from_run_dirs`).
         Attention is computed for it in any case; ``attention`` is only kept with
         ``with_attention``.
 
@@ -222,7 +235,10 @@ class Translator:
         if not alpha >= 0:
             raise ValueError(f"alpha must be >= 0, got {alpha}")
         selection = shortlist_inputs(shortlist, self.lexicon) if shortlist else ()
-        if isinstance(dictionary, (str, os.PathLike)):
+        unk_replace = self.unk_replace if unk_replace is None else bool(unk_replace)
+        if dictionary is None:
+            dictionary = self.dictionary
+        elif isinstance(dictionary, (str, os.PathLike)):
             dictionary = load_dictionary(dictionary)
         if unk_replace:  # an Ensemble attends when one of its members does
             members = getattr(self.model, "models", [self.model])

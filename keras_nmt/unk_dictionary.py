@@ -31,7 +31,9 @@ import numpy as np
 
 from keras_nmt.constants import RESERVED, UNK_ID
 from keras_nmt.errors import RunDirError
-from keras_nmt.lexicon import DEFAULT_ITERATIONS, Limits, sampled_training_pairs, train_model1
+from keras_nmt.lexicon import (
+    DEFAULT_ITERATIONS, Limits, TokenizedPairs, sampled_training_pairs, train_model1,
+)
 from keras_nmt.progress import Progress
 from keras_nmt.text import codecs
 
@@ -62,6 +64,46 @@ class OpenVocabulary:
 
 
 @dataclasses.dataclass(frozen=True)
+class WordSample:
+    """The lexical table's sample of a word run's training split, every word its own id
+    (``words``, source and target side): read once, it serves the dictionary and, read
+    through the vocabularies (:meth:`in_vocabularies`), the lexical table."""
+
+    pairs: TokenizedPairs
+    words: tuple[OpenVocabulary, OpenVocabulary]
+    lines: int  # of the split
+    sampled: int  # lines read
+
+    @classmethod
+    def read(cls, run, limits: Limits = Limits(), progress: Progress | None = None,
+             what: str = "unknown-word dictionary") -> "WordSample":
+        source_codec, target_codec = run.codecs()
+        words = OpenVocabulary(), OpenVocabulary()
+        pairs, lines, sampled = sampled_training_pairs(
+            run, lambda line: words[0].encode(source_codec.tokenize(line)),
+            lambda line: words[1].encode(target_codec.tokenize(line)),
+            limits, progress or Progress(enabled=False), what)
+        return cls(pairs, words, lines, sampled)
+
+    @classmethod
+    def if_needed(cls, run, limits: Limits = Limits(), progress: Progress | None = None
+                  ) -> "WordSample | None":
+        """The sample of a run that gets a dictionary (a word run whose target vocabulary
+        lacks training words), read for both tables; None for any other run."""
+        source_codec, target_codec = run.codecs()
+        if source_codec.kind != codecs.WORD or _holds_every_target_word(run, target_codec.vocabulary):
+            return None
+        return cls.read(run, limits, progress, "unknown-word dictionary and lexical table")
+
+    def in_vocabularies(self, source_vocab, target_vocab) -> tuple[TokenizedPairs, int, int]:
+        """The sample as the vocabularies' ids (a word they lack: ``<unk>``), as
+        :func:`keras_nmt.lexicon.sampled_training_pairs` gives it for the lexical table."""
+        lookups = [np.asarray(vocab.encode(words.tokens), np.int32)
+                   for vocab, words in zip((source_vocab, target_vocab), self.words)]
+        return self.pairs.mapped(*lookups), self.lines, self.sampled
+
+
+@dataclasses.dataclass(frozen=True)
 class UnknownWordDictionary:
     """``entries``: source word -> the translation to write for a ``<unk>`` that attended
     to it; ``info``: how it was built."""
@@ -71,21 +113,20 @@ class UnknownWordDictionary:
 
 
 def build_for_run(run, iterations: int = DEFAULT_ITERATIONS, progress: Progress | None = None,
-                  limits: Limits = Limits()) -> UnknownWordDictionary | None:
+                  limits: Limits = Limits(), sample: WordSample | None = None
+                  ) -> UnknownWordDictionary | None:
     """The dictionary of a run directory (a :class:`~keras_nmt.rundir.RunDir`), from the
-    sample of its training split the lexical table reads (module docstring). None for a
-    SentencePiece run (its pieces spell every word) or a run whose target vocabulary
-    lacks no training word."""
+    sample of its training split the lexical table reads (module docstring; ``sample``:
+    that sample, when already read). None for a SentencePiece run (its pieces spell every
+    word) or a run whose target vocabulary lacks no training word."""
     started = time.perf_counter()
     progress = progress or Progress(enabled=False)
     source_codec, target_codec = run.codecs()
-    if source_codec.kind != codecs.WORD or _holds_every_target_word(run, target_codec.vocabulary):
+    if source_codec.kind != codecs.WORD or (
+            sample is None and _holds_every_target_word(run, target_codec.vocabulary)):
         return None
-    words = OpenVocabulary(), OpenVocabulary()
-    pairs, lines, sampled = sampled_training_pairs(
-        run, lambda line: words[0].encode(source_codec.tokenize(line)),
-        lambda line: words[1].encode(target_codec.tokenize(line)),
-        limits, progress, "unknown-word dictionary")
+    sample = sample or WordSample.read(run, limits, progress)
+    pairs, words, lines, sampled = sample.pairs, sample.words, sample.lines, sample.sampled
     # The target words of the pairs kept (a pair training drops had its words read too).
     known = target_codec.vocabulary
     unknown = np.zeros(len(words[1]), bool)
@@ -128,9 +169,10 @@ def _holds_every_target_word(run, vocabulary) -> bool:
 
 
 def write_for_run(run, iterations: int = DEFAULT_ITERATIONS, progress: Progress | None = None,
-                  limits: Limits = Limits()) -> UnknownWordDictionary | None:
+                  limits: Limits = Limits(), sample: WordSample | None = None
+                  ) -> UnknownWordDictionary | None:
     """:func:`build_for_run`, stored in the run's ``dictionary.tsv`` (an older one is
     removed when the run gets none)."""
-    dictionary = build_for_run(run, iterations, progress, limits)
+    dictionary = build_for_run(run, iterations, progress, limits, sample)
     run.write_dictionary(None if dictionary is None else dictionary.entries)
     return dictionary

@@ -101,13 +101,14 @@ class FakeTranslator:
     source_vocab, target_vocab = SOURCE_VOCAB, TARGET_VOCAB
     source_codec, target_codec = WordCodec(SOURCE_VOCAB, "en"), WordCodec(TARGET_VOCAB, "fr")
 
-    def __init__(self, table):
+    def __init__(self, table, unk_replace=False):
         self.table = table
         self.calls = []
+        self.unk_replace = unk_replace  # what translate(unk_replace=None) does
 
     def translate(self, lines, beam_size=5, alpha=1.0, forbid_unk=False, batch_size=32,
                   with_attention=False, progress=None, shortlist=None, split_sentences=True,
-                  unk_replace=False, dictionary=None):
+                  unk_replace=None, dictionary=None):
         self.calls.append({"lines": list(lines), "forbid_unk": forbid_unk, "beam_size": beam_size,
                            "split_sentences": split_sentences, "unk_replace": unk_replace})
         out = []
@@ -154,6 +155,14 @@ def test_evaluate_run_with_an_empty_no_unk_subset():
     scoring.evaluate_run(translator, ["the dog sleeps ."], ["le chien dort ."], beam_size=1,
                          split_sentences=False)  # keras-nmt evaluate --no-split-sentences
     assert [call["split_sentences"] for call in translator.calls[2:]] == [False, False]
+    # Unasked, the translator's own replacement decides, and the result says which it was.
+    assert [call["unk_replace"] for call in translator.calls[:3:2]] == [False, False]
+    replacing = FakeTranslator({("the dog sleeps .", False): "le chien dort ."}, unk_replace=True)
+    assert scoring.evaluate_run(replacing, ["the dog sleeps ."], ["le chien dort ."],
+                                beam_size=1)["unk_replace"] is True
+    assert replacing.calls[0]["unk_replace"] is True
+    assert scoring.evaluate_run(replacing, ["the dog sleeps ."], ["le chien dort ."], beam_size=1,
+                                unk_replace=False)["unk_replace"] is False
 
 
 def _strict_json(text):

@@ -93,6 +93,10 @@ def test_training_with_a_minimum_count_reports_unk_replaced_as_evaluate_scores_i
     assert report["unk_replace"] is True
     assert run.dictionary_path.is_file()
     assert "<unk> replaced" in result.stdout
+    # The training sample was tokenized once, for the dictionary and the lexical table.
+    assert "dictionary and lexical table: tokenizing" in result.stderr
+    assert not any(line.startswith("lexical table: tokenizing")
+                   for line in result.stderr.replace("\r", "\n").splitlines())
     split = {"valid": "valid", "test": "test"}[report["split"]]
     scores = {}
     for options in ((), ("--no-unk-replace",)):
@@ -163,6 +167,34 @@ def test_the_dictionary_gives_a_left_out_word_the_translation_training_saw(tiny_
     assert unk_replacement(args, [run.inspect("last")]) == (True, None)  # words are copied
 
 
+def test_one_reading_of_the_sample_serves_both_tables(tiny_run, tiny_spm_run, tmp_path):
+    """A run that gets a dictionary tokenizes its training sample once: read through the
+    vocabularies, the dictionary's sample gives the lexical table the codecs give."""
+    source_vocab, target_vocab = RunDir(tiny_run).load_vocabularies()
+    known_en = [word for word in source_vocab.tokens[4:] if word.isalpha()][:6]
+    known_fr = [word for word in target_vocab.tokens[4:] if word.isalpha()][:6]
+    pairs = [(f"{a} {b} zebu", f"{x} {y} zébu") for a, x in zip(known_en, known_fr)
+             for b, y in zip(known_en[::-1], known_fr[::-1])] + [("yak .", "yack .")]
+    run = _run_with_split(tiny_run, tmp_path, pairs)
+    sample = unk_dictionary.WordSample.if_needed(run)
+    assert sample is not None and len(sample.pairs) == len(pairs)
+    ids, lines, sampled = sample.in_vocabularies(source_vocab, target_vocab)
+    assert (lines, sampled) == (len(pairs), len(pairs))
+    source_ids = ids.arrays()[0]
+    assert UNK_ID in source_ids and source_ids.max() < len(source_vocab)
+    apart = lexicon.build_for_run(run, iterations=2)
+    shared = lexicon.build_for_run(run, iterations=2, sample=(ids, lines, sampled))
+    np.testing.assert_array_equal(shared.targets, apart.targets)
+    np.testing.assert_array_equal(shared.probs, apart.probs)
+    assert shared.info["pairs"] == apart.info["pairs"] == len(pairs)
+    built = unk_dictionary.build_for_run(run, iterations=2, sample=sample)
+    assert built.entries == unk_dictionary.build_for_run(run, iterations=2).entries
+    assert built.entries["zebu"] == "zébu"
+    # No dictionary to build: nothing read for it.
+    assert unk_dictionary.WordSample.if_needed(RunDir(tiny_run)) is None
+    assert unk_dictionary.WordSample.if_needed(RunDir(tiny_spm_run)) is None
+
+
 def test_the_lexicon_command_builds_the_dictionary_too(tiny_run, tmp_path, capsys):
     source_vocab, target_vocab = RunDir(tiny_run).load_vocabularies()
     a, b = [word for word in source_vocab.tokens[4:] if word.isalpha()][:2]
@@ -191,7 +223,8 @@ def test_a_sentencepiece_run_has_no_dictionary(tiny_spm_run):
 def test_an_export_replaces_unk_as_translate_does(tiny_run, tmp_path, cli_runner):
     """``export --unk-replace``: the SavedModel (TF1 session loader, the one TF Serving
     uses) and onnxruntime write what ``Translator.translate(unk_replace=True)`` writes with
-    the run's dictionary; the export's own self-check compared the SavedModel already."""
+    the run's dictionary, over the whole vocabulary and with the export's shortlist; the
+    export's own self-check compared the SavedModel already."""
     from keras_nmt.export.loaders import SessionModel
     from keras_nmt.serving.onnx_translator import OnnxTranslator
     from keras_nmt.serving.registry import Registry
@@ -204,40 +237,57 @@ def test_an_export_replaces_unk_as_translate_does(tiny_run, tmp_path, cli_runner
     run.write_dictionary(dictionary)
     # A run trained with vocab_min_count above 1 replaces by default, in every command.
     edit_json(run.config_path, vocab_min_count=2)
+    shortlist = (5, 2)
     result = cli_runner("export", run.path, "--out", tmp_path / "exports", "--onnx", "--beam", 3,
-                        "--quiet")
+                        "--shortlist", ",".join(map(str, shortlist)), "--quiet")
     assert result.returncode == 0, result.stderr
     lines = [" ".join(words[i:i + 5]) + " ." for i in range(0, 40, 5)] + ["", words[0] + " . " + words[1].title() + " ."]
     translator = Translator.from_run_dir(run.path)
-    plain = [t.text for t in translator.translate(lines, beam_size=3)]
-    expected = [t.text for t in translator.translate(lines, beam_size=3, unk_replace=True,
-                                                     dictionary=dictionary)]
-    # Some <unk>, some words: the replacement changes some tokens and keeps the others.
-    assert sum(text.count("<unk>") for text in plain) >= 3
-    assert not any("<unk>" in text for text in expected)
-    assert any("X:" in text for text in expected)
-    assert any(token in translator.target_vocab for text in expected for token in text.split())
+    # The Python API replaces by default too, through the run's dictionary.
+    assert translator.unk_replace and translator.dictionary == dictionary
+    expected, plain = {}, {}
+    for selection in (None, shortlist):
+        options = dict(beam_size=3, shortlist=selection)
+        plain[selection] = [t.text for t in translator.translate(lines, unk_replace=False, **options)]
+        expected[selection] = [t.text for t in translator.translate(
+            lines, unk_replace=True, dictionary=dictionary, **options)]
+        assert [t.text for t in translator.translate(lines, **options)] == expected[selection]
+        # Some <unk>, some words: the replacement changes some tokens and keeps the others.
+        assert sum(text.count("<unk>") for text in plain[selection]) >= 3
+        assert not any("<unk>" in text for text in expected[selection])
+        assert any("X:" in text for text in expected[selection])
+        assert any(token in translator.target_vocab
+                   for text in expected[selection] for token in text.split())
+    # The shortlist decodes something else: the export must have used it to match.
+    assert expected[shortlist] != expected[None]
 
     session = SessionModel(tmp_path / "exports" / "nmt" / "1")
     try:
         served = session.run("serving_default", sentences=lines)["translations"]
     finally:
         session.close()
-    assert [text.decode("utf-8") for text in served] == expected
+    assert [text.decode("utf-8") for text in served] == expected[shortlist]
     onnx = OnnxTranslator.from_export_dir(tmp_path / "exports")
+    for selection, option in ((shortlist, True), (None, False)):
+        replaced = onnx.translate(lines, beam_size=3, shortlist=option)
+        assert [t.text for t in replaced] == expected[selection]
+        assert [t.text for t in onnx.translate(lines, beam_size=3, shortlist=option,
+                                               unk_replace=False)] == plain[selection]
+    # serve answers both APIs with the replaced texts (the tokens of the JSON API too), with
+    # the export's shortlist as onnxruntime's default.
+    assert tuple(onnx.shortlist) == shortlist
     replaced = onnx.translate(lines, beam_size=3)
-    assert [t.text for t in replaced] == expected
-    assert [t.text for t in onnx.translate(lines, beam_size=3, unk_replace=False)] == plain
-    # serve answers both APIs with the replaced texts (the tokens of the JSON API too).
-    with ServerThread(Registry.from_export_dir(tmp_path / "exports"), batch_size=4) as server:
+    served = expected[shortlist]
+    # One batch, as the Translator decoded them: a shortlist is chosen for a batch.
+    with ServerThread(Registry.from_export_dir(tmp_path / "exports"), batch_size=32) as server:
         status, answer = server.call("/v1/models/nmt:predict", {
             "signature_name": "translate",
             "inputs": {"sentences": lines, "beam_size": 3, "alpha": -1.0}})
         assert status == 200, answer
-        assert answer["outputs"]["translations"] == expected
+        assert answer["outputs"]["translations"] == served
         status, answer = server.call("/translate", {"text": lines, "beam": 3})
         assert status == 200, answer
-        assert [t["text"] for t in answer["translations"]] == expected
+        assert [t["text"] for t in answer["translations"]] == served
         tokens = [t["nbest"][0]["tokens"] for t in answer["translations"]]
         assert tokens == [list(t.tokens) for t in replaced]
         assert "<unk>" not in sum(tokens, []) and any(":" in token for token in sum(tokens, []))
@@ -245,7 +295,8 @@ def test_an_export_replaces_unk_as_translate_does(tiny_run, tmp_path, cli_runner
                           .read_text(encoding="utf-8"))
     assert metadata["unk_replace"] is True and metadata["dictionary"] == "nmt.dictionary.tsv"
 
-    # evaluate scores the replaced translations: against themselves, 100.
+    # evaluate scores the replaced translations (the whole vocabulary): against themselves, 100.
+    expected = expected[None]
     kept = [i for i, line in enumerate(lines) if line]
     (tmp_path / "src.en").write_text("".join(lines[i] + "\n" for i in kept), encoding="utf-8")
     (tmp_path / "ref.fr").write_text("".join(expected[i] + "\n" for i in kept), encoding="utf-8")

@@ -16,7 +16,7 @@ from keras_nmt.cli.common import (
 from keras_nmt.lexicon import DEFAULT_BEST, DEFAULT_ITERATIONS, Limits, build_for_run
 from keras_nmt.progress import Progress
 from keras_nmt.rundir import RunDir
-from keras_nmt.unk_dictionary import write_for_run
+from keras_nmt.unk_dictionary import WordSample, write_for_run
 
 PROG = "keras-nmt lexicon"
 
@@ -50,8 +50,11 @@ def _build(args, console: Console) -> int:
     run.inspect("last")  # a usable run directory (its vocabularies above all)
     progress = Progress(stream=console.stderr, enabled=not args.quiet)
     limits = Limits(sample_pairs=args.sample, max_word_pairs=args.max_word_pairs)
-    lexicon = build_for_run(run, args.iterations, args.best, progress, limits)
-    dictionary = write_for_run(run, args.iterations, progress, limits)
+    # A run that gets a dictionary reads its training sample once, for both tables.
+    sample = WordSample.if_needed(run, limits, progress)
+    ids = None if sample is None else sample.in_vocabularies(*run.load_vocabularies())
+    lexicon = build_for_run(run, args.iterations, args.best, progress, limits, ids)
+    dictionary = write_for_run(run, args.iterations, progress, limits, sample)
     progress.close()
     info = lexicon.info
     size = run.lexicon_path.stat().st_size

@@ -139,7 +139,7 @@ def evaluate_run(
     beam_size: int = 5, alpha: float = 1.0, *, batch_size: int = 32,
     gold: Sequence[GoldAlignment] | None = None, keep_attention: Sequence[int] = (),
     progress: Progress | None = None, label: str = "", shortlist: tuple[int, int] | None = None,
-    split_sentences: bool = True, unk_replace: bool = False,
+    split_sentences: bool = True, unk_replace: bool | None = None,
     dictionary: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Score one translator on (sources, references), decoding over the whole vocabulary
@@ -147,7 +147,8 @@ def evaluate_run(
     ``split_sentences``: a source line of several sentences is translated sentence by
     sentence (Translator.translate's option); the scores are per line in any case.
     ``unk_replace``, ``dictionary``: each written ``<unk>`` is replaced (Translator.translate's
-    options) in the scored translations; the No-UNK subset forbids ``<unk>`` as before.
+    options; None: the translator's own) in the scored translations; the No-UNK subset
+    forbids ``<unk>`` as before.
 
     Returns a JSON-ready dict: sentences, beam_size, alpha, bleu, chrf (All), signatures,
     no_unk {sentences, bleu, chrf}, bleu_by_length (Fig. 2 rows), aer (None without
@@ -157,6 +158,7 @@ def evaluate_run(
     if len(sources) != len(references):
         raise EvaluationError(f"{len(sources)} sources for {len(references)} references")
     keep = sorted(set(keep_attention))
+    unk_replace = translator.unk_replace if unk_replace is None else bool(unk_replace)
     prefix = f"{label}: " if label else ""
     start = time.monotonic()
     translations = translator.translate(
@@ -219,14 +221,15 @@ def evaluate_run(
 
 def held_out_report(
     translator, files: ParallelFiles, beam_size: int, alpha: float, *, quiet: bool = False,
-    progress: Progress | None = None, unk_replace: bool = False,
+    progress: Progress | None = None, unk_replace: bool | None = None,
     dictionary: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """A training run's held-out scores (summary.json's "held_out"): ``files`` translated
     once with the beam (each ``<unk>`` replaced through ``dictionary`` with
-    ``unk_replace``), sacreBLEU overall, on the sentences longer than 30 tokens and by
-    length, in the source tokens the model read."""
+    ``unk_replace``; None: the translator's own), sacreBLEU overall, on the sentences
+    longer than 30 tokens and by length, in the source tokens the model read."""
     sources, references = files.sides()
+    unk_replace = translator.unk_replace if unk_replace is None else bool(unk_replace)
     progress = progress or Progress(log_seconds=30.0, enabled=not quiet)
     phase = Phase(progress, f"translating {files.source.name}", total=len(sources),
                   unit="sentences")

@@ -24,7 +24,7 @@ def tune_search(
     beams: Sequence[int] = DEFAULT_BEAMS, alphas: Sequence[float] = DEFAULT_ALPHAS,
     batch_size: int = 32, shortlist: tuple[int, int] | None = None,
     log: Callable[[str], None] | None = None, split_sentences: bool = True,
-    unk_replace: bool = False, dictionary: Mapping[str, str] | None = None,
+    unk_replace: bool | None = None, dictionary: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """BLEU of every (beam, alpha) on (sources, references); the best pair with the grid
     (``split_sentences``, ``unk_replace``, ``dictionary``: as Translator.translate's)."""
