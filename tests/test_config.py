@@ -56,9 +56,9 @@ def test_the_budget_recipe_comes_before_set():
     from keras_nmt.train_options import TrainOptions, resolve_config
 
     config = resolve_config(TrainOptions(variant="search50", data="somewhere", recipe="budget",
-                                         overrides={"dropout": 0.1}))
+                                         overrides={"dropout": 0.3}))
     assert (config.optimizer, config.lr_schedule, config.sampled_softmax) == ("adam", "budget", 4096)
-    assert config.average_checkpoints == 3 and config.dropout == 0.1  # --set wins
+    assert config.average_checkpoints == 3 and config.dropout == 0.3  # --set wins
     assert config.init == "uniform"
     paper = resolve_config(TrainOptions(variant="search50", data="somewhere"))
     assert (paper.optimizer, paper.lr_schedule, paper.dropout, paper.sampled_softmax, paper.init) == (
@@ -110,6 +110,7 @@ def test_sizes_presets_and_their_defaults():
     # Label smoothing is the preset's (two runs a corpus, benchmarks.md); the paper's
     # training takes it away again.
     assert budget.label_smoothing == 0.1 and budget.vocab_min_count == 3
+    assert budget.dropout == 0.1  # two runs a corpus, benchmarks.md "Less dropout"
     # RNNencdec cannot fill an <unk> (no attention): the recipe keeps its words whole.
     assert resolve_config(TrainOptions(variant="encdec50", data="corpus",
                                        preset="budget")).vocab_min_count == 1
