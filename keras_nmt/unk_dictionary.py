@@ -75,25 +75,20 @@ class WordSample:
     sampled: int  # lines read
 
     @classmethod
-    def read(cls, run, limits: Limits = Limits(), progress: Progress | None = None,
-             what: str = "unknown-word dictionary") -> "WordSample":
+    def if_needed(cls, run, limits: Limits = Limits(), progress: Progress | None = None,
+                  what: str = "unknown-word dictionary and lexical table") -> "WordSample | None":
+        """The sample of a run that gets a dictionary (a word run whose target vocabulary
+        lacks training words); None for any other run, without reading it. ``what`` names
+        the work in the progress line."""
         source_codec, target_codec = run.codecs()
+        if source_codec.kind != codecs.WORD or _holds_every_target_word(run, target_codec.vocabulary):
+            return None
         words = OpenVocabulary(), OpenVocabulary()
         pairs, lines, sampled = sampled_training_pairs(
             run, lambda line: words[0].encode(source_codec.tokenize(line)),
             lambda line: words[1].encode(target_codec.tokenize(line)),
             limits, progress or Progress(enabled=False), what)
         return cls(pairs, words, lines, sampled)
-
-    @classmethod
-    def if_needed(cls, run, limits: Limits = Limits(), progress: Progress | None = None
-                  ) -> "WordSample | None":
-        """The sample of a run that gets a dictionary (a word run whose target vocabulary
-        lacks training words), read for both tables; None for any other run."""
-        source_codec, target_codec = run.codecs()
-        if source_codec.kind != codecs.WORD or _holds_every_target_word(run, target_codec.vocabulary):
-            return None
-        return cls.read(run, limits, progress, "unknown-word dictionary and lexical table")
 
     def in_vocabularies(self, source_vocab, target_vocab) -> tuple[TokenizedPairs, int, int]:
         """The sample as the vocabularies' ids (a word they lack: ``<unk>``), as
@@ -121,12 +116,11 @@ def build_for_run(run, iterations: int = DEFAULT_ITERATIONS, progress: Progress 
     word) or a run whose target vocabulary lacks no training word."""
     started = time.perf_counter()
     progress = progress or Progress(enabled=False)
-    source_codec, target_codec = run.codecs()
-    if source_codec.kind != codecs.WORD or (
-            sample is None and _holds_every_target_word(run, target_codec.vocabulary)):
+    sample = sample or WordSample.if_needed(run, limits, progress, "unknown-word dictionary")
+    if sample is None:
         return None
-    sample = sample or WordSample.read(run, limits, progress)
     pairs, words, lines, sampled = sample.pairs, sample.words, sample.lines, sample.sampled
+    target_codec = run.codecs()[1]
     # The target words of the pairs kept (a pair training drops had its words read too).
     known = target_codec.vocabulary
     unknown = np.zeros(len(words[1]), bool)
