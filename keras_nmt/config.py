@@ -263,11 +263,12 @@ def size_summary(config: "Config") -> str:
 
 # Training recipes beyond the paper (train.py --recipe NAME): applied after the compact
 # sizes and before --set, which wins. "budget": the most from a fixed training time on
-# one machine. Adam at the rate the README's real-corpus runs use, a warm-up and a decay
-# that ends with the budget, dropout at the rate of JoeyNMT's Anki recipe, a sampled
-# softmax over 4,096 words (1.61x target tokens/s on Anki, docs/training.md), label
-# smoothing 0.1 (+0.9 BLEU on Anki's reported half in 30 minutes and +1.8 on Multi30k's
-# in 15, two runs each, at the same cost a step), the average of the last 3 checkpoints,
+# one machine. Adam at the medium size's rate (3e-3 gained nothing on the selecting
+# halves of Anki and Multi30k, docs/benchmarks.md), a warm-up and a decay that ends with
+# the budget, light dropout (see the comment at its value), a sampled softmax over
+# 4,096 words (1.61x target tokens/s on Anki, docs/training.md), label smoothing 0.1
+# (+0.9 BLEU on Anki's reported half in 30 minutes and +1.8 on Multi30k's in 15, two runs
+# each, at the same cost a step), the average of the last 3 checkpoints,
 # and weights drawn from U(-0.1, 0.1) (with Adam, 4.2 BLEU above the paper's N(0, 0.01^2)
 # in 15 minutes on Anki). Its BLEU against the default and each component's share are
 # measured in docs/benchmarks.md.
@@ -311,6 +312,19 @@ RECIPES: dict[str, dict[str, Any]] = {
         "vocab_min_count": 3,
     },
 }
+
+
+def budget_recipe_summary() -> str:
+    """What --recipe budget sets, read from RECIPES so that the help cannot drift from it."""
+    recipe = RECIPES["budget"]
+    return (f"Adam {recipe['learning_rate']:g} at batch {recipe['batch_size']} with "
+            f"{recipe['warmup_steps']} warm-up steps and a decay to "
+            f"{recipe['final_lr_fraction']:g} x the rate at the end of "
+            f"--max-minutes/--max-steps, dropout {recipe['dropout']:g}, label smoothing "
+            f"{recipe['label_smoothing']:g}, sampled softmax over "
+            f"{recipe['sampled_softmax']:,} words, average of the last "
+            f"{recipe['average_checkpoints']} checkpoints, weights drawn from U(-0.1, 0.1), "
+            f"words seen fewer than {recipe['vocab_min_count']} times read as <unk>")
 
 
 # Presets (train.py --preset NAME): a size and a recipe together, the settings behind a

@@ -59,10 +59,24 @@ def test_the_budget_recipe_comes_before_set():
                                          overrides={"dropout": 0.3}))
     assert (config.optimizer, config.lr_schedule, config.sampled_softmax) == ("adam", "budget", 4096)
     assert config.average_checkpoints == 3 and config.dropout == 0.3  # --set wins
-    assert config.init == "uniform"
+    assert config.init == "uniform" and config.learning_rate == 2e-3
     paper = resolve_config(TrainOptions(variant="search50", data="somewhere"))
     assert (paper.optimizer, paper.lr_schedule, paper.dropout, paper.sampled_softmax, paper.init) == (
         "adadelta", "constant", 0.0, 0, "paper")
+
+
+def test_the_recipe_help_reads_the_recipe(monkeypatch):
+    from keras_nmt.cli.train import build_parser
+    from keras_nmt.config import RECIPES
+
+    def recipe_help() -> str:
+        return next(action.help for action in build_parser()._actions if "--recipe" in action.option_strings)
+
+    assert "Adam 0.002 at batch 64 with 200 warm-up steps" in recipe_help()
+    assert "dropout 0.1, label smoothing 0.1, sampled softmax over 4,096 words" in recipe_help()
+    assert "last 3 checkpoints" in recipe_help() and "fewer than 3 times read as <unk>" in recipe_help()
+    monkeypatch.setitem(RECIPES, "budget", {**RECIPES["budget"], "dropout": 0.25, "learning_rate": 5e-3})
+    assert "Adam 0.005 at batch 64" in recipe_help() and "dropout 0.25," in recipe_help()
 
 
 def test_optimizer_fields_only_where_the_optimizer_reads_them():

@@ -10,8 +10,8 @@ from keras_nmt.cli.common import (
     run_main,
 )
 from keras_nmt.config import (
-    DEFAULT_VARIANT, PRECISIONS, PRESETS, RECIPES, SIZES, VARIANTS, parse_overrides,
-    variant_config,
+    DEFAULT_VARIANT, PRECISIONS, PRESETS, RECIPES, SIZES, VARIANTS, budget_recipe_summary,
+    parse_overrides, variant_config,
 )
 from keras_nmt.errors import RunDirError, StrategyError
 from keras_nmt.text.sentencepiece import MODEL_TYPES
@@ -127,10 +127,8 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--recipe", choices=tuple(RECIPES),
-        help="how to train, after --size and before --set (which wins): 'budget' = Adam "
-        "2e-3 with warm-up and a decay to the end of --max-minutes/--max-steps, dropout 0.2, "
-        "sampled softmax over 4,096 words, average of the last 3 checkpoints, weights drawn "
-        "from U(-0.1, 0.1); 'builtin' = the same warm-up, decay, averaging and weights, the "
+        help="how to train, after --size and before --set (which wins): 'budget' = "
+        + budget_recipe_summary() + "; 'builtin' = the same warm-up, decay, averaging and weights, the "
         "default on the built-in corpus at its compact size; 'paper' = the paper's training "
         "(Adadelta, batch 80, a constant rate, N(0, 0.01^2) weights)",
     )
