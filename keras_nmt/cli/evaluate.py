@@ -1,6 +1,6 @@
 """``keras-nmt evaluate``: the paper's evaluation of trained runs.
 
-    keras-nmt evaluate RUN_DIR [RUN_DIR ...] --src test.en --ref test.fr
+    keras-nmt evaluate RUN_DIR [RUN_DIR ...] (--src test.en --ref test.fr | --half select|report)
         [--beam K] [--alpha A] [--plots DIR] [--json] [--gold-align FILE]
         [--heatmaps N | --sentences I,J,K] [--batch-size B] [--ensemble]
 
@@ -26,6 +26,8 @@ from keras_nmt.cli.common import (
     run_main, unk_replacement,
 )
 from keras_nmt.config import check_attention
+from keras_nmt.corpus import heldout
+from keras_nmt.corpus.readers import ParallelFiles
 from keras_nmt.ensemble import check_compatible
 from keras_nmt.errors import EvaluationError
 from keras_nmt.lexicon import shortlist_inputs
@@ -54,10 +56,16 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         "maps (Fig. 3), Table 2, and AER when gold alignments are available.",
     )
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories to evaluate and compare")
-    parser.add_argument("--src", required=True, metavar="FILE",
-                        help="source sentences, one per line")
-    parser.add_argument("--ref", required=True, metavar="FILE",
+    parser.add_argument("--src", metavar="FILE", help="source sentences, one per line")
+    parser.add_argument("--ref", metavar="FILE",
                         help="reference translations, line-aligned with --src")
+    parser.add_argument(
+        "--half", choices=heldout.HALVES,
+        help="instead of --src/--ref: the half of the development data the run cut at "
+        "training (RUN_DIR/heldout/) when its corpus has no test split: 'select' for choices "
+        "(--tune, settings, checkpoints), 'report' for the figures you publish, which "
+        "chooses nothing",
+    )
     add_beam_search_arguments(parser, "each run's tuned one, else its config's")
     parser.add_argument("--tune", action="store_true",
                         help="first pick the beam and alpha with the best BLEU on --src/--ref "
@@ -104,6 +112,14 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
 
 
 def _check_needed_options(args: argparse.Namespace) -> None:
+    if args.half is not None:
+        if args.src or args.ref:
+            raise ValueError("--half reads the run's own held-out half: give it or --src/--ref, not both")
+        if args.tune and args.half == heldout.REPORT:
+            raise ValueError("--tune chooses, and the reported half must choose nothing: "
+                             "tune with --half select")
+    elif not (args.src and args.ref):
+        raise ValueError("give --src and --ref, or --half select|report")
     for option, value, needs in (("--heatmaps", args.heatmaps, "plots"),
                                  ("--sentences", args.sentences, "plots"),
                                  ("--tune-beams", args.tune_beams, "tune"),
@@ -147,6 +163,25 @@ def _prepare_output_dir(path: str) -> pathlib.Path:
     return directory
 
 
+def _held_out_half(runs, half: str) -> ParallelFiles:
+    """The runs' own held-out half; every run must hold the same one to be compared on it."""
+    found = []
+    for run in runs:
+        files = heldout.half_files(run.run.heldout, run.src, run.tgt)[half]
+        if not (files.source.is_file() and files.target.is_file()):
+            raise EvaluationError(
+                f"--half: {run.run.path} has no held-out halves (its corpus has a test split, "
+                "or it was trained before runs cut one): give --src and --ref")
+        found.append(files)
+    first = found[0]
+    for run, files in zip(runs[1:], found[1:]):
+        if (files.source.read_bytes(), files.target.read_bytes()) != (
+                first.source.read_bytes(), first.target.read_bytes()):
+            raise EvaluationError(f"--half {half}: {run.run.path} holds another half than "
+                                  f"{runs[0].run.path} (another corpus): give --src and --ref")
+    return first
+
+
 def main(argv: Sequence[str] | None = None, stdin=None, stdout=None, stderr=None,
          prog: str = PROG) -> int:
     return run_main(build_parser(prog), _evaluate, argv, stdin, stdout, stderr)
@@ -164,8 +199,11 @@ class _Job:
 
 def _evaluate(args: argparse.Namespace, console: Console) -> int:
     # Everything that can be checked without TensorFlow is checked first.
-    sources, references = read_parallel(args.src, args.ref)
     runs = [RunDir(path).inspect(args.weights) for path in args.run_dirs]
+    if args.half is not None:
+        half = _held_out_half(runs, args.half)
+        args.src, args.ref = str(half.source), str(half.target)
+    sources, references = read_parallel(args.src, args.ref)
     pairs = {(run.src, run.tgt) for run in runs}
     if len(pairs) > 1:
         raise EvaluationError(
