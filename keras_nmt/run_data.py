@@ -57,7 +57,8 @@ def find_splits(
             splits = {**splits, "valid": halves[heldout.SELECT], "test": halves[heldout.REPORT]}
             log(f"no test split: the development split is cut in two ({heldout.RULE}); "
                 f"{heldout.SELECT}.* picks the checkpoints, {heldout.REPORT}.* is only "
-                f"reported (both in {run.heldout})")
+                f"reported (both in {run.heldout}; keras-nmt evaluate --half "
+                f"{heldout.SELECT}|{heldout.REPORT} scores a run on either)")
     return splits, development, bool(halves)
 
 

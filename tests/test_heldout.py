@@ -63,8 +63,9 @@ def test_training_without_a_test_split_selects_on_one_half_and_reports_the_other
     out = tmp_path / "run"
     summary = experiment.train(TrainOptions(
         variant="search30", data=str(corpus), out=str(out), max_steps=1, lexicon=False,
-        overrides=tiny_settings, quiet=True,
+        overrides=tiny_settings,
     ))
+    assert "keras-nmt evaluate --half select|report scores a run on either" in capsys.readouterr().err
     info = json.loads((out / "data.json").read_text())
     assert info["splits"]["valid"] == {"source": "heldout/select.en", "target": "heldout/select.fr"}
     assert info["splits"]["test"] == {"source": "heldout/report.en", "target": "heldout/report.fr"}
