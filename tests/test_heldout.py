@@ -52,7 +52,7 @@ def test_a_split_too_small_for_two_halves_writes_nothing(tmp_path):
 
 
 def test_training_without_a_test_split_selects_on_one_half_and_reports_the_other(
-        tiny_corpus, tiny_settings, tmp_path, capsys):
+        tiny_corpus, tiny_settings, tmp_path, capsys, cli_runner):
     from keras_nmt import experiment
     from keras_nmt.train_options import TrainOptions
 
@@ -77,35 +77,25 @@ def test_training_without_a_test_split_selects_on_one_half_and_reports_the_other
     assert summary["held_out"]["sentences"] == len(reported) < len(sources)
 
     # keras-nmt evaluate --half reads the run's own halves; the reported one chooses nothing.
-    import io
+    def run_evaluate(*args):
+        return cli_runner("evaluate", *args, "--beam", "1", "--json", "--quiet")
 
-    from keras_nmt.cli import evaluate
-
-    def run_evaluate(*args: str) -> tuple[int, str, str]:
-        stdout, stderr = io.StringIO(), io.StringIO()
-        capsys.readouterr()
-        try:
-            status = evaluate.main([*args, "--beam", "1", "--json", "--quiet"], stdout=stdout, stderr=stderr)
-        except SystemExit as exit:  # a usage error, from the parser
-            status = exit.code
-        return status, stdout.getvalue(), stderr.getvalue() + capsys.readouterr().err
-
-    status, stdout, stderr = run_evaluate(str(out), "--half", "select")
-    assert status == 0, stderr
-    result = json.loads(stdout)
+    ran = run_evaluate(out, "--half", "select")
+    assert ran.returncode == 0, ran.stderr
+    result = json.loads(ran.stdout)
     assert result["src"] == str(out / "heldout" / "select.en")
     assert result["runs"][0]["sentences"] == len(sources) - len(reported)
     for args, message in (
             (["--half", "report", "--tune"], "--tune chooses, and the reported half must choose nothing"),
             (["--half", "select", "--src", "x.en"], "--half reads the run's own held-out half"),
             (["--src", "x.en"], "give --src and --ref, or --half select|report")):
-        status, _, stderr = run_evaluate(str(out), *args)
-        assert status == 2 and len(stderr.splitlines()) == 1 and message in stderr, stderr
+        ran = run_evaluate(out, *args)
+        assert ran.returncode == 2 and len(ran.stderr.splitlines()) == 1 and message in ran.stderr, ran.stderr
     other = tmp_path / "other"
     shutil.copytree(out, other)
     (other / "heldout" / "select.en").write_text("Another sentence .\n", encoding="utf-8")
-    status, _, stderr = run_evaluate(str(out), str(other), "--half", "select")
-    assert status != 0 and f"{other} holds another half than {out}" in stderr, stderr
+    ran = run_evaluate(out, other, "--half", "select")
+    assert ran.returncode != 0 and f"{other} holds another half than {out}" in ran.stderr, ran.stderr
     shutil.rmtree(other / "heldout")
-    status, _, stderr = run_evaluate(str(other), "--half", "report")
-    assert status != 0 and f"{other} has no held-out halves" in stderr, stderr
+    ran = run_evaluate(other, "--half", "report")
+    assert ran.returncode != 0 and f"{other} has no held-out halves" in ran.stderr, ran.stderr

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import filecmp
 import io
 import pathlib
 from typing import Any, Sequence
@@ -165,21 +166,17 @@ def _prepare_output_dir(path: str) -> pathlib.Path:
 
 def _held_out_half(runs, half: str) -> ParallelFiles:
     """The runs' own held-out half; every run must hold the same one to be compared on it."""
-    found = []
-    for run in runs:
-        files = heldout.half_files(run.run.heldout, run.src, run.tgt)[half]
+    found = [heldout.half_files(run.run.heldout, run.src, run.tgt)[half] for run in runs]
+    for run, files in zip(runs, found):
         if not (files.source.is_file() and files.target.is_file()):
             raise EvaluationError(
                 f"--half: {run.run.path} has no held-out halves (its corpus has a test split, "
                 "or it was trained before runs cut one): give --src and --ref")
-        found.append(files)
-    first = found[0]
-    for run, files in zip(runs[1:], found[1:]):
-        if (files.source.read_bytes(), files.target.read_bytes()) != (
-                first.source.read_bytes(), first.target.read_bytes()):
+        if not (filecmp.cmp(files.source, found[0].source, shallow=False)
+                and filecmp.cmp(files.target, found[0].target, shallow=False)):
             raise EvaluationError(f"--half {half}: {run.run.path} holds another half than "
                                   f"{runs[0].run.path} (another corpus): give --src and --ref")
-    return first
+    return found[0]
 
 
 def main(argv: Sequence[str] | None = None, stdin=None, stdout=None, stderr=None,
@@ -200,16 +197,16 @@ class _Job:
 def _evaluate(args: argparse.Namespace, console: Console) -> int:
     # Everything that can be checked without TensorFlow is checked first.
     runs = [RunDir(path).inspect(args.weights) for path in args.run_dirs]
-    if args.half is not None:
-        half = _held_out_half(runs, args.half)
-        args.src, args.ref = str(half.source), str(half.target)
-    sources, references = read_parallel(args.src, args.ref)
     pairs = {(run.src, run.tgt) for run in runs}
     if len(pairs) > 1:
         raise EvaluationError(
             "the RUN_DIRs translate different language pairs: "
             + ", ".join(f"{run.run.path} {run.src}->{run.tgt}" for run in runs)
         )
+    if args.half is not None:
+        half = _held_out_half(runs, args.half)
+        args.src, args.ref = str(half.source), str(half.target)
+    sources, references = read_parallel(args.src, args.ref)
     src_lang, tgt_lang = runs[0].src, runs[0].tgt
     for option, value in (("--heatmaps", args.heatmaps), ("--sentences", args.sentences),
                           ("--gold-align", args.align)):
