@@ -54,6 +54,11 @@ class Config:
     # 3 in --recipe budget.
     # SentencePiece's pieces ignore it.
     vocab_min_count: int = 1
+    # Beyond the paper: the encoder and the decoder read words through one embedding
+    # matrix. Only with one vocabulary for both sides (--joint-vocabulary), where an id
+    # is the same piece in either language: a name or a number is then one row, trained
+    # by both sides. The output layer keeps its own weights (its rows are maxout-sized).
+    tie_embeddings: bool = False
     max_len: int = 50  # training pairs longer than this (either side) are dropped
     reset_after: bool = False  # cuDNN-style GRU reset gate; the paper's form is reset-before
     # Training (Appendix B).
@@ -144,6 +149,10 @@ class Config:
         for name in ("src_vocab_size", "tgt_vocab_size"):
             if getattr(self, name) < 8:
                 raise ConfigError(f"{name} must be at least 8, got {getattr(self, name)}")
+        if self.tie_embeddings and self.src_vocab_size != self.tgt_vocab_size:
+            raise ConfigError(
+                f"tie_embeddings needs one vocabulary for both sides: src_vocab_size "
+                f"{self.src_vocab_size:,} and tgt_vocab_size {self.tgt_vocab_size:,} differ")
         if self.batch_tokens < 0:
             raise ConfigError(f"batch_tokens must be >= 0 (0 = batches of batch_size sentences), got {self.batch_tokens}")
         if 0 < self.batch_tokens <= self.max_len:

@@ -7,7 +7,8 @@ checkpoints also hold the optimizer, the input position and counters, so every l
 model weights reads partially, and a partial read alone would accept a checkpoint of
 another configuration (or one written before a variable was renamed) and translate with
 random weights. :func:`check_model` is the check every load makes first: each model
-variable must have a value of its shape in the checkpoint; other objects in the
+variable must have a value of its shape in the checkpoint, and a variable the model
+reaches by two paths (tied embeddings) one value under both; other objects in the
 checkpoint are fine.
 """
 
@@ -54,36 +55,60 @@ def checkpoint_problem(path: str) -> str | None:
     return None
 
 
-def model_variables(model) -> dict[str, tf.Variable]:
-    """Each of ``model.weights`` by its path in the checkpoint object graph below the
-    model (``decoder/attention/energy_kernel``), the first one a breadth-first walk
-    finds, as TensorFlow's own walk does. A weight the walk never reaches (which no
-    checkpoint could restore) appears under its Keras path."""
+def _object_paths(model) -> tuple[dict[int, str], dict[str, str]]:
+    """(the first path of each object below ``model``, by id; each further path to an
+    object already reached -> that object's first path). A layer two parents share (the
+    tied embeddings) has one first path and an alias."""
     names: dict[int, str] = {}
+    aliases: dict[str, str] = {}
     queue = collections.deque([("", model)])
     seen = {id(model)}
     while queue:
         prefix, parent = queue.popleft()
         for local, child in tf.train.TrackableView.children(parent).items():
             if id(child) in seen:
+                if id(child) in names:
+                    aliases[prefix + local] = names[id(child)]
                 continue
             seen.add(id(child))
             names[id(child)] = prefix + local
             queue.append((prefix + local + "/", child))
+    return names, aliases
+
+
+def model_variables(model) -> dict[str, tf.Variable]:
+    """Each of ``model.weights`` by its path in the checkpoint object graph below the
+    model (``decoder/attention/energy_kernel``), the first one a breadth-first walk
+    finds, as TensorFlow's own walk does. A weight the walk never reaches (which no
+    checkpoint could restore) appears under its Keras path."""
+    names, _ = _object_paths(model)
     return {names.get(id(weight), weight.path): weight for weight in model.weights}
 
 
-def _checkpoint_shapes(path: str) -> dict[str, list[int]]:
-    """The shape of each variable value in the checkpoint at ``path``, by its object
-    path below the model: the checkpoint's own object graph is walked, so every path to
-    a variable counts, not only the one its value was saved under."""
+def _shared_paths(model) -> dict[str, list[str]]:
+    """Each weight's first path -> its other paths, through a layer the model shares
+    (``encoder/embedding/_embeddings`` -> ``[decoder/embedding/_embeddings]``)."""
+    names, aliases = _object_paths(model)
+    shared: dict[str, list[str]] = collections.defaultdict(list)
+    for weight in model.weights:
+        first = names.get(id(weight))
+        for alias, target in aliases.items():
+            if first and first.startswith(target + "/"):
+                shared[first].append(alias + first[len(target):])
+    return shared
+
+
+def _checkpoint_values(path: str) -> dict[str, tuple[str, list[int]]]:
+    """(the key, the shape) of each variable value in the checkpoint at ``path``, by its
+    object path below the model: the checkpoint's own object graph is walked, so every
+    path to a variable counts, not only the one its value was saved under."""
     reader = tf.train.load_checkpoint(path)
     if not reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
         return {}  # a name-based (TF1) checkpoint: nothing in it can be matched
     graph = trackable_object_graph_pb2.TrackableObjectGraph()
     graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
     shapes = reader.get_variable_to_shape_map()
-    found: dict[str, list[int]] = {}
+    found: dict[str, tuple[str, list[int]]] = {}
     root = next((c.node_id for c in graph.nodes[0].children if c.local_name == MODEL), None)
     queue = collections.deque([("", root)] if root is not None else [])
     seen = {root}
@@ -93,7 +118,8 @@ def _checkpoint_shapes(path: str) -> dict[str, list[int]]:
             name = prefix + child.local_name
             for attribute in graph.nodes[child.node_id].attributes:
                 if attribute.name == "VARIABLE_VALUE" and attribute.checkpoint_key in shapes:
-                    found.setdefault(name, shapes[attribute.checkpoint_key])
+                    found.setdefault(name, (attribute.checkpoint_key,
+                                          shapes[attribute.checkpoint_key]))
             if child.node_id not in seen:
                 seen.add(child.node_id)
                 queue.append((name + "/", child.node_id))
@@ -103,12 +129,18 @@ def _checkpoint_shapes(path: str) -> dict[str, list[int]]:
 def check_model(path: str, model) -> None:
     """Raise :class:`CheckpointMismatchError` (one line) unless the checkpoint at prefix
     ``path`` holds a value of the right shape for every variable of ``model``."""
-    available = _checkpoint_shapes(path)
+    values = _checkpoint_values(path)
+    available = {name: shape for name, (_, shape) in values.items()}
     wanted = model_variables(model)
     missing = [name for name in wanted if name not in available]
     reshaped = [(name, available[name], list(weight.shape)) for name, weight in wanted.items()
                 if name in available and available[name] != list(weight.shape)]
-    if not missing and not reshaped:
+    # A weight the model shares (tied embeddings) restores from each of its paths: a
+    # checkpoint with two values there (an untied run) would leave one of them.
+    untied = [(first, other) for first, others in _shared_paths(model).items()
+              for other in others
+              if first in values and other in values and values[first][0] != values[other][0]]
+    if not missing and not reshaped and not untied:
         return
     problems = []
     if missing:
@@ -118,6 +150,10 @@ def check_model(path: str, model) -> None:
         name, there, here = reshaped[0]
         problems.append(f"{len(reshaped)} of {len(wanted)} variables of another shape, first: "
                         f"{name} {there} in the checkpoint, {here} in this model")
+    if untied:
+        first, other = untied[0]
+        problems.append(f"{first} and {other} are one variable in this model (tied), two "
+                        f"in the checkpoint")
     raise CheckpointMismatchError(
         f"checkpoint {path} does not match this model: {'; '.join(problems)}; was it "
         f"written by another configuration?"

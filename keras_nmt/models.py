@@ -39,7 +39,9 @@ class TranslationModel(keras.Model):
                                bidirectional=config.uses_attention, name="encoder", **shared)
         self.decoder = Decoder(config.tgt_vocab_size, config.embedding, config.hidden,
                                config.attention, config.maxout,
-                               use_attention=config.uses_attention, name="decoder", **shared)
+                               use_attention=config.uses_attention, name="decoder",
+                               embedding=self.encoder.embedding if config.tie_embeddings else None,
+                               **shared)
         self.build((None, None))
 
     def build(self, input_shape=None):

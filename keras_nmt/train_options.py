@@ -151,5 +151,8 @@ def new_run_config(options: TrainOptions) -> Config:
         raise ConfigError(f"--paper-size is --size paper: it contradicts --size {options.size}")
     check_sentencepiece_options(options)
     config = resolve_config(options)
+    if config.tie_embeddings and not options.joint_vocabulary:
+        raise ConfigError("tie_embeddings needs --joint-vocabulary (--tokenizer sentencepiece): "
+                          "with a vocabulary per language an id is a different word on each side")
     config_lib.check_optimizer_fields(config, options.overrides)
     return config

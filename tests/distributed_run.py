@@ -1,5 +1,6 @@
 """Helper process for tests/test_distributed.py (not a test module): for every cell of
-the matrix precision x optimizer x sampled softmax, trains a tiny model for a few
+the matrix precision x optimizer x sampled softmax (a third of them with tied
+embeddings), trains a tiny model for a few
 updates on fixed global batches with one strategy, and saves its parameters before the
 first update, after the first and after the last.
 
@@ -50,13 +51,26 @@ SAMPLED = (0, 73)  # the fewest that max_len 8 allows: the batch's words and ~60
 LABEL_SMOOTHING = {"adam": 0.1}
 
 
+def _tied(precision: str, optimizer: str) -> bool:
+    """Whether the cells of ``precision`` x ``optimizer`` tie the embeddings: a Latin
+    square (3 of the 9 pairs) that the pairwise cells meet with and without the sampled
+    softmax, and the MultiWorkerMirroredStrategy cells once."""
+    return (list(OPTIMIZERS).index(optimizer) - PRECISIONS.index(precision)) % 3 == 1
+
+
+def cell_name(precision: str, optimizer: str, sampled: bool) -> str:
+    return (f"{precision}-{optimizer}-{'sampled' if sampled else 'full'}-"
+            f"{'tied' if _tied(precision, optimizer) else 'untied'}")
+
+
 def cells():
     """(name, settings) of every cell of the matrix."""
     for precision, optimizer, sampled in itertools.product(PRECISIONS, OPTIMIZERS, SAMPLED):
-        name = f"{precision}-{optimizer}-{'sampled' if sampled else 'full'}"
-        yield name, {**FIXED_BATCH_SETTINGS, "precision": precision, "optimizer": optimizer,
-                     "learning_rate": OPTIMIZERS[optimizer], "sampled_softmax": sampled,
-                     "label_smoothing": LABEL_SMOOTHING.get(optimizer, 0.0)}
+        yield cell_name(precision, optimizer, bool(sampled)), {
+            **FIXED_BATCH_SETTINGS, "precision": precision, "optimizer": optimizer,
+            "learning_rate": OPTIMIZERS[optimizer], "sampled_softmax": sampled,
+            "label_smoothing": LABEL_SMOOTHING.get(optimizer, 0.0),
+            "tie_embeddings": _tied(precision, optimizer)}
 
 
 def pairwise_cells() -> list[str]:
@@ -65,7 +79,7 @@ def pairwise_cells() -> list[str]:
     alternates along precision x optimizer like a chequerboard). The tests run these
     under MirroredStrategy by default (3 of them under MultiWorkerMirroredStrategy too,
     :func:`multiworker_cells`), and the other 9 under the marker ``slow``."""
-    return [f"{precision}-{optimizer}-{'sampled' if (i + j) % 2 else 'full'}"
+    return [cell_name(precision, optimizer, bool((i + j) % 2))
             for i, precision in enumerate(PRECISIONS) for j, optimizer in enumerate(OPTIMIZERS)]
 
 

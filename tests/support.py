@@ -126,6 +126,35 @@ def shortlist_candidates(translator, lines, shortlist) -> list[set[int]]:
     return [every if is_rare else common for is_rare in marked]
 
 
+def check_selecting_export(export_dir, translator, lines, beam_size, shortlist) -> list[str]:
+    """Assert that an export made with ``--shortlist`` decodes ``lines`` (one batch, as
+    the SavedModel gets them: a batch's candidates are its sentences') as the Keras search
+    does: the SavedModel through both loaders (translations and scores), ONNX with the
+    export's shortlist (ties of equal scores allowed). Returns the int8 model's
+    translations, from ``onnx-translate --int8``."""
+    import numpy as np
+
+    from keras_nmt.cli import onnx_translate
+    from keras_nmt.export import parity
+    from keras_nmt.serving.onnx_translator import OnnxTranslator
+
+    selected = translator.translate(lines, beam_size=beam_size, shortlist=shortlist)
+    for name, model in savedmodel_loaders(export_dir).items():
+        out = model.run("serving_default", sentences=lines)
+        assert [x.decode("utf-8") for x in out["translations"]] == [t.text for t in selected], name
+        np.testing.assert_allclose(out["scores"], [t.score for t in selected], atol=1e-4)
+    got = OnnxTranslator.from_export_dir(export_dir).translate(lines, beam_size=beam_size,
+                                                               shortlist=True)
+    result = parity.compare(parity.from_translations(selected), parity.from_translations(got))
+    assert parity.agrees(result, allow_ties=True), result
+    stdin, stdout = io.BytesIO(("\n".join(lines) + "\n").encode("utf-8")), io.StringIO()
+    assert onnx_translate.main([str(export_dir), "--int8", "--quiet"], stdin=stdin,
+                               stdout=stdout) == 0
+    out = stdout.getvalue().splitlines()
+    assert len(out) == len(lines) and "\u2581" not in "".join(out)
+    return out
+
+
 def run_translator(run_dir):
     from keras_nmt.translator import Translator
 

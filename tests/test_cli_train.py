@@ -58,6 +58,9 @@ def assert_one_line_error(result, expected):
     (["--sentencepiece-type", "bpe"], "--sentencepiece-type needs --tokenizer sentencepiece"),
     (["--tokenizer", "sentencepiece", "--sentencepiece-type", "bpe", "--subword-samples", "2"],
      "--subword-samples draws among a unigram model's segmentations: not with --sentencepiece-type bpe"),
+    (["--set", "tie_embeddings=true"], "tie_embeddings needs --joint-vocabulary"),
+    (["--tokenizer", "sentencepiece", "--set", "tie_embeddings=1", "--set", "src_vocab_size=100",
+      "--set", "tgt_vocab_size=120"], "tie_embeddings needs one vocabulary for both sides"),
 ])
 def test_bad_arguments_fail_in_one_line(run_train, args, expected):
     assert_one_line_error(run_train(*args), expected)

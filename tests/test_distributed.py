@@ -1,5 +1,6 @@
 """Data-parallel training gives the single-device update, in every cell of strategy x
-precision x optimizer x sampled softmax (the Adam cells with label smoothing):
+precision x optimizer x sampled softmax (the Adam cells with label smoothing; a third of
+the cells with tied embeddings):
 MirroredStrategy over two logical CPU devices,
 and MultiWorkerMirroredStrategy with two worker processes on 127.0.0.1, against the
 default path on the same global batches, after 1 and after 3 updates
@@ -7,7 +8,8 @@ default path on the same global batches, after 1 and after 3 updates
 starts those processes in the background with its first test, see conftest.py). The
 default run takes 9 of the 18 cells of precision x optimizer x sampled softmax under
 MirroredStrategy and 3 of those under MultiWorkerMirroredStrategy, chosen so that every
-pair of values of any two of the four axes (strategy included) is among them; ``-m slow``
+pair of values of any two of the five axes (strategy and tied embeddings included) is
+among them; ``-m slow``
 adds the other 24 (cell, strategy) pairs.
 
 The measure is the relative error of the distributed weight change against the single
@@ -77,13 +79,15 @@ def test_the_other_cells_too(distributed_other_cells, strategy, cell):
 
 
 def test_the_default_run_holds_every_pair_of_values():
-    """Of any two of the axes strategy, precision, optimizer and sampled softmax, every
-    pair of values is in the default run; the slow tests run the rest of the matrix."""
+    """Of any two of the axes strategy, precision, optimizer, sampled softmax and tied
+    embeddings, every pair of values is in the default run; the slow tests run the rest
+    of the matrix."""
     assert len(PAIRWISE) == 9 and len(MULTIWORKER) == 3 and set(MULTIWORKER) <= set(PAIRWISE)
     assert len(DEFAULT_RUN) + len(OTHERS) == 2 * 18
     rows = [(strategy, *cell.split("-")) for cell, strategy in DEFAULT_RUN]
-    values = [("mirrored", "multiworker"), PRECISIONS, tuple(OPTIMIZERS), ("full", "sampled")]
-    for a, b in itertools.combinations(range(4), 2):
+    values = [("mirrored", "multiworker"), PRECISIONS, tuple(OPTIMIZERS), ("full", "sampled"),
+              ("tied", "untied")]
+    for a, b in itertools.combinations(range(5), 2):
         assert {(row[a], row[b]) for row in rows} == set(itertools.product(values[a], values[b]))
 
 

@@ -19,8 +19,8 @@ from keras_nmt.text import codecs
 from keras_nmt.constants import EOS_ID, UNK_ID
 from keras_nmt.text.word import tokenize
 from support import (
-    BAD_INPUTS, ROOT, child_env, onnx_files, run_translator, savedmodel_loaders,
-    shortlist_candidates,
+    BAD_INPUTS, ROOT, check_selecting_export, child_env, onnx_files, run_translator,
+    savedmodel_loaders, shortlist_candidates,
 )
 
 EXPORT_BEAM = 5
@@ -262,13 +262,10 @@ SELECTING_BEAM, SHORTLIST = 3, (5, 2)
 
 
 def test_selection_and_int8_export_of_a_sentencepiece_run(tiny_spm_selecting_export, translator,
-                                                           sentences, capsys):
+                                                           sentences):
     """The open-vocabulary run through the fastest paths: a SavedModel and ONNX that decode
     over a shortlist of pieces, and the int8 ONNX model, all with the run's SentencePiece
     models."""
-    import io
-
-    from keras_nmt.cli import onnx_translate
     from keras_nmt.serving.onnx_translator import OnnxTranslator
 
     export = tiny_spm_selecting_export
@@ -288,18 +285,6 @@ def test_selection_and_int8_export_of_a_sentencepiece_run(tiny_spm_selecting_exp
     # The shortlist leaves pieces out for the sentences without a piece training saw at
     # most twice (on 400 pairs, 14 of these 32).
     assert sum(len(words) < len(translator.target_vocab) for words in allowed) >= 10
-    for name, model in savedmodel_loaders(export).items():
-        out = model.run("serving_default", sentences=lines)
-        assert [x.decode("utf-8") for x in out["translations"]] == [t.text for t in selected], name
-        np.testing.assert_allclose(out["scores"], [t.score for t in selected], atol=1e-4)
-    got = OnnxTranslator.from_export_dir(export).translate(lines, beam_size=SELECTING_BEAM,
-                                                           shortlist=True)
-    result = parity.compare(parity.from_translations(selected), parity.from_translations(got))
-    assert parity.agrees(result, allow_ties=True), result
-    # The int8 model with the export's shortlist, from the command line.
-    stdin = io.BytesIO(("\n".join(lines) + "\n").encode("utf-8"))
-    assert onnx_translate.main([str(export), "--int8", "--quiet"], stdin=stdin) == 0
-    out = capsys.readouterr().out.splitlines()
-    assert len(out) == len(lines) and "▁" not in "".join(out)
+    out = check_selecting_export(export, translator, lines, SELECTING_BEAM, SHORTLIST)
     int8 = OnnxTranslator.from_export_dir(export, int8=True).translate(lines, shortlist=True)
     assert [t.text for t in int8] == out

@@ -35,8 +35,12 @@ class Decoder(keras.layers.Layer):
         reset_after: bool = False,
         dropout: float = 0.0,
         init: str = "paper",
+        embedding: keras.layers.Embedding | None = None,
         **kwargs,
     ):
+        """``embedding``: a layer to read the previous word with instead of one of its
+        own, the encoder's when the model ties them (one vocabulary for both sides); a
+        layer made from :meth:`get_config` has its own."""
         super().__init__(**kwargs)
         self.dropout = dropout
         self.init = initializers.check_scheme(init)
@@ -48,7 +52,11 @@ class Decoder(keras.layers.Layer):
         self.use_attention = use_attention
         self.reset_after = reset_after
         policy = self.dtype_policy  # the model's, handed to every sublayer
-        self.embedding = keras.layers.Embedding(
+        if embedding is not None and (embedding.input_dim, embedding.output_dim) != (
+                vocab_size, embedding_dim):
+            raise ValueError(f"a shared embedding must be {vocab_size} x {embedding_dim}, got "
+                             f"{embedding.input_dim} x {embedding.output_dim}")
+        self.embedding = embedding or keras.layers.Embedding(
             vocab_size, embedding_dim, embeddings_initializer=initializers.weight(init),
             name="embedding", dtype=policy,
         )
@@ -66,7 +74,8 @@ class Decoder(keras.layers.Layer):
     def build(self, annotation_dim: int, summary_dim: int):
         annotation_dim, summary_dim = int(annotation_dim), int(summary_dim)
         context_dim = annotation_dim if self.use_attention else summary_dim
-        self.embedding.build((None, None))
+        if not self.embedding.built:  # a shared one is built by its owner
+            self.embedding.build((None, None))
         self.cell.build(self.embedding_dim, context_dim)
         if self.attention is not None:
             self.attention.build((None, self.units), (None, None, annotation_dim))
