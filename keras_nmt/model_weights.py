@@ -81,21 +81,21 @@ def model_variables(model) -> dict[str, tf.Variable]:
     model (``decoder/attention/energy_kernel``), the first one a breadth-first walk
     finds, as TensorFlow's own walk does. A weight the walk never reaches (which no
     checkpoint could restore) appears under its Keras path."""
-    names, _ = _object_paths(model)
-    return {names.get(id(weight), weight.path): weight for weight in model.weights}
+    return _variables_and_shared(model)[0]
 
 
-def _shared_paths(model) -> dict[str, list[str]]:
-    """Each weight's first path -> its other paths, through a layer the model shares
-    (``encoder/embedding/_embeddings`` -> ``[decoder/embedding/_embeddings]``)."""
+def _variables_and_shared(model) -> tuple[dict[str, tf.Variable], dict[str, list[str]]]:
+    """(:func:`model_variables`, each weight's first path -> its other paths through a
+    layer the model shares: ``encoder/embedding/_embeddings`` ->
+    ``[decoder/embedding/_embeddings]``), from one walk of the model."""
     names, aliases = _object_paths(model)
+    variables = {names.get(id(weight), weight.path): weight for weight in model.weights}
     shared: dict[str, list[str]] = collections.defaultdict(list)
-    for weight in model.weights:
-        first = names.get(id(weight))
+    for first in variables:
         for alias, target in aliases.items():
-            if first and first.startswith(target + "/"):
+            if first.startswith(target + "/"):
                 shared[first].append(alias + first[len(target):])
-    return shared
+    return variables, shared
 
 
 def _checkpoint_values(path: str) -> dict[str, tuple[str, list[int]]]:
@@ -131,13 +131,13 @@ def check_model(path: str, model) -> None:
     ``path`` holds a value of the right shape for every variable of ``model``."""
     values = _checkpoint_values(path)
     available = {name: shape for name, (_, shape) in values.items()}
-    wanted = model_variables(model)
+    wanted, shared = _variables_and_shared(model)
     missing = [name for name in wanted if name not in available]
     reshaped = [(name, available[name], list(weight.shape)) for name, weight in wanted.items()
                 if name in available and available[name] != list(weight.shape)]
     # A weight the model shares (tied embeddings) restores from each of its paths: a
     # checkpoint with two values there (an untied run) would leave one of them.
-    untied = [(first, other) for first, others in _shared_paths(model).items()
+    untied = [(first, other) for first, others in shared.items()
               for other in others
               if first in values and other in values and values[first][0] != values[other][0]]
     if not missing and not reshaped and not untied:

@@ -126,19 +126,19 @@ def shortlist_candidates(translator, lines, shortlist) -> list[set[int]]:
     return [every if is_rare else common for is_rare in marked]
 
 
-def check_selecting_export(export_dir, translator, lines, beam_size, shortlist) -> list[str]:
+def check_selecting_export(export_dir, lines, selected, beam_size) -> list[str]:
     """Assert that an export made with ``--shortlist`` decodes ``lines`` (one batch, as
     the SavedModel gets them: a batch's candidates are its sentences') as the Keras search
-    does: the SavedModel through both loaders (translations and scores), ONNX with the
-    export's shortlist (ties of equal scores allowed). Returns the int8 model's
-    translations, from ``onnx-translate --int8``."""
+    did (``selected``, its translations with the same shortlist at ``beam_size``): the
+    SavedModel through both loaders (translations and scores), ONNX with the export's
+    shortlist (ties of equal scores allowed). Returns the int8 model's translations, from
+    ``onnx-translate --int8``."""
     import numpy as np
 
     from keras_nmt.cli import onnx_translate
     from keras_nmt.export import parity
     from keras_nmt.serving.onnx_translator import OnnxTranslator
 
-    selected = translator.translate(lines, beam_size=beam_size, shortlist=shortlist)
     for name, model in savedmodel_loaders(export_dir).items():
         out = model.run("serving_default", sentences=lines)
         assert [x.decode("utf-8") for x in out["translations"]] == [t.text for t in selected], name

@@ -285,6 +285,6 @@ def test_selection_and_int8_export_of_a_sentencepiece_run(tiny_spm_selecting_exp
     # The shortlist leaves pieces out for the sentences without a piece training saw at
     # most twice (on 400 pairs, 14 of these 32).
     assert sum(len(words) < len(translator.target_vocab) for words in allowed) >= 10
-    out = check_selecting_export(export, translator, lines, SELECTING_BEAM, SHORTLIST)
+    out = check_selecting_export(export, lines, selected, SELECTING_BEAM)
     int8 = OnnxTranslator.from_export_dir(export, int8=True).translate(lines, shortlist=True)
     assert [t.text for t in int8] == out

@@ -193,5 +193,6 @@ def test_a_tied_run_s_export_decodes_as_keras_does(tied, sentences):
     visit(onnx.load(str(onnx_files(export) / "nmt.onnx")).graph)
     config = RunDir(run).load_config()
     assert shapes.count((config.src_vocab_size, config.embedding)) == 1, shapes
-    check_selecting_export(export, Translator.from_run_dir(run), sentences, SELECTING_BEAM,
-                           SHORTLIST)
+    selected = Translator.from_run_dir(run).translate(sentences, beam_size=SELECTING_BEAM,
+                                                      shortlist=SHORTLIST)
+    check_selecting_export(export, sentences, selected, SELECTING_BEAM)
