@@ -19,8 +19,12 @@ from keras_nmt.errors import CheckpointMismatchError, ConfigError
 from keras_nmt.layers import Decoder
 from keras_nmt.models import TranslationModel
 from keras_nmt.rundir import RunDir
+from keras_nmt.serving.onnx_translator import OnnxTranslator
+from keras_nmt.serving.registry import Registry
 from keras_nmt.translator import Translator
-from support import ROOT, TINY_SETTINGS, check_selecting_export, onnx_files, run_logged, tiny_args
+from support import (
+    ROOT, TINY_SETTINGS, ServerThread, check_selecting_export, onnx_files, run_logged, tiny_args,
+)
 
 VOCAB = 20
 PIECES = 150
@@ -172,7 +176,8 @@ def test_a_tied_run_translates_and_evaluates(tied, tiny_corpus, sentences, cli_r
 
 def test_a_tied_run_s_export_decodes_as_keras_does(tied, sentences):
     """The SavedModel (both loaders) and ONNX with the export's shortlist give the Keras
-    search's translations; the int8 model translates from the command line."""
+    search's translations; the int8 model translates from the command line; ``serve``
+    answers TF Serving's predict with the ONNX search's translations."""
     run, export = tied
     meta = json.loads((onnx_files(export) / "nmt.onnx.json").read_text(encoding="utf-8"))
     assert meta["shortlist"] == list(SHORTLIST) and meta["int8"]["model"] == "nmt.int8.onnx"
@@ -196,3 +201,10 @@ def test_a_tied_run_s_export_decodes_as_keras_does(tied, sentences):
     selected = Translator.from_run_dir(run).translate(sentences, beam_size=SELECTING_BEAM,
                                                       shortlist=SHORTLIST)
     check_selecting_export(export, sentences, selected, SELECTING_BEAM)
+    expected = OnnxTranslator.from_export_dir(export).translate(sentences[:4], beam_size=2,
+                                                                alpha=1.0)
+    with ServerThread(Registry.from_export_dir(export)) as server:
+        status, answer = server.call("/v1/models/nmt:predict", {
+            "signature_name": "translate",
+            "inputs": {"sentences": sentences[:4], "beam_size": 2, "alpha": 1.0}})
+    assert status == 200 and answer["outputs"]["translations"] == [t.text for t in expected]
