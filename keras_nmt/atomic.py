@@ -22,7 +22,8 @@ import json
 import math
 import os
 import pathlib
-import tempfile
+import secrets
+import stat
 from typing import IO, Any, Iterator
 
 from keras_nmt import faults
@@ -34,13 +35,12 @@ def open_atomic(path: str | os.PathLike, mode: str = "w", **options: Any) -> Ite
     block ends: an error or a crash before then leaves the old file or none, never half
     a file. For output written as it is made (one line per sentence of a corpus)."""
     path = pathlib.Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _temporary_file(path)
     try:
         with os.fdopen(fd, mode, **options) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; a normal file is world-readable
         faults.point(f"write:{path.name}")
         os.replace(tmp, path)
     except BaseException:
@@ -48,6 +48,32 @@ def open_atomic(path: str | os.PathLike, mode: str = "w", **options: Any) -> Ite
             os.unlink(tmp)
         raise
     _sync_folder(path.parent)
+
+
+def _temporary_file(path: pathlib.Path) -> tuple[int, str]:
+    """A new temporary file next to ``path``, open for writing, with the permissions
+    ``open(path, "w")`` would leave: an existing file's, else 0o666 less the umask (the
+    system applies it to the mode given here; mkstemp's files would be private)."""
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        mode = None
+    for _ in range(100):
+        tmp = os.path.join(path.parent, f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                         0o666)
+        except FileExistsError:
+            continue
+        if mode is not None:
+            try:
+                os.chmod(tmp, mode)
+            except OSError:
+                os.close(fd)
+                os.unlink(tmp)
+                raise
+        return fd, tmp
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(path))
 
 
 def write_bytes_atomic(path: str | os.PathLike, content: bytes) -> None:

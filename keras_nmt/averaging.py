@@ -3,13 +3,14 @@
 Averaging the parameters of the last checkpoints of a run (or of its best ones) smooths
 the noise of the final updates, a common recipe beyond the paper. The sources are
 ``recent/`` (the model weights of the last ``average_checkpoints`` checkpoints, kept when
-that is set; else ``checkpoints/``, which keeps two) or ``best/``; the mean is written to
+that is set; else ``checkpoints/``, which keeps two) or ``best/``, and only trained
+weights count: step 0, the random initialisation, is never averaged. The mean is written to
 ``averaged/`` as a model checkpoint, which every command loads with ``--weights averaged``.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 from keras_nmt.errors import RunDirError
 from keras_nmt.rundir import RunDir
@@ -18,41 +19,59 @@ SOURCES = ("last", "best")
 
 
 def checkpoints_to_average(run: RunDir, source: str, count: int, strict: bool = True) -> list[str]:
-    """The checkpoint prefixes to average, oldest first: the ``count`` newest of
-    ``best/`` (source "best") or of ``recent/``, else ``checkpoints/`` (source "last").
-    Fewer than ``count`` is an error, unless ``strict`` is False (a run that ended before
-    it wrote that many averages what it has)."""
+    """The checkpoint prefixes to average, oldest first: the ``count`` newest trained ones
+    (never step 0, the untrained initialisation) of ``best/`` (source "best") or of
+    ``recent/``, else ``checkpoints/`` (source "last"). Fewer than ``count`` is a
+    RunDirError, unless ``strict`` is False: then those there are, maybe none (a run
+    that ended before it wrote that many averages what it has)."""
     import tensorflow as tf
+
+    from keras_nmt.model_weights import checkpoint_step
 
     if source not in SOURCES:
         raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
     directories = [run.best] if source == "best" else [run.recent, run.checkpoints]
     for directory in directories:
         state = tf.train.get_checkpoint_state(str(directory))
-        if state and state.all_model_checkpoint_paths:
-            paths = list(state.all_model_checkpoint_paths)[-count:]
-            if len(paths) < count and strict:
-                raise RunDirError(
-                    f"{directory} holds {len(paths)} checkpoint(s), fewer than the {count} to "
-                    f"average (train with --set average_checkpoints={count}"
-                    + (" --set average_from=best" if source == "best" else "") + ")"
-                )
-            return paths
-    raise RunDirError(f"{run.path} holds no checkpoints to average in "
+        trained = [path for path in (state.all_model_checkpoint_paths if state else [])
+                   if checkpoint_step(path) != 0]
+        if not trained:
+            continue
+        paths = trained[-count:]
+        if len(paths) < count and strict:
+            raise RunDirError(
+                f"{directory} holds {len(paths)} trained checkpoint(s) (step 0, the "
+                f"untrained weights, is never averaged), fewer than the {count} to average "
+                f"(train with --set average_checkpoints={count}"
+                + (" --set average_from=best" if source == "best" else "") + ")"
+            )
+        return paths
+    if not strict:
+        return []
+    raise RunDirError(f"{run.path} holds no trained checkpoints to average in "
                       + " or ".join(d.name + "/" for d in directories))
 
 
 def average(run: RunDir, source: str = "last", count: int = 2, model=None,
-            log: Callable[[str], None] = lambda text: None, strict: bool = True) -> str:
-    """Write the mean of the chosen checkpoints' model weights to ``averaged/``; returns
-    the checkpoint written. ``model`` (the run's, built) is reused when given; its
-    weights are left holding the average. ``strict``: see :func:`checkpoints_to_average`."""
+            log: Callable[[str], None] = lambda text: None) -> str:
+    """Write the mean of the ``count`` checkpoints :func:`checkpoints_to_average` chooses
+    (strictly: fewer is an error) to ``averaged/``; returns the checkpoint written.
+    ``model``: see :func:`write_average`."""
+    return write_average(run, checkpoints_to_average(run, source, count), model, log)
+
+
+def write_average(run: RunDir, paths: Sequence[str], model=None,
+                  log: Callable[[str], None] = lambda text: None) -> str:
+    """Write the mean of the model weights of the checkpoints ``paths`` (at least one) to
+    ``averaged/``; returns the checkpoint written. ``model`` (the run's, built) is reused
+    when given; its weights are left holding the average."""
     import numpy as np
     import tensorflow as tf
 
     from keras_nmt import model_weights
 
-    paths = checkpoints_to_average(run, source, count, strict)
+    if not paths:
+        raise ValueError("no checkpoint to average")
     if model is None:  # its weights come from the checkpoints read below
         from keras_nmt.models import TranslationModel
 

@@ -28,6 +28,9 @@ INITS = ("paper", "uniform")  # weight initialisation schemes (layers/initialize
 # Batch widths under --jit are multiples of this (Config.length_multiple, when it is 0;
 # Translator's decoding batches always): XLA compiles once per shape.
 JIT_LENGTH_MULTIPLE = 8
+# The longest max_len: the prepared split stores each pair side's length in 16 bits
+# (keras_nmt.prepared), so a longer one would wrap and misalign every later pair.
+MAX_LEN_LIMIT = 65_535
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,7 +120,7 @@ class Config:
     average_checkpoints: int = 0
     average_from: str = "last"  # "last" or "best"
     eval_every: int = 500  # steps between development-set evaluations
-    patience: int = 10  # evaluations without improvement before early stopping
+    patience: int = 10  # training stops after this many evaluations in a row without improvement
     early_stop_metric: str = "nll"  # "nll" or "bleu"
     # Decoding used for the held-out report at the end of training.
     beam_size: int = 5
@@ -143,6 +146,7 @@ class Config:
         for name in (
             "embedding", "hidden", "attention", "maxout", "max_len", "batch_size",
             "sort_batches", "checkpoint_every", "eval_every", "beam_size", "vocab_min_count",
+            "patience",
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {getattr(self, name)}")
@@ -153,6 +157,9 @@ class Config:
             raise ConfigError(
                 f"tie_embeddings needs one vocabulary for both sides: src_vocab_size "
                 f"{self.src_vocab_size:,} and tgt_vocab_size {self.tgt_vocab_size:,} differ")
+        if self.max_len > MAX_LEN_LIMIT:
+            raise ConfigError(f"max_len must be at most {MAX_LEN_LIMIT:,} (the prepared "
+                              f"split's 16-bit lengths), got {self.max_len:,}")
         if self.batch_tokens < 0:
             raise ConfigError(f"batch_tokens must be >= 0 (0 = batches of batch_size sentences), got {self.batch_tokens}")
         if 0 < self.batch_tokens <= self.max_len:
@@ -194,8 +201,6 @@ class Config:
                 "length_multiple needs batch_tokens=0: bounded batch shapes need a fixed "
                 "number of sentences per batch"
             )
-        if self.patience < 0:
-            raise ConfigError(f"patience must be >= 0, got {self.patience}")
         if self.learning_rate <= 0 or self.clipnorm <= 0 or self.epsilon <= 0:
             raise ConfigError("learning_rate, clipnorm and epsilon must be positive")
 

@@ -80,6 +80,13 @@ def train(options: TrainOptions) -> dict[str, Any]:
     train_files, valid_files, test_files = (
         run.split_files(split, info, needed_for=needed_for) for split in ("train", "valid", "test")
     )
+    warnings = []
+    if test_files is None and chief:
+        # The development split was too small to cut in two (keras_nmt.corpus.heldout).
+        warnings.append(f"no test split, and the development split {valid_files.source} "
+                        "was too small to cut in two: it both selects the checkpoints and is "
+                        "reported, so the held-out scores are optimistic")
+        warn(warnings[-1])
     if default_budget:
         log(f"no --max-steps or --max-minutes: training for {BUILTIN_DEFAULT_MINUTES:g} minutes")
 
@@ -94,6 +101,15 @@ def train(options: TrainOptions) -> dict[str, Any]:
     if options.resume:
         trainer.restore(log=warn if chief else log)
         log(f"resumed at step {int(trainer.step.numpy())}")
+        if chief and run.summary_path.exists():
+            # The report describes weights this session moves on from: withdrawn, so that
+            # --weights reported loads the best weights until the new report is written.
+            try:
+                run.summary_path.unlink()
+            except OSError as error:
+                raise RunWriteError(f"cannot remove {run.summary_path}, the earlier session's "
+                                    f"report: {error.strerror}") from None
+            log(f"{run.summary_path.name} withdrawn until this session's report")
     else:
         trainer.save()  # step 0: from here on --resume always has a checkpoint
     replicas = f" on {strategy.num_replicas_in_sync} replicas" if strategy else ""
@@ -103,7 +119,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
         distribute.barrier(strategy)  # until the chief has written the report
         return {}
 
-    weights, best = _report_weights(trainer, run, config, log, warn)
+    weights, best, averaged = _report_weights(trainer, run, config, log, warn)
     dev_nll = trainer.dev_nll()
     held_out = test_files or valid_files
     # A model trained to write <unk> is reported as `evaluate` scores it by default:
@@ -136,6 +152,8 @@ def train(options: TrainOptions) -> dict[str, Any]:
         "best_weights_step": checkpoint_step(best),
         "held_out": report,
         "report_weights": weights,
+        "averaging": averaged,
+        "warnings": warnings,
         "parameters": int(sum(math.prod(w.shape) for w in trainer.model.trainable_weights)),
         "length_multiple": config.length_multiple,
         "jit": jit,
@@ -241,10 +259,11 @@ def _trainer(config: Config, run: RunDir, info: dict[str, Any], needed_for: str,
 
 
 def _report_weights(trainer: Trainer, run: RunDir, config: Config, log: Callable[[str], None],
-                    warn: Callable[[str], None]) -> tuple[str, str | None]:
+                    warn: Callable[[str], None]) -> tuple[str, str | None, dict[str, Any] | None]:
     """Loads the weights the report is made with, the best development ones as the paper
     selects its models (averaged when the config says so); returns which ("last", "best"
-    or "averaged") and the best checkpoint read, if any."""
+    or "averaged"), the best checkpoint read, if any, and for a run that averages,
+    summary.json's "averaging": the checkpoints asked for and the steps averaged."""
     best = trainer.checkpoints.best_manager.latest_checkpoint
     problem = checkpoint_problem(best) if best else None
     if problem:
@@ -254,11 +273,19 @@ def _report_weights(trainer: Trainer, run: RunDir, config: Config, log: Callable
     if best:
         model_weights.read_model(best, trainer.model)
         weights = "best"
-    if config.average_checkpoints:
-        averaging.average(run, config.average_from, config.average_checkpoints, trainer.model, log,
-                          strict=False)
+    if not config.average_checkpoints:
+        return weights, best, None
+    wanted = config.average_checkpoints
+    paths = averaging.checkpoints_to_average(run, config.average_from, wanted, strict=False)
+    steps = [checkpoint_step(path) for path in paths]
+    if len(paths) < wanted:
+        log(f"averaging {len(paths)} trained checkpoint(s), fewer than the {wanted} of "
+            f"average_checkpoints: the run wrote no more"
+            + ("" if paths else f"; reporting with the {weights} weights"))
+    if paths:
+        averaging.write_average(run, paths, trainer.model, log)
         weights = "averaged"
-    return weights, best
+    return weights, best, {"asked": wanted, "from": config.average_from, "steps": steps}
 
 
 def _write_dictionary(run: RunDir, progress: Progress, log: Callable[[str], None],

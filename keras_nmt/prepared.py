@@ -58,6 +58,8 @@ FORMAT = 1
 CHUNK = 2048  # lines tokenized per call; a few chunks run at once
 REMAP_CHUNK = 1 << 22  # ids remapped per step of the second pass
 _LENGTH = np.dtype("<u2")  # a kept pair's side holds at most max_len tokens
+# The longest side a length file holds (config.MAX_LEN_LIMIT keeps max_len within it).
+MAX_LENGTH = int(np.iinfo(_LENGTH).max)
 
 
 def ids_dtype(vocab_size: int) -> np.dtype:
@@ -215,6 +217,10 @@ class _Side:
         self.total = 0
 
     def add(self, values: np.ndarray, lengths: np.ndarray, uniques=None) -> None:
+        if len(lengths) and int(lengths.max()) > MAX_LENGTH:
+            # Cast, it would wrap and misalign every later pair, unseen by the size checks.
+            raise PreparedError(f"a {self.lang} side of {int(lengths.max()):,} tokens does not "
+                                f"fit the prepared split's lengths (at most {MAX_LENGTH:,})")
         if self.tokens:  # values index ``uniques``, this chunk's distinct tokens
             table, before = self.table, len(self.table)
             # setdefault(t, len(table)): a new token takes the next provisional id.
@@ -333,6 +339,9 @@ def prepare_split(
     Raises CorpusError for invalid UTF-8 in a kept pair or line counts that differ,
     naming the file and line. (SentencePiece runs read every line in Python to train
     their models, which checks it is UTF-8.)"""
+    if max_len > MAX_LENGTH:
+        raise PreparedError(f"max_len {max_len:,} does not fit the prepared split's lengths "
+                            f"(at most {MAX_LENGTH:,})")
     directory = pathlib.Path(directory)
     directory.parent.mkdir(parents=True, exist_ok=True)
     remove_stale(directory)

@@ -95,13 +95,16 @@ def sentencepiece_models(
                 for side in sides:
                     phase.advance()
                     yield pair[side]
+            sampled = (f", a sample drawn with the seed {config.seed},"
+                       if phase.done > SENTENCEPIECE_SAMPLE else "")
             progress.message(
                 f"SentencePiece ({name}): training a {options.sentencepiece_type or 'unigram'} "
                 f"model of up to {size:,} pieces "
-                f"on {min(phase.done, SENTENCEPIECE_SAMPLE):,} of its {phase.done:,} lines "
-                "(SentencePiece reports no progress)")
+                f"on {min(phase.done, SENTENCEPIECE_SAMPLE):,} of its {phase.done:,} lines"
+                f"{sampled} (SentencePiece reports no progress)")
 
-        model = train_sentencepiece(read(), size, options.sentencepiece_type or "unigram")
+        model = train_sentencepiece(read(), size, options.sentencepiece_type or "unigram",
+                                    seed=config.seed)
         phase.finish(f"{phase.done:,} lines read and the model trained")
         for lang in langs:
             models[lang] = model

@@ -4,8 +4,14 @@ files are cleaned up, JSON is strict, and a finished folder replaces the old one
 import json
 import math
 import os
+import stat
+import subprocess
+import sys
+import textwrap
 
 import pytest
+
+from support import ROOT, child_env
 
 from keras_nmt.atomic import (
     json_text, open_atomic, replace_folder, write_bytes_atomic, write_json_atomic,
@@ -19,8 +25,36 @@ def test_writers_replace_the_file_and_leave_no_temporary(tmp_path):
     assert path.read_bytes() == "l'été\n".encode("utf-8")
     write_bytes_atomic(path, b"new")
     assert path.read_bytes() == b"new"
-    assert os.stat(path).st_mode & 0o777 == 0o644
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_a_new_file_gets_the_mode_open_would_give_under_the_umask(tmp_path, umask, mode):
+    """In a fresh process: the umask is the whole process's. A plain open() beside the
+    atomic write is the reference; an existing file keeps its own mode, as open() keeps it."""
+    script = textwrap.dedent(f"""
+        import os, sys
+        from keras_nmt.atomic import write_json_atomic, write_text_atomic
+        os.umask({umask})
+        folder = sys.argv[1]
+        open(os.path.join(folder, "plain.txt"), "w").close()
+        write_text_atomic(os.path.join(folder, "atomic.txt"), "new")
+        write_json_atomic(os.path.join(folder, "atomic.json"), {{}})
+        os.chmod(os.path.join(folder, "kept.txt"), 0o640)
+        write_text_atomic(os.path.join(folder, "kept.txt"), "again")
+    """)
+    (tmp_path / "kept.txt").write_text("old")
+    subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, env=child_env(),
+                   cwd=ROOT, timeout=60)
+
+    def mode_of(name):
+        return stat.S_IMODE(os.stat(tmp_path / name).st_mode)
+
+    assert mode_of("plain.txt") == mode
+    assert mode_of("atomic.txt") == mode_of("atomic.json") == mode
+    assert mode_of("kept.txt") == 0o640 and (tmp_path / "kept.txt").read_text() == "again"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "atomic.json", "atomic.txt", "kept.txt", "plain.txt"]
 
 
 def test_an_error_while_writing_keeps_the_old_file(tmp_path):

@@ -80,9 +80,9 @@ def test_the_averaged_run_translates_evaluates_and_exports(averaged_run, tiny_co
         .translate(lines, beam_size=5)]
 
 
-def test_the_average_command_and_its_errors(tiny_run, tmp_path):
+def test_the_average_command_and_its_errors(averaged_run, tiny_run, tmp_path):
     run_dir = tmp_path / "copy"
-    shutil.copytree(tiny_run, run_dir)
+    shutil.copytree(averaged_run, run_dir)
     stderr = io.StringIO()
     assert average_cli.main([str(run_dir)], stdout=io.StringIO(), stderr=stderr) == 0
     assert (run_dir / "averaged" / "checkpoint").is_file()
@@ -99,6 +99,100 @@ def test_the_average_command_and_its_errors(tiny_run, tmp_path):
     assert "run directory not found" in stderr.getvalue()
     with pytest.raises(Exception, match="no averaged weights"):
         RunDir(tiny_run).inspect("averaged")
+
+
+def test_the_average_command_never_takes_step_0(tiny_run, tmp_path):
+    """tiny_run keeps no recent/: its checkpoints/ holds step 0, the random initialisation,
+    and step 10. The last 2 would be a half-random model: refused; the last 1 is step 10."""
+    run_dir = tmp_path / "copy"
+    shutil.copytree(tiny_run, run_dir)
+    run = RunDir(run_dir)
+    state = tf.train.get_checkpoint_state(str(run.checkpoints))
+    assert [p.rsplit("-", 1)[1] for p in state.all_model_checkpoint_paths] == ["0", "10"]
+    stderr = io.StringIO()
+    assert average_cli.main([str(run_dir)], stdout=io.StringIO(), stderr=stderr) == 2
+    assert stderr.getvalue().splitlines() == [
+        f"keras-nmt average: error: {run.checkpoints} holds 1 trained checkpoint(s) (step 0, "
+        "the untrained weights, is never averaged), fewer than the 2 to average (train with "
+        "--set average_checkpoints=2)"]
+    stderr = io.StringIO()
+    assert average_cli.main([str(run_dir), "--last", "1"], stdout=io.StringIO(), stderr=stderr) == 0
+    assert [line for line in stderr.getvalue().splitlines() if line.startswith("reading")] == [
+        f"reading {run.checkpoints / 'ckpt-10'}"]
+    last = [w.numpy() for w in run.load_model(weights="last").weights]
+    for mean, weight in zip(run.load_model(weights="averaged").weights, last):
+        np.testing.assert_array_equal(mean.numpy(), weight)
+
+
+def _train(out, capsys, **options):
+    from keras_nmt import experiment
+    from keras_nmt.train_options import TrainOptions
+
+    overrides = options.pop("overrides", {})
+    summary = experiment.train(TrainOptions(
+        variant="search30", out=str(out), lexicon=False,
+        overrides={**TINY_SETTINGS, **overrides}, **options))
+    return summary, capsys.readouterr().err
+
+
+def test_a_run_shorter_than_its_average_averages_only_trained_checkpoints(tiny_corpus, tmp_path,
+                                                                           capsys, monkeypatch):
+    """4 updates with a checkpoint every 5 and the average of the last 3: besides step 0,
+    which is never averaged, the run wrote step 4 alone. Its report averages that one and
+    says so. Then --resume: the earlier report is withdrawn as soon as the run moves on
+    (a session stopped before its report leaves --weights reported on the best weights,
+    not the stale average), and a session that ends reports anew on the latest training."""
+    from keras_nmt.training import Trainer
+
+    out = tmp_path / "run"
+    settings = {"checkpoint_every": 5, "eval_every": 2, "average_checkpoints": 3}
+    summary, stderr = _train(out, capsys, data=str(tiny_corpus), max_steps=4, overrides=settings)
+    run = RunDir(out)
+    assert tf.train.get_checkpoint_state(str(run.recent)).all_model_checkpoint_paths == [
+        str(run.recent / "ckpt-4")]
+    assert summary["averaging"] == {"asked": 3, "from": "last", "steps": [4]}
+    assert summary["report_weights"] == "averaged" and run.reported_weights() == "averaged"
+    assert ("averaging 1 trained checkpoint(s), fewer than the 3 of average_checkpoints: "
+            "the run wrote no more\n") in stderr
+    assert f"reading {run.recent / 'ckpt-4'}" in stderr and "ckpt-0" not in stderr
+    averaged = [w.numpy() for w in run.load_model().weights]
+    for mean, trained in zip(averaged, _weights(run, str(run.recent / "ckpt-4"))):
+        np.testing.assert_array_equal(mean, trained)
+    untrained = _weights(run, str(run.checkpoints / "ckpt-0"))
+    assert any(not np.allclose(mean, initial) for mean, initial in zip(averaged, untrained))
+
+    real_fit = Trainer.fit
+
+    def fit_then_die(self, limits):
+        real_fit(self, limits)
+        raise RuntimeError("killed before the report")
+
+    monkeypatch.setattr(Trainer, "fit", fit_then_die)
+    with pytest.raises(RuntimeError, match="killed before the report"):
+        _train(out, capsys, resume=True, max_steps=8)
+    assert run.load_summary() is None
+    assert run.reported_weights() == "best" and run.inspect().checkpoint_dirs[0] == run.best
+    monkeypatch.undo()
+    summary, stderr = _train(out, capsys, resume=True, max_steps=8)
+    assert summary["updates"] == 8 and run.load_summary()["updates"] == 8
+    assert summary["averaging"] == {"asked": 3, "from": "last", "steps": [4, 5, 8]}
+    assert run.reported_weights() == "averaged"
+    recent = [_weights(run, str(run.recent / f"ckpt-{step}")) for step in (4, 5, 8)]
+    for mean, *values in zip(run.load_model().weights, *recent):
+        np.testing.assert_allclose(mean.numpy(), sum(values) / 3, rtol=1e-6, atol=1e-7)
+
+
+def test_with_no_trained_checkpoint_to_average_the_report_says_so(tiny_corpus, tmp_path, capsys):
+    """The 2 best of a run that never evaluated: there are none; it reports with the last
+    weights, and summary.json records that nothing was averaged."""
+    out = tmp_path / "run"
+    summary, stderr = _train(out, capsys, data=str(tiny_corpus), max_steps=2, overrides={
+        "eval_every": 100, "average_checkpoints": 2, "average_from": "best"})
+    assert summary["averaging"] == {"asked": 2, "from": "best", "steps": []}
+    assert summary["report_weights"] == "last"
+    assert ("averaging 0 trained checkpoint(s), fewer than the 2 of average_checkpoints: the "
+            "run wrote no more; reporting with the last weights") in stderr
+    assert not RunDir(out).averaged.exists()
 
 
 def test_by_default_every_command_uses_the_weights_the_run_reported_with(averaged_run, tmp_path):

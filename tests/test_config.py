@@ -1,5 +1,6 @@
 import pytest
 
+from keras_nmt import config as config_lib
 from keras_nmt.config import COMPACT, VARIANTS, Config, parse_overrides, variant_config
 from keras_nmt.errors import ConfigError
 
@@ -166,3 +167,27 @@ def test_the_builtin_corpus_trains_with_its_recipe_and_the_papers_is_one_flag_aw
     assert training(resolve_config(TrainOptions(data="corpus", size="compact")))[3:] == papers[3:]
     # --set still wins over the default recipe.
     assert resolve_config(TrainOptions(overrides={"average_checkpoints": 0})).average_checkpoints == 0
+
+
+def test_max_len_must_fit_the_prepared_splits_16_bit_lengths(cli_runner, tmp_path):
+    """A longer max_len would wrap a length in prepared/ and misalign every later pair."""
+    import numpy as np
+
+    from keras_nmt import prepared
+
+    assert config_lib.MAX_LEN_LIMIT == prepared.MAX_LENGTH == np.iinfo(np.uint16).max
+    assert variant_config("search50", {"max_len": 65_535}).max_len == 65_535
+    with pytest.raises(ConfigError, match="max_len must be at most 65,535 .* got 65,536"):
+        variant_config("search50", {"max_len": 65_536})
+    ran = cli_runner("train", "--variant", "search30", "--data", tmp_path / "nowhere",
+                     "--out", tmp_path / "run", "--set", "max_len=70000")
+    assert ran.returncode == 2 and ran.stderr.splitlines() == [
+        "keras-nmt train: error: max_len must be at most 65,535 (the prepared split's 16-bit "
+        "lengths), got 70,000"], ran.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_patience_counts_evaluations_and_is_at_least_one():
+    assert variant_config("search50", {"patience": 1}).patience == 1
+    with pytest.raises(ConfigError, match="patience must be a positive integer, got 0"):
+        variant_config("search50", {"patience": 0})

@@ -73,7 +73,7 @@ def test_training_without_a_test_split_selects_on_one_half_and_reports_the_other
     sources = (corpus / "valid.en").read_text(encoding="utf-8").splitlines()
     reported = [s for s in sources if heldout.half_of(s) == heldout.REPORT]
     assert (out / "heldout" / "report.en").read_text(encoding="utf-8").splitlines() == reported
-    assert summary["held_out"]["split"] == "report"
+    assert summary["held_out"]["split"] == "report" and summary["warnings"] == []
     assert summary["held_out"]["sentences"] == len(reported) < len(sources)
 
     # keras-nmt evaluate --half reads the run's own halves; the reported one chooses nothing.
@@ -99,3 +99,31 @@ def test_training_without_a_test_split_selects_on_one_half_and_reports_the_other
     shutil.rmtree(other / "heldout")
     ran = run_evaluate(other, "--half", "report")
     assert ran.returncode != 0 and f"{other} has no held-out halves" in ran.stderr, ran.stderr
+
+
+def test_a_development_split_too_small_to_cut_is_used_whole_with_a_warning(
+        tiny_corpus, tiny_settings, tmp_path, capsys):
+    """No test split and a valid split of two lines in one half: it both selects and is
+    reported. Training says so in one line (even with --quiet) and summary.json records it."""
+    from keras_nmt import experiment
+    from keras_nmt.train_options import TrainOptions
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name in ("train.en", "train.fr"):
+        shutil.copy(tiny_corpus / name, corpus / name)
+    (corpus / "valid.en").write_text("Go.\nGo.\n", encoding="utf-8")
+    (corpus / "valid.fr").write_text("Va.\nAllez.\n", encoding="utf-8")
+    out = tmp_path / "run"
+    summary = experiment.train(TrainOptions(
+        variant="search30", data=str(corpus), out=str(out), max_steps=1, lexicon=False,
+        quiet=True, overrides=tiny_settings,
+    ))
+    warning = (f"no test split, and the development split {corpus / 'valid.en'} was too small "
+               "to cut in two: it both selects the checkpoints and is reported, so the "
+               "held-out scores are optimistic")
+    assert capsys.readouterr().err.splitlines() == [f"warning: {warning}"]
+    assert summary["warnings"] == [warning]
+    assert json.loads((out / "summary.json").read_text())["warnings"] == [warning]
+    assert summary["held_out"]["split"] == "valid" and summary["held_out"]["sentences"] == 2
+    assert not (out / "heldout").exists()

@@ -205,6 +205,20 @@ def test_wide_vocabularies_take_four_bytes_an_id():
     assert prepared.ids_dtype(65536).itemsize == 2 and prepared.ids_dtype(65537).itemsize == 4
 
 
+def test_a_length_the_16_bit_lengths_cannot_hold_is_refused(text_corpus, tmp_path):
+    """Cast to uint16, a length of 65,536 would be 0: every later pair would read another
+    pair's ids, and the file sizes would still match train.json."""
+    with pytest.raises(PreparedError, match=r"max_len 65,536 does not fit .*\(at most 65,535\)"):
+        _prepare(text_corpus, tmp_path / "p", max_len=prepared.MAX_LENGTH + 1)
+    assert not (tmp_path / "p").exists()
+    side = prepared._Side(tmp_path, "en", tokens=False)
+    side.add(np.arange(3), np.array([1, 2]))
+    with pytest.raises(PreparedError, match="a en side of 65,536 tokens does not fit"):
+        side.add(np.zeros(prepared.MAX_LENGTH + 1, np.int64), np.array([prepared.MAX_LENGTH + 1]))
+    side.close()
+    assert np.frombuffer(side.lengths_path.read_bytes(), "<u2").tolist() == [1, 2]
+
+
 @pytest.fixture(scope="module")
 def sorted_split(tmp_path_factory):
     """2,000 pairs sorted by length (pair i has i // 80 + 1 words), prepared."""

@@ -219,3 +219,57 @@ def test_a_run_s_sentencepiece_type_chooses_its_models(tiny_corpus, tmp_path):
     for model in models.values():
         spec = sentencepiece_model_pb2.ModelProto.FromString(model).trainer_spec
         assert spec.model_type == spec.ModelType.Value("BPE")
+
+
+def test_the_training_sample_is_drawn_with_the_seed(tiny_corpus):
+    """A training side larger than the sample: the sample, so the model, is a function of
+    the seed (SentencePiece's own sampler drew anew in every process)."""
+    from keras_nmt.text.sentencepiece import uniform_sample
+
+    lines = (tiny_corpus / "train.fr").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 400
+    for model_type in MODEL_TYPES:
+        first, again, other = (train_sentencepiece(lines, 150, model_type, seed=seed,
+                                                   sample_size=100) for seed in (1, 1, 2))
+        assert first == again, model_type
+        assert first != other, model_type
+    items = [str(i) for i in range(1000)]
+    sample = uniform_sample(iter(items), 50, seed=3)
+    assert len(set(sample)) == 50 and set(sample) <= set(items)
+    assert sample == uniform_sample(items, 50, seed=3) != uniform_sample(items, 50, seed=4)
+    assert uniform_sample(items[:20], 50, seed=3) == items[:20]  # fewer: all of them
+    # Uniform: over 2,000 seeds each of 20 items is kept about 2,000 x 5 / 20 = 500 times.
+    kept = np.zeros(20, int)
+    for seed in range(2000):
+        kept[[int(i) for i in uniform_sample(items[:20], 5, seed)]] += 1
+    assert kept.sum() == 10_000 and kept.min() > 420 and kept.max() < 580, kept
+
+
+def test_a_run_s_models_follow_its_seed(tiny_corpus, tmp_path, monkeypatch):
+    """Training runs with one --seed cut their text into the same pieces; the run's seed
+    reaches the sample (made small here, so that the 400 lines exceed it)."""
+    import functools
+
+    from keras_nmt import run_data
+    from keras_nmt.config import variant_config
+    from keras_nmt.corpus.readers import ParallelFiles
+    from keras_nmt.progress import Progress
+    from keras_nmt.train_options import TrainOptions
+
+    monkeypatch.setattr(run_data, "train_sentencepiece",
+                        functools.partial(train_sentencepiece, sample_size=100))
+    train = ParallelFiles(tiny_corpus / "train.en", tiny_corpus / "train.fr")
+    options = TrainOptions(src="en", tgt="fr", tokenizer="sentencepiece")
+
+    def models(seed, name):
+        config = variant_config("search30", {"src_vocab_size": 150, "tgt_vocab_size": 150,
+                                             "seed": seed})
+        run = RunDir(tmp_path / name)
+        run.create()
+        return run_data.sentencepiece_models(options, config, train, 400, run,
+                                             Progress(enabled=False))
+
+    first = models(7, "first")
+    assert models(7, "again") == first
+    other = models(8, "other")
+    assert other["en"] != first["en"] and other["fr"] != first["fr"]

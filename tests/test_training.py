@@ -34,14 +34,17 @@ def test_training_lowers_the_loss_and_counts(tmp_path):
     assert trainer.checkpoints.manager.latest_checkpoint.endswith("ckpt-30")
 
 
-def test_early_stopping_after_patience(tmp_path, monkeypatch):
-    trainer = _trainer(tmp_path, patience=1)
-    scores = iter([5.0, 4.0, 4.5, 4.6, 1.0])
+@pytest.mark.parametrize("patience, stop", [(1, 3), (2, 4), (3, 5), (4, None)])
+def test_early_stopping_after_patience_evaluations_without_improvement(tmp_path, monkeypatch,
+                                                                       patience, stop):
+    """patience N: training stops at the Nth evaluation in a row that does not improve."""
+    trainer = _trainer(tmp_path, patience=patience)
+    scores = iter([5.0, 4.0, 4.5, 4.6, 4.7, 1.0])
     monkeypatch.setattr(trainer, "dev_nll", lambda: next(scores))
-    outcome = trainer.fit(Limits(max_steps=10))
-    # Evaluations at steps 1..4: best at step 2, then two evaluations without improvement.
-    assert outcome.stop_reason == "early_stopping"
-    assert outcome.steps == 4
+    outcome = trainer.fit(Limits(max_steps=5))
+    # Evaluations at steps 1..5: the best at step 2, then none better.
+    assert outcome.stop_reason == ("early_stopping" if stop else "max_steps")
+    assert outcome.steps == (stop or 5)
     assert outcome.best_dev_nll == 4.0
     assert trainer.checkpoints.best_manager.latest_checkpoint.endswith("ckpt-2")
 

@@ -1,6 +1,6 @@
 """``keras-nmt average RUN_DIR [--last N | --best N]``: write the mean of a run's last or
-best N checkpoints' model weights to RUN_DIR/averaged/, which translate, evaluate and
-export load with ``--weights averaged``."""
+best N trained checkpoints' model weights (never step 0, the untrained initialisation) to
+RUN_DIR/averaged/, which translate, evaluate and export load with ``--weights averaged``."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ def build_parser(prog: str = PROG) -> OneLineParser:
     parser.add_argument("run_dir", metavar="RUN_DIR")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--last", type=positive_int, metavar="N",
-                       help="the last N checkpoints (recent/, else checkpoints/; default 2)")
+                       help="the last N trained checkpoints (recent/, else checkpoints/; "
+                       "default 2)")
     which.add_argument("--best", type=positive_int, metavar="N",
                        help="the N best by the development score (best/)")
     add_quiet_argument(parser)

@@ -14,6 +14,8 @@ seen in pieces, as a rare word is.
 from __future__ import annotations
 
 import io
+import itertools
+import math
 import os
 import pathlib
 from typing import Iterable, Sequence
@@ -74,25 +76,30 @@ class SentencePieceCodec:
         return self.processor.decode(ids_before_eos(ids))
 
 
-def train_sentencepiece(lines: Iterable[str], vocab_size: int, model_type: str = "unigram") -> bytes:
+def train_sentencepiece(lines: Iterable[str], vocab_size: int, model_type: str = "unigram",
+                        seed: int = 0, sample_size: int = SENTENCEPIECE_SAMPLE) -> bytes:
     """A SentencePiece model (``model_type``: "unigram" or "bpe") of at most ``vocab_size``
     pieces (fewer when the text cannot fill them) with the project's reserved ids, as
-    serialized bytes."""
+    serialized bytes, trained on a uniform sample of at most ``sample_size`` of the
+    non-empty ``lines``, drawn with ``seed``: the same lines and seed give the same model."""
     import sentencepiece
 
+    sample = uniform_sample((line for line in lines if line.strip()), sample_size, seed)
     model = io.BytesIO()
     with open(os.devnull, "w") as quiet:
         try:
             sentencepiece.SentencePieceTrainer.train(
-                sentence_iterator=(line for line in lines if line.strip()),
+                sentence_iterator=iter(sample),
                 model_writer=model,
                 logstream=quiet,
                 vocab_size=vocab_size,
                 hard_vocab_limit=False,
                 model_type=model_type,
                 character_coverage=1.0,
-                input_sentence_size=SENTENCEPIECE_SAMPLE,
-                shuffle_input_sentence=True,
+                # Sampled above: SentencePiece's own sampler draws from a generator that
+                # cannot be seeded again once a thread has drawn.
+                input_sentence_size=0,
+                shuffle_input_sentence=False,
                 pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
                 pad_piece=PAD, unk_piece=UNK, bos_piece=BOS, eos_piece=EOS,
                 num_threads=max(1, min(os.cpu_count() or 1, 8)),
@@ -101,6 +108,35 @@ def train_sentencepiece(lines: Iterable[str], vocab_size: int, model_type: str =
         except RuntimeError as error:
             raise CodecError(f"SentencePiece training failed: {error}") from None
     return model.getvalue()
+
+
+def uniform_sample(items: Iterable[str], size: int, seed: int) -> list[str]:
+    """A uniform sample of ``size`` of ``items`` (all of them when there are fewer), in one
+    pass holding only the sample: reservoir sampling with geometric skips (Li, 1994,
+    Algorithm L), so a draw costs per item kept, not per item read. The same items and
+    ``seed`` give the same sample."""
+    rng = np.random.default_rng(seed)
+    iterator = iter(items)
+    sample = list(itertools.islice(iterator, size))
+    if len(sample) < size or size == 0:
+        return sample
+
+    def uniform() -> float:  # in (0, 1): the logarithms below need both ends open
+        while (u := rng.random()) == 0.0:
+            pass
+        return u
+
+    # W, the largest of the kept items' uniform keys: the next item with a smaller key
+    # replaces a random one of them, a geometric skip away.
+    weight = math.exp(math.log(uniform()) / size)
+    while True:
+        # W rounded to 1 (a large sample's first draws): the very next item is kept.
+        skip = math.floor(math.log(uniform()) / math.log1p(-weight)) if weight < 1.0 else 0
+        item = next(itertools.islice(iterator, skip, None), None)
+        if item is None:
+            return sample
+        sample[int(rng.integers(size))] = item
+        weight *= math.exp(math.log(uniform()) / size)
 
 
 class SegmentationSampler:

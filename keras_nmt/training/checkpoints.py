@@ -59,7 +59,8 @@ class CheckpointStore:
             max_to_keep=averaging if averaging and config.average_from == "best" else 1,
             step_counter=step,
         )
-        # The model weights of the last N checkpoints, for averaging (keras_nmt.averaging).
+        # The model weights of the last N checkpoints after step 0, for averaging
+        # (keras_nmt.averaging).
         self.recent_manager = tf.train.CheckpointManager(
             tf.train.Checkpoint(model=model),
             str(run.recent if is_chief else pathlib.Path(self.scratch, "recent")),
@@ -148,7 +149,8 @@ class CheckpointStore:
         try:
             with faults.watch_writing(self.directory, step):
                 path = self.manager.save(checkpoint_number=step, options=options)
-            if self.recent_manager is not None:
+            # Step 0 is the untrained initialisation: never one of the weights averaged.
+            if self.recent_manager is not None and step > 0:
                 self.recent_manager.save(checkpoint_number=step)
         except WRITE_ERRORS as error:
             raise self._write_error(f"checkpoint of step {step}", error) from None

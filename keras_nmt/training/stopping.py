@@ -44,7 +44,8 @@ class EarlyStopping:
         return improved
 
     def patience_spent(self) -> bool:
-        return int(self.bad_evals.numpy()) > self.patience
+        """Whether the last ``patience`` evaluations in a row brought no improvement."""
+        return int(self.bad_evals.numpy()) >= self.patience
 
 
 def chief_decides(strategy: tf.distribute.Strategy | None, is_chief: bool, flag: bool) -> bool:
