@@ -269,3 +269,37 @@ def test_a_line_of_sentences_is_split_unless_told(tiny_run, tmp_path):
         assert np.array(record["attention"]).shape == (len(record["target"]),
                                                        len(record["source"]))
         assert record["score"] == pytest.approx(expected[0].score, abs=1e-5)
+
+
+def test_input_is_read_one_chunk_ahead_of_the_output_whatever_its_size():
+    """An endless input: the first chunk's translations are written and flushed once that
+    chunk is read, before any line of the next, so what is held at any time is one chunk of
+    lines and their translations, never the input (a 10 GB file costs what a small one does)."""
+    import itertools
+
+    from keras_nmt.cli.translating import CHUNK_BATCHES, Output, translate_in_chunks
+    from keras_nmt.translation import Translation
+
+    read = []
+
+    def endless():
+        for number in itertools.count():
+            read.append(number)
+            yield f"line {number}"
+
+    class Flushed(Exception):
+        pass
+
+    class Stream(io.StringIO):
+        def flush(self):
+            raise Flushed(self.getvalue())
+
+    def translate(chunk, progress):
+        progress(len(chunk))
+        return [Translation(line.upper(), (), 0.0, ()) for line in chunk]
+
+    with pytest.raises(Flushed) as flushed:
+        translate_in_chunks(translate, endless(), 3, Output(Stream()), io.StringIO(), quiet=True)
+    chunk = 3 * CHUNK_BATCHES
+    assert len(read) == chunk
+    assert str(flushed.value).splitlines() == [f"LINE {number}" for number in range(chunk)]

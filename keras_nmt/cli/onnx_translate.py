@@ -15,7 +15,7 @@ from keras_nmt.cli.common import (
     add_split_sentences_argument, binary, non_negative_int, positive_int, run_main, shortlist,
 )
 from keras_nmt.cli.translating import Output, translate_in_chunks
-from keras_nmt.corpus.readers import read_lines
+from keras_nmt.corpus.readers import stream_lines
 from keras_nmt.errors import UsageError
 from keras_nmt.serving.onnx_translator import OnnxTranslator
 
@@ -28,7 +28,9 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         description="Translate raw sentences from stdin with onnxruntime, using the ONNX "
         "model, NAME.onnx.json and the vocabularies that `keras-nmt export ... --onnx` writes "
         "into EXPORT_DIR/NAME/VERSION/onnx/ (the newest version's, unless --model-version says). "
-        "No TensorFlow needed. One translation per input line, in order.",
+        "No TensorFlow needed. One translation per input line, in order; stdin is read and "
+        "translated a chunk of 64 batches at a time, each chunk's output written before the "
+        "next is read.",
     )
     parser.add_argument("export_dir", metavar="EXPORT_DIR")
     parser.add_argument("--name", default="nmt", help="model name in EXPORT_DIR (default nmt)")
@@ -78,12 +80,11 @@ def _translate(args, console: Console) -> int:
         translator.translate([], **options)  # checks the options before reading stdin
     except ValueError as error:
         raise UsageError(str(error)) from None
-    lines = read_lines(binary(console.stdin).read())
     if hasattr(console.stdout, "reconfigure"):
         console.stdout.reconfigure(encoding="utf-8", newline="\n")
     output = Output(console.stdout, nbest=bool(args.nbest))
-    output.write_all(translate_in_chunks(functools.partial(translator.translate, **options),
-                                         lines, args.batch_size, console.stderr, args.quiet))
-    console.stdout.flush()
+    translate_in_chunks(functools.partial(translator.translate, **options),
+                        stream_lines(binary(console.stdin)), args.batch_size, output,
+                        console.stderr, args.quiet)
     output.warn_truncated(console.prog, console.stderr, translator.max_source_len)
     return 0

@@ -12,7 +12,7 @@ from keras_nmt.cli.common import (
     positive_float, positive_int, run_main,
 )
 from keras_nmt.cli.translating import Output, translate_in_chunks
-from keras_nmt.corpus.readers import read_lines
+from keras_nmt.corpus.readers import stream_lines
 from keras_nmt.errors import ServingError
 from keras_nmt.serving.tfserving_client import (
     DEFAULT_SIGNATURE, SEARCH_SIGNATURE, GrpcTransport, RestTransport, TFServingClient,
@@ -100,14 +100,12 @@ def main(argv: Sequence[str] | None = None, stdin=None, stdout: TextIO | None = 
 
 
 def _translate(client: TFServingClient, args, console: Console) -> int:
-    lines = read_lines(binary(console.stdin).read())
     if hasattr(console.stdout, "reconfigure"):
         console.stdout.reconfigure(encoding="utf-8", newline="\n")
     output = Output(console.stdout, scores=args.scores)
     # No progress line: stderr is the retry notices' (--quiet silences them).
-    output.write_all(translate_in_chunks(client.translate, lines, args.batch_size,
-                                         console.stderr, quiet=True))
-    console.stdout.flush()
+    translate_in_chunks(client.translate, stream_lines(binary(console.stdin)), args.batch_size,
+                        output, console.stderr, quiet=True)
     output.warn_truncated(console.prog, console.stderr)  # the limit is the server's
     return 0
 

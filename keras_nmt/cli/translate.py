@@ -21,7 +21,7 @@ from keras_nmt.cli.common import (
     non_negative_float, positive_int, quiet_tensorflow, run_main, unk_replacement,
 )
 from keras_nmt.cli.translating import Output, translate_in_chunks
-from keras_nmt.corpus.readers import decode_line, read_lines
+from keras_nmt.corpus.readers import stream_lines
 from keras_nmt.ensemble import check_compatible
 from keras_nmt.errors import InputError
 from keras_nmt.lexicon import shortlist_inputs
@@ -37,8 +37,10 @@ order. A line of several sentences is split into them, each is translated alone 
 their translations are joined on the line, one space apart (--no-split-sentences: each
 line is translated whole). Empty or whitespace-only lines translate to empty lines. A
 sentence longer than the maximum source length is cut to it (one warning at the end
-counts them). When stdin is a file or a pipe, the sentences are decoded in batches with
-a progress line on stderr; on a terminal each line is translated as soon as it is typed."""
+counts them). When stdin is a file or a pipe, it is read a chunk of 64 batches at a
+time, decoded in batches with a progress line on stderr, and each chunk's translations
+are written before the next chunk is read (memory does not grow with the input); on a
+terminal each line is translated as soon as it is typed."""
 
 EPILOG = """\
 n-best output (--nbest N): the Moses n-best list format, one hypothesis per line,
@@ -124,8 +126,13 @@ class _Writer(Output):
             record = _attention_record(index, t)
             self.attention.write(json_text(record, ensure_ascii=False) + "\n")
         if self.interactive:
-            self.stream.flush()
+            self.flush()
         return index
+
+    def flush(self) -> None:
+        super().flush()
+        if self.attention is not None:
+            self.attention.flush()
 
 
 def _attention_record(index: int, t) -> dict:
@@ -171,7 +178,6 @@ def _translate(args, console: Console) -> int:
     if args.shortlist:
         shortlist_inputs(args.shortlist, runs[0].run.load_lexicon())
     interactive = bool(getattr(console.stdin, "isatty", lambda: False)())
-    lines = None if interactive else read_lines(binary(console.stdin).read())
     if hasattr(console.stdout, "reconfigure"):
         console.stdout.reconfigure(encoding="utf-8", newline="\n")
     attention = _open_attention(args.attention)
@@ -188,20 +194,14 @@ def _translate(args, console: Console) -> int:
             dictionary=dictionary, shortlist=args.shortlist, split_sentences=args.split_sentences,
         )
         writer = _Writer(console.stdout, bool(args.nbest), attention, interactive)
+        lines = stream_lines(binary(console.stdin))
         if interactive:
-            reader = binary(console.stdin)
-            number = 0
-            while True:
-                raw = reader.readline()
-                if not raw:
-                    break
-                number += 1
-                writer.write_all(translator.translate([decode_line(raw, number, "input")],
-                                                      **options))
+            for line in lines:
+                writer.write_all(translator.translate([line], **options))
         else:
             translate = functools.partial(translator.translate, **options)
-            writer.write_all(translate_in_chunks(translate, lines, args.batch_size,
-                                                 console.stderr, args.quiet))
+            translate_in_chunks(translate, lines, args.batch_size, writer, console.stderr,
+                                args.quiet)
         console.stdout.flush()
     finally:
         if attention is not None:

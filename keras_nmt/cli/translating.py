@@ -1,41 +1,54 @@
 """What the commands that translate stdin share (``keras-nmt translate``,
-``onnx-translate``, ``tfserving-client``): the input translated a chunk at a time under a
-progress line, the output lines (a translation, or its Moses n-best list) and the one
-warning about truncated sentences. Importing it loads no TensorFlow.
+``onnx-translate``, ``tfserving-client``): the input read and translated a chunk at a time
+under a progress line, the output lines (a translation, or its Moses n-best list) and the
+one warning about truncated sentences. Importing it loads no TensorFlow.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Iterator, Sequence, TextIO
+import itertools
+from typing import Callable, Iterable, Sequence, TextIO
 
 from keras_nmt.progress import Phase, Progress, format_duration
 from keras_nmt.translation import Translation
 
-# Sentences handed to the translator at a time: batch_size * CHUNK_BATCHES. They are
-# sorted by length within a chunk, and a chunk's output is written before the next one
-# starts (bounded memory).
+# Lines read and handed to the translator at a time: batch_size * CHUNK_BATCHES. They
+# are sorted by length within a chunk, and a chunk's output is written and flushed before
+# the next one is read.
 CHUNK_BATCHES = 64
 
 
 def translate_in_chunks(
-    translate: Callable[..., Sequence[Translation]], lines: list[str], batch_size: int,
-    stderr: TextIO, quiet: bool = False,
-) -> Iterator[Translation]:
-    """The Translation of each line, in order: ``translate(chunk, progress=callback)`` of
-    a chunk of lines at a time, with a progress line on ``stderr`` unless ``quiet`` (the
-    translator calls ``callback`` with the lines each batch finished)."""
-    progress = Progress(stream=stderr, enabled=not quiet and bool(lines))
-    phase = Phase(progress, "translating", total=len(lines), unit="sentences")
-    chunk = batch_size * CHUNK_BATCHES
-    for begin in range(0, len(lines), chunk):
-        part = lines[begin : begin + chunk]
-        yield from translate(part, progress=phase.advance)
-        phase.reached(begin + len(part))  # empty lines, never decoded, are not counted
+    translate: Callable[..., Sequence[Translation]], lines: Iterable[str], batch_size: int,
+    output: Output, stderr: TextIO, quiet: bool = False,
+) -> int:
+    """Write the translation of each of ``lines`` with ``output``, in order; returns how
+    many lines there were. ``lines`` are read a chunk at a time as they come (stdin: see
+    :func:`keras_nmt.corpus.readers.stream_lines`), each chunk translated by
+    ``translate(chunk, progress=callback)`` (the translator calls ``callback`` with the
+    lines each batch finished) and its output written and flushed before the next chunk
+    is read: memory holds one chunk whatever the input's size, and the first
+    translations come out while the input still flows. A progress line on ``stderr``
+    unless ``quiet``, without a total or ETA: a stream's length is not known."""
+    lines = iter(lines)
+    chunk_size = batch_size * CHUNK_BATCHES
+    progress = Progress(stream=stderr, enabled=not quiet)
+    phase = None
+    while chunk := list(itertools.islice(lines, chunk_size)):
+        if phase is None:  # no progress at all for an empty input
+            phase = Phase(progress, "translating", unit="sentences")
+        done = phase.done
+        output.write_all(translate(chunk, progress=phase.advance))
+        output.flush()
+        phase.reached(done + len(chunk))  # empty lines, never decoded, are not counted
+    if phase is None:
+        return 0
     seconds = phase.elapsed()
-    rate = len(lines) / seconds if seconds > 0 else 0.0
-    progress.message(f"translated {len(lines)} sentences in {format_duration(seconds)} "
+    rate = phase.done / seconds if seconds > 0 else 0.0
+    progress.message(f"translated {phase.done} sentences in {format_duration(seconds)} "
                      f"({rate:.1f} sentences/s)")
     progress.close()
+    return phase.done
 
 
 class Output:
@@ -54,6 +67,9 @@ class Output:
     def write_all(self, translations: Iterable[Translation]) -> None:
         for t in translations:
             self.write(t)
+
+    def flush(self) -> None:
+        self.stream.flush()
 
     def write(self, t: Translation) -> int:
         """Write one line's translation; returns its index."""

@@ -1,6 +1,7 @@
 """Lines of text, the one place that reads them: a text file (:func:`file_lines`), a
-command's stdin (:func:`read_lines`) and line-aligned parallel files (finding, checking,
-counting them), all split on "\\n" and decoded the same way.
+command's stdin (:func:`read_lines`, or :func:`stream_lines` as it arrives) and
+line-aligned parallel files (finding, checking, counting them), all split on "\\n" and
+decoded the same way.
 
 Standard library only, so that reading a line of input (the ONNX path, the server)
 loads nothing else."""
@@ -41,6 +42,12 @@ def read_lines(data: bytes, where: str = "input") -> list[str]:
     line breaks, which the tokenizer treats as spaces: a final newline ends the last
     line, it does not start an empty one."""
     return list(_decoded(io.BytesIO(data), where))
+
+
+def stream_lines(stream: Iterable[bytes], where: str = "input") -> Iterator[str]:
+    """The lines of a binary stream (a command's stdin) as :func:`read_lines` splits and
+    decodes them, each as soon as it has arrived: memory holds one line."""
+    return _decoded(stream, where)
 
 
 def file_lines(path: str | pathlib.Path, errors: str = "strict") -> Iterator[str]:
