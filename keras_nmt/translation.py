@@ -29,15 +29,53 @@ Item = TypeVar("Item")
 
 
 @dataclasses.dataclass(frozen=True)
+class _Deferred:
+    """The value of a :class:`Translation` field computed when it is first read:
+    ``compute(*args)`` (module-level, so that a Translation still pickles)."""
+
+    compute: Callable
+    args: tuple
+
+
+class _ComputedOnRead:
+    """A :class:`Translation` field that may hold a :class:`_Deferred`: the first read
+    computes the value and keeps it, so later reads, ``==`` and ``repr`` see a plain value."""
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.key = f"_{name}"
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return None  # the field's default
+        value = instance.__dict__[self.key]
+        if isinstance(value, _Deferred):
+            value = value.compute(*value.args)
+            instance.__dict__[self.key] = value
+        return value
+
+    def __set__(self, instance, value) -> None:
+        instance.__dict__[self.key] = value
+
+
+@dataclasses.dataclass(frozen=True)
 class Translation:
+    """One line's translation (fields below). A line split into several sentences joins
+    theirs (:func:`join_translations`); its ``attention`` and ``alignment`` are computed
+    when first read. Each is dense, (sum of the sentences' rows) x (sum of their columns)
+    cells, so a long line's costs far more than its sentences' own: read
+    ``sentences[i].attention`` / ``sentences[i].alignment`` for one sentence at a time.
+    ``dataclasses.replace`` reads every field, so it computes them too."""
+
     text: str  # detokenized
     # The output tokens; () from TF Serving, whose exports answer with text only.
     tokens: tuple[str, ...] = ()
     # Length-normalised log-probability: 0.0 for an empty line, None from a TF Serving
-    # model without a scores output.
+    # model without a scores output. A line of several sentences: the mean of theirs
+    # weighted by their source lengths (keras_nmt.text.sentences.line_nbest).
     score: float | None = 0.0
     source_tokens: tuple[str, ...] = ()  # the tokens translated (after truncation)
-    attention: np.ndarray | None = None  # [output tokens + EOS, source tokens + EOS]
+    # [output tokens + EOS, source tokens + EOS]
+    attention: np.ndarray | None = _ComputedOnRead()  # type: ignore[assignment]
     # With nbest=N > 1: the N best hypotheses, best first (the first is this translation
     # again); each has empty ``alternatives``. Empty with nbest=1.
     alternatives: tuple["Translation", ...] = ()
@@ -48,7 +86,7 @@ class Translation:
     # The onnxruntime path's translate(..., align=True): the best hypothesis
     # force-decoded against the (cut) source; None for an empty line. A line of several
     # sentences: their pairs joined (keras_nmt.evaluation.forced.join_pairs).
-    alignment: ForcedPair | None = None
+    alignment: ForcedPair | None = _ComputedOnRead()  # type: ignore[assignment]
 
     @property
     def hypotheses(self) -> tuple["Translation", ...]:
@@ -68,39 +106,59 @@ class Translation:
                 [token for part in parts for token in (*part.source_tokens, EOS)])
 
 
-def join_translations(parts: Sequence[Translation]) -> Translation:
+def join_translations(parts: Sequence[Translation], lang: str = "") -> Translation:
     """The Translation of a line from those of its sentences (:mod:`keras_nmt.text.sentences`;
     the SavedModel's graph joins its outputs the same way): ``text`` the sentences' texts
-    one space apart (empty ones left out), ``tokens`` and ``source_tokens`` concatenated,
-    ``score`` and ``truncated`` summed, ``attention`` the block-diagonal matrix of the
-    sentences' (rows: each sentence's output tokens + EOS, columns: its source tokens +
-    EOS, in order; :meth:`Translation.attention_labels`), ``alignment`` the sentences'
-    pairs joined (:func:`~keras_nmt.evaluation.forced.join_pairs`), ``sentences`` the
-    parts. With n-best lists, hypothesis k joins hypothesis k of each sentence (its best
-    when it has fewer). One sentence: its own Translation."""
+    in the target language ``lang`` (one space apart, none in Chinese and Japanese; empty
+    ones left out), ``tokens`` and ``source_tokens`` concatenated, ``truncated`` summed,
+    ``score`` the mean of the sentences' scores weighted by their source tokens + EOS,
+    ``attention`` the block-diagonal matrix of the sentences' (rows: each sentence's output
+    tokens + EOS, columns: its source tokens + EOS, in order;
+    :meth:`Translation.attention_labels`), ``alignment`` the sentences' pairs joined
+    (:func:`~keras_nmt.evaluation.forced.join_pairs`), ``sentences`` the parts. Both
+    matrices are computed when first read (:class:`Translation`).
+
+    With n-best lists, the line's list holds the best combinations of one hypothesis per
+    sentence by that score (:func:`keras_nmt.text.sentences.line_nbest`), as many as the
+    longest list; each one's ``sentences`` are the hypotheses it joins. One sentence: its
+    own Translation."""
     if len(parts) == 1:
         return parts[0]
+    lists = [part.hypotheses for part in parts]
+    if any(h.score is None for found in lists for h in found):  # nothing to rank by
+        combinations: list[tuple[float | None, tuple[int, ...]]] = [(None, (0,) * len(parts))]
+    else:
+        combinations = sentence_rules.line_nbest(  # type: ignore[assignment]
+            [[h.score for h in found] for found in lists],
+            [len(part.source_tokens) + 1 for part in parts], max(map(len, lists)))
 
-    def joined(row: tuple[Translation, ...]) -> Translation:
-        matrices = [h.attention for h in row if h.attention is not None]
+    def joined(score: float | None, chosen: tuple[int, ...]) -> Translation:
+        row = tuple(found[k] for found, k in zip(lists, chosen))
         return Translation(
-            sentence_rules.join_texts([h.text for h in row]),
+            sentence_rules.join_texts([h.text for h in row], lang),
             tuple(token for h in row for token in h.tokens),
-            float(sum(h.score for h in row)),
+            score,
             tuple(token for h in row for token in h.source_tokens),
-            sentence_rules.block_diagonal(matrices) if matrices else None,
+            _joined_attention(row),
             truncated=sum(h.truncated for h in row),
             sentences=row,
         )
 
-    rows = sentence_rules.nbest_rows([part.hypotheses for part in parts])
-    pairs = [part.alignment for part in parts if part.alignment is not None]
-    alternatives = any(part.alternatives for part in parts)
-    return dataclasses.replace(
-        joined(rows[0]), sentences=tuple(parts),
-        alternatives=tuple(joined(row) for row in rows) if alternatives else (),
-        alignment=join_pairs(pairs) if pairs else None,
+    hypotheses = [joined(score, chosen) for score, chosen in combinations]
+    best = hypotheses[0]
+    pairs = tuple(part.alignment for part in parts if part.alignment is not None)
+    return Translation(
+        best.text, best.tokens, best.score, best.source_tokens, _joined_attention(best.sentences),
+        alternatives=tuple(hypotheses) if any(part.alternatives for part in parts) else (),
+        truncated=best.truncated, sentences=tuple(parts),
+        alignment=_Deferred(join_pairs, (pairs,)) if pairs else None,
     )
+
+
+def _joined_attention(row: Sequence[Translation]) -> _Deferred | None:
+    """The block-diagonal attention of the sentences ``row``, to compute when read."""
+    matrices = tuple(h.attention for h in row if h.attention is not None)
+    return _Deferred(sentence_rules.block_diagonal, (matrices,)) if matrices else None
 
 
 def ranked(hypotheses: Sequence[Translation], nbest: int) -> Translation:
@@ -182,6 +240,7 @@ def translate_lines(
     skip_empty: Translation | None = None,
     lang: str = "",
     split_sentences: bool = False,
+    target_lang: str = "",
     progress: Callable[[int], None] | None = None,
     revise: Callable[[list[Item], list[Translation]], list[Translation]] | None = None,
     apart: Callable[[Item], bool] | None = None,
@@ -189,7 +248,9 @@ def translate_lines(
     """One Translation per line of ``lines``, in order.
 
     ``split_sentences``: each line is split into its sentences by the rules of ``lang``
-    (:func:`keras_nmt.text.sentences.split_sentences`), else taken whole. ``read`` turns
+    (:func:`keras_nmt.text.sentences.split_sentences`), else taken whole, and the
+    translations of a line's sentences are joined for the target language
+    ``target_lang`` (:func:`join_translations`). ``read`` turns
     a sentence into what ``decode`` takes (its :class:`Source`, or the text itself).
     The sentences are decoded ``batch_size`` at a time, sorted by the ``len`` of what
     ``read`` gave (less padding): ``decode(batch)`` gives each its Translation. With
@@ -224,7 +285,8 @@ def translate_lines(
         results = revise(items, results)  # type: ignore[arg-type]
     joined, start = [], 0
     for found in parts:
-        joined.append(join_translations(results[start : start + len(found)]))  # type: ignore
+        joined.append(join_translations(results[start : start + len(found)],  # type: ignore
+                                        target_lang))
         start += len(found)
     return joined
 

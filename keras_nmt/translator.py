@@ -269,7 +269,8 @@ class Translator:
 
         return translate_lines(lines, decode, batch_size, read=self.source,
                                skip_empty=blank(nbest), lang=self.src_lang,
-                               split_sentences=split_sentences, progress=progress,
+                               split_sentences=split_sentences,
+                               target_lang=self.tgt_lang, progress=progress,
                                apart=self.rare_source() if selection and any(selection) else None)
 
     def rare_source(self) -> Callable[[Source], bool] | None:

@@ -1,16 +1,20 @@
 """Sentence splitting: the rules on tricky lines, the graph splitter's agreement with the
-Python one, and the join of a line's translations (Python and graph)."""
+Python one, and the join of a line's translations (Python and graph): texts, the n-best
+merge against brute force, block-diagonal attention."""
 
+import itertools
 import random
 
 import numpy as np
 import pytest
 import regex
 
-from keras_nmt.text.sentences import block_diagonal, join_texts, nbest_rows, split_sentences
+from keras_nmt.text.sentences import (block_diagonal, join_texts, line_nbest, nonbreaking_prefixes,
+                                      split_sentences)
 from keras_nmt.text.word import SPACE
 
 NBSP, NNBSP = "\u00a0", "\u202f"
+CJK_END = regex.compile(r"[。｡！？][^\p{L}\p{N}]*$")
 
 # (language, line, its sentences)
 CASES = [
@@ -33,8 +37,13 @@ CASES = [
     ("en", "Big cities, e.g. Paris or London, i.e. capitals. They grow.",
      ["Big cities, e.g. Paris or London, i.e. capitals.", "They grow."]),
     ("en", "He moved to the U.S. Then he left.", ["He moved to the U.S. Then he left."]),
-    ("en", "See No. 5 on p. 12. Then Fig. 3.", ["See No. 5 on p. 12.", "Then Fig. 3."]),
+    # Moses' prefixes: "No", "Art" and "pp" protect their period only before a number.
+    ("en", "See No. 5 and pp. 12-14 of Art. 3. Then he left.",
+     ["See No. 5 and pp. 12-14 of Art. 3.", "Then he left."]),
     ("en", "He said No. Then he left.", ["He said No.", "Then he left."]),
+    ("en", "He said no. 20 people left.", ["He said no.", "20 people left."]),
+    ("en", "Capt. Hook and Gen. Grant met at the Corp. today. Then Sgt. Pepper came.",
+     ["Capt. Hook and Gen. Grant met at the Corp. today.", "Then Sgt. Pepper came."]),
     # Numbers: a decimal point is no end; a number may end or start a sentence.
     ("en", "It costs 3.5 dollars. 12 people paid.", ["It costs 3.5 dollars.", "12 people paid."]),
     ("en", "It was 1990. In 1991 it ended.", ["It was 1990.", "In 1991 it ended."]),
@@ -62,12 +71,26 @@ CASES = [
     ("fr", "Vraiment ? Oui.", ["Vraiment ?", "Oui."]),
     ("fr", f"Il a dit «{NBSP}Oui{NBSP}!{NBSP}» Puis il est parti.",
      [f"Il a dit «{NBSP}Oui{NBSP}!{NBSP}»", "Puis il est parti."]),
-    ("fr", "M. Dupont, Mme. Durand et Mlle. Petit sont là. Ils partent.",
-     ["M. Dupont, Mme. Durand et Mlle. Petit sont là.", "Ils partent."]),
-    ("fr", "Né en 52 av. J.-C. Il régna. Voir art. 3. Le vol. Il part.",
-     ["Né en 52 av. J.-C. Il régna.", "Voir art. 3.", "Le vol.", "Il part."]),
+    # French prefixes (Moses' list): "M.", "av.", "p.", "ex.", "chap.", "etc." never end
+    # a sentence; French writes "Mme" and "Mlle" without a period.
+    ("fr", "M. Dupont, Mme Durand et Mlle Petit sont là. Ils partent.",
+     ["M. Dupont, Mme Durand et Mlle Petit sont là.", "Ils partent."]),
+    ("fr", "Né en 52 av. J.-C. Il régna. Voir art. 3. Le chap. 2 aussi.",
+     ["Né en 52 av. J.-C. Il régna.", "Voir art. 3.", "Le chap. 2 aussi."]),
     ("fr", "C'est à la p. 3. Vraiment.", ["C'est à la p. 3.", "Vraiment."]),
-    # Other languages: the default lists; a caseless script starts a sentence.
+    ("fr", "Voir p. ex. Paris, Lyon, etc. Tout va bien.",
+     ["Voir p. ex. Paris, Lyon, etc. Tout va bien."]),
+    # A prefix is a whole word: "y" is one, "Allons-y" is not; French has no "No".
+    ("fr", "Allons-y. Il part. Voir No. 5.", ["Allons-y.", "Il part.", "Voir No.", "5."]),
+    # Chinese and Japanese: no whitespace after an end; hiragana after a closing quote
+    # goes on with the sentence; the fullwidth period needs whitespace (decimals).
+    ("en", "他来了。我走了！你呢？好。", ["他来了。", "我走了！", "你呢？", "好。"]),
+    ("en", "「はい。」と言った。次は？ 明日だ。「いいえ。」「なぜ？」",
+     ["「はい。」と言った。", "次は？", "明日だ。", "「いいえ。」", "「なぜ？」"]),
+    ("fr", "価格は３．５ドルです。Il a dit « 好。» Puis il est parti.",
+     ["価格は３．５ドルです。", "Il a dit « 好。»", "Puis il est parti."]),
+    ("en", "第３章．Next one。", ["第３章．Next one。"]),
+    # Other languages: their own lists; a caseless script starts a sentence.
     ("es", "¿Qué? ¡Hola! Bien.", ["¿Qué?", "¡Hola!", "Bien."]),
     ("de", "Dr. Weber kam. Er ging.", ["Dr. Weber kam.", "Er ging."]),
     ("en", "Ελληνικά. Русский текст. 中文. עברית.",
@@ -87,7 +110,10 @@ def test_a_split_drops_only_the_whitespace_between_sentences():
     for lang, line in [(lang, line) for lang, line, _ in CASES] + [
             ("fr", line) for line in random_lines()]:
         found = split_sentences(line, lang)
-        rebuilt = f"{SPACE}+".join(regex.escape(sentence) for sentence in found)
+        # (maybe none after a Chinese or Japanese end)
+        rebuilt = "".join(regex.escape(sentence) + (
+            "" if last else f"{SPACE}*" if CJK_END.search(sentence) else f"{SPACE}+")
+            for last, sentence in zip([False] * (len(found) - 1) + [True], found))
         assert regex.fullmatch(rebuilt, line), (line, found)
         assert all(sentence.strip() for sentence in found) or found == [line]
 
@@ -96,7 +122,8 @@ PIECES = [
     "Mr.", "Dr.", "M.", "Mme.", "J.", "e.g.", "U.S.", "J.-C.", "No.", "p.", "vol.", "3.5",
     "12", "...", "…", "?!", "?", "!", ".", '"', "'", "«", "»", "(", ")", "¿", "¡", "the",
     "The", "Oui", "dog", "www.a.org", "a@b.com", NBSP, NNBSP, " ", "  ", "\t", "\u2028",
-    "中", "\ue000", "\ue000a", "\ue001", "\ue002", "Ω", "é",
+    "中", "\ue000", "\ue000a", "\ue001", "\ue002", "Ω", "é", "no.", "Art.", "y.", "-y.", "etc.",
+    "。", "！", "？", "．", "｡", "「", "」", "と", "ア", "３", "Corp.",
 ]
 
 
@@ -107,7 +134,7 @@ def random_lines(count=400, seed=24):
             for _ in range(count)]
 
 
-@pytest.mark.parametrize("lang", ["en", "fr", "de"])
+@pytest.mark.parametrize("lang", ["en", "fr", "de", "zh"])
 def test_graph_splitter_agrees_with_python(lang):
     from keras_nmt.text import sentences_graph
 
@@ -120,11 +147,23 @@ def test_graph_splitter_agrees_with_python(lang):
     assert all(all(found) for found in python[len(CASES):] if len(found) > 1)  # no empty one
 
 
+def test_the_prefix_lists_are_moses_lists_read_from_sacremoses():
+    always, numeric = nonbreaking_prefixes("en")
+    assert {"Mr", "Dr", "Corp", "e.g"} <= set(always) and "no" not in always
+    assert set(numeric) == {"No", "Art", "pp"}
+    assert "etc" in nonbreaking_prefixes("fr")[0] and not nonbreaking_prefixes("fr")[1]
+    assert nonbreaking_prefixes("fr-CA") == nonbreaking_prefixes("fr")
+    assert nonbreaking_prefixes("ja") == nonbreaking_prefixes("en")  # no list: English's
+    assert not [word for word in always + numeric if " " in word]
+    assert len(always[0]) >= len(always[-1])  # longest first
+
+
 def test_join_helpers():
     assert join_texts(["Il est là.", "", "Oui."]) == "Il est là. Oui."
+    assert join_texts(["Il est là.", "", "Oui."], "fr") == "Il est là. Oui."
+    assert join_texts(["他来了。", "", "我走了。"], "zh") == "他来了。我走了。"
+    assert join_texts(["来た。", "帰った。"], "ja-JP") == "来た。帰った。"
     assert join_texts([""]) == ""
-    assert nbest_rows([["a1", "a2", "a3"], ["b1"], ["c1", "c2"]]) == [
-        ("a1", "b1", "c1"), ("a2", "b1", "c2"), ("a3", "b1", "c1")]
     first, second = np.full((2, 3), 1.0, np.float32), np.full((1, 2), 2.0, np.float32)
     joined = block_diagonal([first, second])
     assert joined.dtype == np.float32 and joined.shape == (3, 5)
@@ -132,24 +171,110 @@ def test_join_helpers():
     assert block_diagonal([]).shape == (0, 0)
 
 
+def test_a_lines_nbest_list_is_the_best_combinations():
+    # Sentence A's second hypothesis is nearly as good as its first, B's is far worse: the
+    # line's second best changes A only.
+    assert line_nbest([[-0.10, -0.12], [-0.10, -2.0]], [1, 1], 2) == [
+        (pytest.approx(-0.10), (0, 0)), (pytest.approx(-0.11), (1, 0))]
+    # The score is the mean weighted by the sentences' source lengths.
+    [(score, chosen)] = line_nbest([[-1.0], [-2.0]], [2, 3], 1)
+    assert score == pytest.approx(-1.6) and chosen == (0, 0)
+    # Unsorted lists are ranked by score; ties go to the earlier hypothesis.
+    assert line_nbest([[-2.0, -1.0, -1.0]], [1], 3) == [(-1.0, (1,)), (-1.0, (2,)), (-2.0, (0,))]
+    # Fewer combinations than asked: all of them.
+    assert [c for _, c in line_nbest([[-1.0], [-1.0]], [1, 1], 3)] == [(0, 0)]
+
+
+def brute_force(scores, weights):
+    """Every combination of one hypothesis per sentence with its line score, best first."""
+    total = np.float32(sum(weights))
+    every = []
+    for chosen in itertools.product(*(range(len(found)) for found in scores)):
+        value = np.float32(0.0)
+        for found, weight, k in zip(scores, weights, chosen):
+            value = value + np.float32(weight) * np.float32(found[k])
+        every.append((float(value / total), chosen))
+    return sorted(every, key=lambda item: -item[0])
+
+
+def random_nbest_lists(rng, sentences, width):
+    """Per sentence 1..width scores, best first, drawn from few values (ties) and many."""
+    return [sorted((rng.choice([-0.5, -1.0, -1.25, round(-3 * rng.random(), 3)])
+                    for _ in range(rng.randint(1, width))), reverse=True)
+            for _ in range(sentences)]
+
+
+def test_the_nbest_merge_agrees_with_brute_force():
+    rng = random.Random(7)
+    for _ in range(300):
+        scores = random_nbest_lists(rng, rng.randint(1, 5), 4)
+        weights = [rng.randint(1, 30) for _ in scores]
+        count = rng.randint(1, 6)
+        got = line_nbest(scores, weights, count)
+        every = brute_force(scores, weights)
+        assert len(got) == min(count, len(every))
+        # The same scores in the same order (ties may pick other, equal combinations) ...
+        assert [score for score, _ in got] == [score for score, _ in every[: len(got)]]
+        # ... each the score of its combination, no combination twice.
+        scored = dict((chosen, score) for score, chosen in every)
+        assert all(scored[chosen] == score for score, chosen in got)
+        assert len({chosen for _, chosen in got}) == len(got)
+        assert got[0][1] == (0,) * len(scores)  # the best: each sentence's best
+
+
 def test_graph_join_matches_the_python_join():
     import tensorflow as tf
 
     from keras_nmt.text import sentences_graph
 
-    # Lines of 2, 1 and 3 sentences; n-best width 2; sentence 3 has one hypothesis, and
-    # slot 1 of line 1 is empty in its one sentence.
+    # The n-best join: random lines of 1-4 sentences, lists of 1-K hypotheses (ties, empty
+    # texts); the graph gives the Python merge's lists, bit for bit, for both separators.
+    rng = random.Random(3)
+    for trial in range(30):
+        width, lang = rng.randint(1, 4), rng.choice(["en", "fr", "zh"])
+        counts = [rng.randint(1, 4) for _ in range(rng.randint(0, 6))]
+        lists = random_nbest_lists(rng, sum(counts), width)
+        texts = [[f"s{s}h{k}" if k == 0 or rng.random() < 0.8 else "" for k in range(len(found))]
+                 for s, found in enumerate(lists)]
+        weights = [rng.randint(1, 12) for _ in lists]
+        pad = [width - len(found) for found in lists]
+        row_splits = np.cumsum([0, *counts])
+        joined, scored = sentences_graph.join_nbest(
+            tf.constant([t + [""] * n for t, n in zip(texts, pad)], tf.string, [len(lists), width]),
+            tf.constant([f + [-np.inf] * n for f, n in zip(lists, pad)], tf.float32,
+                        [len(lists), width]),
+            tf.constant([[True] * len(f) + [False] * n for f, n in zip(lists, pad)], tf.bool,
+                        [len(lists), width]),
+            tf.constant(weights, tf.float32, [len(lists)]), tf.constant(row_splits, tf.int64),
+            lang)
+        assert joined.shape == scored.shape == (len(counts), width)
+        for line in range(len(counts)):
+            members = range(row_splits[line], row_splits[line + 1])
+            if len(members) == 1:  # kept as it is
+                [s] = members
+                expected = [(float(np.float32(v)), t) for v, t in zip(lists[s], texts[s])]
+            else:
+                expected = [
+                    (score, join_texts([texts[s][k] for s, k in zip(members, chosen)], lang))
+                    for score, chosen in line_nbest([lists[s] for s in members],
+                                                    [weights[s] for s in members], width)]
+                expected = expected[: max(len(lists[s]) for s in members)]
+            got = [(float(scored[line, k]), joined[line, k].numpy().decode())
+                   for k in range(len(expected))]
+            assert got == expected, (trial, line)
+            assert not any(joined[line, len(expected):].numpy())  # the rest empty
+            assert np.all(np.isneginf(scored[line, len(expected):]))
+
+    # The A/B example, through the graph: a line of two sentences, a line of one.
+    joined, scored = sentences_graph.join_nbest(
+        tf.constant([["a1", "a2"], ["b1", "b2"], ["c1", "c2"]]),
+        tf.constant([[-0.10, -0.12], [-0.10, -2.0], [-1.0, -3.0]]),
+        tf.ones([3, 2], tf.bool), tf.constant([1.0, 1.0, 4.0]),
+        tf.constant([0, 2, 3], tf.int64), "en")
+    assert joined.numpy().tolist() == [[b"a1 b1", b"a2 b1"], [b"c1", b"c2"]]
+    np.testing.assert_allclose(scored, [[-0.10, -0.11], [-1.0, -3.0]])
+
     row_splits = tf.constant([0, 2, 3, 6], tf.int64)
-    texts = tf.constant([["a", "a2"], ["b", "b2"], ["c", ""], ["d", ""], ["", "e2"],
-                         ["f", "f2"]])
-    scores = tf.constant([[-1.0, -2.0], [-3.0, -4.0], [-5.0, float("-inf")],
-                          [-6.0, float("-inf")], [-7.0, -8.0], [-9.0, -10.0]])
-    filled = tf.constant([[True, True], [True, True], [True, False], [True, False],
-                          [True, True], [True, True]])
-    joined, summed = sentences_graph.join_nbest(texts, scores, filled, row_splits)
-    assert [[t.decode() for t in row] for row in joined.numpy()] == [
-        ["a b", "a2 b2"], ["c", ""], ["d f", "d e2 f2"]]
-    np.testing.assert_array_equal(summed, [[-4, -6], [-5, -np.inf], [-22, -24]])
     assert sentences_graph.join_sums(tf.constant([1, 0, 2, 3, 0, 4]), row_splits).numpy(
         ).tolist() == [1, 2, 7]
 

@@ -225,7 +225,10 @@ def test_a_line_of_two_sentences_joins_their_translations(peaked):
     assert joined.text == f"{alone[0].text} {alone[1].text}"
     assert joined.tokens == alone[0].tokens + alone[1].tokens
     assert joined.source_tokens == alone[0].source_tokens + alone[1].source_tokens
-    assert joined.score == pytest.approx(alone[0].score + alone[1].score, abs=1e-6)
+    # The score: the sentences' mean, weighted by their source tokens + EOS.
+    weights = [len(t.source_tokens) + 1 for t in alone]
+    assert joined.score == pytest.approx(
+        sum(w * t.score for w, t in zip(weights, alone)) / sum(weights), abs=1e-6)
     assert joined.truncated == 0 and joined.sentences == tuple(alone)
     assert joined.attention is None and joined.alternatives == ()
     # Unsplit: the line is one sentence, as before sentences were split.
@@ -240,17 +243,25 @@ def test_a_line_of_two_sentences_joins_their_translations(peaked):
 
 
 def test_a_split_lines_nbest_list_and_block_diagonal_attention(peaked):
+    import itertools
+
     first, second = "The man is here.", "A dog sleeps on the table."
     alone = peaked.translate([first, second], beam_size=4, nbest=3, with_attention=True)
     [joined] = peaked.translate([TWO_SENTENCES], beam_size=4, nbest=3, with_attention=True)
     width = max(len(t.hypotheses) for t in alone)
     assert len(joined.hypotheses) == width == 3
-    for k, hypothesis in enumerate(joined.hypotheses):
-        parts = [t.hypotheses[k] if k < len(t.hypotheses) else t.hypotheses[0] for t in alone]
+    # The line's list: the best combinations of one hypothesis per sentence, by the mean
+    # of their scores weighted by the sentences' source tokens + EOS.
+    weights = [len(t.source_tokens) + 1 for t in alone]
+    every = sorted(((sum(w * h.score for w, h in zip(weights, row)) / sum(weights), row)
+                    for row in itertools.product(*(t.hypotheses for t in alone))),
+                   key=lambda item: -item[0])
+    for hypothesis, (score, parts) in zip(joined.hypotheses, every):
         assert hypothesis.text == " ".join(p.text for p in parts)
-        assert hypothesis.score == pytest.approx(sum(p.score for p in parts), abs=1e-6)
+        assert hypothesis.score == pytest.approx(score, abs=1e-6)
         assert [s.tokens for s in hypothesis.sentences] == [p.tokens for p in parts]
         assert hypothesis.alternatives == ()
+    assert [s.tokens for s in joined.hypotheses[0].sentences] == [t.tokens for t in alone]
     assert joined.hypotheses[0].text == joined.text
     # Rows: each sentence's tokens + EOS; columns: each sentence's source tokens + EOS.
     a, b = alone[0].attention, alone[1].attention
@@ -264,6 +275,94 @@ def test_a_split_lines_nbest_list_and_block_diagonal_attention(peaked):
     assert columns == [*alone[0].source_tokens, "</s>", *alone[1].source_tokens, "</s>"]
     assert alone[0].attention_labels() == ([*alone[0].tokens, "</s>"],
                                            [*alone[0].source_tokens, "</s>"])
+
+
+def nbest_sentence(text, scores, source_tokens=1, attention=None, alignment=None):
+    """A sentence's Translation with an n-best list of the given scores."""
+    hypotheses = [Translation(f"{text}{k + 1}", (f"{text}{k + 1}",), score,
+                              ("x",) * source_tokens, attention, alignment=alignment)
+                  for k, score in enumerate(scores)]
+    return dataclasses.replace(hypotheses[0], alternatives=tuple(hypotheses))
+
+
+def test_a_split_lines_nbest_list_holds_the_best_combinations():
+    from keras_nmt.translation import join_translations
+
+    # A's second hypothesis is nearly as good as its first, B's is far worse: the line's
+    # second best is a2 b1, not a2 b2 (hypothesis 2 of each).
+    a, b = nbest_sentence("a", [-0.10, -0.12]), nbest_sentence("b", [-0.10, -2.0])
+    line = join_translations([a, b], "en")
+    assert [h.text for h in line.hypotheses] == ["a1 b1", "a2 b1"]
+    assert [h.score for h in line.hypotheses] == pytest.approx([-0.10, -0.11])
+    assert line.hypotheses[1].sentences == (a.hypotheses[1], b.hypotheses[0])
+    assert (line.text, line.score, line.sentences) == ("a1 b1", pytest.approx(-0.10), (a, b))
+    # Scores compare across lines: a line of the same sentence twice scores as the sentence.
+    assert join_translations([b, b]).score == pytest.approx(b.score)
+    # Sentences weigh by their source tokens + EOS; Chinese joins without a space.
+    long = nbest_sentence("c", [-1.0], source_tokens=4)
+    line = join_translations([nbest_sentence("d", [-2.0]), long], "zh")
+    assert (line.text, line.score) == ("d1c1", pytest.approx((2 * -2.0 + 5 * -1.0) / 7))
+
+
+def test_the_target_language_joins_a_lines_sentences():
+    from keras_nmt.translation import translate_lines
+
+    def decode(sentences):
+        return [Translation(f"<{sentence}>") for sentence in sentences]
+
+    lines = ["A b. C d.", "E."]
+    assert [t.text for t in translate_lines(lines, decode, 4, lang="en", split_sentences=True,
+                                            target_lang="fr")] == ["<A b.> <C d.>", "<E.>"]
+    assert [t.text for t in translate_lines(lines, decode, 4, lang="en", split_sentences=True,
+                                            target_lang="ja")] == ["<A b.><C d.>", "<E.>"]
+
+
+def test_a_long_lines_joined_matrices_are_made_only_when_read(monkeypatch):
+    """A line of 1,000 sentences: reading each sentence's attention and alignment never
+    builds the line's dense matrices (Σ rows x Σ columns); reading the line's builds each
+    once."""
+    from keras_nmt import translation
+    from keras_nmt.evaluation.forced import ForcedPair
+    from keras_nmt.text import sentences
+
+    built = []
+
+    def counted(name, function):
+        def wrapper(*args):
+            built.append(name)
+            return function(*args)
+        return wrapper
+
+    monkeypatch.setattr(sentences, "block_diagonal",
+                        counted("attention", sentences.block_diagonal))
+    monkeypatch.setattr(translation, "join_pairs", counted("alignment", translation.join_pairs))
+
+    def decode(items):
+        return [Translation(f"T{i}.", ("t",), -1.0, ("s",), np.full((2, 2), 0.5, np.float32),
+                            alignment=ForcedPair(("s",), ("t",), np.zeros(2, np.float32),
+                                                 np.full((2, 2), 0.5, np.float32), 0))
+                for i in items]
+
+    count = 1000
+    line = " ".join(f"S{i}." for i in range(count))
+    [joined] = translation.translate_lines([line], decode, 64, lang="en", split_sentences=True)
+    assert len(joined.sentences) == count and built == []
+    assert all(s.attention.shape == (2, 2) and s.alignment.attention.shape == (2, 2)
+               for s in joined.sentences)
+    assert built == []
+    assert joined.attention.shape == (2 * count, 2 * count) and built == ["attention"]
+    assert joined.alignment.attention.shape == (2 * count, 2 * count)
+    assert built == ["attention", "alignment"]
+    assert joined.attention is joined.attention and built == ["attention", "alignment"]
+    # Equality and pickling read the computed values.
+    import pickle
+
+    again = pickle.loads(pickle.dumps(joined))
+    np.testing.assert_array_equal(again.attention, joined.attention)
+    assert Translation("x", score=-1.0) == Translation("x", score=-1.0)
+    plain = translation.join_translations([Translation("a", ("a",), -1.0, ("s",)),
+                                           Translation("b", ("b",), -1.0, ("s",))])
+    assert plain == dataclasses.replace(plain) and plain.attention is None
 
 
 def test_progress_counts_lines(peaked):

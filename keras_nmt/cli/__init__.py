@@ -39,7 +39,7 @@ COMMANDS = {
 PROG = "keras-nmt"
 # What the plain install (the ONNX path) lacks: the packages of the [train] extra.
 TRAINING_PACKAGES = {"tensorflow", "keras", "tensorflow_text", "tf2onnx", "onnx", "sacrebleu",
-                     "sacremoses", "matplotlib", "tensorboard", "tensorflow_serving", "psutil"}
+                     "matplotlib", "tensorboard", "tensorflow_serving", "psutil"}
 
 
 def run_command(module_name: str, argv: Sequence[str] | None, prog: str) -> int:

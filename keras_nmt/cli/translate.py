@@ -34,8 +34,8 @@ Translate raw sentences read from stdin with the model of RUN_DIR (several RUN_D
 an ensemble that averages the models' word probabilities; their vocabularies must be
 identical). Writes detokenized translations to stdout, one line per input line, in
 order. A line of several sentences is split into them, each is translated alone and
-their translations are joined on the line, one space apart (--no-split-sentences: each
-line is translated whole). Empty or whitespace-only lines translate to empty lines. A
+their translations are joined on the line, one space apart (none for Chinese and
+Japanese targets; --no-split-sentences: each line is translated whole). Empty or whitespace-only lines translate to empty lines. A
 sentence longer than the maximum source length is cut to it (one warning at the end
 counts them). When stdin is a file or a pipe, it is read a chunk of 64 batches at a
 time, decoded in batches with a progress line on stderr, and each chunk's translations
@@ -46,8 +46,9 @@ EPILOG = """\
 n-best output (--nbest N): the Moses n-best list format, one hypothesis per line,
 "INDEX ||| translation ||| score", best first, where INDEX is the 0-based input line
 number and score the length-normalised log-probability used for ranking (a line of
-several sentences: hypothesis k joins hypothesis k of each sentence, its best when it has
-fewer, and the score is the sum of theirs). An input line gets up to N lines (fewer only
+several sentences: its N best combinations of one hypothesis per sentence, ranked by
+the line score, the mean of the sentences' scores weighted by their source lengths,
+which compares across lines). An input line gets up to N lines (fewer only
 when fewer distinct translations exist); an empty input line gets exactly one,
 "INDEX |||  ||| 0.0000", so every index appears.
 

@@ -79,7 +79,10 @@ def join_pairs(pairs: Sequence[ForcedPair]) -> ForcedPair:
     other with EOS between them, so that the matrix stays [target tokens + 1, source
     tokens + 1]; the log-probabilities concatenated (each sentence's EOS included), the
     attention block-diagonal (None when a pair has none), the unknown words summed. One
-    pair: itself."""
+    pair: itself. The attention is dense: (sum of target tokens + 1) x (sum of source
+    tokens + 1) cells, far more than the pairs' own for a line of many sentences, so
+    :class:`keras_nmt.translation.Translation` joins them only when its ``alignment`` is
+    read."""
     if len(pairs) == 1:
         return pairs[0]
 

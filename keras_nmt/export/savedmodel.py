@@ -100,6 +100,7 @@ def make_string_translate(
     settings: ExportSettings,
     search_fn: Callable,
     unknown_words=None,
+    target_lang: str = "",
 ) -> Callable:
     """``(sentences, beam_size, alpha[, shortlist_frequent, shortlist_best]) -> dict`` of
     the string signatures. ``encoder``: sentences -> ragged source ids (a graph encoder of
@@ -107,14 +108,16 @@ def make_string_translate(
     output ids [B, N, T] -> text [B, N]; ``search_fn``:
     :func:`keras_nmt.search.make_translate_fn`'s function (the shortlist sizes go to it
     when it takes them). With ``settings.split_sentences`` each line is split into its
-    sentences, and the line's outputs join theirs. ``unknown_words``: a
-    :class:`keras_nmt.unk_replace_graph.UnknownWords` writes the texts instead of
-    ``decode_text``, every ``<unk>`` replaced (the search must return attention)."""
+    sentences, and the line's outputs join theirs (texts joined for ``target_lang``).
+    ``unknown_words``: a :class:`keras_nmt.unk_replace_graph.UnknownWords` writes the texts
+    instead of ``decode_text``, every ``<unk>`` replaced (the search must return
+    attention)."""
     max_len = int(settings.max_source_len)
 
     def translate_sentences(sentences, beam_size, alpha, shortlist) -> dict:
         """Each sentence's outputs: texts and scores [S, N] (N: the search's n-best
-        width), which slots hold a hypothesis [S, N], truncated [S]; with attention, the
+        width), which slots hold a hypothesis [S, N], truncated [S], the weight of each
+        in its line's score (source tokens + EOS, [S]); with attention, the
         best hypothesis' [S, T, X] and its size (rows: output tokens + EOS, columns:
         source tokens + EOS; 0 for an empty sentence)."""
         if unknown_words is None:
@@ -142,7 +145,8 @@ def make_string_translate(
         empty_scores = tf.where(first_slot, 0.0, float("-inf"))
         scores = tf.where(empty[:, None], empty_scores, out["scores"])
         filled = tf.where(empty[:, None], first_slot, out["lengths"] > 0)
-        result = {"texts": texts, "scores": scores, "filled": filled, "truncated": truncated}
+        result = {"texts": texts, "scores": scores, "filled": filled, "truncated": truncated,
+                  "weights": tf.cast(tf.minimum(counts, max_len) + 1, tf.float32)}
         if settings.attention:
             result["attention"] = tf.where(
                 empty[:, None, None], tf.constant(0.0, tf.float32), out["attention"][:, 0]
@@ -153,8 +157,9 @@ def make_string_translate(
 
     def join_lines(found: dict, row_splits) -> dict:
         """The sentences' outputs -> their lines' (keras_nmt.text.sentences' join)."""
-        texts, scores = sentences_graph.join_nbest(found["texts"], found["scores"],
-                                                   found["filled"], row_splits)
+        texts, scores = sentences_graph.join_nbest(
+            found["texts"], found["scores"], found["filled"], found["weights"], row_splits,
+            target_lang)
         joined = {"texts": texts, "scores": scores,
                   "truncated": sentences_graph.join_sums(found["truncated"], row_splits)}
         if settings.attention:
@@ -211,7 +216,8 @@ def build_archive(
         search_fn = search.rare_apart(search_fn, marked_sources(table))
     unknown_words = unknown_words if settings.unk_replace else None
     string_translate = make_string_translate(
-        encoder, lambda ids: ids_to_text(ids, target_encoder), settings, search_fn, unknown_words
+        encoder, lambda ids: ids_to_text(ids, target_encoder), settings, search_fn, unknown_words,
+        target_encoder.lang,
     )
 
     archive = keras.export.ExportArchive()
@@ -279,9 +285,10 @@ def signature_summary(settings: ExportSettings) -> dict[str, str]:
                     "lacks the word)")
     split = ("; a line of several sentences is split into them (the source language's rules "
              "of keras_nmt.text.sentences), each is translated alone and the line's outputs "
-             "join theirs: texts one space apart, scores and `truncated` summed, n-best slot "
-             "k from slot k of each sentence (its best when it has fewer), attention "
-             "block-diagonal" if settings.split_sentences else
+             "join theirs: texts one space apart (none in Chinese and Japanese), `truncated` "
+             "summed, the score the mean of the sentences' weighted by their source tokens + "
+             "EOS, the n-best list the line's best combinations of one hypothesis per "
+             "sentence by that score, attention block-diagonal" if settings.split_sentences else
              "; each line is translated whole, as one sentence")
     return {
         "serving_default": f"`sentences` string [N] (raw text) -> {outputs}; beam "

@@ -372,7 +372,8 @@ class OnnxTranslator:
 
         return translate_lines(
             lines, decode, batch_size, read=self.source, skip_empty=blank(nbest),
-            lang=self.src_lang, split_sentences=split, progress=progress,
+            lang=self.src_lang, target_lang=self.tgt_lang, split_sentences=split,
+            progress=progress,
             revise=functools.partial(self._align_best, batch_size=batch_size) if align else None,
             apart=apart,
         )

@@ -12,16 +12,21 @@ line. :mod:`keras_nmt.text.sentences_graph` runs the same table with
 ``regex`` package, without TensorFlow. Patterns use the common subset of RE2 and
 ``regex`` syntax (no lookaround), and tests check that the two engines agree.
 
-The rules. A sentence ends at a run of ``. ! ? …``, possibly followed by closing quotes or
-brackets (with no-break spaces between, as French writes ``« Oui ! »``), then whitespace
-(any Unicode space: the U+00A0 and U+202F that French puts before ``? ! : ;`` included),
-then the start of a sentence: a capital letter, a letter of a script without case, a digit,
-or an opening quote or bracket, ``¿`` or ``¡``. Not a boundary:
+The rules. A sentence ends at a run of ``. ! ? … ．``, possibly followed by closing quotes
+or brackets (with no-break spaces between, as French writes ``« Oui ! »``), then
+whitespace (any Unicode space: the U+00A0 and U+202F that French puts before ``? ! : ;``
+included), then the start of a sentence: a capital letter, a letter of a script without
+case, a digit, or an opening quote or bracket, ``¿`` or ``¡``. Chinese and Japanese ends
+(``。 ｡ ！ ？``) need no whitespace after them; after one and a closing quote, hiragana
+goes on with the same sentence (Japanese ``「はい。」と言った。``). Not a boundary:
 
-- the period of a listed abbreviation (:data:`ABBREVIATIONS`: "Mr.", "Dr.", "Mme." ...),
-  of one before a number (:data:`NUMERIC_ABBREVIATIONS`: "No. 5", "p. 12"), of a single
-  capital initial ("J. R. R. Tolkien", "M. Dupont") and of letters joined by periods
-  ("e.g.", "U.S.", "J.-C.");
+- the period of a non-breaking prefix of the language (:func:`nonbreaking_prefixes`:
+  Moses' lists, as the ``sacremoses`` package ships them: "Mr.", "Dr.", French "av." ...),
+  or of one of its prefixes marked for numbers only, before a number ("No. 5", but "He
+  said No. Then" splits); a prefix is the whole word before the period, so French "y" (a
+  prefix) does not protect "Allons-y.";
+- the period of a single capital initial ("J. R. R. Tolkien", "M. Dupont") and of letters
+  joined by periods ("e.g.", "U.S.", "J.-C.");
 - a break whose text before it (from the line's start or the previous break) or after it
   (to the line's end) holds no letter or digit: "... And so" stays one sentence.
 
@@ -30,51 +35,58 @@ one sentence, and an empty or whitespace-only line gives ``[line]`` too (one sen
 without words, which translates to ""). Otherwise the whitespace between two sentences is
 dropped; the line's leading and trailing whitespace stay on its first and last sentence.
 
-Known limits of rules without a model: a sentence that ends with a listed abbreviation or an
-initial ("... in the U.S. Then") is not split there, and one that ends with an unlisted
-abbreviation before a capital ("... Smith Corp. Jones said") is.
+Known limits of rules without a model: a sentence that ends with a prefix or an initial
+("... in the U.S. Then", "He saw Gen. Then") is not split there, and one that ends with a
+word the lists do not hold before a capital or a number ("... Smith Co. Jones said", "on
+p. 12") is.
 """
 
 from __future__ import annotations
 
-from typing import Sequence, TypeVar
+import functools
+import heapq
+from typing import Sequence
 
 import numpy as np
 import regex
 
 from keras_nmt.text.word import SPACE, rewrite
 
-# Words whose period never ends a sentence, whatever follows ("Mr. Smith"). Titles and
-# forms of address mostly: a word often found at a sentence's end is not listed ("etc.",
-# which mostly ends a list, and so a sentence, before a capital) or listed below, only
-# before a number (French "vol." (flight), "art."). This is not the tokenizer's list
-# (keras_nmt.text.word.ABBREVIATIONS): that one says whether a period stays on its word,
-# and it cannot change without changing the tokens of trained runs.
-ABBREVIATIONS: dict[str, tuple[str, ...]] = {
-    "en": (
-        "Mr", "Mrs", "Ms", "Messrs", "Mmes", "Dr", "Drs", "Prof", "Rev", "Hon", "St", "Sr",
-        "Jr", "Gen", "Gov", "Sen", "Rep", "Pres", "Lt", "Col", "Capt", "Sgt", "Maj", "Cmdr",
-        "Adm", "Mt", "Ft", "vs", "cf", "approx", "ca", "viz",
-    ),
-    "fr": (
-        "MM", "Mme", "Mmes", "Mlle", "Mlles", "Me", "Mes", "Mgr", "Dr", "Pr", "St", "Ste",
-        "cf", "vs", "av", "apr",
-    ),
-}
-DEFAULT_ABBREVIATIONS: tuple[str, ...] = ("Dr", "Prof", "St", "vs", "cf")  # other languages
-# Words whose period is no boundary before a number ("No. 5", "p. 12", "Jan. 3").
-NUMERIC_ABBREVIATIONS: dict[str, tuple[str, ...]] = {
-    "en": (
-        "No", "Nos", "no", "Art", "art", "Fig", "fig", "Vol", "vol", "Ch", "ch", "Sec", "sec",
-        "p", "pp", "Jan", "Feb", "Mar", "Apr", "Jun", "Jul", "Aug", "Sep", "Sept", "Oct",
-        "Nov", "Dec",
-    ),
-    "fr": (
-        "n", "no", "art", "p", "pp", "vol", "chap", "fig", "t", "éd", "env", "janv", "févr",
-        "avr", "juil", "sept", "oct", "nov", "déc",
-    ),
-}
-DEFAULT_NUMERIC_ABBREVIATIONS: tuple[str, ...] = ("No", "Nr", "Art", "p", "pp")
+# How Moses marks a prefix whose period ends no sentence only before a number.
+NUMERIC_ONLY = "#NUMERIC_ONLY#"
+# Languages whose sentences follow one another without a space.
+UNSPACED_LANGUAGES = frozenset({"zh", "ja", "yue"})
+
+
+def base_language(lang: str) -> str:
+    """The language of a code without its region or script: "pt-BR", "zh_Hant" -> "pt", "zh"."""
+    return lang.lower().replace("_", "-").split("-")[0]
+
+
+@functools.cache
+def nonbreaking_prefixes(lang: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The non-breaking prefixes of a language: (those whose period never ends a sentence,
+    those whose period ends none before a number), longest first. Moses' lists, read from
+    the ``sacremoses`` package; a language without a list gets the English one, as Moses'
+    splitter does. Entries of several words never match one word and are left out."""
+    from sacremoses.corpus import NonbreakingPrefixes  # imported when first needed
+
+    lists = NonbreakingPrefixes()
+    code = lists.available_langs.get(base_language(lang), "en")
+    always: dict[str, None] = {}
+    numeric: dict[str, None] = {}
+    for entry in lists.words(code):
+        word, _, mark = entry.partition(" ")
+        if not mark:
+            always[word] = None
+        elif mark.strip() == NUMERIC_ONLY:
+            numeric[word] = None
+
+    def longest_first(words) -> tuple[str, ...]:
+        return tuple(sorted(words, key=lambda word: (-len(word), word)))
+
+    return longest_first(always), longest_first(w for w in numeric if w not in always)
+
 
 # Private-use characters the rules write into a line: a protected period (one that ends no
 # sentence) and the sentence break. The same characters in the input are first escaped
@@ -94,10 +106,17 @@ UNESCAPE_RULES: tuple[tuple[str, str], ...] = (
     (ESCAPE + "b", ESCAPE),
 )
 
-_TERMINAL = "[.!?…]"
-_CLOSING = "[\"'”’»›)\\]}]"
-_START = "[\\p{Lu}\\p{Lt}\\p{Lo}\\p{N}\"'“‘«‹„(\\[{¿¡]"
+_TERMINAL = "[.!?…．]"  # ends a sentence before whitespace
+_CJK_TERMINAL = "[。｡！？]"  # ends one with or without whitespace after it
+_ANY_TERMINAL = "[.!?…．。｡！？]"
+_CLOSING = "[\"'”’»›)\\]}」』）］｝〉》】〕〗]"
+_OPENING = "\"'“‘«‹„(\\[{¿¡「『（［｛〈《【〔〖"
+_START = f"[\\p{{Lu}}\\p{{Lt}}\\p{{Lo}}\\p{{N}}{_OPENING}]"
+# The same but hiragana, which after a closing quote goes on with the sentence.
+_START_AFTER_QUOTE = f"(?:[\\p{{Lu}}\\p{{Lt}}\\p{{N}}{_OPENING}]|[^\\P{{Lo}}\\p{{Hiragana}}])"
 _BEFORE_WORD = r"(^|[^\p{L}\p{N}])"  # a word starts here (the character is kept)
+# A prefix is a whole word: after a hyphen ("Allons-y") it is the end of another word.
+_BEFORE_PREFIX = r"(^|[^\p{L}\p{N}\-])"
 _NO_WORDS = f"[^\\p{{L}}\\p{{N}}{BREAK}]*"  # text between breaks without letters or digits
 
 
@@ -108,18 +127,26 @@ def _words(words: Sequence[str]) -> str:
 def rules_for(lang: str) -> tuple[tuple[str, str], ...]:
     """The ordered rewrite table of a language: a line -> the line with :data:`BREAK`
     between its sentences (and escaped private-use characters, :data:`UNESCAPE_RULES`)."""
-    listed = _words(ABBREVIATIONS.get(lang, DEFAULT_ABBREVIATIONS))
-    numeric = _words(NUMERIC_ABBREVIATIONS.get(lang, DEFAULT_NUMERIC_ABBREVIATIONS))
+    always, numeric = nonbreaking_prefixes(lang)
+    prefixes = ()
+    if always:  # an empty alternation would protect every period
+        prefixes += ((rf"{_BEFORE_PREFIX}({_words(always)})\.", rf"\1\2{PROTECTED}"),)
+    if numeric:
+        prefixes += ((rf"{_BEFORE_PREFIX}({_words(numeric)})\.({SPACE}+\p{{N}})",
+                      rf"\1\2{PROTECTED}\3"),)
     return _ESCAPE_RULES + (
         # Letters joined by periods: e.g. i.e. U.S. p.m. J.-C.
         (r"(^|[^\p{L}\p{N}.])((?:\p{L}\.-?)+\p{L})\.", rf"\1\2{PROTECTED}"),
         # A single capital initial: J. R. R. Tolkien, M. Dupont.
         (rf"{_BEFORE_WORD}(\p{{Lu}})\.", rf"\1\2{PROTECTED}"),
-        (rf"{_BEFORE_WORD}({listed})\.", rf"\1\2{PROTECTED}"),
-        (rf"{_BEFORE_WORD}({numeric})\.({SPACE}+\p{{N}})", rf"\1\2{PROTECTED}\3"),
-        # The boundary itself; the break goes after the whitespace, which the last rule
+    ) + prefixes + (
+        # The boundary itself; the break goes after the whitespace, which a later rule
         # drops (kept until then so that an undone break leaves the line as it was).
         (rf"({_TERMINAL}+(?:{SPACE}*{_CLOSING})*{SPACE}+)({_START})", rf"\1{BREAK}\2"),
+        # Chinese and Japanese ends: no whitespace needed.
+        (rf"({_ANY_TERMINAL}*{_CJK_TERMINAL}{SPACE}*)({_START})", rf"\1{BREAK}\2"),
+        (rf"({_ANY_TERMINAL}*{_CJK_TERMINAL}(?:{SPACE}*{_CLOSING})+{SPACE}*)"
+         rf"({_START_AFTER_QUOTE})", rf"\1{BREAK}\2"),
         # Breaks around text without letters or digits are undone: "... And so" is one
         # sentence. Twice, as the first break of a line is used up by the match on its left.
         (f"(^|{BREAK})({_NO_WORDS}){BREAK}", r"\1\2"),
@@ -131,7 +158,7 @@ def rules_for(lang: str) -> tuple[tuple[str, str], ...]:
 
 
 _UNESCAPE = [(regex.compile(p, regex.V0), r) for p, r in UNESCAPE_RULES]
-_MAY_END = regex.compile(_TERMINAL)
+_MAY_END = regex.compile(_ANY_TERMINAL)
 
 
 def split_sentences(line: str, lang: str) -> list[str]:
@@ -147,33 +174,76 @@ def split_sentences(line: str, lang: str) -> list[str]:
 # ---- the translation of a line of several sentences -------------------------------------
 #
 # Every path joins the same way (keras_nmt.translation.join_translations, and the
-# SavedModel's graph): the text is the sentences' translations one space apart (empty ones
-# left out), the tokens are concatenated, the score and the truncated tokens are summed,
-# an attention matrix is block-diagonal, and hypothesis k of an n-best list joins
-# hypothesis k of each sentence (its best when it has fewer). A line of one sentence keeps
-# its translation.
-
-Item = TypeVar("Item")
+# SavedModel's graph): the text is the sentences' translations in order, one space apart
+# (no space in Chinese and Japanese; empty ones left out), the tokens are concatenated, the
+# truncated tokens summed, an attention matrix is block-diagonal, and the score is the
+# mean of the sentences' scores weighted by their source lengths (:func:`line_nbest`),
+# which an n-best list ranks by.
 
 
-def join_texts(texts: Sequence[str]) -> str:
-    """The translations of a line's sentences as one text: one space apart, empty ones
-    left out."""
-    return " ".join(text for text in texts if text)
+def sentence_separator(lang: str) -> str:
+    """What goes between the translations of two sentences in language ``lang``."""
+    return "" if base_language(lang) in UNSPACED_LANGUAGES else " "
 
 
-def nbest_rows(hypotheses: Sequence[Sequence[Item]]) -> list[tuple[Item, ...]]:
-    """Per sentence its n-best list (best first, at least one) -> per hypothesis of the
-    line the sentences' hypotheses it joins: hypothesis k of each sentence, its best when
-    it has fewer. As many as the longest list."""
-    width = max(len(found) for found in hypotheses)
-    return [tuple(found[k] if k < len(found) else found[0] for found in hypotheses)
-            for k in range(width)]
+def join_texts(texts: Sequence[str], lang: str = "") -> str:
+    """The translations of a line's sentences as one text, in the target language
+    ``lang`` (:func:`sentence_separator`): empty ones left out."""
+    return sentence_separator(lang).join(text for text in texts if text)
+
+
+def line_nbest(scores: Sequence[Sequence[float]], weights: Sequence[int],
+               count: int) -> list[tuple[float, tuple[int, ...]]]:
+    """The ``count`` best translations of a line from its sentences' n-best lists: per
+    sentence its hypotheses' scores (at least one) and its weight (source tokens + EOS)
+    -> the line's best combinations of one hypothesis per sentence, best first, as
+    (line score, the hypothesis chosen in each sentence). Fewer when fewer combinations
+    exist.
+
+    The line score is the mean of the chosen hypotheses' scores weighted by the
+    sentences' weights, ``sum(weight * score) / sum(weight)``: on the scale of one
+    sentence's score (a per-token log-probability), so lines of different lengths compare.
+    The weights do not depend on the hypotheses, so the combinations are ranked by that
+    score exactly, and the best is each sentence's best.
+
+    The lists are merged one sentence after another, each time keeping the ``count`` best
+    sums of a kept combination and a hypothesis of the next sentence, found with a heap;
+    that is exact, since a combination among the best has its prefix among the best
+    prefixes. Ties go to the earlier combination, then the earlier hypothesis (in order of
+    score, then position). The arithmetic is float32 in the order of the graph twin
+    (:func:`keras_nmt.text.sentences_graph.join_nbest`), so both give the same lists."""
+    best: list[tuple[np.float32, tuple[int, ...]]] = [(np.float32(0.0), ())]
+    for found, weight in zip(scores, weights, strict=True):
+        order = sorted(range(len(found)), key=lambda k: -found[k])
+        values = [np.float32(weight) * np.float32(found[k]) for k in order]
+        best = _best_sums(best, values, order, count)
+    total = np.float32(sum(weights))
+    return [(float(value / total), chosen) for value, chosen in best]
+
+
+def _best_sums(prefixes: list[tuple[np.float32, tuple[int, ...]]], values: list[np.float32],
+               order: list[int], count: int) -> list[tuple[np.float32, tuple[int, ...]]]:
+    """The ``count`` best of ``prefix + value`` over both lists (each best first): a heap
+    of the frontier, which grows from (0, 0) one step along either list at a time."""
+    def entry(i: int, j: int):
+        return (-(prefixes[i][0] + values[j]), i, j)
+
+    frontier, seen, out = [entry(0, 0)], {(0, 0)}, []
+    while frontier and len(out) < count:
+        total, i, j = heapq.heappop(frontier)
+        out.append((-total, prefixes[i][1] + (order[j],)))
+        for step in ((i + 1, j), (i, j + 1)):
+            if step[0] < len(prefixes) and step[1] < len(values) and step not in seen:
+                seen.add(step)
+                heapq.heappush(frontier, entry(*step))
+    return out
 
 
 def block_diagonal(matrices: Sequence[np.ndarray]) -> np.ndarray:
     """The matrices one after the other along the diagonal, zeros elsewhere (the
-    attention of a line: each sentence's rows and columns, in order)."""
+    attention of a line: each sentence's rows and columns, in order). Dense: it costs
+    (sum of rows) x (sum of columns) cells, which for a line of many sentences is far
+    more than the matrices themselves."""
     rows = sum(matrix.shape[0] for matrix in matrices)
     columns = sum(matrix.shape[1] for matrix in matrices)
     dtype = np.result_type(*matrices) if matrices else np.float32
