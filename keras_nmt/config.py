@@ -25,6 +25,11 @@ PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 AVERAGE_FROM = ("last", "best")
 LR_SCHEDULES = ("constant", "budget")
 INITS = ("paper", "uniform")  # weight initialisation schemes (layers/initializers.py)
+# The parts of a model that Config.freeze can hold fixed (keras_nmt.adaptation maps each
+# weight to one): the word embeddings, the encoder's recurrences, the alignment model,
+# the decoder's recurrence and initial state, the deep output's maxout layer, and the
+# output layer (its words' rows and biases).
+FREEZABLE = ("embeddings", "encoder", "attention", "decoder", "readout", "output")
 # Batch widths under --jit are multiples of this (Config.length_multiple, when it is 0;
 # Translator's decoding batches always): XLA compiles once per shape.
 JIT_LENGTH_MULTIPLE = 8
@@ -122,6 +127,14 @@ class Config:
     eval_every: int = 500  # steps between development-set evaluations
     patience: int = 10  # training stops after this many evaluations in a row without improvement
     early_stop_metric: str = "nll"  # "nll" or "bleu"
+    # Beyond the paper, for a run that starts from another's weights (train --init-from):
+    # the parts of FREEZABLE, a comma list, that training leaves exactly as they are
+    # (train --freeze), and the strength s of an L2 pull toward the parent's weights,
+    # s/2 x the squared distance of every weight the run shares with its parent, which
+    # bounds how far adapting to new data moves the model (and how much it forgets).
+    # "" and 0: the run trains every weight, unpulled.
+    freeze: str = ""
+    parent_pull: float = 0.0
     # Decoding used for the held-out report at the end of training.
     beam_size: int = 5
     length_alpha: float = 1.0
@@ -203,6 +216,23 @@ class Config:
             )
         if self.learning_rate <= 0 or self.clipnorm <= 0 or self.epsilon <= 0:
             raise ConfigError("learning_rate, clipnorm and epsilon must be positive")
+        unknown = [part for part in self.frozen_parts if part not in FREEZABLE]
+        if unknown:
+            raise ConfigError(f"freeze: no part named {unknown[0]!r}; the parts are "
+                              f"{', '.join(FREEZABLE)}")
+        if "attention" in self.frozen_parts and not self.uses_attention:
+            raise ConfigError("freeze: an RNNencdec model has no attention to freeze")
+        parts = set(FREEZABLE) if self.uses_attention else set(FREEZABLE) - {"attention"}
+        if set(self.frozen_parts) >= parts:
+            raise ConfigError(f"freeze: {self.freeze} is every part of the model: nothing "
+                              "would be trained")
+        if not self.parent_pull >= 0:
+            raise ConfigError(f"parent_pull must be >= 0 (0 = no pull), got {self.parent_pull}")
+
+    @property
+    def frozen_parts(self) -> tuple[str, ...]:
+        """The parts of :data:`FREEZABLE` that ``freeze`` names, in its order."""
+        return tuple(dict.fromkeys(part.strip() for part in self.freeze.split(",") if part.strip()))
 
     @property
     def uses_attention(self) -> bool:

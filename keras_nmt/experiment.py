@@ -14,13 +14,13 @@ import keras
 
 from keras_nmt import config as config_lib
 from keras_nmt import (
-    averaging, data, distribute, lexicon, model_weights, resume, run_data, unk_dictionary,
-    unk_replace, xla,
+    adaptation, averaging, data, distribute, lexicon, model_weights, resume, run_data,
+    unk_dictionary, unk_replace, xla,
 )
 from keras_nmt.atomic import write_json_atomic
 from keras_nmt.config import Config
 from keras_nmt.corpus.readers import ParallelFiles
-from keras_nmt.errors import RunWriteError
+from keras_nmt.errors import ConfigError, RunWriteError
 from keras_nmt.evaluation import scoring
 from keras_nmt.model_weights import checkpoint_problem, checkpoint_step
 from keras_nmt.models import TranslationModel
@@ -60,7 +60,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
         print(f"warning: {text}", file=sys.stderr, flush=True)
 
     # Every option is checked before anything is written.
-    options, config, info, builtin = _checked_options(options, run, log)
+    options, config, info, builtin, parent = _checked_options(options, run, log)
     limits = Limits(options.max_steps, options.max_minutes)
     default_budget = builtin and limits.max_steps is None and limits.max_minutes is None
     if default_budget:
@@ -73,7 +73,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
     elif not chief:
         config, info = resume.wait_for_chief(options, run)
     else:
-        config, info = run_data.prepare(options, config, run, log, progress)
+        config, info = run_data.prepare(options, config, run, log, progress, parent=parent)
     # Every file training reads is there before any work is done (a run moved without
     # the corpus it was trained on).
     needed_for = "--resume" if options.resume else "training"
@@ -97,7 +97,11 @@ def train(options: TrainOptions) -> dict[str, Any]:
     if jit:
         config = xla.bounded_shapes(config)
     trainer, translator = _trainer(config, run, info, needed_for, train_files, valid_files,
-                                   strategy, jit, progress, warn)
+                                   strategy, jit, progress, warn, parent,
+                                   options.keep_optimizer)
+    if parent is not None:
+        log(adaptation.describe(info["parent"], config))
+    del parent  # the parent's model is no longer needed
     if options.resume:
         trainer.restore(log=warn if chief else log)
         log(f"resumed at step {int(trainer.step.numpy())}")
@@ -139,6 +143,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
         "architecture": config.architecture,
         "config": config.to_dict(),
         "data": {k: info[k] for k in ("src", "tgt", "corpus", "builtin", "train")},
+        "parent": info.get("parent"),
         "vocabulary": {info["src"]: len(translator.source_vocab),
                        info["tgt"]: len(translator.target_vocab)},
         "stop_reason": outcome.stop_reason,
@@ -182,17 +187,28 @@ def train(options: TrainOptions) -> dict[str, Any]:
     return summary
 
 
-def _checked_options(options: TrainOptions, run: RunDir,
-                     log: Callable[[str], None]
-                     ) -> tuple[TrainOptions, Config, dict[str, Any] | None, bool]:
+def _checked_options(options: TrainOptions, run: RunDir, log: Callable[[str], None]
+                     ) -> tuple[TrainOptions, Config, dict[str, Any] | None, bool,
+                                adaptation.Parent | None]:
     """The options completed (a new run's defaults, the preset's size and recipe), the
     configuration they give (a resumed run's own, changed as --resume allows), a resumed
-    run's data.json (None for a new run) and whether the run trains on the built-in
-    corpus; the model's size is logged."""
+    run's data.json (None for a new run), whether the run trains on the built-in
+    corpus and the parent of a run --init-from one, read; the model's size is logged."""
     chosen_size = options.size or options.preset or options.paper_size
     chosen_recipe = options.recipe or options.preset
+    info = parent = None
+    if options.init_from:
+        if options.resume:
+            raise ConfigError("--init-from starts a new run from another's weights: not with "
+                              "--resume, which continues a run from its own")
+        parent = adaptation.Parent.open(options.init_from, options.init_weights,
+                                        options.keep_optimizer)
+        options = adaptation.child_options(options, parent)
+        config = adaptation.child_config(options, parent)
+        log(f"model: {config.variant} ({config.architecture}), the parent's size: "
+            f"{config_lib.size_summary(config)}")
+        return options, config, info, options.data == BUILTIN, parent
     options = options.with_preset()
-    info = None
     if options.resume:
         config, info = resume.resume_config(options, run)
         builtin = bool(info.get("builtin"))
@@ -216,18 +232,23 @@ def _checked_options(options: TrainOptions, run: RunDir,
         log("the built-in corpus's recipe: a warm-up, a decay to the end of the budget, "
             "U(-0.1, 0.1) weights and the average of the last 3 checkpoints (--recipe paper "
             "for the paper's training)")
-    return options, config, info, builtin
+    return options, config, info, builtin, parent
 
 
 def _trainer(config: Config, run: RunDir, info: dict[str, Any], needed_for: str,
              train_files: ParallelFiles, valid_files: ParallelFiles, strategy, jit: bool,
-             progress: Progress, warn: Callable[[str], None]) -> tuple[Trainer, Translator]:
-    """The model, seeded, the Trainer over the run's training batches (its prepared ids,
-    or the text for a run made before them) and the Translator that scores it."""
+             progress: Progress, warn: Callable[[str], None],
+             parent: adaptation.Parent | None = None,
+             keep_optimizer: bool = False) -> tuple[Trainer, Translator]:
+    """The model, seeded (a new child's from its ``parent``), the Trainer over the run's
+    training batches (its prepared ids, or the text for a run made before them) and the
+    Translator that scores it."""
     keras.utils.set_random_seed(config.seed)
     source_encoder, target_encoder = run.graph_encoders()
     with distribute.scope(strategy):
         model = TranslationModel(config)
+        variables, pull = adaptation.setup_training(model, config, info, parent,
+                                                    run.load_vocabularies())
     batching = data.Batching.from_config(config, data.mean_pair_length(info["train"]))
     split = run.prepared_split(info, needed_for=needed_for)
     if split is not None:
@@ -253,8 +274,11 @@ def _trainer(config: Config, run: RunDir, info: dict[str, Any], needed_for: str,
     trainer = Trainer(
         config, model, run, train_batches, dev_batches,
         train_pairs=info["train"]["kept"], dev_bleu=dev_bleu,
-        progress=progress, strategy=strategy, jit_compile=jit,
+        progress=progress, strategy=strategy, jit_compile=jit, variables=variables, pull=pull,
     )
+    if parent is not None and keep_optimizer:
+        with distribute.scope(strategy):
+            adaptation.keep_optimizer(parent, trainer.optimizer, model, variables, config)
     return trainer, translator
 
 

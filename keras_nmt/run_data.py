@@ -9,7 +9,7 @@ import pathlib
 import shutil
 from typing import Any, Callable
 
-from keras_nmt import prepared
+from keras_nmt import adaptation, prepared
 from keras_nmt.atomic import write_json_atomic
 from keras_nmt.config import Config
 from keras_nmt.corpus import builtin, heldout, wmt14
@@ -115,11 +115,13 @@ def sentencepiece_models(
 def tokenize_training_split(
     options: TrainOptions, config: Config, train: ParallelFiles, lines: int, run: RunDir,
     models: dict[str, bytes], log: Callable[[str], None], progress: Progress,
+    parent: adaptation.Parent | None = None,
 ) -> tuple[SplitStats, tuple[Vocabulary, Vocabulary]]:
     """The one pass over ``train`` (``lines`` pairs): its statistics, the vocabularies
-    (the SentencePiece ``models``' or the most frequent words) and its token ids in the
-    run's prepared split, with ``options.subword_samples`` sampled copies of it.
-    CorpusError when no pair is usable."""
+    (the SentencePiece ``models``', the most frequent words, or a ``parent``'s words
+    followed by the new ones, :func:`keras_nmt.adaptation.child_vocabularies`) and its
+    token ids in the run's prepared split, with ``options.subword_samples`` sampled
+    copies of it. CorpusError when no pair is usable."""
     kind = options.tokenizer or codecs.WORD
     langs = (options.src, options.tgt)
     tokenizing = Phase(progress, "tokenizing the training split (vocabularies, lengths, ids)",
@@ -145,6 +147,9 @@ def tokenize_training_split(
     def vocabularies(stats: SplitStats) -> tuple[Vocabulary, Vocabulary]:
         if kind == codecs.SENTENCEPIECE:
             return tuple(SentencePieceCodec(models[lang], lang).vocabulary for lang in langs)
+        if parent is not None:
+            return adaptation.child_vocabularies(parent, stats.source_counts,
+                                                 stats.target_counts, config)
         return (Vocabulary.from_counts(stats.source_counts, config.src_vocab_size,
                                        config.vocab_min_count),
                 Vocabulary.from_counts(stats.target_counts, config.tgt_vocab_size,
@@ -167,19 +172,24 @@ def tokenize_training_split(
 
 
 def prepare(options: TrainOptions, config: Config, run: RunDir, log: Callable[[str], None],
-            progress: Progress | None = None) -> tuple[Config, dict[str, Any]]:
+            progress: Progress | None = None, parent: adaptation.Parent | None = None
+            ) -> tuple[Config, dict[str, Any]]:
     """First start of a run: corpus, vocabularies and config written into ``run``, which
     must hold no run yet; a failure leaves no half-made run behind. ``options``
     (for_new_run's) and ``config`` are :func:`keras_nmt.train_options.new_run_config`'s,
-    checked. ``progress`` shows the long passes (SentencePiece, the scan) with their ETA.
-    Returns the config with the vocabulary sizes found and data.json's content."""
+    checked, or for a run adapted from ``parent`` keras_nmt.adaptation's: it keeps the
+    parent's SentencePiece models, or extends its word vocabularies with the new words,
+    and data.json records the parent. ``progress`` shows the long passes
+    (SentencePiece, the scan) with their ETA. Returns the config with the vocabulary
+    sizes found and data.json's content."""
     if run.is_initialised() or run.has_checkpoint():
         raise RunDirError(
             f"{run.path} already holds a run: pass --resume to continue it, or choose another --out"
         )
     existed = run.path.exists()
     try:
-        return _write_run_data(options, config, run, log, progress or Progress(enabled=False))
+        return _write_run_data(options, config, run, log, progress or Progress(enabled=False),
+                               parent)
     except BaseException:
         # A later start must not mistake what is left for a run.
         _remove_run_data(run, existed)
@@ -187,16 +197,23 @@ def prepare(options: TrainOptions, config: Config, run: RunDir, log: Callable[[s
 
 
 def _write_run_data(options: TrainOptions, config: Config, run: RunDir,
-                    log: Callable[[str], None], progress: Progress) -> tuple[Config, dict[str, Any]]:
+                    log: Callable[[str], None], progress: Progress,
+                    parent: adaptation.Parent | None) -> tuple[Config, dict[str, Any]]:
     run.create()
     corpus_dir = corpus_directory(options, run, log)
     splits, development, halved = find_splits(corpus_dir, options, run, log)
     kind = options.tokenizer or codecs.WORD
     lines = count_lines(splits["train"].source)  # the passes' totals, for their ETA
-    models = (sentencepiece_models(options, config, splits["train"], lines, run, progress)
-              if kind == codecs.SENTENCEPIECE else {})
+    models = {}
+    if kind == codecs.SENTENCEPIECE and parent is not None:
+        # The parent's models, whose pieces are its rows: the new data is cut into them.
+        models = parent.sentencepiece_models()
+        for lang, model in models.items():
+            run.sentencepiece_path(lang).write_bytes(model)
+    elif kind == codecs.SENTENCEPIECE:
+        models = sentencepiece_models(options, config, splits["train"], lines, run, progress)
     stats, (source_vocab, target_vocab) = tokenize_training_split(
-        options, config, splits["train"], lines, run, models, log, progress)
+        options, config, splits["train"], lines, run, models, log, progress, parent)
     config = config.replace(src_vocab_size=len(source_vocab), tgt_vocab_size=len(target_vocab))
     source_vocab.save(run.vocab_path(options.src))
     target_vocab.save(run.vocab_path(options.tgt))
@@ -224,6 +241,7 @@ def _write_run_data(options: TrainOptions, config: Config, run: RunDir,
         "source_left_out_most": (left_out_most(stats.source_counts, source_vocab)
                                  if kind == codecs.WORD else None),
         "options": options_record(options),
+        "parent": None if parent is None else parent.record(source_vocab, target_vocab),
     }
     write_json_atomic(run.data_path, info)
     # config.json last: its presence marks a run whose set-up is complete.

@@ -361,16 +361,24 @@ class RunDir:
 
         files = files or self.inspect(weights)
         model = TranslationModel(files.config, precision=precision)
+        latest = self.weights_checkpoint(files)
+        try:
+            model_weights.read_model(latest, model)
+        except RunDirError:
+            raise
+        except (tf.errors.OpError, ValueError) as error:
+            text = str(error).strip()
+            reason = text.splitlines()[0] if text else type(error).__name__
+            raise RunDirError(f"cannot read the weights in {latest}: {reason}") from None
+        return model
+
+    def weights_checkpoint(self, files: RunFiles) -> str:
+        """The checkpoint (its prefix) that :meth:`load_model` reads: the newest of the
+        first of ``files.checkpoint_dirs`` that TensorFlow finds one in."""
+        import tensorflow as tf
+
         for directory in files.checkpoint_dirs:
             latest = tf.train.latest_checkpoint(str(directory))
             if latest:
-                try:
-                    model_weights.read_model(latest, model)
-                except RunDirError:
-                    raise
-                except (tf.errors.OpError, ValueError) as error:
-                    text = str(error).strip()
-                    reason = text.splitlines()[0] if text else type(error).__name__
-                    raise RunDirError(f"cannot read the weights in {latest}: {reason}") from None
-                return model
+                return latest
         raise RunDirError(f"{self.path} holds no trained weights (no checkpoint)")

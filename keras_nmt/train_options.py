@@ -64,6 +64,12 @@ class TrainOptions:
     size: str | None = None
     preset: str | None = None  # a name of config.PRESETS: a size and a recipe
     lexicon: bool = True  # build the lexical table for vocabulary selection at the end
+    # A run directory whose weights the new run starts from (keras_nmt.adaptation): its
+    # architecture, tokenizer and vocabularies (extended with the new data's words) too.
+    init_from: str | None = None
+    init_weights: str = "reported"  # which of the parent's weights (rundir.WEIGHTS)
+    # Start from the parent's optimizer state (its last checkpoint's) instead of afresh.
+    keep_optimizer: bool = False
 
     def for_new_run(self) -> "TrainOptions":
         """These options with NEW_RUN_DEFAULTS where they are None, the size resolved."""
@@ -106,15 +112,23 @@ def resolve_config(options: TrainOptions) -> Config:
     overrides, in that order."""
     options = options.with_preset().for_new_run()
     values: dict[str, Any] = dict(config_lib.SIZES[options.size])
-    if options.recipe:
-        values.update(config_lib.RECIPES[options.recipe])
-        if config_lib.VARIANTS[options.variant]["architecture"] != "search":
-            # RNNencdec has no attention to fill an <unk> from: its words stay whole.
-            values.pop("vocab_min_count", None)
+    architecture = config_lib.VARIANTS[options.variant]["architecture"]
+    values.update(recipe_values(options.recipe, architecture))
     values.update(options.overrides)
     if options.seed is not None:
         values["seed"] = options.seed
     return config_lib.variant_config(options.variant, values)
+
+
+def recipe_values(recipe: str | None, architecture: str) -> dict[str, Any]:
+    """The fields a recipe (None: none) sets for a model of ``architecture``."""
+    if recipe is None:
+        return {}
+    values = dict(config_lib.RECIPES[recipe])
+    if architecture != "search":
+        # RNNencdec has no attention to fill an <unk> from: its words stay whole.
+        values.pop("vocab_min_count", None)
+    return values
 
 
 def check_sentencepiece_options(options: TrainOptions) -> None:
@@ -133,7 +147,24 @@ def check_sentencepiece_options(options: TrainOptions) -> None:
 
 def new_run_config(options: TrainOptions) -> Config:
     """A new run's configuration (vocabulary sizes before the corpus scan), after every
-    check of ``options`` (for_new_run's) that needs no corpus: nothing is written yet."""
+    check of ``options`` (for_new_run's) that needs no corpus: nothing is written yet.
+    A run adapted from another (``init_from``) takes keras_nmt.adaptation's instead."""
+    check_data_options(options)
+    config = resolve_config(options)
+    if config.tie_embeddings and not options.joint_vocabulary:
+        raise ConfigError("tie_embeddings needs --joint-vocabulary (--tokenizer sentencepiece): "
+                          "with a vocabulary per language an id is a different word on each side")
+    for given, what in ((config.freeze, "--freeze"), (config.parent_pull, "--set parent_pull")):
+        if given:
+            raise ConfigError(f"{what} holds a run to the weights it starts from: it needs "
+                              "--init-from PARENT_RUN")
+    config_lib.check_optimizer_fields(config, options.overrides)
+    return config
+
+
+def check_data_options(options: TrainOptions) -> None:
+    """ConfigError or CorpusError for options of a new run's data that contradict each
+    other or would change nothing."""
     if options.data != wmt14.NAME:
         misplaced = [flag for flag, value in (
             ("--max-train-pairs", options.max_train_pairs), ("--cache-dir", options.cache_dir),
@@ -150,9 +181,3 @@ def new_run_config(options: TrainOptions) -> Config:
     if options.paper_size and options.size not in (None, "paper"):
         raise ConfigError(f"--paper-size is --size paper: it contradicts --size {options.size}")
     check_sentencepiece_options(options)
-    config = resolve_config(options)
-    if config.tie_embeddings and not options.joint_vocabulary:
-        raise ConfigError("tie_embeddings needs --joint-vocabulary (--tokenizer sentencepiece): "
-                          "with a vocabulary per language an id is a different word on each side")
-    config_lib.check_optimizer_fields(config, options.overrides)
-    return config

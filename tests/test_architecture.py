@@ -19,7 +19,7 @@ LAYERS = (
     ("model", ("layers/", "models", "search/")),
     ("run directory", ("rundir", "ensemble", "averaging")),
     ("jobs", ("training/", "evaluation/", "translation", "translator", "train_options",
-              "run_data", "resume", "export/", "serving/")),
+              "run_data", "resume", "adaptation", "export/", "serving/")),
     ("orchestration", ("experiment",)),
     ("entry points", ("cli/",)),
 )

@@ -10,10 +10,11 @@ from keras_nmt.cli.common import (
     run_main,
 )
 from keras_nmt.config import (
-    DEFAULT_VARIANT, PRECISIONS, PRESETS, RECIPES, SIZES, VARIANTS, budget_recipe_summary,
+    DEFAULT_VARIANT, FREEZABLE, PRECISIONS, PRESETS, RECIPES, SIZES, VARIANTS, budget_recipe_summary,
     parse_overrides, variant_config,
 )
 from keras_nmt.errors import RunDirError, StrategyError
+from keras_nmt.rundir import WEIGHTS
 from keras_nmt.text.sentencepiece import MODEL_TYPES
 
 PROG = "keras-nmt train"
@@ -100,6 +101,28 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     )
     parser.add_argument("--seed", type=int, help="random seed (default: the config's)")
     parser.add_argument(
+        "--init-from", metavar="PARENT_RUN",
+        help="start a new run from the weights of the run PARENT_RUN, on --data: its "
+        "architecture, languages and tokenizer; its word vocabularies extended with the new "
+        "data's words (a parent's word keeps its id and learned rows), or its SentencePiece "
+        "models kept; --set and --recipe change how the child trains",
+    )
+    parser.add_argument(
+        "--weights", choices=WEIGHTS, default=None,
+        help="with --init-from: which of the parent's weights to start from: 'reported' (the "
+        "default: those its report used), 'best', 'last' or 'averaged'",
+    )
+    parser.add_argument(
+        "--keep-optimizer", action="store_true",
+        help="with --init-from: start from the optimizer state of the parent's last "
+        "checkpoint (its moments and update count) instead of a fresh optimizer",
+    )
+    parser.add_argument(
+        "--freeze", metavar="PARTS",
+        help="with --init-from: a comma list of the parts training leaves exactly as the "
+        f"parent's: {', '.join(FREEZABLE)} (the same as --set freeze=PARTS)",
+    )
+    parser.add_argument(
         "--size", choices=tuple(SIZES),
         help="the model size: 'paper' (m=620, n=n'=1000, l=500, Adadelta, batch 80; the "
         "default on your own corpus, days on a CPU), 'medium' (256/256/256/128, Adam 2e-3, "
@@ -149,7 +172,19 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                      help="do not compile with XLA, also on a GPU")
     parser.rename("--src", "--src-lang")
     parser.rename("--tgt", "--tgt-lang")
+    parser.add_check(_check_init_from)
     return parser
+
+
+def _check_init_from(args: argparse.Namespace) -> None:
+    """The options of --init-from: only with it, and never with --resume."""
+    if args.init_from and args.resume:
+        raise ValueError("--init-from starts a new run from another's weights: not with "
+                         "--resume, which continues a run from its own")
+    for flag, given in (("--weights", args.weights is not None),
+                        ("--keep-optimizer", args.keep_optimizer)):
+        if given and not args.init_from:
+            raise ValueError(f"{flag} needs --init-from PARENT_RUN")
 
 
 
@@ -165,6 +200,8 @@ def _train(args, console: Console) -> int:
     overrides = parse_overrides(args.overrides)
     if args.precision:
         overrides["precision"] = args.precision
+    if args.freeze is not None:
+        overrides["freeze"] = args.freeze
     distribute.check(args.strategy)
     if args.jit and args.strategy != "default":
         raise StrategyError("--jit works with --strategy default only")
@@ -186,7 +223,8 @@ def _train(args, console: Console) -> int:
         subword_samples=args.subword_samples, subword_alpha=args.subword_alpha,
         sentencepiece_type=args.sentencepiece_type,
         strategy=args.strategy, jit=args.jit, recipe=args.recipe, lexicon=not args.no_lexicon,
-        size=args.size, preset=args.preset,
+        size=args.size, preset=args.preset, init_from=args.init_from,
+        init_weights=args.weights or "reported", keep_optimizer=args.keep_optimizer,
     )
     experiment.train(options)
     return 0

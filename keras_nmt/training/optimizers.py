@@ -90,6 +90,21 @@ def make_optimizer(config: Config) -> keras.optimizers.Optimizer:
     return keras.optimizers.SGD(learning_rate=config.learning_rate)
 
 
+# The state each optimizer keeps per trained variable: Keras's attribute names, lists in
+# the order of the variables the optimizer was built with (SGD keeps none without momentum).
+SLOTS = {"adadelta": ("_accumulated_grads", "_accumulated_delta_vars"),
+         "adam": ("_momentums", "_velocities"), "sgd": ("momentums",)}
+
+
+def slot_variables(optimizer: keras.optimizers.Optimizer, kind: str, variable) -> list:
+    """The state ``optimizer`` (of ``kind``, a name of config.OPTIMIZERS) keeps for
+    ``variable``, one of those it was built with: what a run that keeps its parent's
+    optimizer (``train --init-from --keep-optimizer``) copies."""
+    index = optimizer._get_variable_index(variable)
+    return [getattr(optimizer, name)[index] for name in SLOTS[kind]
+            if getattr(optimizer, name, None)]
+
+
 def _values(gradient):
     return gradient.values if isinstance(gradient, tf.IndexedSlices) else gradient
 

@@ -13,6 +13,7 @@ from keras_nmt.config import Config
 from keras_nmt.constants import PAD_ID
 from keras_nmt.models import TranslationModel, sampled_sentence_nll, sentence_nll
 from keras_nmt.training import optimizers
+from keras_nmt.training.pull import ParentPull
 
 BATCH_SIGNATURE = (
     tf.TensorSpec([None, None], tf.int32, name="source_ids"),
@@ -35,7 +36,11 @@ class StepFunctions:
     ``step``: the update counter, which seeds the sampled softmax. ``loss_scale``: a
     :class:`~keras_nmt.training.optimizers.DynamicLossScale`, or None to train unscaled.
     ``strategy``: None for one device; otherwise the model and optimizer must have been
-    built in its scope."""
+    built in its scope. ``variables``: the weights an update differentiates and changes
+    (None: every trainable weight of the model); a frozen weight is left out, so that no
+    optimizer state or update ever reaches it. ``pull``: a
+    :class:`~keras_nmt.training.pull.ParentPull` whose penalty the update adds to the
+    loss it differentiates (the loss it returns stays the NLL)."""
 
     config: Config
     model: TranslationModel
@@ -43,6 +48,20 @@ class StepFunctions:
     step: tf.Variable
     loss_scale: optimizers.DynamicLossScale | None = None
     strategy: tf.distribute.Strategy | None = None
+    variables: list | None = None
+    pull: ParentPull | None = None
+
+    @property
+    def trained(self) -> list:
+        """The weights an update changes."""
+        return self.model.trainable_variables if self.variables is None else self.variables
+
+    def objective(self, loss, share: float = 1.0):
+        """What an update differentiates: ``loss`` plus ``share`` of the pull's penalty
+        (the whole of it on one device, a replica's part of it otherwise)."""
+        if self.pull is None:
+            return loss
+        return loss + tf.cast(self.pull.penalty() * share, loss.dtype)
 
     def compiled_train_step(self, jit_compile: bool = False):
         step_fn = self.train_step if self.strategy is None else self.distributed_train_step
@@ -81,8 +100,8 @@ class StepFunctions:
         with tf.GradientTape() as tape:
             nll = self.training_nll(source_ids, target_in, target_out)
             loss = tf.reduce_mean(nll)
-            scaled = self.scale_loss(loss)
-        variables = self.model.trainable_variables
+            scaled = self.scale_loss(self.objective(loss))
+        variables = self.trained
         gradients = optimizers.combine_rows(self.unscale(tape.gradient(scaled, variables)))
         clipped, norm = tf.clip_by_global_norm(gradients, self.config.clipnorm)
         self.apply(clipped, variables, self.finite(gradients))
@@ -132,7 +151,9 @@ class StepFunctions:
                 batch, context.replica_id_in_sync_group, context.num_replicas_in_sync
             )
         )
-        variables = self.model.trainable_variables
+        variables = self.trained
+        # Every replica adds its share of the penalty: the all-reduced sum is the whole.
+        share = 1.0 / strategy.num_replicas_in_sync
 
         def replica_step(rows):
             source_ids, target_in, target_out = rows
@@ -141,7 +162,7 @@ class StepFunctions:
                 nll_sum = tf.reduce_sum(self.training_nll(
                     source_ids, target_in, target_out, batch_targets=batch[2]))
                 loss = nll_sum / sentences
-                scaled = self.scale_loss(loss)
+                scaled = self.scale_loss(self.objective(loss, share))
             gradients = optimizers.combine_rows(replica.all_reduce(
                 tf.distribute.ReduceOp.SUM, self.unscale(tape.gradient(scaled, variables))
             ))

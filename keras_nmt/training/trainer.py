@@ -20,6 +20,7 @@ from keras_nmt.rundir import RunDir
 from keras_nmt.training.checkpoints import CheckpointStore
 from keras_nmt.training.limits import Limits, check_limits
 from keras_nmt.training.optimizers import DynamicLossScale, make_optimizer
+from keras_nmt.training.pull import ParentPull
 from keras_nmt.training.schedules import scheduled_learning_rate
 from keras_nmt.training.status import EpochEstimate, evaluation_line, status_line
 from keras_nmt.training.steps import StepFunctions
@@ -58,10 +59,15 @@ class Trainer:
         progress: Progress | None = None,
         strategy: tf.distribute.Strategy | None = None,
         jit_compile: bool = False,
+        variables: list | None = None,
+        pull: ParentPull | None = None,
     ):
         """``strategy``: None trains on one device; otherwise ``model`` must have been
         built in ``strategy.scope()``. Only the chief writes into ``run``
-        (:class:`~keras_nmt.training.checkpoints.CheckpointStore`)."""
+        (:class:`~keras_nmt.training.checkpoints.CheckpointStore`). ``variables``: the
+        weights training updates (None: all of the model's trainable ones), in the
+        model's order; ``pull``: the pull toward a parent's weights, made in the same
+        scope, checkpointed with the rest of the state."""
         self.config = config
         self.model = model
         self.run = run
@@ -73,7 +79,9 @@ class Trainer:
         self.progress = progress if progress and self.is_chief else Progress(enabled=False)
         with distribute.scope(strategy):
             self.optimizer = make_optimizer(config)
-            self.optimizer.build(model.trainable_variables)
+            # Only the trained weights get optimizer state: a frozen one is never updated.
+            self.variables = list(model.trainable_variables if variables is None else variables)
+            self.optimizer.build(self.variables)
             # float16 gradients underflow: scale the loss up, the gradients down.
             self.loss_scale = (DynamicLossScale()
                                if config.precision == "mixed_float16" else None)
@@ -87,6 +95,7 @@ class Trainer:
             model=model,
             optimizer=self.optimizer,
             **({"loss_scale": self.loss_scale} if self.loss_scale is not None else {}),
+            **({"parent_pull": pull} if pull is not None else {}),
             iterator=self.iterator,
             step=self.step,
             sentences=self.sentences,
@@ -96,7 +105,7 @@ class Trainer:
         )
         self.checkpoints = CheckpointStore(state, model, self.step, run, config, self.is_chief)
         self.step_functions = StepFunctions(config, model, self.optimizer, self.step,
-                                            self.loss_scale, strategy)
+                                            self.loss_scale, strategy, self.variables, pull)
         self.train_step = self.step_functions.compiled_train_step(jit_compile)
         self.eval_step = self.step_functions.compiled_eval_step()
         self.scalars = Scalars(run.tensorboard, enabled=self.is_chief)

@@ -1,0 +1,547 @@
+"""train --init-from: a run that starts from another's weights. The vocabulary update,
+the rows copied, the frozen parts, the pull toward the parent, a child trained,
+translated and resumed, and the one-line errors.
+
+The parent is the session's ``tiny_run`` (read only) or a copy of it; the new data is
+``tiny_corpus``'s first pairs with invented words (``new_corpus``)."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from support import FIXED_BATCH_SETTINGS, fixed_batches, tiny_args
+
+# The invented words of new_corpus, each side's twice or more (so vocab_min_count=2
+# keeps them), and one pair seen once (so it reads as <unk> there and gets a dictionary
+# entry).
+NEW_WORDS = [("zorblax", "zorblaxe"), ("quintel", "quintelle"), ("morvath", "morvathe")]
+ONCE = ("blorptic", "blorptique")
+
+
+@pytest.fixture(scope="module")
+def new_corpus(tiny_corpus, tmp_path_factory):
+    """120 / 20 / 20 pairs of tiny_corpus, every other one after a short sentence with a
+    new word, and one training pair with a word seen once."""
+    out = tmp_path_factory.mktemp("new-corpus")
+    for split, count in (("train", 120), ("valid", 20), ("test", 20)):
+        source = (tiny_corpus / f"{split}.en").read_text(encoding="utf-8").splitlines()[:count]
+        target = (tiny_corpus / f"{split}.fr").read_text(encoding="utf-8").splitlines()[:count]
+        for i in range(0, count, 2):
+            word, translation = NEW_WORDS[i // 2 % len(NEW_WORDS)]
+            source[i] = f"The {word} sings. {source[i]}"
+            target[i] = f"Le {translation} chante. {target[i]}"
+        if split == "train":
+            source[1], target[1] = f"The {ONCE[0]} sings.", f"Le {ONCE[1]} chante."
+        (out / f"{split}.en").write_text("\n".join(source) + "\n", encoding="utf-8")
+        (out / f"{split}.fr").write_text("\n".join(target) + "\n", encoding="utf-8")
+    return out
+
+
+@pytest.fixture
+def run_train(cli_runner):
+    return lambda *args: cli_runner("train", *args, prog="train.py")
+
+
+def assert_refused(result, *expected):
+    """One error line, the last on stderr, that says each of ``expected``."""
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.splitlines()
+    assert [line for line in lines if line.startswith("train.py")] == lines[-1:], lines
+    assert lines[-1].startswith("train.py: error: "), lines
+    assert all(text in lines[-1] for text in expected), lines[-1]
+    assert "Traceback" not in result.stderr
+
+
+def model_at(run_dir, checkpoint):
+    """The model of ``run_dir`` with the weights of ``checkpoint`` (a prefix), by path."""
+    from keras_nmt import model_weights
+    from keras_nmt.models import TranslationModel
+    from keras_nmt.rundir import RunDir
+
+    model = TranslationModel(RunDir(run_dir).load_config())
+    model_weights.read_model(str(checkpoint), model)
+    return {path: variable.numpy()
+            for path, variable in model_weights.model_variables(model).items()}
+
+
+def tiny_model(**settings):
+    import keras
+
+    from keras_nmt.config import variant_config
+    from keras_nmt.models import TranslationModel
+
+    keras.utils.set_random_seed(3)
+    values = {**FIXED_BATCH_SETTINGS, **settings}
+    return TranslationModel(variant_config(values.pop("variant", "search50"), values))
+
+
+# ---------------------------------------------------------------- the vocabulary update
+
+def test_a_childs_vocabulary_is_the_parents_then_the_frequent_new_words():
+    from keras_nmt.adaptation import extended_vocabulary
+    from keras_nmt.constants import RESERVED
+    from keras_nmt.vocab import Vocabulary
+
+    parent = Vocabulary(list(RESERVED) + ["the", "cat", "sat"])
+    counts = {"dog": 5, "the": 9, "emu": 5, "gnu": 1, "yak": 3, "cat": 1}
+    child = extended_vocabulary(parent, counts, size=10, min_count=2)
+    # The parent's ids are the same words, seen or not; then by count, ties by the word.
+    assert child.tokens == parent.tokens + ("dog", "emu", "yak")
+    assert extended_vocabulary(parent, counts, size=9, min_count=2).tokens == \
+        parent.tokens + ("dog", "emu")
+    assert extended_vocabulary(parent, counts, size=7, min_count=1).tokens == parent.tokens
+
+
+# ---------------------------------------------------------------- the weights a child takes
+
+@pytest.mark.parametrize("variant", ["search50", "encdec50"])
+def test_the_weights_indexed_by_word_are_the_ones_the_update_extends(variant):
+    """Every weight with an axis of a vocabulary's size is listed, with its side and axis
+    (the sizes are chosen so that no other dimension equals them)."""
+    from keras_nmt.adaptation import VOCABULARY_WEIGHTS
+    from keras_nmt.model_weights import model_variables
+
+    model = tiny_model(variant=variant, src_vocab_size=37, tgt_vocab_size=41)
+    sizes = {"source": 37, "target": 41}
+    found = {}
+    for path, variable in model_variables(model).items():
+        for axis, size in enumerate(variable.shape):
+            for side, vocab_size in sizes.items():
+                if size == vocab_size:
+                    found[path] = (side, axis)
+    assert found == VOCABULARY_WEIGHTS
+
+
+@pytest.mark.parametrize("variant", ["search50", "encdec50"])
+def test_every_weight_is_in_exactly_one_part_that_freeze_names(variant):
+    from keras_nmt.adaptation import PARTS, part_of
+    from keras_nmt.config import FREEZABLE
+    from keras_nmt.model_weights import model_variables
+
+    assert tuple(sorted(name for name, _ in PARTS)) == tuple(sorted(FREEZABLE))
+    parts = {path: part_of(path) for path in model_variables(tiny_model(variant=variant))}
+    assert parts["decoder/readout/output_kernel"] == "output"
+    assert parts["decoder/readout/state_kernel"] == "readout"
+    assert parts["decoder/embedding/_embeddings"] == "embeddings"
+    assert parts["encoder/forward_rnn/cell/kernel"] == "encoder"
+    assert parts["decoder/cell/recurrent_kernel"] == "decoder"
+    expected = set(FREEZABLE) - ({"attention"} if variant.startswith("encdec") else set())
+    assert set(parts.values()) == expected
+
+
+def test_a_child_copies_the_parents_rows_and_starts_new_words_as_unk():
+    from keras_nmt.adaptation import initialize
+    from keras_nmt.constants import RESERVED, UNK_ID
+    from keras_nmt.model_weights import model_variables
+    from keras_nmt.vocab import Vocabulary
+
+    parent_vocabs = tuple(Vocabulary(list(RESERVED) + [f"{side}{i}" for i in range(6)])
+                          for side in "st")
+    vocabs = (Vocabulary(parent_vocabs[0].tokens + ("new",)),
+              Vocabulary(parent_vocabs[1].tokens + ("n1", "n2", "n3")))
+    parent = tiny_model()
+    child = tiny_model(src_vocab_size=11, tgt_vocab_size=13)
+    initialize(child, parent, parent_vocabs, vocabs)
+    theirs = {path: v.numpy() for path, v in model_variables(parent).items()}
+    ours = {path: v.numpy() for path, v in model_variables(child).items()}
+    for path in set(theirs) - {"encoder/embedding/_embeddings", "decoder/embedding/_embeddings",
+                               "decoder/readout/output_kernel", "decoder/readout/output_bias"}:
+        assert np.array_equal(ours[path], theirs[path]), path
+    # The parent's rows exactly, then copies of <unk>'s; the bias lowered by log 3.
+    source = ours["encoder/embedding/_embeddings"]
+    assert np.array_equal(source[:10], theirs["encoder/embedding/_embeddings"])
+    assert np.array_equal(source[10], theirs["encoder/embedding/_embeddings"][UNK_ID])
+    target = ours["decoder/embedding/_embeddings"]
+    assert np.array_equal(target[:10], theirs["decoder/embedding/_embeddings"])
+    assert np.array_equal(target[10:], np.repeat(target[UNK_ID:UNK_ID + 1], 3, axis=0))
+    kernel = ours["decoder/readout/output_kernel"]
+    assert np.array_equal(kernel[:, :10], theirs["decoder/readout/output_kernel"])
+    assert np.array_equal(kernel[:, 12], kernel[:, UNK_ID])
+    bias = ours["decoder/readout/output_bias"]
+    assert np.array_equal(bias[:10], theirs["decoder/readout/output_bias"])
+    np.testing.assert_allclose(bias[10:], bias[UNK_ID] - np.log(3.0), rtol=1e-6)
+    # The new words together are as likely as <unk> is, wherever the model is.
+    hidden = np.random.default_rng(0).normal(size=(5, kernel.shape[0])).astype(np.float32)
+    logits = hidden @ kernel + bias
+    np.testing.assert_allclose(np.exp(logits[:, 10:]).sum(1), np.exp(logits[:, UNK_ID]),
+                               rtol=1e-5)
+    with pytest.raises(Exception, match="does not begin with its parent's words"):
+        initialize(child, parent, parent_vocabs,
+                   (Vocabulary(list(RESERVED) + ["new"] + [f"s{i}" for i in range(6)]),
+                    vocabs[1]))
+
+
+# ---------------------------------------------------------------- freeze and pull
+
+def test_frozen_parts_are_bit_identical_and_get_no_optimizer_state(tmp_path):
+    """Adam with a freeze: the frozen weights come out of the updates bit for bit, and
+    the optimizer holds no state for them."""
+    import keras
+
+    from keras_nmt.adaptation import part_of, setup_training
+    from keras_nmt.config import variant_config
+    from keras_nmt.model_weights import model_variables
+    from keras_nmt.models import TranslationModel
+    from keras_nmt.rundir import RunDir
+    from keras_nmt.training import Limits, Trainer
+
+    keras.utils.set_random_seed(0)
+    config = variant_config("search50", {**FIXED_BATCH_SETTINGS, "optimizer": "adam",
+                                         "learning_rate": 0.05,
+                                         "freeze": "embeddings,attention,output"})
+    model = TranslationModel(config)
+    variables, pull = setup_training(model, config, {})
+    assert pull is None
+    paths = model_variables(model)
+    before = {path: v.numpy().copy() for path, v in paths.items()}
+    trainer = Trainer(config, model, RunDir(tmp_path), fixed_batches(),
+                      lambda: fixed_batches().take(1), train_pairs=2, variables=variables)
+    trainer.fit(Limits(max_steps=4))
+    frozen = {path for path in paths if part_of(path) in config.frozen_parts}
+    assert {"decoder/readout/output_kernel", "decoder/attention/key_kernel",
+            "encoder/embedding/_embeddings"} <= frozen
+    for path, variable in paths.items():
+        changed = not np.array_equal(variable.numpy(), before[path])
+        assert changed == (path not in frozen), path
+    kept = {id(v) for v in trainer.optimizer._trainable_variables}
+    assert kept == {id(v) for path, v in paths.items() if path not in frozen}
+
+
+def test_the_pull_gradient_is_strength_times_the_distance_on_the_parents_rows():
+    import tensorflow as tf
+
+    from keras_nmt.model_weights import model_variables
+    from keras_nmt.training.pull import ParentPull
+
+    model = tiny_model()
+    paths = model_variables(model)
+    names = ["decoder/readout/output_kernel", "encoder/embedding/_embeddings",
+             "decoder/cell/bias"]
+    variables = [paths[name] for name in names]
+    rows = [(1, 7), (0, 6), None]  # the parent had 7 target and 6 source words
+    pull = ParentPull(0.3, variables, rows)
+    rng = np.random.default_rng(1)
+    for variable in variables:  # training moved every weight away from the anchors
+        variable.assign(variable.numpy() + rng.normal(size=variable.shape).astype(np.float32))
+    with tf.GradientTape() as tape:
+        penalty = pull.penalty()
+    gradients = tape.gradient(penalty, variables)
+    distance = [v.numpy() - a.numpy() for v, a in zip(variables, pull.anchors)]
+    masks = [np.zeros(variable.shape) for variable in variables[:2]]
+    masks.append(np.ones(variables[2].shape))
+    masks[0][:, :7] = 1
+    masks[1][:6] = 1
+    for gradient, d, mask in zip(gradients, distance, masks):
+        np.testing.assert_allclose(tf.convert_to_tensor(gradient).numpy(), 0.3 * d * mask,
+                                   rtol=1e-5, atol=1e-7)
+    expected = 0.15 * sum(float(np.sum((d * mask) ** 2)) for d, mask in zip(distance, masks))
+    np.testing.assert_allclose(float(penalty), expected, rtol=1e-5)
+
+
+def test_the_pull_changes_an_update_as_its_formula_says():
+    """One SGD update with the pull against one without, from the same weights: the
+    difference is -learning_rate x strength x (w - w_parent) on the parent's rows, and
+    nothing on a new word's."""
+    import tensorflow as tf
+
+    from keras_nmt.config import variant_config
+    from keras_nmt.model_weights import model_variables
+    from keras_nmt.training.optimizers import make_optimizer
+    from keras_nmt.training.pull import ParentPull
+    from keras_nmt.training.steps import StepFunctions
+
+    settings = {"optimizer": "sgd", "learning_rate": 0.1, "clipnorm": 1e9}
+    config = variant_config("search50", {**FIXED_BATCH_SETTINGS, **settings})
+    (source, target_in), target_out = next(iter(fixed_batches()))
+
+    def one_update(strength):
+        """(the weights before, the anchors, the weights after), by path."""
+        model = tiny_model(**settings)  # seeded: the same weights every time
+        variables = model.trainable_variables
+        paths = {id(v): path for path, v in model_variables(model).items()}
+        before = {paths[id(v)]: v.numpy() for v in variables}
+        pull = anchors = None
+        if strength:
+            # The parent had 8 of the 10 target words.
+            rows = [(1, 8) if paths[id(v)] == "decoder/readout/output_kernel" else None
+                    for v in variables]
+            pull = ParentPull(strength, variables, rows)
+            for anchor in pull.anchors:  # a parent elsewhere than the start
+                anchor.assign(anchor.numpy() + 0.01 * np.sign(anchor.numpy() + 1e-3))
+            anchors = {paths[id(v)]: a.numpy() for v, a in zip(variables, pull.anchors)}
+        optimizer = make_optimizer(config)
+        optimizer.build(variables)
+        steps = StepFunctions(config, model, optimizer, tf.Variable(0, dtype=tf.int64),
+                              variables=variables, pull=pull)
+        steps.train_step(source, target_in, target_out)
+        return before, anchors, {paths[id(v)]: v.numpy() for v in variables}
+
+    start, _, plain = one_update(0.0)
+    same_start, anchors, pulled = one_update(2.0)
+    for path, value in plain.items():
+        assert np.array_equal(start[path], same_start[path])
+        expected = -0.1 * 2.0 * (start[path] - anchors[path])
+        if path == "decoder/readout/output_kernel":
+            expected[:, 8:] = 0.0
+        np.testing.assert_allclose(pulled[path] - value, expected, rtol=1e-3, atol=1e-6,
+                                   err_msg=path)
+
+
+def test_freeze_and_parent_pull_are_checked():
+    from keras_nmt.config import variant_config
+    from keras_nmt.errors import ConfigError
+
+    assert variant_config("search50", {"freeze": " encoder, output,encoder"}).frozen_parts == \
+        ("encoder", "output")
+    for values, message in (
+            ({"freeze": "encoder,wings"}, "freeze: no part named 'wings'"),
+            ({"freeze": "embeddings,encoder,attention,decoder,readout,output"},
+             "nothing would be trained"),
+            ({"parent_pull": -1.0}, "parent_pull must be >= 0")):
+        with pytest.raises(ConfigError, match=message):
+            variant_config("search50", values)
+    with pytest.raises(ConfigError, match="no attention to freeze"):
+        variant_config("encdec50", {"freeze": "attention"})
+    with pytest.raises(ConfigError, match="nothing would be trained"):
+        variant_config("encdec50", {"freeze": "embeddings,encoder,decoder,readout,output"})
+
+
+# ---------------------------------------------------------------- a child, end to end
+
+@pytest.fixture(scope="module")
+def child(cli_runner, tiny_run, new_corpus, tmp_path_factory):
+    """A child of tiny_run on new_corpus: 3 updates with the embeddings and encoder
+    frozen, the pull on, the parent's optimizer state kept and words seen once as <unk>
+    (so that it builds an unknown-word dictionary, which its parent has none of)."""
+    out = tmp_path_factory.mktemp("child") / "run"
+    result = cli_runner("train", "--init-from", tiny_run, "--data", new_corpus, "--out", out,
+                        "--max-steps", 3, "--freeze", "embeddings,encoder", "--keep-optimizer",
+                        "--set", "parent_pull=0.5", "--set", "vocab_min_count=2",
+                        prog="train.py")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out, result
+
+
+def test_a_child_keeps_the_parents_ids_and_adds_the_new_words(child, tiny_run):
+    out, result = child
+    for lang in ("en", "fr"):
+        theirs = (tiny_run / f"vocab.{lang}.txt").read_text(encoding="utf-8").splitlines()
+        ours = (out / f"vocab.{lang}.txt").read_text(encoding="utf-8").splitlines()
+        assert ours[:len(theirs)] == theirs
+        side = 0 if lang == "en" else 1
+        assert {pair[side] for pair in NEW_WORDS} <= set(ours[len(theirs):])
+        assert ONCE[side] not in ours  # seen once, under vocab_min_count=2
+    info = json.loads((out / "data.json").read_text())
+    record = info["parent"]
+    assert record["run"] == str(tiny_run.resolve())
+    assert record["source_words"] == len((tiny_run / "vocab.en.txt").read_text().splitlines())
+    assert record["new_source_words"] >= len(NEW_WORDS)
+    assert record["step"] == int(record["checkpoint"].rsplit("-", 1)[1])
+    assert record["optimizer_checkpoint"].startswith(str((tiny_run / "checkpoints").resolve()))
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["parent"] == record and summary["updates"] == 3
+    assert f"starting from {tiny_run.resolve()}" in result.stderr
+
+
+def test_a_child_starts_with_its_parents_weights_and_keeps_the_frozen_ones(child):
+    """At step 0 every weight is the parent's (the parent's rows exactly, new rows as
+    <unk>'s); after training the frozen parts are bit for bit what they were, and the
+    others moved."""
+    from keras_nmt.adaptation import part_of
+    from keras_nmt.constants import UNK_ID
+
+    out, _ = child
+    record = json.loads((out / "data.json").read_text())["parent"]
+    parent = model_at(record["run"], record["checkpoint"])
+    start = model_at(out, out / "checkpoints" / "ckpt-0")
+    end = model_at(out, out / "checkpoints" / "ckpt-3")
+    source, target = record["source_words"], record["target_words"]
+    shared = {"encoder/embedding/_embeddings": np.s_[:source],
+              "decoder/embedding/_embeddings": np.s_[:target],
+              "decoder/readout/output_kernel": np.s_[:, :target],
+              "decoder/readout/output_bias": np.s_[:target]}
+    for path, value in parent.items():
+        assert np.array_equal(start[path][shared.get(path, ...)], value), path
+    assert np.array_equal(start["encoder/embedding/_embeddings"][source:],
+                          np.repeat(parent["encoder/embedding/_embeddings"][UNK_ID:UNK_ID + 1],
+                                    record["new_source_words"], axis=0))
+    unchanged = {path for path in start if np.array_equal(end[path], start[path])}
+    frozen = {path for path in start if part_of(path) in ("embeddings", "encoder")}
+    assert frozen <= unchanged and "encoder/embedding/_embeddings" in frozen
+    # The alignment model's weights, under v_a of about 1e-10 after 10 updates, may move
+    # by less than their last bit; every other trained weight moved.
+    assert unchanged - frozen <= {path for path in start if part_of(path) == "attention"}
+
+
+def test_a_child_keeps_its_parents_optimizer_state(child):
+    """--keep-optimizer: the child's step-0 state of a shared weight is the parent's last
+    checkpoint's, its new words' rows empty, and the update count continues."""
+    import tensorflow as tf
+
+    from keras_nmt.adaptation import trained_variables
+    from keras_nmt.model_weights import model_variables
+    from keras_nmt.models import TranslationModel
+    from keras_nmt.rundir import RunDir
+    from keras_nmt.training.optimizers import make_optimizer, slot_variables
+
+    out, _ = child
+    record = json.loads((out / "data.json").read_text())["parent"]
+    states = {}
+    for run, checkpoint in ((record["run"], record["optimizer_checkpoint"]),
+                            (out, str(out / "checkpoints" / "ckpt-0"))):
+        config = RunDir(run).load_config()
+        model = TranslationModel(config)
+        optimizer = make_optimizer(config)
+        optimizer.build(trained_variables(model, config))
+        tf.train.Checkpoint(optimizer=optimizer).read(checkpoint).expect_partial()
+        paths = model_variables(model)
+        states[run] = (int(optimizer.iterations.numpy()), {
+            path: [s.numpy() for s in slot_variables(optimizer, config.optimizer, paths[path])]
+            for path in ("decoder/readout/output_kernel", "decoder/cell/recurrent_kernel")})
+    (their_count, theirs), (our_count, ours) = states[record["run"]], states[out]
+    assert our_count == their_count > 0
+    assert all(len(slots) == 2 for slots in ours.values())  # tiny_run's Adadelta
+    target = record["target_words"]
+    for ours_slot, theirs_slot in zip(ours["decoder/readout/output_kernel"],
+                                      theirs["decoder/readout/output_kernel"]):
+        assert np.array_equal(ours_slot[:, :target], theirs_slot) and np.abs(theirs_slot).sum() > 0
+        assert not ours_slot[:, target:].any()
+    for ours_slot, theirs_slot in zip(ours["decoder/cell/recurrent_kernel"],
+                                      theirs["decoder/cell/recurrent_kernel"]):
+        assert np.array_equal(ours_slot, theirs_slot)
+
+
+def test_a_childs_tables_are_rebuilt_from_its_own_data(child, tiny_run):
+    from keras_nmt.rundir import RunDir
+
+    out, _ = child
+    lexicon = RunDir(out).load_lexicon()  # checked against the child's vocabularies
+    assert lexicon.info["corpus_lines"] == 120
+    assert RunDir(tiny_run).load_lexicon().info["corpus_lines"] == 400
+    # The parent keeps every word (no dictionary); the child's words seen once are <unk>.
+    assert not (tiny_run / "dictionary.tsv").exists()
+    entries = RunDir(out).load_dictionary()
+    assert entries[ONCE[0]] == ONCE[1]
+
+
+def test_a_child_translates_like_any_run(child, cli_runner):
+    out, _ = child
+    lines = "The zorblax sings.\nThe cat sees the dog.\n"
+    result = cli_runner("translate", out, "--quiet", stdin=lines)
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 2
+
+
+# ---------------------------------------------------------------- resume and errors
+
+def test_a_child_resumes_from_its_own_checkpoint_without_its_parent(run_train, tiny_run,
+                                                                    new_corpus, tmp_path):
+    """Stopped after 1 update, the child resumes at step 1 with its parent gone (its
+    weights and the pull's anchors are its own checkpoint's), still frozen where it was;
+    --init-from with --resume, or another --freeze, is refused."""
+    parent = tmp_path / "parent"
+    shutil.copytree(tiny_run, parent, ignore=shutil.ignore_patterns("tensorboard"))
+    out = tmp_path / "child"
+    first = run_train("--init-from", parent, "--data", new_corpus, "--out", out,
+                      "--max-steps", 1, "--freeze", "output", "--set", "parent_pull=0.1",
+                      "--no-lexicon", "--quiet")
+    assert first.returncode == 0, first.stderr[-3000:]
+    step_1 = model_at(out, out / "checkpoints" / "ckpt-1")
+    shutil.rmtree(parent)
+    assert_refused(run_train("--init-from", tiny_run, "--resume", "--out", out),
+                   "--init-from starts a new run from another's weights: not with --resume")
+    assert_refused(run_train("--resume", "--out", out, "--freeze", "encoder"),
+                   "--set freeze=encoder does not match the run")
+    second = run_train("--resume", "--out", out, "--max-steps", 2, "--no-lexicon")
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "resumed at step 1" in second.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["updates"] == 2 and summary["parent"]["run"] == str(parent.resolve())
+    end = model_at(out, out / "checkpoints" / "ckpt-2")
+    for path in ("decoder/readout/output_kernel", "decoder/readout/output_bias"):
+        assert np.array_equal(end[path], step_1[path]), path
+    assert not np.array_equal(end["decoder/cell/input_kernel"], step_1["decoder/cell/input_kernel"])
+
+
+@pytest.fixture
+def unreadable_parent(tiny_run, tmp_path):
+    """A copy of tiny_run whose best weights' data is cut short."""
+    copy = tmp_path / "broken"
+    shutil.copytree(tiny_run, copy, ignore=shutil.ignore_patterns("tensorboard"))
+    for data in (copy / "best").glob("ckpt-*.data-*"):
+        data.write_bytes(data.read_bytes()[:10])
+    return copy
+
+
+def test_a_parent_must_be_a_run_with_readable_weights(run_train, tiny_run, new_corpus, tmp_path,
+                                                      unreadable_parent):
+    out = tmp_path / "child"
+
+    def child_of(parent, *args):
+        return run_train("--init-from", parent, "--data", new_corpus, "--out", out, *args)
+
+    assert_refused(child_of(tmp_path / "nowhere"), "--init-from: run directory not found")
+    (tmp_path / "empty").mkdir()
+    assert_refused(child_of(tmp_path / "empty"), "--init-from: ", "is not a run directory")
+    no_weights = tmp_path / "no-weights"
+    shutil.copytree(tiny_run, no_weights,
+                    ignore=shutil.ignore_patterns("tensorboard", "checkpoints", "best"))
+    assert_refused(child_of(no_weights), "--init-from: ", "holds no trained weights")
+    assert_refused(child_of(unreadable_parent, "--weights", "best"),
+                   "--init-from: the weights ", "are unreadable")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--tokenizer", "sentencepiece"], "the parent {parent} was trained with --tokenizer word, "
+                                       "not --tokenizer sentencepiece"),
+    (["--src-lang", "de"], "was trained with --src-lang en, not --src-lang de"),
+    (["--set", "hidden=32"], "--init-from: --set hidden=32 changes the shape of the parent's "
+                             "weights (hidden is 16 in {parent})"),
+    (["--variant", "encdec30"], "--variant encdec30 is an RNNencdec"),
+    (["--size", "compact"], "the model's size is the parent's"),
+    (["--set", "src_vocab_size=20"], "cannot hold the parent's"),
+    (["--keep-optimizer", "--set", "optimizer=adam"], "--keep-optimizer: the parent"),
+    (["--freeze", "wings"], "freeze: no part named 'wings'"),
+])
+def test_what_a_parent_cannot_hold_is_refused_in_one_line(run_train, tiny_run, new_corpus,
+                                                          tmp_path, args, expected):
+    out = tmp_path / "child"
+    result = run_train("--init-from", tiny_run, "--data", new_corpus, "--out", out, *args)
+    assert_refused(result, expected.format(parent=tiny_run))
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--init-from", "RUN", "--resume", "--out", "X"], "--init-from starts a new run"),
+    (["--keep-optimizer"], "--keep-optimizer needs --init-from PARENT_RUN"),
+    (["--weights", "best"], "--weights needs --init-from PARENT_RUN"),
+    (["--freeze", "encoder"], "--freeze holds a run to the weights it starts from: it needs "
+                              "--init-from"),
+    (["--set", "parent_pull=1"], "--set parent_pull holds a run to the weights"),
+])
+def test_the_options_of_init_from_need_it(run_train, tiny_corpus, tmp_path, args, expected):
+    out = tmp_path / "run"
+    result = run_train("--data", tiny_corpus, "--out", out, *tiny_args(), *args)
+    assert_refused(result, expected)
+    assert not out.exists()
+
+
+def test_a_sentencepiece_child_keeps_its_parents_model(run_train, tiny_spm_run, new_corpus,
+                                                       tmp_path):
+    """The new data is cut into the parent's pieces: the same models and vocabularies,
+    no new rows."""
+    out = tmp_path / "child"
+    result = run_train("--init-from", tiny_spm_run, "--data", new_corpus, "--out", out,
+                       "--max-steps", 1, "--no-lexicon", "--quiet")
+    assert result.returncode == 0, result.stderr[-3000:]
+    for lang in ("en", "fr"):
+        assert (out / f"spm.{lang}.model").read_bytes() == \
+            (tiny_spm_run / f"spm.{lang}.model").read_bytes()
+        assert (out / f"vocab.{lang}.txt").read_text() == \
+            (tiny_spm_run / f"vocab.{lang}.txt").read_text()
+    record = json.loads((out / "data.json").read_text())["parent"]
+    assert record["new_source_words"] == record["new_target_words"] == 0
+    assert json.loads((out / "data.json").read_text())["tokenizer"] == "sentencepiece"
