@@ -50,6 +50,7 @@ from keras_nmt.errors import ExportError
 from keras_nmt.serving.onnx_translator import OnnxTranslator
 
 PROG = "serving_load"
+JSON_HEADERS = {"Content-Type": "application/json"}  # the server takes JSON bodies only
 
 
 def _percentiles(values: list[float]) -> dict:
@@ -281,7 +282,8 @@ def fuzz_phase(server: Server, name: str, count: int, probe: str, expected: str)
     for method, path, body in bad_requests(name, count):
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         try:
-            connection.request(method, urllib.parse.quote(path, safe="/:"), body)
+            connection.request(method, urllib.parse.quote(path, safe="/:"), body,
+                               JSON_HEADERS if body else {})
             status = connection.getresponse().status
             statuses[status] = statuses.get(status, 0) + 1
         except (OSError, http.client.HTTPException):
@@ -291,7 +293,8 @@ def fuzz_phase(server: Server, name: str, count: int, probe: str, expected: str)
     server_5xx = sum(v for k, v in statuses.items() if k >= 500 and k != 503)
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     try:
-        connection.request("POST", f"/v1/models/{name}:predict", json.dumps({"instances": [probe]}))
+        connection.request("POST", f"/v1/models/{name}:predict", json.dumps({"instances": [probe]}),
+                           JSON_HEADERS)
         answer = json.loads(connection.getresponse().read())
         correct = answer["predictions"][0]["translations"] == expected
     except (OSError, ValueError, KeyError, TypeError, http.client.HTTPException):

@@ -416,26 +416,31 @@ class ServerThread:
         self.loop.close()
         assert "internal error" not in self.log.getvalue(), self.log.getvalue()
 
-    def call(self, path: str, body=None, method: str | None = None, timeout: float = 60):
-        return call(self.port, path, body, method, timeout)
+    def call(self, path: str, body=None, method: str | None = None, timeout: float = 60,
+             headers: dict | None = None):
+        return call(self.port, path, body, method, timeout, headers)
 
 
 def call_raw(port: int, path: str, body=None, method: str | None = None,
-             timeout: float = 60) -> tuple[int, str, bytes]:
+             timeout: float = 60, headers: dict | None = None) -> tuple[int, str, bytes]:
     """(status, content type, body) of one request; ``body``: bytes as they are,
-    anything else as JSON."""
+    anything else as JSON; a body is sent as ``application/json`` unless ``headers``
+    say otherwise."""
     if body is not None and not isinstance(body, bytes):
         body = json.dumps(body).encode("utf-8")
+    sent = {"Content-Type": "application/json"} if body is not None else {}
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
-        connection.request(method or ("GET" if body is None else "POST"), path, body)
+        connection.request(method or ("GET" if body is None else "POST"), path, body,
+                           {**sent, **(headers or {})})
         response = connection.getresponse()
         return response.status, response.getheader("Content-Type", ""), response.read()
     finally:
         connection.close()
 
 
-def call(port: int, path: str, body=None, method: str | None = None, timeout: float = 60):
+def call(port: int, path: str, body=None, method: str | None = None, timeout: float = 60,
+         headers: dict | None = None):
     """(status, parsed JSON answer) of one request (see :func:`call_raw`)."""
-    status, _, answer = call_raw(port, path, body, method, timeout)
+    status, _, answer = call_raw(port, path, body, method, timeout, headers)
     return status, json.loads(answer.decode("utf-8"))

@@ -9,6 +9,7 @@ and SIGINT stop it gracefully; and it runs without the training install's packag
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import http.client
 import io
@@ -17,6 +18,7 @@ import pathlib
 import queue
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -29,6 +31,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from support import ServerThread, call, call_raw, child_env, edit_json, onnx_files
 from keras_nmt.cli import serve as serve_cli
+from keras_nmt.errors import RequestError
+from keras_nmt.serving.batcher import Batcher
+from keras_nmt.serving.metrics import PATH as METRICS_PATH
 from keras_nmt.serving.onnx_translator import OnnxTranslator
 from keras_nmt.serving.registry import Registry
 from keras_nmt.serving.tfserving_rest import float32_json
@@ -224,6 +229,20 @@ def test_json_api_nbest_scores_and_tokens(served, translator):
                                                   "score": score}]}]
 
 
+def _check_block(block, pair, source_start, target_start):
+    """One sentence's block of an answered alignment against its ForcedPair: its tokens,
+    where they begin among the line's, and its numbers to the 6 decimals answered."""
+    assert (block["source_start"], block["target_start"]) == (source_start, target_start)
+    assert block["source_tokens"] == list(pair.source_tokens)
+    assert block["target_tokens"] == list(pair.target_tokens)
+    attention = np.asarray(block["attention"])
+    assert attention.shape == (len(pair.target_tokens) + 1, len(pair.source_tokens) + 1)
+    np.testing.assert_allclose(attention, pair.attention, rtol=0, atol=6e-7)
+    np.testing.assert_allclose(block["token_logprobs"], pair.token_logprobs, rtol=0, atol=6e-7)
+    # Rounded by numpy to 6 decimals: no number carries more.
+    assert all(len(repr(w).split(".")[-1]) <= 6 for row in block["attention"] for w in row)
+
+
 def test_json_api_alignment_of_the_best_translation(served, translator):
     lines = ["a dog runs .", "", "the cat sleeps near the big house ."]
     expected = translator.translate(lines, beam_size=3, align=True)
@@ -233,15 +252,11 @@ def test_json_api_alignment_of_the_best_translation(served, translator):
     for t, got in zip(expected, answer["translations"]):
         if t.alignment is None:
             continue
-        alignment = got["alignment"]
-        assert alignment["source_tokens"] == list(t.alignment.source_tokens)
-        assert alignment["target_tokens"] == list(t.tokens) == got["nbest"][0]["tokens"]
-        attention = _float32(alignment["attention"])
-        assert attention.shape == (len(t.tokens) + 1, len(t.alignment.source_tokens) + 1)
-        np.testing.assert_array_equal(attention, t.alignment.attention)
-        np.testing.assert_array_equal(_float32(alignment["token_logprobs"]),
-                                      t.alignment.token_logprobs)
-    assert answer["translations"][0]["alignment"]["source_tokens"] == ["a", "dog", "runs", "."]
+        [block] = got["alignment"]["sentences"]  # a line of one sentence: one block
+        _check_block(block, t.alignment, 0, 0)
+        assert block["target_tokens"] == list(t.tokens) == got["nbest"][0]["tokens"]
+    assert answer["translations"][0]["alignment"]["sentences"][0]["source_tokens"] == [
+        "a", "dog", "runs", "."]
     # Without the key, nothing changes.
     status, answer = served.call("/translate", {"text": lines, "beam": 3})
     assert status == 200 and "alignment" not in answer["translations"][0]
@@ -263,16 +278,22 @@ def test_a_line_of_sentences_is_split_as_the_export_says_unless_told(served, tra
             [list(h.tokens) for h in t.hypotheses] for t in expected]
         np.testing.assert_array_equal(_float32([t["score"] for t in got]),
                                       _float32([t.score for t in expected]))
-        alignment = got[0]["alignment"]
-        assert alignment["source_tokens"] == list(expected[0].alignment.source_tokens)
-        assert _float32(alignment["attention"]).shape == (
-            len(alignment["target_tokens"]) + 1, len(alignment["source_tokens"]) + 1)
-    # Split: EOS between the sentences on both sides of the matrix, block-diagonal.
-    pair, first = split[0].alignment, split[0].sentences[0]
-    assert pair.source_tokens == ("the", "cat", "sat", "on", "the", "mat", ".", "</s>", "A",
-                                  "dog", "runs", "near", "the", "house", ".")
-    assert not pair.attention[: len(first.tokens) + 1, 8:].any()
-    assert not pair.attention[len(first.tokens) + 1:, :8].any()
+        # A block per sentence, each its own small matrix, placed among the line's tokens
+        # (those of its best translation, nbest[0]["tokens"]).
+        blocks = got[0]["alignment"]["sentences"]
+        parts = expected[0].sentences or (expected[0],)
+        assert len(blocks) == len(parts) == (2 if expected is split else 1)
+        source_start = target_start = 0
+        for block, part in zip(blocks, parts):
+            _check_block(block, part.alignment, source_start, target_start)
+            assert got[0]["nbest"][0]["tokens"][target_start:][:len(part.tokens)] == list(
+                part.tokens)
+            source_start += len(part.source_tokens)
+            target_start += len(part.tokens)
+        assert target_start == len(got[0]["nbest"][0]["tokens"])
+    first, second = split[0].sentences
+    assert first.alignment.source_tokens == ("the", "cat", "sat", "on", "the", "mat", ".")
+    assert second.alignment.source_tokens == ("A", "dog", "runs", "near", "the", "house", ".")
     # TF Serving's predict splits as the export's SavedModel does.
     status, answer = served.call("/v1/models/nmt:predict", {"instances": lines})
     assert [row["translations"] for row in answer["predictions"]] == [
@@ -350,6 +371,17 @@ BAD = [  # path, body, status, a phrase of the reason
     ("/v1/models/nmt/labels/stable:predict", {"instances": ["a"]}, 404, "label: stable"),
     ("/v1/models/nmt:classify", {"instances": ["a"]}, 404, "Malformed request"),
     ("/translate", b"x" * ((1 << 20) + 1), 413, "larger than 1048576 bytes"),
+    # The limits count sentences once the lines are split, and tokens, not lines.
+    ("/translate", {"text": ["Tom is here. " * 300]}, 400,
+     "more than 256 sentences in one request once its lines are split into sentences"),
+    ("/translate", {"text": ["Tom is here. " * 200] * 2, "alignment": True}, 400,
+     "at most 256 (--max-sentences)"),
+    ("/v1/models/nmt:predict", {"instances": ["a", "Tom is here. " * 300]}, 400,
+     "more than 256 sentences"),
+    ("/translate", {"text": ["cat " * 99] * 83}, 400,
+     "more than 8192 source tokens in one request; at most 8192 (--max-tokens)"),
+    ("/translate", {"text": ["cat " * 60] * 40, "alignment": True}, 400,
+     "may hold 300120 cells; at most 262144 (--max-alignment-cells)"),
 ]
 
 
@@ -387,13 +419,18 @@ BODIES = (JSON.map(lambda value: json.dumps(value).encode())
               lambda value: json.dumps(value).encode()))
 
 
+HEADERS = st.sampled_from([{}, {"Content-Type": "text/plain"}, {"Origin": "http://a.example"},
+                           {"Host": "a.example"}, {"Content-Encoding": "gzip"},
+                           {"Content-Type": "application/json; charset=latin-1"}])
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
 @given(method=st.sampled_from(["GET", "POST", "PUT", "DELETE"]),
-       path=st.sampled_from(PATHS) | RANDOM_PATHS,
-       body=BODIES)
-def test_fuzzed_requests_never_get_a_5xx(served, method, path, body):
+       path=st.sampled_from(PATHS + [METRICS_PATH]) | RANDOM_PATHS,
+       body=BODIES, headers=HEADERS)
+def test_fuzzed_requests_never_get_a_5xx(served, method, path, body, headers):
     quoted = urllib.parse.quote(path, safe="/:")
-    status, kind, answer = call_raw(served.port, quoted, body, method=method)
+    status, kind, answer = call_raw(served.port, quoted, body, method=method, headers=headers)
     assert status < 500, (status, answer)
     if status >= 400:  # every refusal: {"error": one line}
         assert kind.startswith("application/json")
@@ -456,6 +493,442 @@ def test_full_queue_answers_503_at_once(registry, translator):
     assert [t["text"] for t in held[0][1]["translations"]] == [
         translator.translate(["a dog runs ."])[0].text] * 4
     assert (stats["rejected"], stats["batches"]) == (2, 1)
+
+
+def test_batcher_stops_a_request_at_a_batch_boundary_and_drops_what_was_queued():
+    """A request of 10 sentences runs as batches of 2; its client goes away while the
+    first runs, and another's while queued: neither runs another batch, their sentences
+    leave the queue at once, and the next request is served straight after."""
+    ran, gate = [], threading.Event()
+
+    def run(key, items):
+        ran.append(list(items))
+        if len(ran) == 1:
+            gate.wait(10)
+        return [f"t{item}" for item in items]
+
+    async def scenario():
+        batcher = Batcher(run, batch_size=2, max_wait=0.0, queue_size=100)
+        batcher.start()
+        big = asyncio.create_task(batcher.submit("k", list(range(10))))
+        while not ran:
+            await asyncio.sleep(0.005)
+        gone = asyncio.create_task(batcher.submit("k", ["x", "y", "z"]))
+        await asyncio.sleep(0.05)
+        waiting = batcher.stats.waiting
+        gone.cancel()
+        big.cancel()
+        await asyncio.gather(big, gone, return_exceptions=True)
+        left = batcher.stats.waiting
+        gate.set()
+        answer = await batcher.submit("k", [100])
+        await batcher.close()
+        return waiting, left, answer, batcher.stats
+
+    waiting, left, answer, stats = asyncio.run(scenario())
+    assert (waiting, left) == (8 + 3, 0)
+    assert ran == [[0, 1], [100]] and answer == ["t100"]
+    assert (stats.batches, stats.dropped) == (2, 8 + 3)
+
+
+def test_batcher_lets_requests_that_arrive_go_before_the_rest_of_a_large_one():
+    ran, gate = [], threading.Event()
+
+    def run(key, items):
+        ran.append(list(items))
+        if len(ran) == 1:
+            gate.wait(10)
+        return list(items)
+
+    async def scenario():
+        batcher = Batcher(run, batch_size=2, max_wait=0.0, queue_size=100)
+        batcher.start()
+        big = asyncio.create_task(batcher.submit("k", list(range(6))))
+        while not ran:
+            await asyncio.sleep(0.005)
+        small = asyncio.create_task(batcher.submit("k", ["a"]))
+        other = asyncio.create_task(batcher.submit("other key", ["b"]))
+        await asyncio.sleep(0.05)
+        gate.set()
+        answers = await asyncio.gather(big, small, other)
+        await batcher.close()
+        return answers
+
+    assert asyncio.run(scenario()) == [list(range(6)), ["a"], ["b"]]
+    assert ran == [[0, 1], ["a", 2], [3, 4], [5], ["b"]]
+
+
+def test_batcher_close_answers_what_is_left_at_its_timeout():
+    """A batch that never ends and a request queued behind it: close(0.2) returns at
+    once after 0.2 s, the queued request answered 503, the batch left to its thread."""
+    gate = threading.Event()
+
+    def run(key, items):
+        gate.wait(30)
+        return list(items)
+
+    async def scenario():
+        batcher = Batcher(run, batch_size=1, max_wait=0.0, queue_size=10)
+        batcher.start()
+        first = asyncio.create_task(batcher.submit("k", [1]))
+        queued = asyncio.create_task(batcher.submit("k", [2]))
+        await asyncio.sleep(0.05)
+        start = time.monotonic()
+        await batcher.close(0.2)
+        elapsed = time.monotonic() - start
+        results = await asyncio.gather(first, queued, return_exceptions=True)
+        return elapsed, results
+
+    elapsed, results = asyncio.run(scenario())
+    gate.set()
+    assert 0.2 <= elapsed < 1.5, elapsed
+    assert all(isinstance(r, RequestError) and r.status == 503 for r in results), results
+
+
+def test_a_one_line_sentence_bomb_is_refused_quickly_while_health_answers(served):
+    """Bodies of ~1 MB holding one line of 75,000 short sentences, or of 2,000 long ones:
+    refused 400 (the limit counts sentences after splitting) within seconds, from a part
+    of the line; /health keeps answering meanwhile."""
+    long_sentence = "The cat sat on the mat near the house " + "and the dog ran " * 28 + "."
+    bombs = [{"text": ["Tom is here. " * 75_000], "alignment": True},
+             {"text": [" ".join([long_sentence] * 2_000)]}]
+    health: list[float] = []
+    done = threading.Event()
+
+    def probe():
+        while not done.is_set():
+            start = time.monotonic()
+            assert served.call("/health")[0] == 200
+            health.append(time.monotonic() - start)
+            time.sleep(0.02)
+
+    prober = threading.Thread(target=probe)
+    prober.start()
+    answers = []
+    try:
+        for bomb in bombs:
+            assert 900_000 < len(json.dumps(bomb)) < 1 << 20
+            start = time.monotonic()
+            answers.append((*served.call("/translate", bomb), time.monotonic() - start))
+    finally:
+        done.set()
+        prober.join(30)
+    for status, answer, elapsed in answers:
+        assert status == 400 and "more than 256 sentences" in answer["error"], answer
+        assert elapsed < 5, elapsed
+    assert health and max(health) < 0.5, health
+    # Translated whole, the same line is one sentence, cut to the model's 100 tokens.
+    status, answer = served.call("/translate", {"text": ["Tom is here. " * 1000],
+                                                "split_sentences": False})
+    assert status == 200 and answer["translations"][0]["truncated"] == 4 * 1000 - 100
+
+
+SPLIT_WORDS = st.sampled_from(["Mr.", "Dr.", "the", "cat", "U.S.", "p.", "12", "J.", "Tolkien",
+                                "e.g.", "Then", "...", "!", "?", "«", "»", "No.", "(", ")",
+                                "Oui", "x"])
+SPLIT_TEXT = st.lists(st.tuples(SPLIT_WORDS, st.sampled_from(["", ".", ". ", "! ", " ", "? "])),
+                      max_size=300).map(lambda pairs: " ".join(w + s for w, s in pairs))
+
+
+@settings(max_examples=300, deadline=None)
+@given(line=SPLIT_TEXT, most=st.integers(0, 40))
+def test_a_line_is_refused_from_a_prefix_only_when_it_holds_too_many(line, most):
+    """A long line is split a prefix at a time, and refused as soon as a prefix holds
+    more than ``most`` + 1 sentences: only when the whole line holds more than ``most``."""
+    from keras_nmt.serving.server import _split_within
+    from keras_nmt.text.sentences import split_sentences
+
+    got = _split_within(line, "en", most, prefix=23)
+    whole = split_sentences(line, "en")
+    assert len(whole) > most if len(got) > most else got == whole
+
+
+def test_token_and_alignment_cell_limits(registry, translator):
+    servable = registry.find("nmt")
+    # "a dog runs ." is 4 tokens: a translation of at most ceil(2 * 5) + 1 = 11 tokens.
+    assert servable.decode_ratio == 2.0 and servable.alignment_cells(4) == 11 * 5 == 55
+    assert servable.alignment_cells(0) == 0
+    with ServerThread(registry, max_tokens=10, max_alignment_cells=110) as server:
+        ok = server.call("/translate", {"text": ["a dog runs .", "the cat sat ."]})
+        over = server.call("/translate", {"text": ["a dog runs .", "the cat sat on the mat ."]})
+        assert ok[0] == 200 and over == (400, {"error": "more than 10 source tokens in one "
+                                               "request; at most 10 (--max-tokens)"})
+        assert server.call("/v1/models/nmt:predict", {"instances": ["a dog runs . " * 3]})[0] == 400
+        aligned = server.call("/translate", {"text": ["a dog runs .", "a cat runs ."],
+                                             "alignment": True})
+        assert aligned[0] == 200, aligned
+        cells = sum(len(b["attention"]) * len(b["attention"][0])
+                    for t in aligned[1]["translations"] for b in t["alignment"]["sentences"])
+        assert 0 < cells <= 110  # the bound holds what the search gave
+        # 10 tokens, but 55 + 2 * 36 cells: the second line is two sentences of 3 tokens.
+        status, answer = server.call("/translate", {"text": ["a dog runs .", "a cat . The end ."],
+                                                    "alignment": True})
+        assert status == 400 and answer["error"].startswith(
+            "the alignments asked for may hold 127 cells; at most 110 (--max-alignment-cells)")
+        # Counted as the model reads them: a line of 150 tokens counts its first 100.
+        with ServerThread(registry, max_tokens=100) as longer:
+            assert longer.call("/translate", {"text": ["cat " * 150]})[0] == 200
+            assert longer.call("/translate", {"text": ["cat " * 150, "a"]})[0] == 400
+
+
+def test_a_request_past_its_deadline_gets_504_and_its_work_is_dropped(registry):
+    with ServerThread(registry, batch_size=64, max_wait=3.0, request_timeout=0.5) as server:
+        start = time.monotonic()
+        status, answer = server.call("/translate", {"text": ["a dog runs ."] * 3})
+        elapsed = time.monotonic() - start
+        assert status == 504 and answer == {"error": "the request was not answered within "
+                                                     "0.5 s (--request-timeout)"}
+        assert 0.5 <= elapsed < 2.5, elapsed
+        time.sleep(3.5)  # past the batch's wait: nothing of it runs
+        stats = server.call("/stats")[1]
+    assert (stats["waiting"], stats["batches"], stats["dropped"]) == (0, 0, 3)
+
+
+def test_a_client_that_goes_away_has_its_work_dropped(registry):
+    lines = [f"the cat sat on the mat number {i} ." for i in range(200)]
+    with ServerThread(registry, batch_size=1) as server:
+        body = json.dumps({"text": lines, "alignment": True}).encode()
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as client:
+            client.sendall(b"POST /translate HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                           b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                           % (server.port, len(body)) + body)
+            deadline = time.monotonic() + 20
+            while server.call("/stats")[1]["batches"] < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+        deadline = time.monotonic() + 10
+        while server.call("/stats")[1]["dropped"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        stats = server.call("/stats")[1]
+        time.sleep(0.3)
+        after = server.call("/stats")[1]
+    assert stats["waiting"] == 0 and stats["dropped"] > 100, stats
+    assert after["batches"] <= stats["batches"] + 1 < 100  # at most the batch then running
+
+
+def test_health_answers_while_a_large_request_runs(registry, translator):
+    lines = ["the cat sat on the mat and the dog runs near the big house ."] * 256
+    with ServerThread(registry, batch_size=8) as server:
+        answers, health = [], []
+        big = threading.Thread(target=lambda: answers.append(server.call(
+            "/translate", {"text": lines, "alignment": True, "nbest": 2})))
+        start = time.monotonic()
+        big.start()
+        while big.is_alive():
+            asked = time.monotonic()
+            assert server.call("/health")[0] == 200
+            health.append(time.monotonic() - asked)
+            time.sleep(0.02)
+        elapsed = time.monotonic() - start
+    status, answer = answers[0]
+    assert status == 200 and len(answer["translations"]) == 256
+    expected = translator.translate(lines[:1])[0]
+    assert answer["translations"][0]["text"] == expected.text
+    assert len(health) >= 5 and max(health) < 0.5, (elapsed, max(health))
+
+
+def _raw_exchange(port: int, data: bytes, wait: float = 10.0) -> tuple[bytes, float]:
+    """What the server sends on a connection after ``data``, read until it closes."""
+    start = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=wait) as client:
+        client.sendall(data)
+        received = []
+        while True:
+            try:
+                chunk = client.recv(65536)
+            except (socket.timeout, ConnectionResetError):
+                break
+            if not chunk:
+                break
+            received.append(chunk)
+    return b"".join(received), time.monotonic() - start
+
+
+def test_slow_clients_are_timed_out_and_connections_capped(registry):
+    with ServerThread(registry, read_timeout=0.5, max_connections=4) as server:
+        head = (b"POST /translate HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: "
+                b"application/json\r\nContent-Length: 100\r\n\r\n" % server.port)
+        # A body that stops coming: 408, then the connection is closed.
+        answer, elapsed = _raw_exchange(server.port, head + b'{"text": ')
+        assert answer.startswith(b"HTTP/1.1 408 ") and b"--read-timeout" in answer, answer
+        assert elapsed < 5, elapsed
+        # A request head that never ends, or none at all: closed without an answer.
+        for data in (b"POST /translate HTTP/1.1\r\nHost: 127", b""):
+            answer, elapsed = _raw_exchange(server.port, data)
+            assert answer == b"" and elapsed < 5, (answer, elapsed)
+        # Connections over the cap: 503 at once, closed.
+        held = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(4)]
+        try:
+            time.sleep(0.1)
+            answer, elapsed = _raw_exchange(server.port, b"")
+            assert answer.startswith(b"HTTP/1.1 503 ") and b"--max-connections 4" in answer
+            assert elapsed < 1, elapsed
+            refused = server.call("/stats")
+        except OSError:
+            refused = None
+        finally:
+            for connection in held:
+                connection.close()
+        time.sleep(0.1)
+        stats = server.call("/stats")[1]
+    assert refused is None or refused[0] == 503
+    assert stats["refused_connections"] >= 1 and stats["connections"] == 1
+
+
+def test_bodies_held_at_once_share_one_budget(registry):
+    with ServerThread(registry, max_body_bytes=1000, max_body_memory=1500,
+                      read_timeout=5.0) as server:
+        body = json.dumps({"text": ["a dog runs ."]}).encode().ljust(900)
+        head = (b"POST /translate HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: "
+                b"application/json\r\nContent-Length: %d\r\n\r\n" % (server.port, len(body)))
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as first:
+            first.sendall(head + body[:800])  # 800 bytes held, the rest to come
+            time.sleep(0.2)
+            answer, _ = _raw_exchange(server.port, head + body)  # 800 + 900 > 1500
+            assert answer.startswith(b"HTTP/1.1 503 ") and b"request bodies" in answer, answer
+            first.sendall(body[800:])
+            first_answer = first.recv(65536)
+        assert first_answer.startswith(b"HTTP/1.1 200 "), first_answer
+        assert server.call("/translate", {"text": ["a dog runs ."]})[0] == 200
+
+
+# ---- cross-site requests ---------------------------------------------------------------
+
+@pytest.mark.parametrize("headers, status, reason", [
+    ({"Content-Type": "text/plain"}, 415, "Content-Type: application/json (got 'text/plain')"),
+    ({"Content-Type": "application/x-www-form-urlencoded"}, 415, "must be JSON"),
+    ({"Content-Type": "application/json; charset=latin-1"}, 415, "must be UTF-8"),
+    ({"Content-Encoding": "gzip"}, 415, "compressed request bodies"),
+    ({"Origin": "http://evil.example"}, 403, "cross-origin request from 'http://evil.example'"),
+    ({"Origin": "null"}, 403, "cross-origin"),
+    ({"Host": "evil.example"}, 421, "not to Host 'evil.example'"),
+    ({"Host": "evil.example:PORT"}, 421, "answers only to localhost, 127.0.0.1 or [::1]"),
+    ({"Host": "127.0.0.1:1"}, 421, "on port PORT"),
+    ({"Content-Type": "application/json; charset=utf-8"}, 200, None),
+    ({"Host": "localhost:PORT", "Origin": "http://localhost:PORT"}, 200, None),
+    ({"Host": "[::1]:PORT"}, 200, None),
+])
+def test_cross_site_and_rebound_requests_are_refused(served, headers, status, reason):
+    """A web page's "simple" cross-site POST (text/plain, no preflight), a request from
+    another origin, and one that reached loopback under another name (DNS rebinding)."""
+    headers = {k: v.replace("PORT", str(served.port)) for k, v in headers.items()}
+    reason = reason and reason.replace("PORT", str(served.port))
+    for path, body in (("/translate", {"text": ["a dog runs ."]}),
+                       ("/v1/models/nmt:predict", {"instances": ["a dog runs ."]})):
+        got, answer = served.call(path, body, headers=headers)
+        assert got == status, (path, answer)
+        if reason:
+            assert list(answer) == ["error"] and reason in answer["error"], answer
+    if "Host" in headers:  # every path: the page and /health too
+        assert served.call("/health", headers=headers)[0] == (421 if status == 421 else 200)
+
+
+# ---- new versions, metrics -------------------------------------------------------------
+
+def _add_version(model_dir: pathlib.Path, source: pathlib.Path, version: int, **metadata):
+    """A copy of ``source`` as version ``version``, moved into place whole (as an export
+    writes it), with ``metadata`` changed in its NAME.onnx.json."""
+    staging = model_dir.parent / f".staging-{version}"
+    shutil.copytree(source, staging)
+    if metadata:
+        edit_json(staging / "onnx" / "nmt.onnx.json", **metadata)
+    staging.rename(model_dir / str(version))
+
+
+def test_new_versions_are_picked_up_while_requests_keep_succeeding(tiny_export, tmp_path):
+    export = tmp_path / "export"
+    shutil.copytree(tiny_export, export)
+    registry = Registry.from_export_dir(export)  # models.config: the newest version
+    answers, stop = [], threading.Event()
+    with ServerThread(registry, poll_seconds=0.1) as server:
+        def ask():
+            while not stop.is_set():
+                status, answer = server.call("/translate", {"text": ["a dog runs ."]})
+                answers.append((status, answer.get("version")))
+
+        asker = threading.Thread(target=ask)
+        asker.start()
+        try:
+            time.sleep(0.3)
+            _add_version(export / "nmt", export / "nmt" / "1", 2)
+
+            def serving(versions):
+                deadline = time.monotonic() + 30
+                while server.call("/health")[1]["models"] != {"nmt": versions}:
+                    assert time.monotonic() < deadline, server.log.getvalue()
+                    time.sleep(0.05)
+
+            serving([2])
+            # A version that cannot load, and one whose beam is above --max-beam: each
+            # reported once, skipped; version 2 keeps serving.
+            broken = export / "nmt" / ".staging-3" / "onnx"
+            broken.mkdir(parents=True)
+            (broken / "nmt.onnx.json").write_text("{not json", "utf-8")
+            (export / "nmt" / ".staging-3").rename(export / "nmt" / "3")
+            time.sleep(0.5)
+            _add_version(export / "nmt", export / "nmt" / "1", 4, beam_size=40)
+            time.sleep(0.8)
+            serving([2])
+            time.sleep(0.3)
+        finally:
+            stop.set()
+            asker.join(30)
+        metrics = _metrics(server)
+        log = server.log.getvalue()
+    assert answers and all(status == 200 for status, _ in answers), answers
+    versions = [version for _, version in answers]
+    assert versions[0] == 1 and versions[-1] == 2 and versions == sorted(versions)
+    assert log.count("loaded model 'nmt' version 2") == 1
+    assert "unloaded model 'nmt' version 1" in log
+    assert log.count("cannot load model 'nmt' version 3: ") == 1
+    assert log.count("cannot load model 'nmt' version 4: model 'nmt' version 4 searches with "
+                     "beam 40, above --max-beam 32") == 1
+    changes = {(s.labels["model"], s.labels["change"]): s.value
+               for s in metrics["keras_nmt_serve_version_changes"].samples
+               if s.name.endswith("_total")}
+    assert changes == {("nmt", "loaded"): 1, ("nmt", "unloaded"): 1, ("nmt", "failed"): 2}
+
+
+def _metrics(server) -> dict:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    status, kind, text = call_raw(server.port, "/monitoring/prometheus/metrics")
+    assert status == 200 and kind.startswith("text/plain"), kind
+    return {family.name: family for family in text_string_to_metric_families(text.decode())}
+
+
+def test_prometheus_metrics_count_requests_latency_queue_and_batches(registry):
+    with ServerThread(registry, batch_size=4) as server:
+        for _ in range(2):
+            assert server.call("/translate", {"text": ["a dog runs .", "a cat ."]})[0] == 200
+        assert server.call("/translate", {"text": ["a"], "beam": 0})[0] == 400
+        assert server.call("/translate", {"text": ["a"]},
+                           headers={"Content-Type": "text/plain"})[0] == 415
+        assert server.call("/v1/models/nmt:predict", {"instances": ["a dog runs ."] * 5})[0] == 200
+        assert server.call("/nowhere")[0] == 404
+        assert server.call("/health")[0] == 200
+        metrics = _metrics(server)
+
+    def samples(name, suffix=""):
+        return {tuple(sorted(s.labels.items())): s.value for s in metrics[name].samples
+                if s.name == name + suffix}
+
+    assert samples("keras_nmt_serve_requests", "_total") == {
+        (("code", "200"), ("endpoint", "translate")): 2,
+        (("code", "400"), ("endpoint", "translate")): 1,
+        (("code", "415"), ("endpoint", "translate")): 1,
+        (("code", "200"), ("endpoint", "predict")): 1,
+        (("code", "404"), ("endpoint", "other")): 1,
+        (("code", "200"), ("endpoint", "health")): 1,
+    }
+    assert samples("keras_nmt_serve_request_seconds", "_count")[(("endpoint", "translate"),)] == 4
+    assert samples("keras_nmt_serve_sentences", "_total") == {(): 2 * 2 + 5}
+    # Batches of at most 4: the predict's 5 sentences ran as two.
+    assert samples("keras_nmt_serve_batch_sentences", "_count") == {(): 4}
+    assert samples("keras_nmt_serve_batch_sentences", "_sum") == {(): 9}
+    assert samples("keras_nmt_serve_queue_sentences") == {(): 0}
+    assert samples("keras_nmt_serve_dropped_sentences", "_total") == {(): 0}
+    assert samples("keras_nmt_serve_open_connections") == {(): 1}
+    assert metrics["keras_nmt_serve_request_seconds"].type == "histogram"
 
 
 # ---- several models, versions, labels, int8 --------------------------------------------
@@ -529,6 +1002,9 @@ model_config_list {
     (["--queue-size", "10", "--max-sentences", "20"], "cannot exceed the queue size"),
     (["--name", "missing"], "holds no exported version"),
     (["--model-config-file", "nowhere.config"], "cannot read nowhere.config"),
+    # The export's own beam (5) above --max-beam: every default request would be a 400.
+    (["--max-beam", "4"], "model 'nmt' version 1 searches with beam 5, above --max-beam 4"),
+    (["--max-body-bytes", "2000", "--max-body-memory", "1000"], "cannot exceed max_body_memory"),
 ])
 def test_command_errors_are_one_line(tiny_export, args, reason, capsys):
     assert serve_cli.main([str(tiny_export), "--port", "0", *args]) == 2
@@ -599,6 +1075,73 @@ def test_signal_stops_gracefully_without_tensorflow(tiny_export, translator, sig
         rest.append(lines.get())
     assert rest[0] == "keras-nmt serve: stopped\n", rest
     assert json.loads(rest[1]) == {"code": 0, "heavy": []}
+
+
+def test_sigterm_stops_within_the_shutdown_timeout_whatever_is_queued(tiny_export):
+    """SIGTERM while a large request runs batch by batch: the server exits within
+    --shutdown-timeout (1 s) and a little, the request answered 503."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", SERVE_WITHOUT_TRAINING_PACKAGES, str(tiny_export), "--port", "0",
+         "--batch-size", "1", "--shutdown-timeout", "1"],
+        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=child_env(), text=True,
+    )
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in child.stderr], daemon=True).start()
+    try:
+        port = int(lines.get(timeout=60).rsplit(":", 1)[1])
+        held = []
+        text = [f"the cat sat on the mat number {i} ." for i in range(256)]
+        request = threading.Thread(target=lambda: held.append(
+            call(port, "/translate", {"text": text, "alignment": True})))
+        request.start()
+        deadline = time.monotonic() + 20
+        while call(port, "/stats")[1]["batches"] < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        start = time.monotonic()
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(30) == 0
+        elapsed = time.monotonic() - start
+        request.join(30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert elapsed < 1 + 2, elapsed
+    assert held == [(503, {"error": "the server is shutting down"})]
+
+
+def test_attack_bench_on_the_tiny_export(tiny_export, tmp_path, capsys):
+    """``python -m bench.serving_attack`` for a few seconds: every attack refused within
+    its deadline, no 5xx but 503 and 504, and a fuzz run that ends with a right answer."""
+    from bench import serving_attack
+
+    out = tmp_path / "attack.json"
+    assert serving_attack.main([
+        str(tiny_export), "--duration", "4", "--clients", "4", "--count", "40", "--slow", "10",
+        "--bombers", "1", "--read-timeout", "1", "--slow-margin", "3", "--fuzz", "200",
+        "--matmul-rounds", "1", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["benchmark"] == "serving_attack" and report["settings"]["slow"] == 10
+    results = report["results"]
+    for name in ("without_attack", "with_attack"):
+        result = results[name]
+        assert result["5xx_not_503_504"] == 0 and result["normal"]["failures"] == 0, result
+        assert result["normal"]["statuses"].get("200", 0) > 0 and result["health"]["requests"] > 0
+        assert result["health"]["p50_ms"] <= result["health"]["p99_ms"]
+    attacks = results["with_attack"]["attacks"]
+    assert results["with_attack"]["all_refused_in_time"], attacks
+    expected = {"alignment_bomb": {"400"}, "sentence_bomb": {"400"}, "slow_body": {"408"},
+                "text_plain": {"415"}, "cross_origin": {"403"}}
+    for name, statuses in expected.items():
+        assert attacks[name]["requests"] > 0 and set(attacks[name]["statuses"]) <= statuses | {
+            "503"}, (name, attacks[name])
+    assert attacks["disconnect"]["requests"] > 0
+    assert results["server_peak_rss_mib"] > 0 and results["exit_status"] == 0
+    fuzz = results["fuzz"]
+    assert sum(fuzz["statuses"].values()) == 200 and fuzz["5xx_not_503"] == 0
+    assert fuzz["connection_failures"] == 0 and fuzz["alive"] and fuzz["correct_afterwards"]
+    assert {"403", "415", "421"} <= set(fuzz["statuses"])
+    assert "with attack" in capsys.readouterr().out
 
 
 # ---- the page at / ----------------------------------------------------------------------
@@ -674,7 +1217,7 @@ def test_page_translates_in_a_headless_browser(served, translator, tmp_path):
 
         status, aligned = served.call("/translate", {"text": [sentence], "beam": 5,
                                                      "alignment": True})
-        alignment = aligned["translations"][0]["alignment"]
+        [alignment] = aligned["translations"][0]["alignment"]["sentences"]
         assert alignment["source_tokens"] == ["a", "dog", "runs", "."]
         assert texts("table.heatmap th.column-label") == alignment["source_tokens"] + ["</s>"]
         assert texts("table.heatmap th.row-label") == alignment["target_tokens"] + ["</s>"]
@@ -696,6 +1239,20 @@ def test_page_translates_in_a_headless_browser(served, translator, tmp_path):
         wait.until(lambda d: d.find_element(By.ID, "status").text)
         assert driver.find_element(By.ID, "status").text == "nbest (2) cannot exceed the beam size (1)"
         assert driver.save_screenshot(str(tmp_path / "page.png"))
+        # A pasted paragraph: a heat map for each of its first 8 sentences only, and a
+        # longer text is translated without alignments (the tab never draws thousands).
+        beam.clear()
+        beam.send_keys("2")
+        for text, maps, note in (("The cat sat on the mat. " * 12, 8, "4 more are not"),
+                                 ("The cat sat on the mat. " * 90, 0, "at most 2000 characters")):
+            box = driver.find_element(By.ID, "text")
+            box.clear()
+            driver.execute_script("arguments[0].value = arguments[1]", box, text.strip())
+            driver.find_element(By.ID, "translate").click()
+            wait.until(lambda d: note in " ".join(e.text for e in d.find_elements(
+                By.CSS_SELECTOR, "#results > p.note")))
+            assert len(driver.find_elements(By.CSS_SELECTOR, "table.heatmap")) == maps
+            assert driver.find_element(By.ID, "status").text == ""
     finally:
         driver.quit()
     assert (tmp_path / "page.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -14,6 +14,7 @@ import http.server
 import io
 import json
 import pathlib
+import re
 import shutil
 import socket
 import subprocess
@@ -141,6 +142,46 @@ def test_onnx_translate_hard_lines_in_a_subprocess_without_tensorflow(echo_onnx_
                       f"tokens were truncated to their first {ECHO_MAX_SOURCE_LEN} tokens"]
 
 
+def test_onnx_translate_streams_its_input_a_chunk_at_a_time(echo_onnx_dir):
+    """A pipe that stays open: the first chunk's translations (64 lines at --batch-size 1)
+    come out, flushed, while the input has not ended, as they would for a file of any size.
+    Memory holds one chunk, whatever the input's size: the command reads a chunk, writes its
+    translations and only then reads the next (translating.translate_in_chunks; its test in
+    test_cli_translate.py counts the lines read before the first line is written)."""
+    import queue
+
+    from keras_nmt.cli.translating import CHUNK_BATCHES
+
+    lines = [f"the cat sat {i % 7} on the mat" for i in range(CHUNK_BATCHES)]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "keras_nmt.cli", "onnx-translate", str(echo_onnx_dir),
+         "--name", "echo", "--batch-size", "1"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, cwd=ROOT)
+    output: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [output.put(line) for line in process.stdout],
+                     daemon=True).start()
+    try:
+        process.stdin.write("".join(line + "\n" for line in lines).encode())
+        process.stdin.flush()
+        first = [output.get(timeout=60).decode() for _ in lines]  # stdin still open
+        assert first == [_echo_expected(line) + "\n" for line in lines]
+        assert process.poll() is None
+        process.stdin.write(b"the mat\n")
+        process.stdin.close()
+        assert process.wait(timeout=60) == 0, process.stderr.read().decode()
+    finally:
+        process.kill()
+        process.wait()
+    assert output.get(timeout=10) == b"the mat\n"
+    stderr = process.stderr.read().decode().splitlines()
+    # Progress without a total or an ETA: the length of a stream is not known.
+    progress = [line for line in stderr if line.startswith("translating: ")]
+    assert progress and all(re.fullmatch(r"translating: \d+ sentences  elapsed [\d:]+", line)
+                            for line in progress), stderr
+    assert [line for line in stderr if line.startswith("translated ")][0].startswith(
+        "translated 65 sentences in ")
+
+
 def test_onnx_translator_api_options_and_nbest_format(echo_onnx_dir, capsys):
     translator = onnx_translator.OnnxTranslator.from_export_dir(echo_onnx_dir, "echo")
     assert (translator.max_source_len, translator.beam_size, translator.max_nbest) == (5, 2, 1)
@@ -179,7 +220,9 @@ def test_onnx_translator_splits_sentences_as_the_export_says(echo_onnx_dir, tmp_
     assert split.text == f"{_echo_expected(first)} {_echo_expected(second)}" == (
         "<unk> cat sat. <unk> mat sat on the")
     assert split.tokens == ("<unk>", "cat", "sat", ".", "<unk>", "mat", "sat", "on", "the")
-    assert (split.score, split.truncated, len(split.sentences)) == (-11.0, 4, 2)
+    # The score: the sentences' (-5, -6) weighted by their source tokens + EOS (5, 6).
+    assert (split.score, split.truncated, len(split.sentences)) == (
+        pytest.approx((5 * -5.0 + 6 * -6.0) / 11), 4, 2)
     assert split.hypotheses == (split,) and split.alternatives == ()
     assert [t.text for t in split.sentences] == [_echo_expected(first), _echo_expected(second)]
     assert translator.translate([first], split_sentences=True) == translator.translate([first])

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 from typing import Sequence, TextIO
 
 from keras_nmt.cli.common import (
-    Console, OneLineParser, non_negative_float, non_negative_int, positive_int, run_main,
+    Console, OneLineParser, non_negative_float, non_negative_int, positive_float, positive_int,
+    run_main,
 )
 from keras_nmt.errors import UsageError
 
@@ -25,11 +27,13 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         description="Serve the ONNX models of an export over HTTP with onnxruntime (no "
         "TensorFlow): TF Serving's REST API (POST /v1/models/NAME:predict, GET "
         "/v1/models/NAME[/metadata]), POST /translate {\"text\": [...]}, GET /health, "
-        "/models and /stats, and a page to try the models at /. Serves the models of EXPORT_DIR/models.config (their version "
-        "policies and labels; base paths under /models are read under EXPORT_DIR), or with "
-        "--name, or without a models.config, the newest version of one model. Requests that "
-        "arrive together are translated in one batch. SIGTERM or Ctrl-C: stop listening, "
-        "answer the requests held, exit 0.",
+        "/models and /stats, Prometheus metrics at /monitoring/prometheus/metrics, and a "
+        "page to try the models at /. Serves the models of EXPORT_DIR/models.config (their "
+        "version policies and labels; base paths under /models are read under EXPORT_DIR), "
+        "or with --name, or without a models.config, the newest version of one model, and "
+        "picks up new versions as they appear. Requests that arrive together are "
+        "translated in one batch. SIGTERM or Ctrl-C: stop listening, answer the requests "
+        "held for at most --shutdown-timeout seconds, exit 0.",
     )
     parser.add_argument("export_dir", metavar="EXPORT_DIR")
     parser.add_argument("--name", help="serve only this model of EXPORT_DIR, its newest "
@@ -56,14 +60,42 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser.add_argument("--batch-threads", type=positive_int, default=d.batch_threads,
                         metavar="N", help=f"batches run at once (default {d.batch_threads})")
     parser.add_argument("--max-sentences", type=positive_int, default=d.max_sentences,
-                        metavar="N", help=f"sentences a request, at most (default {d.max_sentences})")
+                        metavar="N", help="sentences a request, at most, once its lines are "
+                        f"split into sentences (default {d.max_sentences})")
+    parser.add_argument("--max-tokens", type=positive_int, default=d.max_tokens, metavar="N",
+                        help="source tokens a request, at most, as the model reads them (cut "
+                        f"to its maximum source length) (default {d.max_tokens})")
+    parser.add_argument("--max-alignment-cells", type=positive_int,
+                        default=d.max_alignment_cells, metavar="N",
+                        help="cells the alignments of a request may hold, at most, counted at "
+                        "the longest translation the search allows (default "
+                        f"{d.max_alignment_cells})")
     parser.add_argument("--max-body-bytes", type=positive_int, default=d.max_body_bytes,
                         metavar="N", help=f"request body size, at most (default {d.max_body_bytes})")
+    parser.add_argument("--max-body-memory", type=positive_int, default=d.max_body_memory,
+                        metavar="N", help="bytes of request bodies held at once, all requests "
+                        f"together; beyond: 503 (default {d.max_body_memory})")
     parser.add_argument("--max-beam", type=positive_int, default=d.max_beam, metavar="K",
-                        help=f"the largest beam a request may ask for (default {d.max_beam})")
+                        help="the largest beam a request may ask for; every model's own beam "
+                        f"must be within it (default {d.max_beam})")
+    parser.add_argument("--max-connections", type=positive_int, default=d.max_connections,
+                        metavar="N", help="connections open at once; one more is answered 503 "
+                        f"and closed (default {d.max_connections})")
+    parser.add_argument("--request-timeout", type=positive_float, default=d.request_timeout,
+                        metavar="S", help="seconds a request may take from its head to its "
+                        f"answer; then 504 and its queued work is dropped (default "
+                        f"{d.request_timeout:g})")
+    parser.add_argument("--read-timeout", type=positive_float, default=d.read_timeout,
+                        metavar="S", help="seconds a client gets to send a request's head, and "
+                        "then its body (408); an idle connection is closed after it (default "
+                        f"{d.read_timeout:g})")
+    parser.add_argument("--poll-seconds", type=non_negative_float, default=d.poll_seconds,
+                        metavar="S", help="how often the model directories are read for new "
+                        "versions, as TF Serving polls them; 0: never (default "
+                        f"{d.poll_seconds:g})")
     parser.add_argument("--shutdown-timeout", type=non_negative_float, default=d.shutdown_timeout,
-                        metavar="S", help="seconds the requests held at shutdown get to finish "
-                        f"(default {d.shutdown_timeout:g})")
+                        metavar="S", help="seconds the requests held at shutdown get to finish; "
+                        f"what is still queued then gets 503 (default {d.shutdown_timeout:g})")
     return parser
 
 
@@ -82,9 +114,12 @@ def _serve(args, console: Console) -> int:
     options = ServerOptions(
         host=args.host, port=args.port, batch_size=args.batch_size,
         max_wait=args.max_wait_ms / 1000, queue_size=args.queue_size,
-        max_sentences=args.max_sentences, max_body_bytes=args.max_body_bytes,
-        max_beam=args.max_beam, batch_threads=args.batch_threads,
-        shutdown_timeout=args.shutdown_timeout,
+        max_sentences=args.max_sentences, max_tokens=args.max_tokens,
+        max_alignment_cells=args.max_alignment_cells, max_body_bytes=args.max_body_bytes,
+        max_body_memory=args.max_body_memory, max_beam=args.max_beam,
+        batch_threads=args.batch_threads, max_connections=args.max_connections,
+        request_timeout=args.request_timeout, read_timeout=args.read_timeout,
+        poll_seconds=args.poll_seconds, shutdown_timeout=args.shutdown_timeout,
     )
     try:
         options.check()
@@ -105,4 +140,10 @@ def _serve(args, console: Console) -> int:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: "
                          f"{error.strerror or error}") from None
     print(f"{console.prog}: stopped", file=console.stderr, flush=True)
+    if server.busy():
+        # A batch (or a model load) left running at the shutdown timeout is inside
+        # onnxruntime: finalizing the interpreter under it would abort the process, and
+        # waiting for it would outlast the timeout. Nothing is left to write.
+        console.stdout.flush()
+        os._exit(0)
     return 0

@@ -128,7 +128,7 @@ REST:
 
 ```sh
 curl -s -X POST http://localhost:8501/v1/models/{name}:predict \\
-  -d '{{"signature_name": "serving_default", "inputs": {{"sentences": ["The man is here."]}}}}'
+  -H 'Content-Type: application/json' -d '{{"signature_name": "serving_default", "inputs": {{"sentences": ["The man is here."]}}}}'
 ```
 
 gRPC (Python, with the `tensorflow-serving-api` package):

@@ -1,25 +1,77 @@
-"""Dynamic batching for the server: requests that arrive together run as one batch.
+"""Dynamic batching for the server: the sentences of requests that arrive together run as
+one batch, and no batch runs for a request that no longer waits.
 
 A request's sentences wait in one bounded queue with a key (the model and the search
-settings a batch must share). A worker takes the oldest request and, until its batch
-holds ``batch_size`` sentences or the oldest has waited ``max_wait`` seconds, adds the
-later requests of the same key; the batch then runs in a thread (onnxruntime releases
-the GIL), off the event loop, and each request gets its own part of the results.
-Requests of another key wait for a later batch. A request that would take the queue
-past ``queue_size`` sentences is refused at once (:class:`RequestError` 503): a full
-server answers, it never hangs. Memory grows with ``queue_size``, not with traffic.
+settings a batch must share). A worker takes the oldest waiting request and fills a batch
+of at most ``batch_size`` sentences with the waiting sentences of its key, until the batch
+is full or the oldest request has waited ``max_wait`` seconds. A request larger than a
+batch runs as several batches, one after another: the requests that arrived while it ran
+go first in the next batch (a large request does not hold the small ones behind it for
+all its batches), and it goes on with what is left. Between two batches, nothing of a
+request that no longer waits (its client went away, its deadline passed) is run. Each
+request gets its results once all its sentences are done.
+
+A batch runs in a daemon thread (onnxruntime releases the GIL), off the event loop: a
+batch still running when the server has stopped does not hold it (:class:`DaemonThreads`).
+A request
+that would take the queue past ``queue_size`` sentences is refused at once
+(:class:`RequestError` 503): a full server answers, it never hangs. Memory grows with
+``queue_size``, not with traffic.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
-import concurrent.futures
 import contextlib
 import dataclasses
+import threading
 from typing import Callable, Hashable, Sequence
 
 from keras_nmt.errors import RequestError
+
+
+class DaemonThreads:
+    """Runs functions in daemon threads, and knows whether any still runs.
+
+    Unlike an executor's threads, one still running when the server has stopped is not
+    waited for. A process must not finalize its interpreter under one that is inside
+    onnxruntime, though (the thread's forced exit unwinds through C++ frames and aborts
+    the process): :meth:`running` tells the command to end it at once instead."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._alive: set[threading.Thread] = set()
+
+    def run(self, function: Callable, *args) -> asyncio.Future:
+        """``function(*args)`` in a new daemon thread: a future of the running loop that
+        gets its result or exception."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+
+        def settle(result, error) -> None:
+            if future.done():  # cancelled: nobody waits for it any more
+                return
+            if error is None:
+                future.set_result(result)
+            else:
+                future.set_exception(error)
+
+        def run() -> None:
+            try:
+                result, error = function(*args), None
+            except BaseException as caught:  # noqa: BLE001 (handed to the waiting coroutine)
+                result, error = None, caught
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
+                loop.call_soon_threadsafe(settle, result, error)
+
+        thread = threading.Thread(target=run, name=self.name, daemon=True)
+        self._alive = {t for t in self._alive if t.is_alive()} | {thread}
+        thread.start()
+        return future
+
+    def running(self) -> bool:
+        return any(thread.is_alive() for thread in self._alive)
 
 
 @dataclasses.dataclass(eq=False)
@@ -28,6 +80,14 @@ class _Job:
     items: Sequence
     arrived: float
     future: asyncio.Future
+    results: list
+    taken: int = 0  # items given to a batch (forming or running)
+    started: int = 0  # items given to a batch that ran or runs
+    finished: int = 0  # items whose results are in
+
+    @property
+    def waits(self) -> bool:
+        return not self.future.done()
 
 
 @dataclasses.dataclass
@@ -39,12 +99,13 @@ class BatchStats:
     batches: int = 0
     sentences: int = 0  # in batches run
     largest_batch: int = 0
-    waiting: int = 0  # sentences queued now (a forming batch's included)
+    waiting: int = 0  # sentences queued now, not yet in a running batch
+    dropped: int = 0  # sentences never run: their request stopped waiting first
 
 
 class Batcher:
     """``await submit(key, items)`` -> ``run(key, items)``'s results for those items,
-    computed in a batch with other requests of the same key."""
+    computed in batches of at most ``batch_size`` with other requests of the same key."""
 
     def __init__(self, run: Callable[[Hashable, list], list], batch_size: int,
                  max_wait: float, queue_size: int, threads: int = 1):
@@ -59,19 +120,19 @@ class Batcher:
         self._jobs: collections.deque[_Job] = collections.deque()
         self._arrived: asyncio.Event | None = None
         self._workers: list[asyncio.Task] = []
-        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._running = 0  # batches running now
+        self.threads_of_batches = DaemonThreads("batch")
         self._hurry = False  # shutting down: run what is queued without waiting for more
         self._closed = False
 
     def start(self) -> None:
         """Start the workers (in the running event loop)."""
         self._arrived = asyncio.Event()
-        self._executor = concurrent.futures.ThreadPoolExecutor(
-            self.threads, thread_name_prefix="batch"
-        )
         self._workers = [asyncio.create_task(self._work()) for _ in range(self.threads)]
 
     async def submit(self, key: Hashable, items: Sequence) -> list:
+        """The results of ``items``, in order. Cancelling the caller (a client gone, a
+        deadline passed) drops whatever of them has not run yet."""
         if self._closed or self._hurry:
             self.stats.rejected += 1
             raise RequestError(503, "the server is shutting down")
@@ -79,8 +140,11 @@ class Batcher:
             self.stats.rejected += 1
             raise RequestError(503, f"the server is busy ({self.stats.waiting} sentences "
                                     f"queued, at most {self.queue_size}): try again later")
+        if not items:
+            return []
         loop = asyncio.get_running_loop()
-        job = _Job(key, items, loop.time(), loop.create_future())
+        job = _Job(key, items, loop.time(), loop.create_future(), [None] * len(items))
+        job.future.add_done_callback(lambda _: self._forget(job))
         self._jobs.append(job)
         self.stats.requests += 1
         self.stats.waiting += len(items)
@@ -88,8 +152,16 @@ class Batcher:
         try:
             return await job.future
         finally:
-            if not job.future.done():  # the client went away: drop the job if still queued
+            if not job.future.done():  # the caller was cancelled: drop what is left
                 job.future.cancel()
+
+    def _forget(self, job: _Job) -> None:
+        """A job is answered, failed or cancelled: its sentences not yet running leave
+        the queue at once."""
+        left = len(job.items) - job.started
+        self.stats.waiting -= left
+        if job.future.cancelled():
+            self.stats.dropped += left
 
     def hurry(self) -> None:
         """Refuse new requests and run the queued ones without waiting for more."""
@@ -97,77 +169,98 @@ class Batcher:
         if self._arrived is not None:
             self._arrived.set()
 
-    async def close(self) -> None:
-        """Run every queued request, then stop the workers and their threads."""
+    async def close(self, timeout: float | None = None) -> None:
+        """Run the queued requests for at most ``timeout`` seconds (None: all of them),
+        then answer those still waiting 503 and stop the workers; a batch still running
+        then is left to its daemon thread."""
         self.hurry()
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + max(0.0, timeout)
+        while (self._running or any(job.waits for job in self._jobs)) and self._workers:
+            if deadline is not None and loop.time() >= deadline:
+                break
+            await asyncio.sleep(0.01)
         self._closed = True
-        if self._arrived is not None:
-            self._arrived.set()
-        await asyncio.gather(*self._workers)
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
+        for job in self._jobs:
+            if job.waits:
+                job.future.set_exception(RequestError(503, "the server is shutting down"))
+        self._jobs.clear()
+        for worker in self._workers:
+            worker.cancel()
+        await asyncio.gather(*self._workers, return_exceptions=True)
+        self._workers = []
 
-    async def _oldest(self) -> _Job | None:
-        while True:
-            while self._jobs:
-                job = self._jobs.popleft()
-                if not job.future.done():
-                    return job
-                self.stats.waiting -= len(job.items)  # cancelled while queued
-            if self._closed:
-                return None
-            self._arrived.clear()
-            await self._arrived.wait()
-
-    def _gather(self, batch: list[_Job], size: int) -> int:
-        """Move queued jobs of the batch's key that fit into it; the new size."""
-        kept: collections.deque[_Job] = collections.deque()
+    def _oldest(self) -> _Job | None:
+        """The oldest job still waiting with sentences not yet given to a batch; jobs
+        before it that are done or fully given leave the queue."""
         while self._jobs:
-            job = self._jobs.popleft()
-            if job.future.done():
-                self.stats.waiting -= len(job.items)
-            elif job.key == batch[0].key and size + len(job.items) <= self.batch_size:
-                batch.append(job)
-                size += len(job.items)
-            else:
-                kept.append(job)
-        self._jobs = kept
+            job = self._jobs[0]
+            if job.waits and job.taken < len(job.items):
+                return job
+            self._jobs.popleft()
+        return None
+
+    def _fill(self, key: Hashable, pieces: list, size: int) -> int:
+        """Add to ``pieces`` (job, start, stop) the waiting sentences of ``key`` that fit,
+        requests that have not run yet first, each in arrival order; the new size."""
+        fresh = [job for job in self._jobs if job.key == key and job.waits and job.taken == 0]
+        going = [job for job in self._jobs if job.key == key and job.waits
+                 and 0 < job.taken < len(job.items)]
+        for job in fresh + going:
+            if size >= self.batch_size:
+                break
+            stop = min(len(job.items), job.taken + self.batch_size - size)
+            pieces.append((job, job.taken, stop))
+            size += stop - job.taken
+            job.taken = stop
         return size
 
     async def _work(self) -> None:
         loop = asyncio.get_running_loop()
-        while True:
-            first = await self._oldest()
+        while not self._closed:
+            first = self._oldest()
             if first is None:
-                return
-            batch = [first]
-            size = len(first.items)
+                self._arrived.clear()
+                await self._arrived.wait()
+                continue
+            pieces: list = []
+            size = 0
             deadline = first.arrived + self.max_wait
             while True:
-                size = self._gather(batch, size)
+                size = self._fill(first.key, pieces, size)
                 remaining = deadline - loop.time()
                 if size >= self.batch_size or self._hurry or remaining <= 0:
                     break
                 self._arrived.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._arrived.wait(), remaining)
-            batch = [job for job in batch if not job.future.done()]
-            self.stats.waiting -= size
-            if not batch:
+            pieces = [piece for piece in pieces if piece[0].waits]
+            if not pieces:
                 continue
-            items = [item for job in batch for item in job.items]
+            for job, start, stop in pieces:
+                job.started += stop - start
+                self.stats.waiting -= stop - start
+            items = [item for job, start, stop in pieces for item in job.items[start:stop]]
             self.stats.batches += 1
             self.stats.sentences += len(items)
             self.stats.largest_batch = max(self.stats.largest_batch, len(items))
+            self._running += 1
             try:
-                results = await loop.run_in_executor(self._executor, self._run, first.key, items)
+                results = await self.threads_of_batches.run(self._run, first.key, items)
+            except asyncio.CancelledError:
+                raise
             except Exception as error:  # noqa: BLE001 (each waiting request gets it)
-                for job in batch:
-                    if not job.future.done():
+                for job, _, _ in pieces:
+                    if job.waits:
                         job.future.set_exception(error)
                 continue
-            start = 0
-            for job in batch:
-                if not job.future.done():
-                    job.future.set_result(results[start : start + len(job.items)])
-                start += len(job.items)
+            finally:
+                self._running -= 1
+            at = 0
+            for job, start, stop in pieces:
+                if job.waits:
+                    job.results[start:stop] = results[at : at + stop - start]
+                    job.finished += stop - start
+                    if job.finished == len(job.items):
+                        job.future.set_result(job.results)
+                at += stop - start

@@ -12,49 +12,72 @@ Endpoints:
   "no_unk", "alignment", "split_sentences"}`` (all but ``text`` optional) -> ``{"model",
   "version", "beam", "alpha", "translations": [{"text", "score", "truncated", "nbest":
   [{"text", "score", "tokens"}]}]}``; with ``"alignment": true`` each translation also has
-  ``"alignment"``: ``{"source_tokens", "target_tokens", "token_logprobs", "attention"}``
-  for its best hypothesis (:meth:`OnnxTranslator.translate`'s ``align``; ``attention`` has
-  a row per target token and a column per source token, EOS last on both, and between the
-  sentences of a split line; null for RNNencdec), null for an empty line. A text of
-  several sentences is split into them and their translations joined, as the export does
-  (``GET /models`` says); ``"split_sentences": false`` translates each text whole;
+  ``"alignment"``: ``{"sentences": [{"source_start", "target_start", "source_tokens",
+  "target_tokens", "token_logprobs", "attention"}, ...]}``, a block for each sentence of
+  the line (:meth:`OnnxTranslator.translate`'s ``align``; ``attention`` has a row per
+  target token and a column per source token, EOS last on both; null for RNNencdec;
+  ``source_start`` and ``target_start`` are where the sentence's tokens begin among the
+  line's), null for an empty line. A text of several sentences is split into them and
+  their translations joined, as the export does (``GET /models`` says);
+  ``"split_sentences": false`` translates each text whole;
 - ``GET /health`` (200 while serving), ``GET /models`` (each model's languages, search
-  settings and limits), ``GET /stats`` (the batcher's counters);
+  settings and limits), ``GET /stats`` (the batcher's counters), and Prometheus metrics
+  at TF Serving's ``GET /monitoring/prometheus/metrics`` (:mod:`keras_nmt.serving.metrics`);
 - ``GET /``: a page to try the models (a text box, the translation, its n-best list and
   scores, and the alignment as the paper's Fig. 3 heat map), from the package's
   ``static/`` files alone.
 
-Every request's sentences go through one :class:`~keras_nmt.serving.batcher.Batcher`:
-requests that arrive together share an onnxruntime run. What a request gets wrong is a
-4xx answer ``{"error": REASON}`` (one line), never a crash: a body over the size limit
-(413), bytes that are not UTF-8, JSON that is not the API's, too many sentences, a beam
-outside 1..max_beam, an n-best list longer than the beam or than the export returns (400),
-an unknown model, version or path (404). A full queue answers 503 at once. On SIGTERM or
-SIGINT the server stops listening, answers the requests it holds, and returns.
+What a request costs is bounded before any of it is queued: its lines are split into
+sentences here (the export's rules, :func:`keras_nmt.text.sentences.split_sentences`),
+and the sentences (``max_sentences``), their source tokens (``max_tokens``) and the cells
+its alignments could hold (``max_alignment_cells``) are counted. The sentences go through
+one :class:`~keras_nmt.serving.batcher.Batcher` (requests that arrive together share an
+onnxruntime run; a large request runs as several batches, and nothing more of it runs
+once it no longer waits), each translated whole, and each line's translation is joined
+from its sentences' (:func:`keras_nmt.translation.join_translations`). Parsing a large
+body, splitting it and writing a large answer run in worker threads, so the event loop
+keeps answering (``/health`` included) while they run; an alignment is written a sentence
+at a time, its numbers converted by numpy.
 
-The cost of a request grows with its sentences' lengths and the beam, not with anything
-the server keeps: memory is bounded by the queue size and the body size limit.
+What a request gets wrong is a 4xx answer ``{"error": REASON}`` (one line), never a
+crash: a ``Host`` other than the server's own names on loopback (421), a POST from
+another origin (403) or whose body is not declared JSON (415), a body over the size
+limit (413) or not sent within ``read_timeout`` (408), bytes that are not UTF-8, JSON that
+is not the API's, too many sentences, tokens or alignment cells, a beam outside
+1..max_beam, an n-best list longer than the beam or than the export returns (400), an
+unknown model, version or path (404). A full queue, or too many request bodies or
+connections at once, answers 503 at once; a request not answered within
+``request_timeout`` gets 504 and its queued work is dropped, as is that of a client that
+goes away. The models' directories are polled for new versions (``poll_seconds``;
+:meth:`Registry.poll`). On SIGTERM or SIGINT the server stops listening, answers the
+requests it holds for at most ``shutdown_timeout`` seconds (503 for what is still queued
+then), and returns.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
 import json
 import math
 import pathlib
 import signal
 import sys
-from typing import Sequence, TextIO
+import time
+from typing import Callable, Sequence, TextIO
 
 import numpy as np
 from aiohttp import web
 
-from keras_nmt.errors import RequestError
+from keras_nmt.errors import RequestError, UsageError
 from keras_nmt.serving import tfserving_rest as rest
-from keras_nmt.serving.batcher import Batcher
+from keras_nmt.serving.batcher import Batcher, DaemonThreads
+from keras_nmt.serving.http_guard import BodyBudget, LimitedSite, RequestGuard, must_close
+from keras_nmt.serving.metrics import PATH as METRICS_PATH, Metrics
 from keras_nmt.serving.registry import Registry, Servable
-from keras_nmt.translation import Translation
+from keras_nmt.text.sentences import split_sentences
+from keras_nmt.translation import Translation, join_translations
 
 # The page at / and its files: in the package, nothing fetched from elsewhere (offline).
 STATIC = pathlib.Path(__file__).resolve().parent / "static"
@@ -62,6 +85,15 @@ STATIC_FILES = ("page.js", "page.css")
 MAX_ALPHA = 10.0  # length normalisation exponents beyond this only overflow
 TRANSLATE_KEYS = {"text", "model", "version", "beam", "alpha", "nbest", "no_unk", "alignment",
                   "split_sentences"}
+BODY_ROUTES = {"predict", "translate"}  # the routes that read a JSON body
+# Above these a request's parsing, splitting and answer run in a worker thread; below,
+# on the event loop (a thread's hand-off costs more than the work).
+BIG_BODY = 16 << 10
+BIG_SENTENCES = 32
+BIG_CELLS = 4096
+SPLIT_PREFIX = 16 << 10  # characters of a long line split first (then 4 times as many)
+LINGERING_TIME = 1.0  # seconds the rest of a refused body is read before closing
+ALIGNMENT_DECIMALS = 6  # attention weights lie in [0, 1]: 6 decimals are ±5e-7
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,23 +103,39 @@ class ServerOptions:
     batch_size: int = 32  # sentences a batch (an onnxruntime run) holds at most
     max_wait: float = 0.005  # seconds the oldest request waits for others to join it
     queue_size: int = 1024  # sentences waiting, at most; more: 503
-    max_sentences: int = 256  # sentences a request, at most
+    max_sentences: int = 256  # sentences a request, at most, once its lines are split
+    max_tokens: int = 8192  # source tokens a request, at most (as the model reads them)
+    max_alignment_cells: int = 262_144  # cells a request's alignments may hold, at most
     max_body_bytes: int = 1 << 20
     max_beam: int = 32
     batch_threads: int = 1  # batches run at once
+    request_timeout: float = 30.0  # seconds a request may take, from its head to its answer
+    read_timeout: float = 10.0  # seconds a client gets to send a request (and idle after one)
+    max_connections: int = 512  # connections open at once; more are answered 503 and closed
+    max_body_memory: int = 64 << 20  # bytes of request bodies held at once, all together
+    poll_seconds: float = 1.0  # how often the model directories are read for versions; 0: never
     shutdown_timeout: float = 30.0  # seconds given to the requests held at shutdown
 
     def check(self) -> None:
         """ValueError (one line) for options that do not fit together."""
-        for name in ("batch_size", "queue_size", "max_sentences", "max_body_bytes",
-                     "max_beam", "batch_threads"):
+        for name in ("batch_size", "queue_size", "max_sentences", "max_tokens",
+                     "max_alignment_cells", "max_body_bytes", "max_beam", "batch_threads",
+                     "max_connections", "max_body_memory"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
         if self.max_sentences > self.queue_size:
             raise ValueError(f"max_sentences ({self.max_sentences}) cannot exceed the queue "
                              f"size ({self.queue_size}): such a request could never be queued")
-        if not (0 <= self.max_wait < math.inf and 0 <= self.shutdown_timeout < math.inf):
-            raise ValueError("max_wait and shutdown_timeout must be finite and >= 0")
+        if self.max_body_bytes > self.max_body_memory:
+            raise ValueError(f"max_body_bytes ({self.max_body_bytes}) cannot exceed "
+                             f"max_body_memory ({self.max_body_memory}): such a body could "
+                             "never be read")
+        for name in ("max_wait", "shutdown_timeout", "poll_seconds"):
+            if not 0 <= getattr(self, name) < math.inf:
+                raise ValueError(f"{name} must be finite and >= 0")
+        for name in ("request_timeout", "read_timeout"):
+            if not 0 < getattr(self, name) < math.inf:
+                raise ValueError(f"{name} must be finite and > 0")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,7 +147,37 @@ class Search:
     alpha: float
     forbid_unk: bool = False
     align: bool = False  # also force-decode each best hypothesis (its attention matrix)
-    split_sentences: bool | None = None  # None: as the export does
+
+
+@dataclasses.dataclass(frozen=True)
+class Sentences:
+    """A request's lines split into the sentences the batcher translates."""
+
+    sentences: list[str]
+    counts: list[int]  # sentences of each line, in order
+    cells: int = 0  # the most cells their alignments can hold (0 without alignments)
+
+    def lines(self, results: Sequence[Translation]) -> list[list[Translation]]:
+        """``results`` (one per sentence) cut into each line's."""
+        found, start = [], 0
+        for count in self.counts:
+            found.append(list(results[start : start + count]))
+            start += count
+        return found
+
+    @property
+    def heavy(self) -> bool:
+        """Whether the answer is worth a worker thread."""
+        return len(self.sentences) > BIG_SENTENCES or self.cells > BIG_CELLS
+
+
+@dataclasses.dataclass(frozen=True)
+class _Ask:
+    """A ``POST /translate`` read and checked."""
+
+    search: Search
+    nbest: int
+    work: Sentences
 
 
 class TranslationServer:
@@ -113,47 +191,79 @@ class TranslationServer:
         self.options = options
         self.log = sys.stderr if log is None else log
         self.prog = prog
+        for servable in registry.servables():
+            self.check_servable(servable)
         self.batcher = Batcher(self._translate_batch, options.batch_size, options.max_wait,
                                options.queue_size, options.batch_threads)
+        self.bodies = BodyBudget(options.max_body_memory)
+        self.metrics = Metrics(options.batch_size, lambda: self.batcher.stats.waiting,
+                               lambda: self.batcher.stats.dropped, self._open_connections)
         self.serving = False
         self._runner: web.AppRunner | None = None
+        self._site: LimitedSite | None = None
+        self._guard: RequestGuard | None = None
+        self._workers: concurrent.futures.ThreadPoolExecutor | None = None
+        self._poller: asyncio.Task | None = None
+        self._polls = DaemonThreads("poll")
         self.url: str | None = None
+
+    def check_servable(self, servable: Servable) -> None:
+        """:class:`UsageError` (one line) for a version the options cannot serve: its own
+        beam above ``max_beam`` would refuse every request that takes the default."""
+        beam = servable.translator.beam_size
+        if beam > self.options.max_beam:
+            raise UsageError(f"model {servable.name!r} version {servable.version} searches "
+                             f"with beam {beam}, above --max-beam {self.options.max_beam}: "
+                             "raise --max-beam or export with a smaller --beam")
 
     # ---- the application ---------------------------------------------------------------
 
     def application(self) -> web.Application:
         app = web.Application(client_max_size=self.options.max_body_bytes,
-                              middlewares=[self._errors])
+                              middlewares=[self._answered, self._checked, self._deadline])
         model = r"/v1/models/{name:[^/:]+}"
         which = r"{which:(/versions/\d+|/labels/[^/:]+)?}"
-        app.router.add_post(model + which + ":predict", self.predict)
-        app.router.add_get(model + r"{which:(/versions/\d+)?}", self.status)
-        app.router.add_get(model + r"{which:(/versions/\d+)?}/metadata", self.metadata)
-        app.router.add_post("/translate", self.translate)
-        app.router.add_get("/health", self.health)
-        app.router.add_get("/models", self.models)
-        app.router.add_get("/stats", self.stats)
-        app.router.add_get("/", self.page)
-        app.router.add_get("/static/{file}", self.static_file)
+        app.router.add_post(model + which + ":predict", self.predict, name="predict")
+        app.router.add_get(model + r"{which:(/versions/\d+)?}", self.status, name="status")
+        app.router.add_get(model + r"{which:(/versions/\d+)?}/metadata", self.metadata,
+                           name="metadata")
+        app.router.add_post("/translate", self.translate, name="translate")
+        app.router.add_get("/health", self.health, name="health")
+        app.router.add_get("/models", self.models, name="models")
+        app.router.add_get("/stats", self.stats, name="stats")
+        app.router.add_get(METRICS_PATH, self.prometheus, name="metrics")
+        app.router.add_get("/", self.page, name="page")
+        app.router.add_get("/static/{file}", self.static_file, name="static")
         return app
 
     @web.middleware
-    async def _errors(self, request: web.Request, handler):
+    async def _answered(self, request: web.Request, handler):
         """Every refusal as ``{"error": REASON}`` with its status, aiohttp's own (no route,
-        wrong method, body too large) included; an unforeseen error is logged and is a
-        500 for that request only."""
+        wrong method) included; an unforeseen error is logged and is a 500 for that
+        request only. Each answer is counted in the metrics (499: the client went away)."""
+        start = time.perf_counter()
+        route = request.match_info.route.name or "other"
+        try:
+            response = await self._answer(request, handler)
+        except asyncio.CancelledError:
+            self.metrics.answered(route, 499, time.perf_counter() - start)
+            raise
+        self.metrics.answered(route, response.status, time.perf_counter() - start)
+        return response
+
+    async def _answer(self, request: web.Request, handler):
         try:
             return await handler(request)
         except RequestError as error:
-            return _error(error.status, error.reason)
+            response = _error(error.status, error.reason)
+            if must_close(request):
+                response.force_close()
+            return response
         except web.HTTPException as error:
             if error.status < 400:
                 raise
             reason = error.text if error.status != 404 else (
                 f"Malformed request: {request.method} {request.path[:200]}")
-            if isinstance(error, web.HTTPRequestEntityTooLarge):
-                reason = (f"the request body is larger than {self.options.max_body_bytes} "
-                          "bytes (--max-body-bytes)")
             return _error(error.status, " ".join(str(reason).split()))
         except asyncio.CancelledError:
             raise
@@ -163,18 +273,41 @@ class TranslationServer:
                   f"{type(error).__name__}: {str(error)[:500]!r}", file=self.log, flush=True)
             return _error(500, f"internal error: {type(error).__name__}")
 
-    async def _body(self, request: web.Request):
-        raw = await request.read()
+    @web.middleware
+    async def _checked(self, request: web.Request, handler):
+        """The Host of a server on loopback; the Origin and Content-Type of a body."""
+        self._guard.check_host(request)
+        if request.method == "POST" and request.match_info.route.name in BODY_ROUTES:
+            self._guard.check_post(request)
+        return await handler(request)
+
+    @web.middleware
+    async def _deadline(self, request: web.Request, handler):
+        """504 once a request has taken ``request_timeout``: what it waits for is
+        cancelled, and the batcher drops its sentences not yet run."""
+        timeout = self.options.request_timeout
         try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise rest.bad(f"the request body is not UTF-8 (byte {error.start})") from None
+            async with asyncio.timeout(timeout):
+                return await handler(request)
+        except TimeoutError:
+            raise RequestError(504, f"the request was not answered within {timeout:g} s "
+                                    "(--request-timeout)") from None
+
+    async def _body(self, request: web.Request, read: Callable[[object], object]):
+        """``read(parsed JSON)`` of the request's body; for a large body, parsed and read
+        in a worker thread. Its bytes count against ``max_body_memory`` until then."""
+        raw = await self.bodies.read(request, self.options.max_body_bytes,
+                                     self.options.read_timeout)
         try:
-            return json.loads(text)
-        except RecursionError:
-            raise rest.bad("JSON Parse error: nested too deeply") from None
-        except ValueError as error:
-            raise rest.bad(f"JSON Parse error: {error}") from None
+            return await self._work(len(raw) > BIG_BODY, lambda: read(_parse_json(raw)))
+        finally:
+            self.bodies.release(len(raw))
+
+    async def _work(self, big: bool, function: Callable[[], object]):
+        """``function()``: in a worker thread when ``big``, else here."""
+        if not big:
+            return function()
+        return await asyncio.get_running_loop().run_in_executor(self._workers, function)
 
     def _servable(self, request: web.Request) -> Servable:
         which = request.match_info.get("which") or ""
@@ -189,18 +322,32 @@ class TranslationServer:
 
     async def predict(self, request: web.Request) -> web.Response:
         servable = self._servable(request)
-        call = rest.parse_predict(await self._body(request))
         translator = servable.translator
-        beam = translator.beam_size if call.beam is None else call.beam
-        alpha = translator.alpha if call.alpha is None else call.alpha
-        search = self._search(servable, call.sentences, beam, alpha, nbest=1)
-        results = await self.batcher.submit(search, call.sentences)
-        return _json(rest.predict_answer(call, results, translator.max_nbest))
+
+        def read(body):
+            call = rest.parse_predict(body)
+            beam = translator.beam_size if call.beam is None else call.beam
+            alpha = translator.alpha if call.alpha is None else call.alpha
+            search = self._search(servable, beam, alpha, nbest=1)
+            # Split as the export's SavedModel splits.
+            return call, search, self._sentences(servable, call.sentences,
+                                                 translator.split_sentences)
+
+        call, search, work = await self._body(request, read)
+        results = await self.batcher.submit(search, work.sentences)
+
+        def answer() -> str:
+            lines = [join_translations(parts, translator.tgt_lang)
+                     for parts in work.lines(results)]
+            return json.dumps(rest.predict_answer(call, lines, translator.max_nbest),
+                              ensure_ascii=False)
+
+        return _json_text(await self._work(work.heavy, answer))
 
     async def status(self, request: web.Request) -> web.Response:
         servable = self._servable(request)
         versions = ([servable.version] if request.match_info.get("which")
-                    else list(self.registry.models[servable.name]))
+                    else list(self.registry.models.get(servable.name, {})) or [servable.version])
         return _json(rest.status_answer(versions))
 
     async def metadata(self, request: web.Request) -> web.Response:
@@ -211,7 +358,12 @@ class TranslationServer:
     # ---- the plain JSON API --------------------------------------------------------------
 
     async def translate(self, request: web.Request) -> web.Response:
-        body = await self._body(request)
+        ask = await self._body(request, self._read_translate)
+        results = await self.batcher.submit(ask.search, ask.work.sentences)
+        return _json_text(await self._work(ask.work.heavy, lambda: self._translate_answer(
+            ask, results)))
+
+    def _read_translate(self, body) -> _Ask:
         if not isinstance(body, dict):
             raise rest.bad("the request body must be a JSON object with 'text'")
         unknown = sorted(set(body) - TRANSLATE_KEYS)
@@ -219,7 +371,7 @@ class TranslationServer:
             raise rest.bad(f"unknown key {unknown[0]!r} (known: {', '.join(sorted(TRANSLATE_KEYS))})")
         if "text" not in body:
             raise rest.bad("the request needs 'text', a list of sentences")
-        sentences = rest.sentences_value(body["text"], "text")
+        lines = rest.sentences_value(body["text"], "text")
         servable = self._default_servable(body)
         translator = servable.translator
         nbest = rest.int_value(body.get("nbest", 1), "nbest")
@@ -235,13 +387,27 @@ class TranslationServer:
             raise rest.bad(f"model {servable.name!r} version {servable.version} has no "
                            "force-decoding model (written by an older keras-nmt): export it "
                            "again with --onnx for alignments")
-        search = self._search(servable, sentences, beam, alpha, nbest, no_unk, align, split)
-        results = await self.batcher.submit(search, sentences)
-        return _json({
-            "model": servable.name, "version": servable.version, "beam": beam,
-            "alpha": rest.float32_json(alpha),
-            "translations": [_translation(t, nbest, align) for t in results],
-        })
+        search = self._search(servable, beam, alpha, nbest, no_unk, align)
+        return _Ask(search, nbest, self._sentences(servable, lines, split, align))
+
+    def _translate_answer(self, ask: _Ask, results: Sequence[Translation]) -> str:
+        """The answer's JSON text, a line at a time and an alignment a sentence at a time
+        (each short ``json.dumps`` lets the event loop's thread take the GIL between them)."""
+        search = ask.search
+        lang = search.servable.translator.tgt_lang
+        lines = []
+        for parts in ask.work.lines(results):
+            line = join_translations(parts, lang)
+            text = json.dumps(_translation(line, ask.nbest), ensure_ascii=False)
+            if search.align:
+                # Each sentence's own alignment, never the line's (a dense matrix of
+                # all its sentences, mostly zeros).
+                text = f'{text[:-1]}, "alignment": {_alignment_json(line.sentences or (line,))}}}'
+            lines.append(text)
+        head = json.dumps({"model": search.servable.name, "version": search.servable.version,
+                           "beam": search.beam, "alpha": rest.float32_json(search.alpha)},
+                          ensure_ascii=False)
+        return f'{head[:-1]}, "translations": [{", ".join(lines)}]}}'
 
     def _default_servable(self, body: dict) -> Servable:
         version = body.get("version")
@@ -251,21 +417,15 @@ class TranslationServer:
             if not isinstance(body["model"], str):
                 raise rest.bad("model must be a string")
             return self.registry.find(body["model"], version)
-        if len(self.registry.models) != 1:
-            raise rest.bad(f"name the model: {', '.join(sorted(self.registry.models))} are "
-                           "served")
-        return self.registry.find(next(iter(self.registry.models)), version)
+        models = self.registry.models
+        if len(models) != 1:
+            raise rest.bad(f"name the model: {', '.join(sorted(models))} are served")
+        return self.registry.find(next(iter(models)), version)
 
-    def _search(self, servable: Servable, sentences: Sequence[str], beam: int, alpha: float,
-                nbest: int, forbid_unk: bool = False, align: bool = False,
-                split_sentences: bool | None = None) -> Search:
-        """The batch key of a request, once its sentences and settings are within limits."""
+    def _search(self, servable: Servable, beam: int, alpha: float, nbest: int,
+                forbid_unk: bool = False, align: bool = False) -> Search:
+        """The batch key of a request, once its settings are within limits."""
         limits, translator = self.options, servable.translator
-        if not sentences:
-            raise rest.bad("no sentences to translate")
-        if len(sentences) > limits.max_sentences:
-            raise rest.bad(f"{len(sentences)} sentences in one request; at most "
-                           f"{limits.max_sentences} (--max-sentences)")
         if not 1 <= beam <= limits.max_beam:
             raise rest.bad(f"the beam size must be between 1 and {limits.max_beam} "
                            f"(--max-beam), got {beam}")
@@ -277,20 +437,57 @@ class TranslationServer:
                            f"for more), got {nbest}")
         if nbest > beam:
             raise rest.bad(f"nbest ({nbest}) cannot exceed the beam size ({beam})")
-        return Search(servable, beam, float(alpha), bool(forbid_unk), align, split_sentences)
+        return Search(servable, beam, float(alpha), bool(forbid_unk), align)
+
+    def _sentences(self, servable: Servable, lines: Sequence[str], split: bool,
+                   align: bool = False) -> Sentences:
+        """``lines`` split into sentences (by the source language's rules, with
+        ``split``), within the request's limits: sentences, source tokens as the model
+        reads them (cut to its maximum source length) and, with ``align``, the most
+        cells their alignments can hold. 400 with the limit's option beyond one."""
+        limits, translator = self.options, servable.translator
+        sentences, counts = [], []
+        for line in lines:
+            found = [line]
+            if split:
+                found = _split_within(line, translator.src_lang,
+                                      limits.max_sentences - len(sentences))
+            sentences += found
+            counts.append(len(found))
+            if len(sentences) > limits.max_sentences:
+                split_note = " once its lines are split into sentences" if split else ""
+                raise rest.bad(f"more than {limits.max_sentences} sentences in one request"
+                               f"{split_note}; at most {limits.max_sentences} (--max-sentences)")
+        if not sentences:
+            raise rest.bad("no sentences to translate")
+        tokens = cells = 0
+        for sentence in sentences:
+            count = len(translator.source(sentence).tokens)
+            tokens += count
+            if tokens > limits.max_tokens:
+                raise rest.bad(f"more than {limits.max_tokens} source tokens in one request; "
+                               f"at most {limits.max_tokens} (--max-tokens)")
+            if align:
+                cells += servable.alignment_cells(count)
+        if cells > limits.max_alignment_cells:
+            raise rest.bad(f"the alignments asked for may hold {cells} cells; at most "
+                           f"{limits.max_alignment_cells} (--max-alignment-cells): ask for "
+                           "them for fewer or shorter sentences")
+        return Sentences(sentences, counts, cells)
 
     def _translate_batch(self, search: Search, sentences: list[str]) -> list[Translation]:
-        """One batch, in a worker thread: every n-best hypothesis the export returns (a
-        request takes the part it asked for)."""
+        """One batch of sentences, in a batch thread, each translated whole: every n-best
+        hypothesis the export returns (a request takes the part it asked for)."""
         translator = search.servable.translator
-        return translator.translate(
+        results = translator.translate(
             sentences, beam_size=search.beam, alpha=search.alpha,
             nbest=min(translator.max_nbest, search.beam), forbid_unk=search.forbid_unk,
-            batch_size=self.options.batch_size, align=search.align,
-            split_sentences=search.split_sentences,
+            batch_size=self.options.batch_size, align=search.align, split_sentences=False,
         )
+        self.metrics.batch_ran(len(sentences))
+        return results
 
-    # ---- health, models, stats -----------------------------------------------------------
+    # ---- health, models, stats, metrics, the page -----------------------------------------
 
     async def page(self, request: web.Request) -> web.FileResponse:
         return web.FileResponse(STATIC / "index.html")
@@ -314,37 +511,90 @@ class TranslationServer:
     async def stats(self, request: web.Request) -> web.Response:
         return _json({**dataclasses.asdict(self.batcher.stats),
                       "batch_size": self.options.batch_size,
-                      "queue_size": self.options.queue_size})
+                      "queue_size": self.options.queue_size,
+                      "connections": self._open_connections(),
+                      "refused_connections": self._site.refused if self._site else 0})
+
+    async def prometheus(self, request: web.Request) -> web.Response:
+        body, kind = self.metrics.exposition()
+        response = web.Response(body=body)
+        response.headers["Content-Type"] = kind
+        return response
+
+    def _open_connections(self) -> int:
+        return self._site.open_connections() if self._site is not None else 0
 
     # ---- life ------------------------------------------------------------------------------
 
     async def start(self) -> str:
         """Listen; returns the URL (the port chosen when ``port`` is 0)."""
+        options = self.options
         self.batcher.start()
+        self._workers = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="request")
+        # keepalive_timeout also closes a connection that has not sent a whole request head
+        # within it (aiohttp starts it when the connection opens); the rest of a body
+        # refused unread is read and dropped for at most lingering_time, then the
+        # connection is closed.
         self._runner = web.AppRunner(self.application(), access_log=None,
                                      handle_signals=False, handler_cancellation=True,
-                                     shutdown_timeout=self.options.shutdown_timeout)
+                                     shutdown_timeout=options.shutdown_timeout,
+                                     keepalive_timeout=options.read_timeout,
+                                     lingering_time=min(options.read_timeout, LINGERING_TIME))
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.options.host, self.options.port)
+        self._site = LimitedSite(self._runner, options.host, options.port,
+                                 options.max_connections)
         try:
-            await site.start()
+            await self._site.start()
         except BaseException:
             await self._runner.cleanup()
-            await self.batcher.close()
+            await self.batcher.close(0)
+            self._workers.shutdown(wait=False)
             raise
         host, port = self._runner.addresses[0][:2]
+        self._guard = RequestGuard(options.host, port)
         self.url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
+        if options.poll_seconds > 0 and self.registry.sources:
+            self._poller = asyncio.create_task(self._poll())
         self.serving = True
         return self.url
 
+    async def _poll(self) -> None:
+        """Read the model directories every ``poll_seconds`` for versions to load or
+        unload (in a thread: loading takes seconds), and log what changed."""
+        while True:
+            await asyncio.sleep(self.options.poll_seconds)
+            try:
+                changes = await self._polls.run(self.registry.poll, self.check_servable)
+            except Exception as error:  # noqa: BLE001 (a bug: the poll goes on)
+                changes = []
+                print(f"{self.prog}: the poll of the model directories failed: "
+                      f"{type(error).__name__}: {str(error)[:500]!r}", file=self.log, flush=True)
+            for change in changes:
+                self.metrics.versions.labels(change.name, change.kind).inc()
+                print(f"{self.prog}: {change}", file=self.log, flush=True)
+
     async def stop(self) -> None:
-        """Stop listening, answer the requests held (new ones on open connections get
-        503), then stop the batcher."""
+        """Stop listening and answer the requests held for at most ``shutdown_timeout``
+        seconds (new ones on open connections get 503); what is still queued then gets
+        503, and a batch still running is left to its thread."""
         self.serving = False
-        self.batcher.hurry()
-        if self._runner is not None:
-            await self._runner.cleanup()
-        await self.batcher.close()
+        if self._poller is not None:
+            self._poller.cancel()
+            await asyncio.gather(self._poller, return_exceptions=True)
+        # The batcher drains its queue until the timeout while aiohttp waits for the
+        # handlers; at the timeout it answers the rest, so the handlers end too.
+        closing = asyncio.create_task(self.batcher.close(self.options.shutdown_timeout))
+        try:
+            if self._runner is not None:
+                await self._runner.cleanup()
+        finally:
+            await closing
+            if self._workers is not None:
+                self._workers.shutdown(wait=False, cancel_futures=True)
+
+    def busy(self) -> bool:
+        """Whether a batch or a model load still runs in a thread after :meth:`stop`."""
+        return self.batcher.threads_of_batches.running() or self._polls.running()
 
     async def run(self, ready=None) -> None:
         """Serve until SIGTERM or SIGINT, then :meth:`stop`. ``ready(url)`` is called
@@ -371,31 +621,72 @@ def _version(text: str) -> int:
         raise rest.bad("the version is not a number") from None
 
 
-def _translation(t: Translation, nbest: int, align: bool = False) -> dict:
-    answer = {
+def _parse_json(raw: bytes):
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise rest.bad(f"the request body is not UTF-8 (byte {error.start})") from None
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise rest.bad("JSON Parse error: nested too deeply") from None
+    except ValueError as error:
+        raise rest.bad(f"JSON Parse error: {error}") from None
+
+
+def _split_within(line: str, lang: str, most: int, prefix: int = SPLIT_PREFIX) -> list[str]:
+    """:func:`split_sentences` of ``line``, or, when the line certainly holds more than
+    ``most`` sentences, more than ``most`` of them (not all: a line of a million
+    sentences is refused after reading a small part of it). Longer and longer prefixes
+    are split first: the sentence boundaries of a prefix are those of the line, but for
+    one at the cut, so a prefix of more than ``most + 1`` sentences settles it."""
+    size = prefix
+    while size < len(line):
+        found = split_sentences(line[:size], lang)
+        if len(found) > most + 1:
+            return found
+        size *= 4
+    return split_sentences(line, lang)
+
+
+def _translation(t: Translation, nbest: int) -> dict:
+    return {
         "text": t.text, "score": rest.float32_json(t.score), "truncated": t.truncated,
         "nbest": [{"text": h.text, "score": rest.float32_json(h.score), "tokens": list(h.tokens)}
                   for h in t.hypotheses[:nbest]],
     }
-    if align:
-        answer["alignment"] = None if t.alignment is None else _alignment(t.alignment)
-    return answer
 
 
-def _alignment(pair) -> dict:
-    """A :class:`~keras_nmt.evaluation.forced.ForcedPair` as JSON: the matrix has a row
-    per target token and a column per source token, EOS last on both."""
-    numbers = np.vectorize(rest.float32_json, otypes=[float])
-    return {
-        "source_tokens": list(pair.source_tokens), "target_tokens": list(pair.target_tokens),
-        "token_logprobs": numbers(pair.token_logprobs).tolist(),
-        "attention": None if pair.attention is None else numbers(pair.attention).tolist(),
-    }
+def _rounded(values: np.ndarray) -> list:
+    return np.round(np.asarray(values, np.float64), ALIGNMENT_DECIMALS).tolist()
+
+
+def _alignment_json(parts: Sequence[Translation]) -> str:
+    """The JSON of a line's alignment: a block for each sentence that has one (its own
+    :class:`~keras_nmt.evaluation.forced.ForcedPair`), with where its tokens begin among
+    the line's; ``null`` when none has (an empty line)."""
+    blocks, source_start, target_start = [], 0, 0
+    for part in parts:
+        pair = part.alignment
+        if pair is not None:
+            blocks.append(json.dumps({
+                "source_start": source_start, "target_start": target_start,
+                "source_tokens": list(pair.source_tokens),
+                "target_tokens": list(pair.target_tokens),
+                "token_logprobs": _rounded(pair.token_logprobs),
+                "attention": None if pair.attention is None else _rounded(pair.attention),
+            }, ensure_ascii=False))
+        source_start += len(part.source_tokens)
+        target_start += len(part.tokens)
+    return f'{{"sentences": [{", ".join(blocks)}]}}' if blocks else "null"
 
 
 def _json(body: dict, status: int = 200) -> web.Response:
-    return web.Response(text=json.dumps(body, ensure_ascii=False), status=status,
-                        content_type="application/json")
+    return _json_text(json.dumps(body, ensure_ascii=False), status)
+
+
+def _json_text(text: str, status: int = 200) -> web.Response:
+    return web.Response(text=text, status=status, content_type="application/json")
 
 
 def _error(status: int, reason: str) -> web.Response:

@@ -5,7 +5,8 @@ steps, loss scaling, the data-parallel update), ``optimizers`` (the configured o
 and how an update is applied), ``schedules`` (the learning rate of each update),
 ``limits`` (the budget), ``stopping`` (early stopping), ``checkpoints`` (what a run
 writes while training, and its restore), ``status`` and ``summaries`` (what the run
-reports: its status lines and TensorBoard scalars).
+reports: its status lines and TensorBoard scalars), ``pull`` (the pull toward a parent's
+weights of a run adapted from another, ``Config.parent_pull``).
 """
 
 from keras_nmt.training.limits import Limits, check_limits

@@ -5,6 +5,11 @@
 
 const $ = (id) => document.getElementById(id);
 const END = "</s>";  // the label of EOS, as keras-nmt evaluate's Fig. 3 writes it
+// A pasted paragraph must not freeze the tab: alignments are asked for only for a short
+// text, and only the first sentences' heat maps are drawn (a table cell per weight).
+const ALIGN_MAX_CHARS = 2000;
+const MAX_HEATMAPS = 8;
+const MAX_HEATMAP_CELLS = 20000;
 let models = [];
 
 function element(tag, className, text) {
@@ -42,9 +47,10 @@ function modelChanged() {
   $("nbest").value = Math.min(Number($("nbest").value) || 1, m.max_nbest);
 }
 
-function render(sources, answer) {
+function render(sources, answer, aligned) {
   const results = $("results");
   results.replaceChildren();
+  const drawn = {maps: 0, cells: 0, skipped: 0};
   answer.translations.forEach((t, i) => {
     const box = element("div", "sentence");
     box.append(element("p", "source", sources[i]), element("p", "best", t.text));
@@ -61,10 +67,20 @@ function render(sources, answer) {
     if (t.truncated > 0) {
       box.append(element("p", "note", `${t.truncated} source tokens beyond the model's limit were dropped.`));
     }
-    if (t.alignment && t.alignment.attention) {
-      box.append(heatMap(t.alignment));
-    } else if (t.alignment) {
-      box.append(element("p", "note", "This model has no attention (RNNencdec): no alignment to show."));
+    // A block per sentence of the line, each its own small matrix.
+    for (const block of (t.alignment ? t.alignment.sentences : [])) {
+      if (!block.attention) {
+        box.append(element("p", "note", "This model has no attention (RNNencdec): no alignment to show."));
+        break;
+      }
+      const cells = block.attention.length * (block.source_tokens.length + 1);
+      if (drawn.maps >= MAX_HEATMAPS || drawn.cells + cells > MAX_HEATMAP_CELLS) {
+        drawn.skipped += 1;
+        continue;
+      }
+      drawn.maps += 1;
+      drawn.cells += cells;
+      box.append(heatMap(block));
     }
     results.append(box);
   });
@@ -72,12 +88,18 @@ function render(sources, answer) {
   if (m && !m.alignment) {
     results.append(element("p", "note",
       "This export has no force-decoding model (an older keras-nmt wrote it), so no alignment is shown."));
+  } else if (m && !aligned) {
+    results.prepend(element("p", "note",
+      `Alignments are shown for texts of at most ${ALIGN_MAX_CHARS} characters.`));
+  } else if (drawn.skipped) {
+    results.prepend(element("p", "note",
+      `The alignments of the first ${drawn.maps} sentences are drawn; ${drawn.skipped} more are not.`));
   }
 }
 
-// The attention weights of the best translation: a column per source word, a row per
-// target word (EOS last on both), each cell's grey the weight (black 0, white 1), as in
-// Fig. 3 of Bahdanau et al. (2015). A table: its labels and cells are plain elements.
+// The attention weights of a sentence's best translation: a column per source word, a
+// row per target word (EOS last on both), each cell's grey the weight (black 0, white 1),
+// as in Fig. 3 of Bahdanau et al. (2015). A table: its labels and cells are plain elements.
 function heatMap(alignment) {
   const columns = [...alignment.source_tokens, END];
   const rows = [...alignment.target_tokens, END];
@@ -118,8 +140,12 @@ async function translate(event) {
   const sources = $("text").value.split("\n").filter((line) => line.trim());
   if (!sources.length) return;
   const m = chosenModel();
+  const aligned = sources.join("\n").length <= ALIGN_MAX_CHARS;
   const request = {text: sources, beam: Number($("beam").value), nbest: Number($("nbest").value)};
-  if (m) Object.assign(request, {model: m.name, version: m.version, alignment: Boolean(m.alignment)});
+  if (m) {
+    Object.assign(request, {model: m.name, version: m.version,
+                            alignment: Boolean(m.alignment) && aligned});
+  }
   setStatus("translating…", false);
   $("translate").disabled = true;
   try {
@@ -131,7 +157,7 @@ async function translate(event) {
       setStatus(body.error || `HTTP ${answer.status}`, true);
       return;
     }
-    render(sources, body);
+    render(sources, body, aligned);
     setStatus("", false);
   } catch (error) {
     setStatus(String(error), true);
