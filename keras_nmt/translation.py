@@ -20,6 +20,7 @@ from typing import Callable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
+from keras_nmt.confidence import Confidence, join_confidences
 from keras_nmt.constants import EOS, EOS_ID
 from keras_nmt.evaluation.forced import ForcedPair, join_pairs
 from keras_nmt.text import sentences as sentence_rules
@@ -87,6 +88,10 @@ class Translation:
     # force-decoded against the (cut) source; None for an empty line. A line of several
     # sentences: their pairs joined (keras_nmt.evaluation.forced.join_pairs).
     alignment: ForcedPair | None = _ComputedOnRead()  # type: ignore[assignment]
+    # translate(..., confidence=True): the model's confidence in the best hypothesis
+    # (keras_nmt.confidence); None when not asked, and for an empty line. A line of
+    # several sentences: theirs joined (keras_nmt.confidence.join_confidences).
+    confidence: Confidence | None = None
 
     @property
     def hypotheses(self) -> tuple["Translation", ...]:
@@ -115,7 +120,8 @@ def join_translations(parts: Sequence[Translation], lang: str = "") -> Translati
     ``attention`` the block-diagonal matrix of the sentences' (rows: each sentence's output
     tokens + EOS, columns: its source tokens + EOS, in order;
     :meth:`Translation.attention_labels`), ``alignment`` the sentences' pairs joined
-    (:func:`~keras_nmt.evaluation.forced.join_pairs`), ``sentences`` the parts. Both
+    (:func:`~keras_nmt.evaluation.forced.join_pairs`), ``confidence`` the sentences'
+    joined (:func:`~keras_nmt.confidence.join_confidences`), ``sentences`` the parts. Both
     matrices are computed when first read (:class:`Translation`).
 
     With n-best lists, the line's list holds the best combinations of one hypothesis per
@@ -152,6 +158,7 @@ def join_translations(parts: Sequence[Translation], lang: str = "") -> Translati
         alternatives=tuple(hypotheses) if any(part.alternatives for part in parts) else (),
         truncated=best.truncated, sentences=tuple(parts),
         alignment=_Deferred(join_pairs, (pairs,)) if pairs else None,
+        confidence=join_confidences([part.confidence for part in parts]),
     )
 
 

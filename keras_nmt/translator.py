@@ -16,6 +16,11 @@ this class, and Python users call it directly::
         for hypothesis in t.hypotheses:
             print(hypothesis.text, hypothesis.score)
 
+    # how sure the model is of each translation, and of each of its words
+    # (keras_nmt.confidence: one more force-decoding pass per sentence)
+    for t in translator.translate(lines, confidence=True):
+        print(t.confidence.sentence, list(zip(t.confidence.words, t.confidence.word_confidences)))
+
 A line of several sentences is split (:mod:`keras_nmt.text.sentences`) and each sentence is
 translated alone, as the models were trained on single sentences; ``split_sentences=False``
 translates each line whole. The loop around the decoding and the
@@ -26,6 +31,8 @@ the line's Translation is.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 from typing import Callable, Mapping, Sequence
 
@@ -33,9 +40,11 @@ import numpy as np
 import tensorflow as tf
 
 from keras_nmt import search
+from keras_nmt.confidence import confidence_of
 from keras_nmt.config import JIT_LENGTH_MULTIPLE, check_attention
 from keras_nmt.constants import EOS_ID
 from keras_nmt.ensemble import Ensemble, check_compatible
+from keras_nmt.evaluation.forced import force_ids
 from keras_nmt.lexicon import shortlist_inputs
 from keras_nmt.models import TranslationModel
 from keras_nmt.rundir import RunDir
@@ -190,6 +199,7 @@ class Translator:
         dictionary: Mapping[str, str] | str | os.PathLike | None = None,
         shortlist: tuple[int, int] | None = None,
         split_sentences: bool = True,
+        confidence: bool = False,
     ) -> list[Translation]:
         """Translate ``lines``; the output has one Translation per line, in order.
 
@@ -222,6 +232,10 @@ class Translator:
         scores are normalised over those words. A sentence with a source word training
         saw at most :data:`~keras_nmt.lexicon.RARE_COUNT` times is decoded over the whole
         vocabulary, in a batch of such sentences. None: the whole vocabulary.
+
+        ``confidence``: each Translation's ``confidence`` says how sure the model is of
+        it (:mod:`keras_nmt.confidence`), from its best hypothesis force-decoded against
+        the (cut) source: one more pass per sentence, only when asked.
 
         ``progress`` is called after each batch with the number of lines it finished (a
         line of several sentences is finished with its last one; empty lines, never
@@ -267,11 +281,29 @@ class Translator:
                 for row, source in enumerate(sources)
             ]
 
+        revise = (functools.partial(self._with_confidence, batch_size=batch_size)
+                  if confidence else None)
         return translate_lines(lines, decode, batch_size, read=self.source,
                                skip_empty=blank(nbest), lang=self.src_lang,
                                split_sentences=split_sentences,
                                target_lang=self.tgt_lang, progress=progress,
-                               apart=self.rare_source() if selection and any(selection) else None)
+                               apart=self.rare_source() if selection and any(selection) else None,
+                               revise=revise)
+
+    def _with_confidence(self, sources: list[Source], translations: list[Translation],
+                         batch_size: int) -> list[Translation]:
+        """``translations`` with the confidence of their best hypothesis, force-decoded
+        against the source as the search read it (an empty sentence has none)."""
+        todo = [i for i, source in enumerate(sources) if source.tokens]
+        target_ids = [self.target_vocab.encode(translations[i].tokens) + [EOS_ID]
+                      for i in todo]
+        results = force_ids(self.model, [sources[i].ids for i in todo], target_ids, batch_size)
+        out = list(translations)
+        for i, (logprobs, _) in zip(todo, results):
+            found = confidence_of(logprobs, translations[i].tokens,
+                                  self.target_codec.detokenize)
+            out[i] = dataclasses.replace(translations[i], confidence=found)
+        return out
 
     def rare_source(self) -> Callable[[Source], bool] | None:
         """Whether a sentence holds a source word training saw too rarely for vocabulary

@@ -15,7 +15,7 @@ LAYERS = (
     ("ground", ("constants", "errors", "faults", "atomic", "progress", "config", "distribute",
                 "xla", "model_weights")),
     ("data", ("corpus/", "text/", "vocab", "prepared", "data", "lexicon", "unk_dictionary",
-              "unk_replace", "unk_replace_graph")),
+              "unk_replace", "unk_replace_graph", "confidence")),
     ("model", ("layers/", "models", "search/")),
     ("run directory", ("rundir", "ensemble", "averaging")),
     ("jobs", ("training/", "evaluation/", "translation", "translator", "train_options",

@@ -284,3 +284,41 @@ def run_command(prog: str, body: Callable[[], int], stdout: TextIO, stderr: Text
         except (OSError, AttributeError, ValueError):
             pass
         return 1
+
+
+# What --min-confidence puts before the text of a line below the threshold.
+LOW_CONFIDENCE_MARK = "[low confidence] "
+
+
+def add_confidence_arguments(parser: OneLineParser) -> None:
+    """``--confidence``, ``--min-confidence X`` and ``--drop-below``: the model's
+    confidence in each translation (:mod:`keras_nmt.confidence`), written and acted on by
+    :class:`keras_nmt.cli.translating.Output`; none of them with ``--nbest``."""
+    parser.add_argument(
+        "--confidence", action="store_true",
+        help="write one JSON object per input line instead of its text: {\"index\", \"text\", "
+        "\"confidence\" (0-1), \"sentences\" (each sentence's), \"words\" ([word, 0-1] per "
+        "word)}; one more force-decoding pass per sentence (see docs/decoding.md)",
+    )
+    parser.add_argument(
+        "--min-confidence", type=_number(float, lambda v: 0 <= v <= 1, "a number in [0, 1]"),
+        metavar="X",
+        help="mark the lines whose confidence is below X: the text starts with "
+        f"'{LOW_CONFIDENCE_MARK}' (with --confidence: \"low\": true)",
+    )
+    parser.add_argument(
+        "--drop-below", action="store_true",
+        help="with --min-confidence, withhold those lines instead: an empty line (with "
+        "--confidence: \"text\": \"\" and \"withheld\": true)",
+    )
+    parser.add_check(_check_confidence)
+
+
+
+def _check_confidence(args: argparse.Namespace) -> None:
+    if args.drop_below and args.min_confidence is None:
+        raise ValueError("--drop-below needs --min-confidence X")
+    asked = args.confidence or args.min_confidence is not None
+    if asked and getattr(args, "nbest", None):
+        raise ValueError("--confidence and --min-confidence are for single translations, "
+                         "not --nbest lists")

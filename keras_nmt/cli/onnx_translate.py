@@ -11,7 +11,8 @@ import functools
 from typing import Sequence, TextIO
 
 from keras_nmt.cli.common import (
-    Console, OneLineParser, add_beam_search_arguments, add_quiet_argument,
+    Console, OneLineParser, add_beam_search_arguments, add_confidence_arguments,
+    add_quiet_argument,
     add_split_sentences_argument, binary, non_negative_int, positive_int, run_main, shortlist,
 )
 from keras_nmt.cli.translating import Output, translate_in_chunks
@@ -54,6 +55,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         parser, "as the export does: split each line into its sentences, translate each alone "
         "and join their translations, unless it was exported with --no-split-sentences or by "
         "a keras-nmt older than that option", unset=None)
+    add_confidence_arguments(parser)
     parser.add_argument("--batch-size", type=positive_int, default=32, metavar="B",
                         help="sentences decoded together (default 32)")
     parser.add_argument("--threads", type=positive_int, metavar="N",
@@ -75,14 +77,16 @@ def _translate(args, console: Console) -> int:
     beam = args.beam if args.beam is not None else max(translator.beam_size, nbest)
     options = dict(beam_size=beam, alpha=args.alpha, nbest=nbest, forbid_unk=args.no_unk,
                    batch_size=args.batch_size, split_sentences=args.split_sentences,
-                   shortlist=False if args.full_vocabulary else (args.shortlist or True))
+                   shortlist=False if args.full_vocabulary else (args.shortlist or True),
+                   confidence=args.confidence or args.min_confidence is not None)
     try:
         translator.translate([], **options)  # checks the options before reading stdin
     except ValueError as error:
         raise UsageError(str(error)) from None
     if hasattr(console.stdout, "reconfigure"):
         console.stdout.reconfigure(encoding="utf-8", newline="\n")
-    output = Output(console.stdout, nbest=bool(args.nbest))
+    output = Output(console.stdout, nbest=bool(args.nbest), confidence=args.confidence,
+                    min_confidence=args.min_confidence, drop_below=args.drop_below)
     translate_in_chunks(functools.partial(translator.translate, **options),
                         stream_lines(binary(console.stdin)), args.batch_size, output,
                         console.stderr, args.quiet)

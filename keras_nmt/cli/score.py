@@ -22,6 +22,7 @@ from keras_nmt.cli.common import (
     Console, OneLineParser, add_quiet_argument, add_weights_argument, non_negative_float,
     positive_int, quiet_tensorflow, run_main,
 )
+from keras_nmt.confidence import confidence_of
 from keras_nmt.config import check_attention
 from keras_nmt.constants import EOS
 from keras_nmt.corpus.readers import file_lines
@@ -54,9 +55,11 @@ probability of ending at once). Target words outside the vocabulary are scored a
 
 EPILOG = """\
 formats (--format):
-  tsv    LOGPROB<TAB>LOGPROB_PER_TOKEN<TAB>TOKENS (the default)
+  tsv    LOGPROB<TAB>LOGPROB_PER_TOKEN<TAB>TOKENS (the default), with --confidence
+         <TAB>CONFIDENCE
   json   one object a line: {"index", "logprob", "tokens", "logprob_per_token", "score",
-         "unk", "token_logprobs": one per target token then EOS}
+         "unk", "token_logprobs": one per target token then EOS}, with --confidence
+         "confidence" and "words": [[word, confidence], ...]
   nbest  INDEX ||| translation ||| score, as keras-nmt translate --nbest writes it
 INDEX is the 0-based line number of --src the target translates.
 
@@ -69,7 +72,11 @@ alignments: --align writes Pharaoh links "i-j" (source token i, target token j, 
 over the run's tokens), each target token linked to the source token it attends to most
 (EOS left out); --attention writes one JSON object a pair: {"index", "source", "target"
 (tokens + "</s>"), "attention" (one row per target token + EOS, one column per source
-token + EOS, each row summing to 1), "score", "logprob"}. RNNencdec runs have none."""
+token + EOS, each row summing to 1), "score", "logprob"}. RNNencdec runs have none.
+
+confidence (--confidence): exp(logprob_per_token), the geometric mean of the token
+probabilities, in (0, 1]; a word's is the least probable of its tokens, the words being
+those of the detokenized tokens (see docs/decoding.md)."""
 
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
@@ -89,6 +96,10 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                         help="the exponent of the score field (json, nbest): logprob / "
                         "tokens**A (default: the run's tuned alpha, else its length_alpha, "
                         "as keras-nmt translate)")
+    parser.add_argument("--confidence", action="store_true",
+                        help="also write each translation's confidence, as keras-nmt "
+                        "translate --confidence computes it (tsv: a fourth column; json: "
+                        "\"confidence\" and \"words\"; see below)")
     parser.add_argument("--out", metavar="FILE",
                         help="write the scores here instead of stdout (whole or not at all)")
     parser.add_argument("--align", metavar="FILE",
@@ -100,7 +111,13 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     add_weights_argument(parser)
     add_quiet_argument(parser, "no progress line on stderr")
     parser.rename("--nbest", "--nbest-input")
+    parser.add_check(_check_confidence)
     return parser
+
+
+def _check_confidence(args: argparse.Namespace) -> None:
+    if args.confidence and args.format == "nbest":
+        raise ValueError("--confidence is written with --format tsv or json, not nbest")
 
 
 def main(argv: Sequence[str] | None = None, stdin=None, stdout: TextIO | None = None,
@@ -149,9 +166,13 @@ def read_pairs(args) -> tuple[list[int], list[str], list[str]]:
     return list(range(len(sources))), sources, targets
 
 
-def format_line(kind: str, index: int, target: str, pair, alpha: float) -> str:
+def format_line(kind: str, index: int, target: str, pair, alpha: float,
+                confidence=None) -> str:
+    """One output line; ``confidence`` (a :class:`keras_nmt.confidence.Confidence`) adds
+    its fields."""
     if kind == "tsv":
-        return f"{pair.logprob:.6f}\t{pair.logprob_per_token:.6f}\t{pair.tokens}"
+        line = f"{pair.logprob:.6f}\t{pair.logprob_per_token:.6f}\t{pair.tokens}"
+        return line if confidence is None else f"{line}\t{confidence.sentence:.6f}"
     if kind == "nbest":
         return f"{index}{NBEST_SEPARATOR}{target}{NBEST_SEPARATOR}{pair.score(alpha):.6f}"
     return json_text({
@@ -159,6 +180,7 @@ def format_line(kind: str, index: int, target: str, pair, alpha: float) -> str:
         "logprob_per_token": pair.logprob_per_token, "score": pair.score(alpha),
         "unk": pair.unknown,
         "token_logprobs": [round(float(value), 6) for value in pair.token_logprobs],
+        **(confidence.to_json() if confidence is not None else {}),
     }, ensure_ascii=False)
 
 
@@ -214,7 +236,10 @@ def _score(args, console: Console) -> int:
                                  args.batch_size, attention=bool(align or attention),
                                  progress=phase.advance)
             for index, target, pair in zip(indices[begin:end], targets[begin:end], pairs):
-                out.write(format_line(args.format, index, target, pair, alpha) + "\n")
+                found = (confidence_of(pair.token_logprobs, pair.target_tokens,
+                                       translator.target_codec.detokenize)
+                         if args.confidence else None)
+                out.write(format_line(args.format, index, target, pair, alpha, found) + "\n")
                 if align is not None:
                     links = argmax_alignment(pair.attention, len(pair.source_tokens),
                                              len(pair.target_tokens))

@@ -16,7 +16,7 @@ from typing import Sequence, TextIO
 
 from keras_nmt.atomic import json_text
 from keras_nmt.cli.common import (
-    Console, OneLineParser, add_quiet_argument, add_shortlist_argument,
+    Console, OneLineParser, add_confidence_arguments, add_quiet_argument, add_shortlist_argument,
     add_split_sentences_argument, add_unk_replace_arguments, add_weights_argument, binary,
     non_negative_float, positive_int, quiet_tensorflow, run_main, unk_replacement,
 )
@@ -58,7 +58,16 @@ attention (--attention FILE.jsonl): one JSON object per input line, in order:
 "score", "truncated": source tokens dropped}; for the best hypothesis, after UNK
 replacement. A line of several sentences has "</s>" after each sentence's tokens, and
 its matrix is block-diagonal: each sentence attends to its own source only. An empty
-input line has empty lists."""
+input line has empty lists.
+
+confidence (--confidence, --min-confidence X): how sure the model is of each
+translation, from its own token probabilities (see docs/decoding.md): 0-1 for the line
+(the geometric mean of its tokens' probabilities), for each of its sentences and for each
+space-separated word (the least probable of the word's tokens). --confidence writes
+{"index", "text", "confidence", "sentences", "words": [[word, confidence], ...]} per
+input line (an empty line: null and empty lists). --min-confidence X marks the lines
+below X: their text starts with "[low confidence] " (with --confidence: "low": true);
+--drop-below withholds them instead: an empty line ("text": "", "withheld": true)."""
 
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
@@ -98,6 +107,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     )
     add_shortlist_argument(parser)
     add_split_sentences_argument(parser)
+    add_confidence_arguments(parser)
     add_weights_argument(parser)
     add_quiet_argument(parser, "no progress line on stderr")
     parser.add_check(_check_nbest)
@@ -116,8 +126,8 @@ class _Writer(Output):
     line when a person types the input."""
 
     def __init__(self, stdout: TextIO, nbest: bool, attention: TextIO | None,
-                 interactive: bool):
-        super().__init__(stdout, nbest=nbest)
+                 interactive: bool, **confidence):
+        super().__init__(stdout, nbest=nbest, **confidence)
         self.attention = attention
         self.interactive = interactive
 
@@ -193,8 +203,11 @@ def _translate(args, console: Console) -> int:
             beam_size=beam, alpha=alpha, forbid_unk=args.no_unk, batch_size=args.batch_size,
             with_attention=bool(args.attention), nbest=nbest, unk_replace=unk_replace,
             dictionary=dictionary, shortlist=args.shortlist, split_sentences=args.split_sentences,
+            confidence=args.confidence or args.min_confidence is not None,
         )
-        writer = _Writer(console.stdout, bool(args.nbest), attention, interactive)
+        writer = _Writer(console.stdout, bool(args.nbest), attention, interactive,
+                         confidence=args.confidence, min_confidence=args.min_confidence,
+                         drop_below=args.drop_below)
         lines = stream_lines(binary(console.stdin))
         if interactive:
             for line in lines:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import itertools
 from typing import Callable, Iterable, Sequence, TextIO
 
+from keras_nmt.atomic import json_text
+from keras_nmt.cli.common import LOW_CONFIDENCE_MARK
 from keras_nmt.progress import Phase, Progress, format_duration
 from keras_nmt.translation import Translation
 
@@ -55,12 +57,23 @@ class Output:
     """Writes translations to ``stream`` in input order: a line each, its text (with
     ``scores``: ``SCORE<TAB>text``), or with ``nbest`` its n-best list in the Moses
     format, ``INDEX ||| text ||| score`` a hypothesis, best first. Counts the sentences
-    that were cut to the maximum source length."""
+    that were cut to the maximum source length.
 
-    def __init__(self, stream: TextIO, nbest: bool = False, scores: bool = False):
+    With ``confidence``, a line is a JSON object instead (:meth:`confidence_record`).
+    With ``min_confidence``, a line whose confidence is below it is marked: its text
+    starts with :data:`~keras_nmt.cli.common.LOW_CONFIDENCE_MARK` (JSON: ``"low": true``),
+    or with ``drop_below`` it is withheld: an empty line (JSON: ``"text": ""``,
+    ``"withheld": true``). A line without a confidence (empty input) is never marked."""
+
+    def __init__(self, stream: TextIO, nbest: bool = False, scores: bool = False,
+                 confidence: bool = False, min_confidence: float | None = None,
+                 drop_below: bool = False):
         self.stream = stream
         self.nbest = nbest
         self.scores = scores
+        self.confidence = confidence
+        self.min_confidence = min_confidence
+        self.drop_below = drop_below
         self.index = 0  # of the next line
         self.truncated = 0
 
@@ -76,13 +89,42 @@ class Output:
         if self.nbest:
             for h in t.hypotheses:
                 self.stream.write(f"{self.index} ||| {h.text} ||| {h.score:.4f}\n")
+        elif self.confidence:
+            self.stream.write(json_text(self.confidence_record(t), ensure_ascii=False) + "\n")
         else:
             if self.scores:  # NaN from a model without scores
                 self.stream.write(f"{float('nan') if t.score is None else t.score:.4f}\t")
-            self.stream.write(t.text + "\n")
+            low = self.below(t)
+            text = "" if low and self.drop_below else LOW_CONFIDENCE_MARK * low + t.text
+            self.stream.write(text + "\n")
         self.truncated += t.truncated_sentences
         self.index += 1
         return self.index - 1
+
+    def below(self, t: Translation) -> bool:
+        """Whether ``t``'s confidence is below ``min_confidence``."""
+        return (self.min_confidence is not None and t.confidence is not None
+                and t.confidence.sentence < self.min_confidence)
+
+    def confidence_record(self, t: Translation) -> dict:
+        """``{"index", "text", "confidence" (null for an empty line), "sentences" (each
+        sentence's figure; one for a line of one sentence), "words" ([word, figure] per
+        word of the text)}``, and with ``min_confidence`` ``"low"`` (and with
+        ``drop_below`` ``"withheld"``)."""
+        found = t.confidence
+        record = {"index": self.index, "text": t.text, "confidence": None, "sentences": [],
+                  "words": []}
+        if found is not None:
+            parts = [part.confidence for part in t.sentences or (t,)]
+            record.update(found.to_json(), sentences=[
+                round(part.sentence, 6) for part in parts if part is not None])
+        if self.min_confidence is not None:
+            record["low"] = self.below(t)
+            if self.drop_below:
+                record["withheld"] = record["low"]
+                if record["low"]:
+                    record.update(text="", words=[])
+        return record
 
     def warn_truncated(self, prog: str, stderr: TextIO, limit: int | None = None) -> None:
         """The warning, if any sentence was cut: to ``limit`` tokens, or, where the limit

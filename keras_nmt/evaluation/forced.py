@@ -25,7 +25,8 @@ the unknown word (:func:`target_tokens`).
 Cost: one encoder and decoder pass per pair, linear in the corpus's tokens. A batch's
 memory grows with its rows x longest target x vocabulary size (the logits), so its rows x
 longest side stay within ``batch_size x (max_len + 1)`` (a longer pair goes alone). Only
-:func:`force_decode` and :func:`stepwise_forced` import TensorFlow, when they are called.
+:func:`force_decode`, :func:`force_ids` and :func:`stepwise_forced` import TensorFlow,
+when they are called.
 
 :func:`stepwise_forced` is the same computation as one ``tf.while_loop`` over the model's
 ``step``, the form the ONNX export converts (``NAME.forced.onnx``), so that the
@@ -165,17 +166,31 @@ def force_decode(
     ``source_codec`` and ``target_codec``). One :class:`ForcedPair` per pair, in order;
     ``attention`` keeps the weights. ``progress`` is called with the number of pairs
     finished after each batch."""
-    import tensorflow as tf
-
     if len(sources) != len(targets):
         raise ValueError(f"{len(sources)} sources for {len(targets)} targets")
     if batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-    forced = _forced_fn(translator.model)
     source_codec, target_codec = translator.source_codec, translator.target_codec
     source_ids = [source_codec.encode(line) + [EOS_ID] for line in sources]
     target_side = [target_tokens(target_codec, line) for line in targets]
     target_ids = [ids + [EOS_ID] for _, ids in target_side]
+    results = force_ids(translator.model, source_ids, target_ids, batch_size, attention,
+                        progress)
+    return [ForcedPair(tuple(source_codec.tokenize(sources[i])), tuple(target_side[i][0]),
+                       logprobs, weights, target_ids[i].count(UNK_ID))
+            for i, (logprobs, weights) in enumerate(results)]
+
+
+def force_ids(
+    model, source_ids: Sequence[Sequence[int]], target_ids: Sequence[Sequence[int]],
+    batch_size: int = 32, attention: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> list[tuple[np.ndarray, np.ndarray | None]]:
+    """:func:`force_decode` of id rows (EOS included) with ``model``: per pair, its token
+    log-probabilities and (with ``attention``) its attention (:func:`run_batches`)."""
+    import tensorflow as tf
+
+    forced = _forced_fn(model)
 
     def run(source, target_out):
         target_in = np.zeros_like(target_out)
@@ -185,11 +200,8 @@ def force_decode(
                                    tf.constant(target_out))
         return logprobs.numpy(), weights.numpy() if attention else None
 
-    positions = batch_size * (int(translator.model.config.max_len) + 1)
-    results = run_batches(run, source_ids, target_ids, batch_size, positions, progress)
-    return [ForcedPair(tuple(source_codec.tokenize(sources[i])), tuple(target_side[i][0]),
-                       logprobs, weights, target_ids[i].count(UNK_ID))
-            for i, (logprobs, weights) in enumerate(results)]
+    positions = batch_size * (int(model.config.max_len) + 1)
+    return run_batches(run, source_ids, target_ids, batch_size, positions, progress)
 
 
 def pad_rows(rows: Sequence[Sequence[int]]) -> np.ndarray:

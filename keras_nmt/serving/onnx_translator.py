@@ -52,6 +52,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from keras_nmt.confidence import confidence_of
 from keras_nmt.constants import EOS_ID, UNK_ID
 from keras_nmt.evaluation.forced import ForcedPair, pad_rows, run_batches, target_tokens
 from keras_nmt.errors import CodecError, ExportError
@@ -285,9 +286,12 @@ class OnnxTranslator:
                 for i, (logprobs, weights) in enumerate(results)]
 
     def _align_best(self, sources: list[Source], translations: list[Translation],
-                    batch_size: int) -> list[Translation]:
+                    batch_size: int, align: bool = True,
+                    confidence: bool = False) -> list[Translation]:
         """``translations`` with their best hypothesis force-decoded against the source as
-        the search read it (cut to ``max_source_len``)."""
+        the search read it (cut to ``max_source_len``): as their ``alignment`` with
+        ``align``, and their ``confidence`` (:mod:`keras_nmt.confidence`) with
+        ``confidence``."""
         todo = [i for i, source in enumerate(sources) if source.tokens]
         target_ids = [self.target_vocab.encode(translations[i].tokens) + [EOS_ID] for i in todo]
         results = self._force([sources[i].ids for i in todo], target_ids, batch_size)
@@ -295,7 +299,11 @@ class OnnxTranslator:
         for i, ids, (logprobs, weights) in zip(todo, target_ids, results):
             pair = ForcedPair(sources[i].tokens, translations[i].tokens, logprobs, weights,
                               ids.count(UNK_ID))
-            aligned[i] = dataclasses.replace(translations[i], alignment=pair)
+            found = (confidence_of(logprobs, translations[i].tokens, self.target_codec.detokenize)
+                     if confidence else None)
+            aligned[i] = dataclasses.replace(translations[i],
+                                             alignment=pair if align else None,
+                                             confidence=found)
         return aligned
 
     def source(self, sentence: str) -> Source:
@@ -315,7 +323,8 @@ class OnnxTranslator:
                   shortlist: tuple[int, int] | bool | None = True,
                   align: bool = False,
                   split_sentences: bool | None = None,
-                  unk_replace: bool | None = None) -> list[Translation]:
+                  unk_replace: bool | None = None,
+                  confidence: bool = False) -> list[Translation]:
         """One translation per line, in order (see :meth:`Translator.translate`).
         ``shortlist``: True, the export's vocabulary selection (if it was exported with
         one); (F, B) another one (the export must hold a lexical table); False or None:
@@ -327,7 +336,10 @@ class OnnxTranslator:
         hypothesis becomes the source word its step attended to most, through the
         export's dictionary (:mod:`keras_nmt.unk_replace`; every word copied without
         one), at the attention the search returns; None: as the export says
-        (``--unk-replace``). ``progress`` hears the lines each batch finished."""
+        (``--unk-replace``). ``confidence``: each translation's ``confidence``, from its
+        best hypothesis force-decoded (NAME.forced.onnx; :class:`ExportError` for an
+        export without it), one more pass per sentence. ``progress`` hears the lines each
+        batch finished."""
         beam_size = self.beam_size if beam_size is None else int(beam_size)
         alpha = self.alpha if alpha is None else float(alpha)
         if not 1 <= nbest <= self.max_nbest:
@@ -352,6 +364,10 @@ class OnnxTranslator:
         if replace and not self.attends:
             raise ValueError("this export's search returns no attention to replace <unk> by "
                              "(export with --unk-replace)")
+        if confidence and not self.aligns:
+            raise ExportError("this export has no force-decoding model to compute a "
+                              "confidence with (it was written by an older keras-nmt): "
+                              "export the run again with --onnx")
         outputs = list(OUTPUTS) + (["attention"] if replace else [])
 
         def decode(sources: list[Source]) -> list[Translation]:
@@ -374,6 +390,7 @@ class OnnxTranslator:
             lines, decode, batch_size, read=self.source, skip_empty=blank(nbest),
             lang=self.src_lang, target_lang=self.tgt_lang, split_sentences=split,
             progress=progress,
-            revise=functools.partial(self._align_best, batch_size=batch_size) if align else None,
+            revise=functools.partial(self._align_best, batch_size=batch_size, align=align,
+                                     confidence=confidence) if align or confidence else None,
             apart=apart,
         )

@@ -1,0 +1,103 @@
+"""How sure the model is of a translation it made: a sentence figure and one figure per
+word, from its own token log-probabilities (docs/decoding.md, "Confidence").
+
+The log-probabilities are those of force decoding the output against its source
+(:class:`keras_nmt.evaluation.forced.ForcedPair`'s ``token_logprobs``: each output
+token's, then EOS's), so a translation's confidence and the one ``keras-nmt score`` gives
+for the same text are one formula of the same numbers:
+
+- the sentence's: ``exp(mean token log-probability)``, EOS included, in (0, 1]: the
+  geometric mean of the token probabilities, ``exp(logprob_per_token)`` of ``score``;
+- a word's (the output's space-separated words, not its tokens or pieces): the smallest
+  probability of the tokens it is made of. The minimum, not the mean, because a word is
+  wrong when any of its pieces is, and the pieces after a word's first are nearly always
+  sure once it is chosen: a mean would hide an unsure first piece behind them;
+- a line of several sentences: ``exp`` of the mean over all the line's tokens, the
+  geometric mean of its sentences' figures weighted by their token counts (EOS
+  included), which is the figure of the line's joined pair; its words are the
+  sentences' words in order.
+
+No fitted weights, no TensorFlow: the onnxruntime path imports this module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class Confidence:
+    """A translation's confidence (the module docstring says what the numbers mean)."""
+
+    mean_logprob: float  # mean natural-log probability of the output tokens and EOS
+    tokens: int  # scored tokens, EOS included: a sentence's weight in its line's figure
+    words: tuple[str, ...]  # the output's space-separated words
+    word_confidences: tuple[float, ...]  # one per word, in (0, 1]
+
+    @property
+    def sentence(self) -> float:
+        """``exp(mean_logprob)``, in (0, 1]."""
+        return math.exp(self.mean_logprob)
+
+    def to_json(self) -> dict:
+        """The fields a command writes: ``confidence`` and ``words`` ([word, figure])."""
+        return {"confidence": round(self.sentence, 6),
+                "words": [[word, round(value, 6)] for word, value in
+                          zip(self.words, self.word_confidences)]}
+
+
+def word_of_tokens(tokens: Sequence[str], detokenize: Callable[[Sequence[str]], str]
+                   ) -> list[tuple[int, ...]]:
+    """For each of ``tokens``, the numbers of the words of ``detokenize(tokens).split()``
+    it belongs to (usually one). A token belongs to the last word of the text its prefix
+    detokenizes to, and to any words that text gained with it; this holds for any codec
+    whose detokenization of a prefix is a prefix of the text's words (the word
+    tokenizer's rules, SentencePiece's word-initial pieces). A token that adds no word
+    (text before any word) belongs to the first."""
+    count = len(detokenize(tokens).split())
+    owners: list[tuple[int, ...]] = []
+    seen = 0
+    for k in range(len(tokens)):
+        words = min(len(detokenize(tokens[: k + 1]).split()), count)
+        first = min(seen, words - 1) if words else 0
+        owners.append(tuple(range(max(first, 0), max(words, 1))) if count else ())
+        seen = max(seen, words)
+    return owners
+
+
+def confidence_of(token_logprobs: np.ndarray, tokens: Sequence[str],
+                  detokenize: Callable[[Sequence[str]], str]) -> Confidence:
+    """The Confidence of an output of ``tokens`` whose force-decoded log-probabilities are
+    ``token_logprobs`` (one per token, then EOS's); ``detokenize`` is the target codec's."""
+    logprobs = np.asarray(token_logprobs, np.float64)
+    if len(logprobs) != len(tokens) + 1:
+        raise ValueError(f"{len(logprobs)} log-probabilities for {len(tokens)} tokens + EOS")
+    words = tuple(detokenize(tokens).split())
+    lowest = np.full(len(words), np.inf)
+    for logprob, owners in zip(logprobs, word_of_tokens(tokens, detokenize)):
+        for word in owners:
+            lowest[word] = min(lowest[word], logprob)
+    lowest[np.isinf(lowest)] = 0.0  # a word no token made (none with the codecs here)
+    return Confidence(float(np.mean(logprobs)), len(logprobs), words,
+                      tuple(float(value) for value in np.exp(lowest)))
+
+
+def join_confidences(parts: Sequence[Confidence | None]) -> Confidence | None:
+    """A line's Confidence from its sentences' (in order; None for a sentence never
+    decoded, left out): the mean log-probability over all their tokens, their words one
+    after the other. None when no sentence has one."""
+    found = [part for part in parts if part is not None]
+    if not found:
+        return None
+    if len(found) == 1:
+        return found[0]
+    tokens = sum(part.tokens for part in found)
+    return Confidence(
+        sum(part.mean_logprob * part.tokens for part in found) / tokens, tokens,
+        tuple(word for part in found for word in part.words),
+        tuple(value for part in found for value in part.word_confidences),
+    )

@@ -1,0 +1,237 @@
+"""The model's confidence in a translation (keras_nmt.confidence): its formulas, the word
+figures against the output's words for word and SentencePiece models, the Keras and
+onnxruntime paths, ``--min-confidence`` and ``score --confidence``."""
+
+import io
+import json
+import math
+import shutil
+
+import numpy as np
+import pytest
+
+from support import onnx_files
+from keras_nmt.cli.common import LOW_CONFIDENCE_MARK
+from keras_nmt.cli.translating import Output
+from keras_nmt.confidence import Confidence, confidence_of, join_confidences, word_of_tokens
+from keras_nmt.errors import ExportError
+from keras_nmt.serving.onnx_translator import OnnxTranslator
+from keras_nmt.text.word import detokenize, tokenize
+from keras_nmt.translation import Translation, join_translations
+
+LINES = ["The man is here.", "", "She sees the small dog. The dog is big.",
+         "The children eat bread in the house."]
+
+
+def french(tokens):
+    return detokenize(tokens, "fr")
+
+
+def pieces(tokens):
+    """SentencePiece's rule: a piece that starts with ▁ begins a word."""
+    return "".join(tokens).replace("\u2581", " ").strip()
+
+
+def test_a_word_tokens_belong_to_the_word_the_detokenizer_makes_of_them():
+    tokens = tokenize("L'homme, dit-il, n'est pas là.", "fr")
+    assert tokens == ["L'", "homme", ",", "dit-il", ",", "n'", "est", "pas", "là", "."]
+    assert word_of_tokens(tokens, french) == [(0,), (0,), (0,), (1,), (1,), (2,), (2,),
+                                              (3,), (4,), (4,)]
+    found = confidence_of(np.log([0.9, 0.5, 0.8, 0.7, 0.6, 0.9, 0.4, 1.0, 0.3, 0.95, 0.5]),
+                          tokens, french)
+    assert found.words == ("L'homme,", "dit-il,", "n'est", "pas", "là.")
+    # Each word: its least probable token; EOS (the last) counts for the sentence only.
+    np.testing.assert_allclose(found.word_confidences, [0.5, 0.6, 0.4, 1.0, 0.3])
+    assert found.tokens == 11
+    assert found.sentence == pytest.approx(
+        math.exp(np.mean(np.log([0.9, 0.5, 0.8, 0.7, 0.6, 0.9, 0.4, 1.0, 0.3, 0.95, 0.5]))))
+
+
+def test_pieces_belong_to_the_word_their_first_piece_begins():
+    tokens = ["\u2581Le", "\u2581ch", "at", "\u2581noir", "."]
+    found = confidence_of(np.log([0.8, 0.3, 0.9, 0.6, 0.7, 0.5]), tokens, pieces)
+    assert found.words == ("Le", "chat", "noir.")
+    np.testing.assert_allclose(found.word_confidences, [0.8, 0.3, 0.6])
+    with pytest.raises(ValueError, match="5 log-probabilities for 5 tokens"):
+        confidence_of(np.zeros(5), tokens, pieces)
+
+
+def test_a_line_joins_its_sentences_weighted_by_their_tokens():
+    first = Confidence(math.log(0.5), 3, ("a", "b"), (0.4, 0.6))
+    second = Confidence(math.log(0.8), 1, ("c",), (0.9,))
+    line = join_confidences([first, None, second])
+    assert line.tokens == 4
+    assert line.sentence == pytest.approx(0.5 ** 0.75 * 0.8 ** 0.25)
+    assert line.words == ("a", "b", "c") and line.word_confidences == (0.4, 0.6, 0.9)
+    assert join_confidences([None]) is None
+    joined = join_translations([Translation("a b", ("a", "b"), -1.0, ("x",), confidence=first),
+                                Translation("c", ("c",), -0.5, ("y",), confidence=second)])
+    assert joined.confidence == line
+    assert [part.confidence for part in joined.sentences] == [first, second]
+
+
+def outputs(translations, **options):
+    stream = io.StringIO()
+    Output(stream, **options).write_all(translations)
+    return stream.getvalue().splitlines()
+
+
+def test_min_confidence_marks_or_withholds_the_lines_below_it():
+    sure = Translation("sure", ("sure",), confidence=Confidence(math.log(0.9), 2, ("sure",),
+                                                                  (0.9,)))
+    unsure = Translation("unsure", ("unsure",), confidence=Confidence(math.log(0.2), 2,
+                                                                      ("unsure",), (0.1,)))
+    empty = Translation("")
+    lines = [sure, unsure, empty]
+    assert outputs(lines) == ["sure", "unsure", ""]
+    assert outputs(lines, min_confidence=0.5) == ["sure", LOW_CONFIDENCE_MARK + "unsure", ""]
+    assert outputs(lines, min_confidence=0.1) == ["sure", "unsure", ""]
+    assert outputs(lines, min_confidence=0.5, drop_below=True) == ["sure", "", ""]
+    records = [json.loads(line) for line in outputs(lines, confidence=True, min_confidence=0.5,
+                                                    drop_below=True)]
+    assert records[0] == {"index": 0, "text": "sure", "confidence": 0.9, "sentences": [0.9],
+                          "words": [["sure", 0.9]], "low": False, "withheld": False}
+    assert records[1] == {"index": 1, "text": "", "confidence": 0.2, "sentences": [0.2],
+                          "words": [], "low": True, "withheld": True}
+    assert records[2] == {"index": 2, "text": "", "confidence": None, "sentences": [],
+                          "words": [], "low": False, "withheld": False}
+
+
+@pytest.fixture(scope="module")
+def keras_translator(tiny_run):
+    from keras_nmt.translator import Translator
+
+    return Translator.from_run_dir(tiny_run)
+
+
+@pytest.fixture(scope="module")
+def spm_translator(tiny_spm_run):
+    from keras_nmt.translator import Translator
+
+    return Translator.from_run_dir(tiny_spm_run)
+
+
+def check_words_line_up(translations):
+    for t in translations:
+        if not t.text:
+            assert t.confidence is None
+            continue
+        assert t.confidence.words == tuple(t.text.split())
+        assert len(t.confidence.word_confidences) == len(t.text.split())
+        assert all(0 < value <= 1 for value in t.confidence.word_confidences)
+        assert 0 < t.confidence.sentence <= 1
+        for part in t.sentences:
+            assert part.confidence.words == tuple(part.text.split())
+
+
+def test_keras_confidence_is_score_formula_and_lines_up_with_words(keras_translator):
+    from keras_nmt.evaluation.forced import force_decode
+
+    plain = keras_translator.translate(LINES)
+    assert all(t.confidence is None for t in plain)  # not asked: not computed
+    found = keras_translator.translate(LINES, confidence=True)
+    assert [t.text for t in found] == [t.text for t in plain]
+    check_words_line_up(found)
+    assert len(found[2].sentences) == 2  # the split line: its sentences' figures joined
+    assert found[2].confidence == join_confidences([s.confidence for s in found[2].sentences])
+    # A translation's confidence is exp(logprob_per_token) of force decoding its tokens,
+    # as score computes it (the tokens written one space apart: the barely trained model
+    # writes runs of "." that its detokenized text would join).
+    decoded = [t for t in found if t.text and not t.sentences]
+    pairs = force_decode(keras_translator, [LINES[found.index(t)] for t in decoded],
+                         [" ".join(t.tokens) for t in decoded])
+    assert len(pairs) == 2
+    for t, pair in zip(decoded, pairs):
+        assert pair.target_tokens == t.tokens
+        assert t.confidence.sentence == pytest.approx(math.exp(pair.logprob_per_token),
+                                                      rel=1e-5)
+
+
+def test_spm_word_confidences_line_up_with_the_words(spm_translator):
+    found = spm_translator.translate(LINES, confidence=True, nbest=2)
+    check_words_line_up(found)
+    assert found[0].alternatives  # the n-best list is kept; the best is the one scored
+
+
+def test_onnx_confidence_agrees_with_keras(tiny_export, tiny_spm_export, keras_translator,
+                                          spm_translator):
+    for export, translator in ((tiny_export, keras_translator),
+                               (tiny_spm_export, spm_translator)):
+        served = OnnxTranslator.from_export_dir(export)
+        onnx = served.translate(LINES, confidence=True)
+        keras = translator.translate(LINES, beam_size=served.beam_size, alpha=served.alpha,
+                                     confidence=True)
+        check_words_line_up(onnx)
+        assert served.translate(LINES)[0].confidence is None
+        same = [(a, b) for a, b in zip(onnx, keras) if a.text == b.text and a.text]
+        assert len(same) >= 2
+        for a, b in same:
+            assert a.confidence.sentence == pytest.approx(b.confidence.sentence, abs=1e-4)
+            np.testing.assert_allclose(a.confidence.word_confidences,
+                                       b.confidence.word_confidences, atol=1e-4)
+
+
+def test_an_export_without_the_forced_model_refuses_a_confidence(tiny_export, tmp_path,
+                                                                 cli_runner):
+    copy = tmp_path / "onnx"
+    shutil.copytree(onnx_files(tiny_export), copy)
+    meta = json.loads((copy / "nmt.onnx.json").read_text(encoding="utf-8"))
+    del meta["forced"]
+    (copy / "nmt.onnx.json").write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(ExportError, match="no force-decoding model to compute a confidence"):
+        OnnxTranslator.from_export_dir(copy).translate(["a"], confidence=True)
+    ran = cli_runner("onnx-translate", copy, "--min-confidence", "0.5", stdin="a\n")
+    assert ran.returncode == 2 and ran.stdout == ""
+    assert ran.stderr.count("\n") == 1 and "no force-decoding model" in ran.stderr
+
+
+def test_translate_and_score_cli_agree_and_mark_the_lines_below(cli_runner, tiny_run, tmp_path):
+    ran = cli_runner("translate", tiny_run, "--confidence", "--no-split-sentences", "--quiet",
+                     stdin="\n".join(LINES) + "\n")
+    assert ran.returncode == 0, ran.stderr
+    records = [json.loads(line) for line in ran.stdout.splitlines()]
+    assert [r["index"] for r in records] == [0, 1, 2, 3]
+    assert records[1]["confidence"] is None
+    for record in records:
+        assert [word for word, _ in record["words"]] == record["text"].split()
+    decoded = [r for r in records if r["text"]]
+    # score --confidence of the translations' tokens: exp(mean token log-probability), and
+    # the Python API's figures for them.
+    from keras_nmt.translator import Translator
+
+    made = Translator.from_run_dir(tiny_run).translate(LINES, confidence=True,
+                                                       split_sentences=False)
+    made = [(line, t) for line, t in zip(LINES, made) if t.text]
+    (tmp_path / "src").write_text("".join(line + "\n" for line, _ in made), encoding="utf-8")
+    (tmp_path / "tgt").write_text("".join(" ".join(t.tokens) + "\n" for _, t in made),
+                                  encoding="utf-8")
+    scored = cli_runner("score", tiny_run, "--src", tmp_path / "src", "--tgt", tmp_path / "tgt",
+                        "--format", "json", "--confidence", "--quiet")
+    assert scored.returncode == 0, scored.stderr
+    lines = scored.stdout.splitlines()
+    assert len(lines) == len(made) == 3
+    for (_, t), line in zip(made, lines):
+        score = json.loads(line)
+        assert score["tokens"] == len(t.tokens) + 1
+        assert score["confidence"] == pytest.approx(
+            math.exp(np.mean(score["token_logprobs"])), abs=2e-6)
+        assert score["confidence"] == pytest.approx(t.confidence.sentence, abs=1e-5)
+        assert [word for word, _ in score["words"]] == list(t.confidence.words)
+        np.testing.assert_allclose([value for _, value in score["words"]],
+                                   t.confidence.word_confidences, atol=1e-5)
+    # --min-confidence: just above a line's figure marks it, just below does not (the
+    # barely trained model writes the same line for every input; test_min_confidence_marks_
+    # or_withholds_the_lines_below_it mixes figures); --drop-below empties the marked lines.
+    figures = [r["confidence"] for r in decoded]
+    for threshold, drop, expected in (
+            (max(figures) + 1e-4, False, [LOW_CONFIDENCE_MARK + r["text"] if r["text"] else ""
+                                         for r in records]),
+            (min(figures) - 1e-4, False, [r["text"] for r in records]),
+            (max(figures) + 1e-4, True, ["" for r in records])):
+        marked = cli_runner("translate", tiny_run, "--min-confidence", threshold,
+                            *(["--drop-below"] if drop else []), "--no-split-sentences",
+                            "--quiet", stdin="\n".join(LINES) + "\n")
+        assert marked.returncode == 0, marked.stderr
+        assert marked.stdout.splitlines() == expected
+    refused = cli_runner("translate", tiny_run, "--drop-below", stdin="a\n")
+    assert refused.returncode == 2 and "--drop-below needs --min-confidence" in refused.stderr
