@@ -35,6 +35,7 @@ Prints a table. Only loopback traffic; every phase is bounded in time and count.
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import math
 import random
@@ -42,6 +43,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 
@@ -86,6 +88,16 @@ class Server:
             self.process.kill()
             raise RuntimeError(f"the server did not start: {line.strip()}")
         self.url = line.rsplit(" on ", 1)[1].strip()
+        # Its log, read as it comes: a pipe nobody reads fills, and the server's next log
+        # line then blocks its event loop.
+        self.log: collections.deque[str] = collections.deque(maxlen=50)
+        self.log_lines = 0
+        threading.Thread(target=self._read_log, daemon=True).start()
+
+    def _read_log(self) -> None:
+        for line in self.process.stderr:
+            self.log.append(line.rstrip("\n"))
+            self.log_lines += 1
 
     def stop(self) -> dict:
         """SIGTERM; how it ended."""
@@ -96,7 +108,8 @@ class Server:
         except subprocess.TimeoutExpired:
             self.process.kill()
             code = None
-        return {"exit_status": code, "stop_seconds": time.perf_counter() - start}
+        return {"exit_status": code, "stop_seconds": time.perf_counter() - start,
+                "server_log_lines": self.log_lines, "server_log_tail": list(self.log)[-5:]}
 
 
 async def _exchange(reader, writer, head: bytes, body: bytes) -> tuple[int, bytes, bool]:

@@ -822,6 +822,27 @@ def test_cross_site_and_rebound_requests_are_refused(served, headers, status, re
         assert served.call("/health", headers=headers)[0] == (421 if status == 421 else 200)
 
 
+def test_undecodable_bodies_log_one_line_and_are_counted(registry):
+    """A body declared gzip that is not: refused 415 unread, then its rest fails to
+    decode while it is read and dropped. aiohttp logs that with a traceback each time, a
+    flood a client can repeat at will (a pipe nobody reads then blocks the event loop):
+    the server logs each kind of such error once, in one line, and counts them all."""
+    with ServerThread(registry) as server:
+        for _ in range(5):
+            got, answer = server.call("/translate", b"not gzip at all" * 100,
+                                      headers={"Content-Encoding": "gzip"})
+            assert got == 415, answer
+        assert server.call("/health")[0] == 200
+        status, _, metrics = call_raw(server.port, "/monitoring/prometheus/metrics")
+        log = server.log.getvalue()
+    assert "Traceback" not in log
+    lines = [line for line in log.splitlines() if "on a connection" in line]
+    assert len(lines) == 1 and "RequestPayloadError" in lines[0], log
+    counted = [line for line in metrics.decode().splitlines()
+               if line.startswith("keras_nmt_serve_connection_errors_total{")]
+    assert counted == ['keras_nmt_serve_connection_errors_total{kind="RequestPayloadError"} 5.0']
+
+
 # ---- new versions, metrics -------------------------------------------------------------
 
 def _add_version(model_dir: pathlib.Path, source: pathlib.Path, version: int, **metadata):

@@ -23,7 +23,8 @@ from aiohttp import web
 from keras_nmt.errors import RequestError
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
-REFUSED_BODY = "keras_nmt.refused_body"  # a request whose body was refused part-read
+# A request whose body was refused part-read.
+REFUSED_BODY = web.RequestKey("keras_nmt.refused_body", bool)
 JSON_TYPE = "application/json"
 
 

@@ -63,6 +63,10 @@ class Metrics:
         self.connections = Gauge("keras_nmt_serve_open_connections", "Open client connections.",
                                  registry=self.registry)
         self.connections.set_function(connections)
+        self.connection_errors = Counter(
+            "keras_nmt_serve_connection_errors", "Errors on a connection outside any handler "
+            "(a body that cannot be decoded, a broken request), by kind: logged once a kind.",
+            ["kind"], registry=self.registry)
         self.versions = Counter("keras_nmt_serve_version_changes", "Model versions loaded, "
                                 "unloaded or failed to load by the poll of the model directory.",
                                 ["model", "change"], registry=self.registry)

@@ -60,6 +60,7 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import json
+import logging
 import math
 import pathlib
 import signal
@@ -539,7 +540,8 @@ class TranslationServer:
                                      handle_signals=False, handler_cancellation=True,
                                      shutdown_timeout=options.shutdown_timeout,
                                      keepalive_timeout=options.read_timeout,
-                                     lingering_time=min(options.read_timeout, LINGERING_TIME))
+                                     lingering_time=min(options.read_timeout, LINGERING_TIME),
+                                     logger=ConnectionErrorLog(self.log, self.prog, self.metrics))
         await self._runner.setup()
         self._site = LimitedSite(self._runner, options.host, options.port,
                                  options.max_connections)
@@ -612,6 +614,31 @@ class TranslationServer:
         finally:
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(signum)
+
+
+class ConnectionErrorLog(logging.Logger):
+    """What aiohttp logs of a connection outside the handlers (a refused body that cannot
+    be decoded while its rest is read and dropped, say): counted by kind in the metrics,
+    and one line on the log the first time a kind is seen. aiohttp's own logger writes a
+    traceback for each, which a client can repeat at will until the log fills a disk or
+    a pipe nobody reads blocks the event loop."""
+
+    def __init__(self, stream: TextIO, prog: str, metrics: Metrics):
+        super().__init__("keras_nmt.serve.connections", logging.WARNING)  # unregistered
+        self.stream, self.prog, self.metrics = stream, prog, metrics
+        self.seen: set[str] = set()
+
+    def handle(self, record: logging.LogRecord) -> None:
+        error = record.exc_info[1] if record.exc_info else None
+        kind = type(error).__name__ if error is not None else "message"
+        self.metrics.connection_errors.labels(kind).inc()
+        if kind in self.seen:
+            return
+        self.seen.add(kind)
+        what = f"{kind}: {' '.join(str(error).split())[:300]}" if error is not None else ""
+        print(f"{self.prog}: on a connection: {' '.join(record.getMessage().split())[:200]}"
+              f"{': ' + what if what else ''} (logged once; counted in "
+              "keras_nmt_serve_connection_errors)", file=self.stream, flush=True)
 
 
 def _version(text: str) -> int:
