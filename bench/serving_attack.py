@@ -47,7 +47,9 @@ import time
 import urllib.parse
 
 from bench import _common
-from bench.serving_load import JSON_HEADERS, Server, _clients, _percentiles, bad_requests
+from bench.serving_load import (
+    JSON_HEADERS, Server, _clients, _percentiles, bad_requests, predict_bodies,
+)
 
 PROG = "serving_attack"
 HOST = "127.0.0.1"
@@ -207,13 +209,7 @@ def phase(server: Server, name: str, sentences: list[str], seconds: float, args,
     """The normal clients and /health for ``seconds``, with the attack mix or not."""
     port = urllib.parse.urlsplit(server.url).port
     url = f"{server.url}/v1/models/{name}:predict"
-    order = [0]
-
-    def bodies(_):
-        start = order[0]
-        order[0] += args.per_request
-        lines = [sentences[(start + i) % len(sentences)] for i in range(args.per_request)]
-        return lines, json.dumps({"instances": lines})
+    bodies = predict_bodies(sentences, args.per_request)
 
     def well_formed(lines, answer) -> bool:
         try:
@@ -315,7 +311,7 @@ def fuzz_phase(server: Server, name: str, count: int, probe: str, seed: int = 0)
     drawn from :data:`HEADER_CHOICES` or JSON's), one connection each; then ``probe``."""
     port = urllib.parse.urlsplit(server.url).port
     rng = random.Random(seed)
-    statuses, failures = {}, 0
+    statuses, failures, failed_headers = {}, 0, {}
     for method, path, body in bad_requests(name, count, seed):
         headers = dict(JSON_HEADERS) if rng.random() < 0.5 else {}
         headers.update(rng.choice(HEADER_CHOICES))
@@ -327,6 +323,10 @@ def fuzz_phase(server: Server, name: str, count: int, probe: str, seed: int = 0)
             statuses[response.status] = statuses.get(response.status, 0) + 1
         except (OSError, http.client.HTTPException):
             failures += 1
+            # Which headers it carried: a header the HTTP parser rejects ends the
+            # connection with a 400 that a client still sending its body may never read.
+            for header in sorted(headers):
+                failed_headers[header] = failed_headers.get(header, 0) + 1
         finally:
             connection.close()
     connection = http.client.HTTPConnection(HOST, port, timeout=60)
@@ -343,7 +343,8 @@ def fuzz_phase(server: Server, name: str, count: int, probe: str, seed: int = 0)
         connection.close()
     return {"requests": count, "statuses": {str(k): v for k, v in sorted(statuses.items())},
             "5xx_not_503": sum(v for k, v in statuses.items() if k >= 500 and k != 503),
-            "connection_failures": failures, "alive": server.process.poll() is None,
+            "connection_failures": failures, "connection_failure_headers": failed_headers,
+            "alive": server.process.poll() is None,
             "correct_afterwards": correct}
 
 

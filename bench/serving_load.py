@@ -181,15 +181,23 @@ async def _clients(url: str, bodies, count: int, seconds: float, check=None) -> 
             "sentences": sentences[0], "latencies": latencies}
 
 
-def load_phase(server: Server, name: str, sentences: list[str], expected: dict, args) -> dict:
-    url = f"{server.url}/v1/models/{name}:predict"
+def predict_bodies(sentences: list[str], per_request: int):
+    """``bodies(client) -> (lines, a predict request's JSON body)``: ``per_request``
+    sentences a request, taken in turn from ``sentences`` (round and round)."""
     order = [0]
 
     def bodies(_):
         start = order[0]
-        order[0] += args.per_request
-        lines = [sentences[(start + i) % len(sentences)] for i in range(args.per_request)]
+        order[0] += per_request
+        lines = [sentences[(start + i) % len(sentences)] for i in range(per_request)]
         return lines, json.dumps({"instances": lines})
+
+    return bodies
+
+
+def load_phase(server: Server, name: str, sentences: list[str], expected: dict, args) -> dict:
+    url = f"{server.url}/v1/models/{name}:predict"
+    bodies = predict_bodies(sentences, args.per_request)
 
     same = [0]
 
@@ -216,9 +224,10 @@ def load_phase(server: Server, name: str, sentences: list[str], expected: dict, 
 
 def overload_phase(export_dir: str, name: str, sentences: list[str], common: list[str],
                    args) -> dict:
+    # The server counts sentences after splitting: a line may hold several, so a
+    # request's may be up to the whole queue.
     server = Server(export_dir, name, common + [
-        "--queue-size", str(args.overload_queue),
-        "--max-sentences", str(min(args.per_overload, args.overload_queue))])
+        "--queue-size", str(args.overload_queue), "--max-sentences", str(args.overload_queue)])
     try:
         url = f"{server.url}/v1/models/{name}:predict"
         rng = random.Random(1)
