@@ -1059,18 +1059,26 @@ sys.exit(code)
 """
 
 
+def _serve_without_training_packages(export, *options):
+    """``keras-nmt serve EXPORT --port 0 OPTIONS`` in a fresh interpreter where the training
+    packages cannot be imported: the process, and a queue of its stderr lines as they come."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", SERVE_WITHOUT_TRAINING_PACKAGES, str(export), "--port", "0",
+         *options],
+        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=child_env(), text=True,
+    )
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in child.stderr], daemon=True).start()
+    return child, lines
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_signal_stops_gracefully_without_tensorflow(tiny_export, translator, signum):
     """The command in a fresh interpreter where the training packages cannot be
     imported: it serves; a signal while a request waits for its batch still answers
     that request; then it exits 0, having loaded no TensorFlow or Keras."""
-    child = subprocess.Popen(
-        [sys.executable, "-c", SERVE_WITHOUT_TRAINING_PACKAGES, str(tiny_export), "--port", "0",
-         "--max-wait-ms", "3000", "--batch-size", "64"],
-        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=child_env(), text=True,
-    )
-    lines: queue.Queue = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in child.stderr], daemon=True).start()
+    child, lines = _serve_without_training_packages(
+        tiny_export, "--max-wait-ms", "3000", "--batch-size", "64")
     try:
         first = lines.get(timeout=60)
         assert first.startswith("keras-nmt serve: serving nmt (version 1) on http://127.0.0.1:"), first
@@ -1101,13 +1109,8 @@ def test_signal_stops_gracefully_without_tensorflow(tiny_export, translator, sig
 def test_sigterm_stops_within_the_shutdown_timeout_whatever_is_queued(tiny_export):
     """SIGTERM while a large request runs batch by batch: the server exits within
     --shutdown-timeout (1 s) and a little, the request answered 503."""
-    child = subprocess.Popen(
-        [sys.executable, "-c", SERVE_WITHOUT_TRAINING_PACKAGES, str(tiny_export), "--port", "0",
-         "--batch-size", "1", "--shutdown-timeout", "1"],
-        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=child_env(), text=True,
-    )
-    lines: queue.Queue = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in child.stderr], daemon=True).start()
+    child, lines = _serve_without_training_packages(
+        tiny_export, "--batch-size", "1", "--shutdown-timeout", "1")
     try:
         port = int(lines.get(timeout=60).rsplit(":", 1)[1])
         held = []
