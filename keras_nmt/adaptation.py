@@ -2,7 +2,8 @@
 parent checked and read, the child's options and configuration (the parent's
 architecture), its vocabularies (the parent's words, their ids kept, then the new data's),
 its weights copied row by row from the parent's, the parts it leaves frozen, the pull
-toward the parent's weights and, with ``--keep-optimizer``, the parent's optimizer state.
+toward the parent's weights, with ``--keep-optimizer`` the parent's optimizer state and,
+with ``--mix``, the parent's training pairs mixed into the child's epochs.
 
 A child is an ordinary run directory once set up: its data.json and summary.json name
 the parent, and --resume continues from the child's own checkpoints, never the parent's.
@@ -20,8 +21,11 @@ import tensorflow as tf
 from keras_nmt import config as config_lib
 from keras_nmt.config import Config
 from keras_nmt.constants import RESERVED, UNK_ID
-from keras_nmt.errors import CheckpointMismatchError, ConfigError, RunDirError, VocabularyError
+from keras_nmt.errors import (
+    CheckpointMismatchError, ConfigError, PreparedError, RunDirError, VocabularyError,
+)
 from keras_nmt.model_weights import checkpoint_problem, checkpoint_step, model_variables
+from keras_nmt.prepared import MixedSplit, PreparedSplit
 from keras_nmt.rundir import RunDir, RunFiles
 from keras_nmt.text import codecs
 from keras_nmt.train_options import (
@@ -142,6 +146,101 @@ def _optimizer_checkpoint(run: RunDir) -> str:
         raise RunDirError(f"--keep-optimizer: the training state {latest} is unreadable "
                           f"({problem})")
     return latest
+
+
+# ---------------------------------------------------------------- the parent's pairs mixed in
+
+@dataclasses.dataclass
+class Mix:
+    """The pairs of another domain mixed into a child's epochs (``train --mix``): a share
+    ``fraction`` of each epoch's pairs is drawn from ``split``, the prepared training
+    split (token ids) of ``run``: the parent's, or a run whose vocabularies the parent's
+    begin with. Its ids are the child's ids of the same words (the child's vocabularies
+    begin with the parent's, or keep its SentencePiece models), so its pairs are read as
+    they are: nothing is tokenized or copied, and only the pairs drawn are read."""
+
+    run: RunDir
+    fraction: float
+    split: PreparedSplit
+
+    @classmethod
+    def open(cls, path: str | None, fraction: float, parent: Parent, config: Config) -> "Mix":
+        """The mix of ``path``'s training pairs (None: the parent's) into the child of
+        ``parent`` with ``config``; RunDirError or ConfigError (one line, "--mix: ...")
+        when that is no run with prepared training ids, or its ids are not the child's
+        or its pairs longer than the child's ``max_len``."""
+        run = parent.run if path is None else RunDir(path)
+        try:
+            info = run.load_data_info() if path is not None else parent.info
+            if path is not None:
+                _check_same_ids(run, info, parent)
+            split = run.prepared_split(info, needed_for="--mix")
+        except RunDirError as error:
+            raise type(error)(f"--mix: {error}; PARENT_DATA is a run directory, whose "
+                              "prepared training ids are read") from None
+        if split is None:
+            raise RunDirError(f"--mix: {run.path} holds no prepared training ids (it was made "
+                              "by an earlier version): --mix reads a run's prepared/")
+        if split.info["max_len"] > config.max_len:
+            raise ConfigError(f"--mix: the training pairs of {run.path} are up to "
+                              f"{split.info['max_len']} tokens long, the child's up to "
+                              f"{config.max_len}: give --set max_len={split.info['max_len']} "
+                              "or a --variant of longer sentences")
+        return cls(run, fraction, split)
+
+    def drawn_per_epoch(self, own_pairs: int) -> int:
+        """How many of an epoch's pairs are drawn, besides the ``own_pairs``: the share
+        ``fraction`` of the epoch, at least one."""
+        return max(1, round(own_pairs * self.fraction / (1.0 - self.fraction)))
+
+    def record(self, own_pairs: int) -> dict[str, Any]:
+        """data.json's and summary.json's "mix" of a child of ``own_pairs`` kept pairs."""
+        drawn = self.drawn_per_epoch(own_pairs)
+        return {
+            "run": str(self.run.path.resolve()),
+            "prepared": str(self.split.directory.resolve()),
+            "fraction": self.fraction,
+            "pairs": self.split.count,
+            "drawn_per_epoch": drawn,
+            "epoch_pairs": own_pairs + drawn,
+        }
+
+
+def _check_same_ids(run: RunDir, info: Mapping[str, Any], parent: Parent) -> None:
+    """RunDirError unless ``run``'s ids are the parent's (and so the child's): the same
+    languages and tokenizer, vocabularies the parent's begin with, the same
+    SentencePiece models."""
+    if (info.get("src"), info.get("tgt")) != (parent.info["src"], parent.info["tgt"]) \
+            or run.tokenizer(info) != parent.tokenizer:
+        raise RunDirError(f"{run.path} is a {info.get('src')}-{info.get('tgt')} "
+                          f"{run.tokenizer(info)} run, the parent a {parent.info['src']}-"
+                          f"{parent.info['tgt']} {parent.tokenizer} one")
+    theirs = (parent.files.source_vocab, parent.files.target_vocab)
+    for side, ours, parents in zip(("source", "target"), run.load_vocabularies(), theirs):
+        if parents.tokens[:len(ours)] != ours.tokens:
+            raise RunDirError(f"the {side} vocabulary of {run.path} is not the beginning of "
+                              "the parent's: its ids would be other words in the child")
+    if parent.tokenizer != codecs.WORD and any(
+            run.sentencepiece_path(lang).read_bytes() != model
+            for lang, model in parent.sentencepiece_models().items()):
+        raise RunDirError(f"{run.path} has other SentencePiece models than the parent's")
+
+
+def mixed_split(own: PreparedSplit, record: Mapping[str, Any], info: Mapping[str, Any], *,
+                needed_for: str) -> MixedSplit:
+    """A child's own prepared split with the pairs its data.json's ``record`` (of
+    :meth:`Mix.record`) mixes in; RunDirError naming what is missing and ``needed_for``
+    when the other run's prepared ids are gone."""
+    try:
+        other = PreparedSplit(record["prepared"], info["src"], info["tgt"])
+    except PreparedError as error:
+        raise RunDirError(f"the training ids that --mix draws from are gone or damaged "
+                          f"({error}; needed for {needed_for}): put {record['run']} back") from None
+    if other.count != record["pairs"]:
+        raise RunDirError(f"the training ids that --mix draws from, {other.directory}, hold "
+                          f"{other.count} pairs, not the {record['pairs']} the run started "
+                          f"with (needed for {needed_for})")
+    return MixedSplit(own, other, int(record["drawn_per_epoch"]))
 
 
 # ---------------------------------------------------------------- options, configuration
@@ -401,3 +500,10 @@ def describe(record: Mapping[str, Any], config: Config) -> str:
     return (f"starting from {record['run']} ({record['weights']} weights, step "
             f"{record['step']}): {record['new_source_words']:,} new source and "
             f"{record['new_target_words']:,} new target words{frozen}{pull}{optimizer}")
+
+
+def describe_mix(record: Mapping[str, Any]) -> str:
+    """The log line of a child that mixes another run's pairs in (``train --mix``)."""
+    return (f"each epoch of {record['epoch_pairs']:,} pairs draws {record['drawn_per_epoch']:,} "
+            f"({record['fraction']:.0%}) from the {record['pairs']:,} training pairs of "
+            f"{record['run']}")

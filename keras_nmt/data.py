@@ -137,6 +137,43 @@ def pair_indices(count: int, seed: int, window: int, shuffle_buffer: int = 0) ->
     return tf.data.Dataset.counter().map(indices)
 
 
+def mixed_pair_indices(count: int, drawn: int, pool: int, seed: int, window: int,
+                       shuffle_buffer: int = 0) -> tf.data.Dataset:
+    """Windows ``(indices, epochs)`` of ``window`` pairs each, endlessly, over a split
+    of ``count`` pairs with ``drawn`` pairs an epoch mixed in from another of ``pool``
+    pairs (``train --mix``): an epoch is ``count + drawn`` positions, ordered as
+    :func:`pair_indices` orders them, where an index i < ``count`` is the own pair i and
+    ``count + j`` the other split's pair j.
+
+    The drawn pairs walk through the other split in permutations of their own, the
+    next ``drawn`` of them each epoch: every pair of it is drawn once before any is
+    drawn again, and its size costs nothing. Like :func:`pair_indices`, a stateless
+    function of (seed, position), so a checkpoint of the stream is its counters."""
+    size = count + drawn
+    base = pair_indices(size, seed, window, shuffle_buffer)
+    seed = tf.constant(seed, tf.int64)
+    pool = tf.constant(pool, tf.int64)
+
+    def mix(number, local):
+        positions = number * window + tf.range(window, dtype=tf.int64)
+        epochs = positions // size
+        # How many pairs were drawn from the other split before this one.
+        before = epochs * drawn + tf.maximum(local - count, 0)
+        rounds, offsets = before // pool, before % pool
+        first = tf.reduce_min(rounds)
+        # One permutation per pass over the other split that the window reaches (as
+        # pair_indices does per epoch), seeded apart from the own split's (seed, epoch).
+        per_round = tf.map_fn(
+            lambda round_: tf.random.experimental.index_shuffle(
+                offsets, tf.stack([seed, -1 - round_]), pool - 1),
+            tf.range(first, tf.reduce_max(rounds) + 1), fn_output_signature=tf.int64)
+        rows = tf.stack([rounds - first, tf.range(window, dtype=tf.int64)], axis=1)
+        other = tf.gather_nd(per_round, rows)
+        return tf.where(local < count, local, count + other), epochs
+
+    return base.enumerate().map(mix)
+
+
 def prepared_pairs(split, seed: int, window: int = _ENCODE_CHUNK,
                    shuffle_buffer: int = 0) -> tf.data.Dataset:
     """A :class:`keras_nmt.prepared.PreparedSplit`'s pairs, endlessly, as ragged windows
@@ -150,7 +187,8 @@ def prepared_pairs(split, seed: int, window: int = _ENCODE_CHUNK,
 
     A split with sampled copies (subword regularisation) gives the pairs of epoch E from
     its copy E mod copies: window W holds positions W x window onwards, and position P
-    is of epoch P // count in either order."""
+    is of epoch P // count in either order. A :class:`keras_nmt.prepared.MixedSplit`
+    gives its own pairs and those it draws, in the order of :func:`mixed_pair_indices`."""
     if split.count == 0:
         raise ValueError(f"{split.directory} holds no training pair")
 
@@ -164,6 +202,11 @@ def prepared_pairs(split, seed: int, window: int = _ENCODE_CHUNK,
             for values, lengths in ((source, source_lengths), (target, target_lengths))
         )
 
+    drawn = getattr(split, "drawn_per_epoch", 0)  # a prepared.MixedSplit's
+    if drawn:
+        mixed = mixed_pair_indices(split.count, drawn, split.other.count, seed, window,
+                                   shuffle_buffer)
+        return mixed.map(read, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     indices = pair_indices(split.count, seed, window, shuffle_buffer)
     if split.copies:
         def read_sampled(number, indices):

@@ -6,6 +6,7 @@ training, then the held-out report in summary.json.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from typing import Any, Callable
@@ -26,7 +27,9 @@ from keras_nmt.model_weights import checkpoint_problem, checkpoint_step
 from keras_nmt.models import TranslationModel
 from keras_nmt.progress import Progress
 from keras_nmt.rundir import RunDir
-from keras_nmt.train_options import BUILTIN, TrainOptions, default_run_dir, new_run_config
+from keras_nmt.train_options import (
+    BUILTIN, TrainOptions, also_report_files, default_run_dir, new_run_config,
+)
 from keras_nmt.training import Limits, Trainer, check_limits
 from keras_nmt.translator import Translator
 
@@ -60,7 +63,10 @@ def train(options: TrainOptions) -> dict[str, Any]:
         print(f"warning: {text}", file=sys.stderr, flush=True)
 
     # Every option is checked before anything is written.
-    options, config, info, builtin, parent = _checked_options(options, run, log)
+    options, config, info, builtin, parent, mix = _checked_options(options, run, log)
+    also_report = _also_report(options, run, info)
+    options = dataclasses.replace(options, also_report={
+        name: (str(files.source), str(files.target)) for name, files in also_report.items()})
     limits = Limits(options.max_steps, options.max_minutes)
     default_budget = builtin and limits.max_steps is None and limits.max_minutes is None
     if default_budget:
@@ -73,7 +79,8 @@ def train(options: TrainOptions) -> dict[str, Any]:
     elif not chief:
         config, info = resume.wait_for_chief(options, run)
     else:
-        config, info = run_data.prepare(options, config, run, log, progress, parent=parent)
+        config, info = run_data.prepare(options, config, run, log, progress, parent=parent,
+                                        mix=mix)
     # Every file training reads is there before any work is done (a run moved without
     # the corpus it was trained on).
     needed_for = "--resume" if options.resume else "training"
@@ -101,7 +108,9 @@ def train(options: TrainOptions) -> dict[str, Any]:
                                    options.keep_optimizer)
     if parent is not None:
         log(adaptation.describe(info["parent"], config))
-    del parent  # the parent's model is no longer needed
+    if info.get("mix"):
+        log(adaptation.describe_mix(info["mix"]))
+    del parent, mix  # the parent's model and the mix's open files are no longer needed
     if options.resume:
         trainer.restore(log=warn if chief else log)
         log(f"resumed at step {int(trainer.step.numpy())}")
@@ -138,12 +147,19 @@ def train(options: TrainOptions) -> dict[str, Any]:
     report = scoring.held_out_report(translator, held_out, config.beam_size, config.length_alpha,
                                      quiet=quiet, progress=progress, unk_replace=replace,
                                      dictionary=dictionary and dictionary.entries)
+    also_reported = {}
+    for name, files in also_report.items():
+        log(f"translating {name}'s {files.source.name} with beam {config.beam_size}{replaced}")
+        also_reported[name] = scoring.held_out_report(
+            translator, files, config.beam_size, config.length_alpha, quiet=quiet,
+            progress=progress, unk_replace=replace, dictionary=dictionary and dictionary.entries)
     summary = {
         "variant": config.variant,
         "architecture": config.architecture,
         "config": config.to_dict(),
         "data": {k: info[k] for k in ("src", "tgt", "corpus", "builtin", "train")},
         "parent": info.get("parent"),
+        "mix": info.get("mix"),
         "vocabulary": {info["src"]: len(translator.source_vocab),
                        info["tgt"]: len(translator.target_vocab)},
         "stop_reason": outcome.stop_reason,
@@ -156,6 +172,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
         "dev_nll": dev_nll,
         "best_weights_step": checkpoint_step(best),
         "held_out": report,
+        "also_reported": also_reported,
         "report_weights": weights,
         "averaging": averaged,
         "warnings": warnings,
@@ -189,11 +206,12 @@ def train(options: TrainOptions) -> dict[str, Any]:
 
 def _checked_options(options: TrainOptions, run: RunDir, log: Callable[[str], None]
                      ) -> tuple[TrainOptions, Config, dict[str, Any] | None, bool,
-                                adaptation.Parent | None]:
+                                adaptation.Parent | None, adaptation.Mix | None]:
     """The options completed (a new run's defaults, the preset's size and recipe), the
     configuration they give (a resumed run's own, changed as --resume allows), a resumed
     run's data.json (None for a new run), whether the run trains on the built-in
-    corpus and the parent of a run --init-from one, read; the model's size is logged."""
+    corpus, and the parent of a run --init-from one, read, with the run whose pairs
+    --mix mixes in; the model's size is logged."""
     chosen_size = options.size or options.preset or options.paper_size
     chosen_recipe = options.recipe or options.preset
     info = parent = None
@@ -205,9 +223,14 @@ def _checked_options(options: TrainOptions, run: RunDir, log: Callable[[str], No
                                         options.keep_optimizer)
         options = adaptation.child_options(options, parent)
         config = adaptation.child_config(options, parent)
+        mix = (adaptation.Mix.open(options.mix_from, options.mix_fraction, parent, config)
+               if options.mix_fraction is not None else None)
         log(f"model: {config.variant} ({config.architecture}), the parent's size: "
             f"{config_lib.size_summary(config)}")
-        return options, config, info, options.data == BUILTIN, parent
+        return options, config, info, options.data == BUILTIN, parent, mix
+    if options.mix_fraction is not None or options.mix_from is not None:
+        raise ConfigError("--mix draws pairs from a parent's training data: it needs "
+                          "--init-from PARENT_RUN")
     options = options.with_preset()
     if options.resume:
         config, info = resume.resume_config(options, run)
@@ -232,7 +255,19 @@ def _checked_options(options: TrainOptions, run: RunDir, log: Callable[[str], No
         log("the built-in corpus's recipe: a warm-up, a decay to the end of the budget, "
             "U(-0.1, 0.1) weights and the average of the last 3 checkpoints (--recipe paper "
             "for the paper's training)")
-    return options, config, info, builtin, parent
+    return options, config, info, builtin, parent, None
+
+
+def _also_report(options: TrainOptions, run: RunDir, info: dict[str, Any] | None
+                 ) -> dict[str, ParallelFiles]:
+    """The development splits of other domains the report scores, checked: those of
+    --also-report, or, for a run resumed without it, those its data.json records."""
+    splits = options.also_report
+    if splits is None and info is not None:
+        splits = {name: tuple(str(run.stored_location(entry[side], info))
+                              for side in ("source", "target"))
+                  for name, entry in (info.get("also_report") or {}).items()}
+    return also_report_files(splits or {})
 
 
 def _trainer(config: Config, run: RunDir, info: dict[str, Any], needed_for: str,
@@ -251,6 +286,10 @@ def _trainer(config: Config, run: RunDir, info: dict[str, Any], needed_for: str,
                                                     run.load_vocabularies())
     batching = data.Batching.from_config(config, data.mean_pair_length(info["train"]))
     split = run.prepared_split(info, needed_for=needed_for)
+    train_pairs = info["train"]["kept"]
+    if info.get("mix"):
+        split = adaptation.mixed_split(split, info["mix"], info, needed_for=needed_for)
+        train_pairs = info["mix"]["epoch_pairs"]
     if split is not None:
         train_batches = data.prepared_batches(split, batching)
     else:  # a run made before prepared data: its checkpoints hold the text pipeline's state
@@ -273,7 +312,7 @@ def _trainer(config: Config, run: RunDir, info: dict[str, Any], needed_for: str,
 
     trainer = Trainer(
         config, model, run, train_batches, dev_batches,
-        train_pairs=info["train"]["kept"], dev_bleu=dev_bleu,
+        train_pairs=train_pairs, dev_bleu=dev_bleu,
         progress=progress, strategy=strategy, jit_compile=jit, variables=variables, pull=pull,
     )
     if parent is not None and keep_optimizer:
@@ -335,5 +374,7 @@ def _report_lines(summary: dict[str, Any], beam_size: int) -> list[str]:
         f"held-out BLEU ({report['split']}, {report['sentences']} sentences, beam {beam_size}"
         f"{', <unk> replaced' if report.get('unk_replace') else ''}): "
         f"{report['bleu']:.2f}; {long}",
+        *(f"{name} BLEU ({other['split']}, {other['sentences']} sentences): {other['bleu']:.2f}"
+          for name, other in summary.get("also_reported", {}).items()),
         f"sacreBLEU signature: {report['bleu_signature']}",
     ]

@@ -193,6 +193,46 @@ class PreparedSplit:
         return source.tolist(), target.tolist()
 
 
+class MixedSplit:
+    """A run's own prepared split and another's (``train --mix``) read as one: index i
+    below ``own.count`` is the own pair i, ``own.count + j`` the other's pair j, whose ids
+    are ids of the same vocabularies. Each epoch holds the own pairs and
+    ``drawn_per_epoch`` of the other's (:func:`keras_nmt.data.mixed_pair_indices`); the
+    other's are read in their best segmentation, and only those drawn are read."""
+
+    def __init__(self, own: PreparedSplit, other: PreparedSplit, drawn_per_epoch: int):
+        if other.count == 0 or drawn_per_epoch < 1:
+            raise ValueError("a mix draws at least one pair an epoch from a split that has some")
+        self.own, self.other, self.drawn_per_epoch = own, other, drawn_per_epoch
+        self.count, self.copies, self.directory, self.info = (
+            own.count, own.copies, own.directory, own.info)
+
+    def gather(self, indices: np.ndarray, epochs: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+        """:meth:`PreparedSplit.gather` of the combined indices, in their order."""
+        indices = np.asarray(indices, np.int64)
+        theirs = indices >= self.own.count
+        own = self.own.gather(indices[~theirs],
+                              None if epochs is None else np.asarray(epochs)[~theirs])
+        other = self.other.gather(indices[theirs] - self.own.count)
+        # The gathered rows are the own ones, then the other's: back into the given order.
+        order = np.argsort(np.concatenate([np.flatnonzero(~theirs), np.flatnonzero(theirs)]),
+                           kind="stable")
+        out: list[np.ndarray] = []
+        for side in (0, 2):
+            values = np.concatenate([own[side], other[side]])
+            lengths = np.concatenate([own[side + 1], other[side + 1]])
+            starts = np.cumsum(lengths) - lengths
+            lengths, starts = lengths[order], starts[order]
+            positions = (np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+                         + np.arange(int(lengths.sum())))
+            out += [values[positions], lengths]
+        return tuple(out)
+
+    def close(self) -> None:
+        self.own.close()
+        self.other.close()
+
+
 def exists(directory: str | os.PathLike) -> bool:
     return (pathlib.Path(directory) / f"{SPLIT}.json").is_file()
 

@@ -172,16 +172,16 @@ def tokenize_training_split(
 
 
 def prepare(options: TrainOptions, config: Config, run: RunDir, log: Callable[[str], None],
-            progress: Progress | None = None, parent: adaptation.Parent | None = None
-            ) -> tuple[Config, dict[str, Any]]:
+            progress: Progress | None = None, parent: adaptation.Parent | None = None,
+            mix: adaptation.Mix | None = None) -> tuple[Config, dict[str, Any]]:
     """First start of a run: corpus, vocabularies and config written into ``run``, which
     must hold no run yet; a failure leaves no half-made run behind. ``options``
     (for_new_run's) and ``config`` are :func:`keras_nmt.train_options.new_run_config`'s,
     checked, or for a run adapted from ``parent`` keras_nmt.adaptation's: it keeps the
     parent's SentencePiece models, or extends its word vocabularies with the new words,
-    and data.json records the parent. ``progress`` shows the long passes
-    (SentencePiece, the scan) with their ETA. Returns the config with the vocabulary
-    sizes found and data.json's content."""
+    and data.json records the parent and the ``mix`` of another run's pairs, if any.
+    ``progress`` shows the long passes (SentencePiece, the scan) with their ETA. Returns
+    the config with the vocabulary sizes found and data.json's content."""
     if run.is_initialised() or run.has_checkpoint():
         raise RunDirError(
             f"{run.path} already holds a run: pass --resume to continue it, or choose another --out"
@@ -189,7 +189,7 @@ def prepare(options: TrainOptions, config: Config, run: RunDir, log: Callable[[s
     existed = run.path.exists()
     try:
         return _write_run_data(options, config, run, log, progress or Progress(enabled=False),
-                               parent)
+                               parent, mix)
     except BaseException:
         # A later start must not mistake what is left for a run.
         _remove_run_data(run, existed)
@@ -198,7 +198,8 @@ def prepare(options: TrainOptions, config: Config, run: RunDir, log: Callable[[s
 
 def _write_run_data(options: TrainOptions, config: Config, run: RunDir,
                     log: Callable[[str], None], progress: Progress,
-                    parent: adaptation.Parent | None) -> tuple[Config, dict[str, Any]]:
+                    parent: adaptation.Parent | None,
+                    mix: adaptation.Mix | None) -> tuple[Config, dict[str, Any]]:
     run.create()
     corpus_dir = corpus_directory(options, run, log)
     splits, development, halved = find_splits(corpus_dir, options, run, log)
@@ -242,6 +243,10 @@ def _write_run_data(options: TrainOptions, config: Config, run: RunDir,
                                  if kind == codecs.WORD else None),
         "options": options_record(options),
         "parent": None if parent is None else parent.record(source_vocab, target_vocab),
+        "mix": None if mix is None else mix.record(stats.kept),
+        # The development splits of other domains the report scores too (--also-report).
+        "also_report": {name: {"source": run.stored_path(source), "target": run.stored_path(target)}
+                        for name, (source, target) in (options.also_report or {}).items()},
     }
     write_json_atomic(run.data_path, info)
     # config.json last: its presence marks a run whose set-up is complete.

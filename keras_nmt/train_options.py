@@ -11,6 +11,7 @@ from typing import Any
 from keras_nmt import config as config_lib
 from keras_nmt.config import Config
 from keras_nmt.corpus import wmt14
+from keras_nmt.corpus.readers import ParallelFiles
 from keras_nmt.errors import ConfigError, CorpusError
 
 BUILTIN = "builtin"
@@ -70,6 +71,14 @@ class TrainOptions:
     init_weights: str = "reported"  # which of the parent's weights (rundir.WEIGHTS)
     # Start from the parent's optimizer state (its last checkpoint's) instead of afresh.
     keep_optimizer: bool = False
+    # With init_from: this share (0 < f < 1) of each epoch's training pairs drawn from
+    # the prepared training split of the run mix_from (None: the parent's), see
+    # keras_nmt.adaptation.Mix.
+    mix_fraction: float | None = None
+    mix_from: str | None = None
+    # More development splits the report scores besides the held-out one:
+    # name -> (source file, reference file); None with resume: those the run recorded.
+    also_report: dict[str, tuple[str, str]] | None = None
 
     def for_new_run(self) -> "TrainOptions":
         """These options with NEW_RUN_DEFAULTS where they are None, the size resolved."""
@@ -99,6 +108,59 @@ class TrainOptions:
                 raise ConfigError(f"--preset {self.preset} is --size {chosen['size']} --recipe "
                                   f"{chosen['recipe']}: it contradicts --{name} {getattr(self, name)}")
         return dataclasses.replace(self, **chosen)
+
+
+def parse_mix(text: str) -> tuple[str | None, float]:
+    """``--mix [PARENT_DATA:]FRACTION`` -> (the run directory PARENT_DATA, or None for
+    the parent, and the fraction); ConfigError (one line) for a bad value."""
+    where, colon, fraction = text.rpartition(":")
+    try:
+        value = float(fraction)
+    except ValueError:
+        value = None
+    if value is None or not 0.0 < value < 1.0:
+        raise ConfigError(f"--mix {text}: FRACTION must be a number between 0 and 1 (both "
+                          f"excluded), the share of each epoch's pairs drawn from the "
+                          f"parent's training data, not {fraction!r}")
+    if colon and not where:
+        raise ConfigError(f"--mix {text}: PARENT_DATA before the colon is empty: give a run "
+                          "directory, or leave it out with the colon for the parent's data")
+    return (where or None), value
+
+
+def parse_also_report(values: list[str]) -> dict[str, tuple[str, str]]:
+    """``--also-report NAME=SOURCE,REFERENCE`` options -> name -> (source, reference);
+    ConfigError (one line) for one that is not of that form or a name given twice."""
+    splits: dict[str, tuple[str, str]] = {}
+    for value in values:
+        name, equals, files = value.partition("=")
+        name = name.strip()
+        source, comma, reference = files.partition(",")
+        if not (equals and comma and name and source and reference):
+            raise ConfigError(f"--also-report {value}: give NAME=SOURCE_FILE,REFERENCE_FILE, "
+                              "e.g. --also-report news=newstest.en,newstest.fr")
+        if name in splits or name == "held_out":
+            taken = "given twice" if name in splits else "the held-out split"
+            raise ConfigError(f"--also-report {value}: the name {name!r} is {taken}: give "
+                              "each split a name of its own")
+        splits[name] = (source, reference)
+    return splits
+
+
+def also_report_files(splits: dict[str, tuple[str, str]]) -> dict[str, ParallelFiles]:
+    """The files of ``--also-report`` splits, each read once now (UTF-8, the same number
+    of lines on both sides): CorpusError (one line) before any work otherwise."""
+    found = {}
+    for name, (source, reference) in splits.items():
+        files = ParallelFiles(pathlib.Path(source).expanduser().resolve(),
+                              pathlib.Path(reference).expanduser().resolve())
+        for path in (files.source, files.target):
+            if not path.is_file():
+                raise CorpusError(f"--also-report {name}: {path} is not a file")
+        if not files.check():
+            raise CorpusError(f"--also-report {name}: {files.source} holds no sentence")
+        found[name] = files
+    return found
 
 
 def default_run_dir(variant: str) -> pathlib.Path:

@@ -1,17 +1,22 @@
 """train --init-from: a run that starts from another's weights. The vocabulary update,
-the rows copied, the frozen parts, the pull toward the parent, a child trained,
-translated and resumed, and the one-line errors.
+the rows copied, the frozen parts, the pull toward the parent, the parent's pairs mixed
+in (--mix), a second domain reported (--also-report), a child trained, translated,
+resumed and served beside its parent, and the one-line errors.
 
 The parent is the session's ``tiny_run`` (read only) or a copy of it; the new data is
 ``tiny_corpus``'s first pairs with invented words (``new_corpus``)."""
 
 import json
 import shutil
+import signal
+import sys
 
 import numpy as np
 import pytest
 
-from support import FIXED_BATCH_SETTINGS, fixed_batches, tiny_args
+from support import (
+    FIXED_BATCH_SETTINGS, ROOT, ServerThread, child_env, fixed_batches, run_logged, tiny_args,
+)
 
 # The invented words of new_corpus, each side's twice or more (so vocab_min_count=2
 # keeps them), and one pair seen once (so it reads as <unk> there and gets a dictionary
@@ -308,17 +313,142 @@ def test_freeze_and_parent_pull_are_checked():
         variant_config("encdec50", {"freeze": "embeddings,encoder,decoder,readout,output"})
 
 
+# ---------------------------------------------------------------- the parent's pairs mixed in
+
+def test_mix_and_also_report_values_are_checked():
+    from keras_nmt.errors import ConfigError
+    from keras_nmt.train_options import parse_also_report, parse_mix
+
+    assert parse_mix("0.25") == (None, 0.25)
+    assert parse_mix("runs/news:0.1") == ("runs/news", 0.1)
+    assert parse_mix("a:b:0.5") == ("a:b", 0.5)  # the last colon parts the fraction
+    for bad in ("0", "1", "1.5", "-0.2", "much", "runs/news:", "runs/news", "nan"):
+        with pytest.raises(ConfigError, match="FRACTION must be a number between 0 and 1"):
+            parse_mix(bad)
+    with pytest.raises(ConfigError, match="PARENT_DATA before the colon is empty"):
+        parse_mix(":0.2")
+    assert parse_also_report(["news=a.en,a.fr", "web=b.en,b.fr"]) == {
+        "news": ("a.en", "a.fr"), "web": ("b.en", "b.fr")}
+    for bad, message in ((["news=a.en"], "give NAME=SOURCE_FILE,REFERENCE_FILE"),
+                         (["=a.en,a.fr"], "give NAME=SOURCE_FILE,REFERENCE_FILE"),
+                         (["a.en,a.fr"], "give NAME=SOURCE_FILE,REFERENCE_FILE"),
+                         (["x=a,b", "x=c,d"], "'x' is given twice"),
+                         (["held_out=a,b"], "'held_out' is the held-out split")):
+        with pytest.raises(ConfigError, match=message):
+            parse_also_report(bad)
+
+
+@pytest.mark.parametrize("shuffle_buffer", [0, 5])
+def test_each_epoch_holds_every_own_pair_and_the_next_drawn_pairs(shuffle_buffer):
+    """12 own pairs and 4 drawn an epoch from 10: each epoch of 16 positions holds the
+    own pairs once and 4 of the others; the others are drawn without repeats until
+    all 10 have been."""
+    from keras_nmt.data import mixed_pair_indices
+
+    windows = mixed_pair_indices(12, 4, 10, seed=3, window=8, shuffle_buffer=shuffle_buffer)
+    indices, epochs = (np.concatenate(part) for part in
+                       zip(*windows.take(10).as_numpy_iterator()))
+    assert np.array_equal(epochs, np.repeat(np.arange(5), 16))
+    drawn = []
+    for epoch in range(5):
+        part = indices[16 * epoch:16 * (epoch + 1)]
+        assert sorted(part[part < 12]) == list(range(12))
+        assert (part >= 12).sum() == 4
+        drawn.append(part[part >= 12] - 12)
+    assert all(0 <= j < 10 for j in np.concatenate(drawn))
+    assert len(set(np.concatenate(drawn[:2]))) == 8  # 8 of the 10, none twice
+    assert set(np.concatenate(drawn[:3])) == set(range(10))  # then the last 2, and again
+    again = mixed_pair_indices(12, 4, 10, seed=3, window=8, shuffle_buffer=shuffle_buffer)
+    assert np.array_equal(np.concatenate([w[0] for w in again.take(10).as_numpy_iterator()]),
+                          indices)
+
+
+def write_prepared(directory, pairs, langs=("en", "fr"), max_len=10):
+    """A prepared split (keras_nmt.prepared's files) of ``pairs`` of id lists."""
+    from keras_nmt.prepared import PreparedSplit
+
+    directory.mkdir(parents=True)
+    manifest = {"format": 1, "langs": list(langs), "count": len(pairs), "max_len": max_len,
+                "sides": {}}
+    for side, lang in enumerate(langs):
+        rows = [pair[side] for pair in pairs]
+        ids = np.array([token for row in rows for token in row], "<u2")
+        offsets = np.concatenate([[0], np.cumsum([len(row) for row in rows])]).astype("<i8")
+        (directory / f"train.{lang}.ids").write_bytes(ids.tobytes())
+        (directory / f"train.{lang}.offsets").write_bytes(offsets.tobytes())
+        manifest["sides"][lang] = {"dtype": "<u2", "tokens": len(ids), "vocabulary": 2000}
+    (directory / "train.json").write_text(json.dumps(manifest))
+    return PreparedSplit(directory, *langs)
+
+
+def test_mixed_batches_hold_the_parents_pairs_at_the_fraction(tmp_path):
+    """60 own pairs (source 4.. 100+i) and 20 an epoch of 50 others (6 1000+j), a
+    quarter of each epoch: the first epoch's batches (unshuffled, sort_batches=1) hold
+    exactly 20 of the others' pairs, each read whole and right; a checkpoint of the
+    iterator continues with the same batches."""
+    import tensorflow as tf
+
+    from keras_nmt.constants import EOS_ID
+    from keras_nmt.data import Batching, prepared_batches
+    from keras_nmt.prepared import MixedSplit, PreparedSplit
+
+    own = [([4] * (1 + i % 3) + [100 + i], [5, 100 + i]) for i in range(60)]
+    others = [([6, 1000 + j], [7] * (1 + j % 4) + [1000 + j]) for j in range(50)]
+
+    write_prepared(tmp_path / "own", own)
+    write_prepared(tmp_path / "other", others)
+
+    def batches():
+        split = MixedSplit(PreparedSplit(tmp_path / "own", "en", "fr"),
+                           PreparedSplit(tmp_path / "other", "en", "fr"), drawn_per_epoch=20)
+        return prepared_batches(split, Batching(max_len=10, batch_size=8, sort_batches=1,
+                                                seed=11))
+
+    rows = []
+    for (source, _), target_out in batches().take(20).as_numpy_iterator():
+        for source_row, target_row in zip(source.tolist(), target_out.tolist()):
+            source_row, target_row = ([x for x in row if x] for row in (source_row, target_row))
+            assert source_row[-1] == target_row[-1] == EOS_ID
+            rows.append((source_row[:-1], target_row[:-1]))
+    assert len(rows) == 160  # two epochs of 80
+    for epoch in (rows[:80], rows[80:]):
+        drawn = [pair for pair in epoch if pair[0][0] == 6]
+        assert len(drawn) == 20  # a quarter
+        assert sorted(pair for pair in epoch if pair[0][0] == 4) == sorted(own)
+        for pair in drawn:
+            assert pair == others[pair[0][1] - 1000]
+    assert len({pair[0][1] for pair in rows if pair[0][0] == 6}) == 40  # none twice yet
+
+    first = iter(batches())
+    for _ in range(7):
+        next(first)
+    saved = tf.train.Checkpoint(iterator=first).write(str(tmp_path / "ckpt" / "it"))
+    expected = [next(first) for _ in range(5)]
+    resumed = iter(batches())
+    tf.train.Checkpoint(iterator=resumed).read(saved).assert_consumed()
+    for want in expected:
+        got = next(resumed)
+        for a, b in zip(tf.nest.flatten(want), tf.nest.flatten(got)):
+            assert np.array_equal(a.numpy(), b.numpy())
+
+
 # ---------------------------------------------------------------- a child, end to end
 
 @pytest.fixture(scope="module")
-def child(cli_runner, tiny_run, new_corpus, tmp_path_factory):
+def child(cli_runner, tiny_run, tiny_corpus, new_corpus, tmp_path_factory):
     """A child of tiny_run on new_corpus: 3 updates with the embeddings and encoder
-    frozen, the pull on, the parent's optimizer state kept and words seen once as <unk>
-    (so that it builds an unknown-word dictionary, which its parent has none of)."""
+    frozen, the pull on, the parent's optimizer state kept, words seen once as <unk>
+    (so that it builds an unknown-word dictionary, which its parent has none of), a
+    quarter of each epoch drawn from the parent's pairs, and two more splits reported:
+    the parent's test split and the child's own."""
     out = tmp_path_factory.mktemp("child") / "run"
     result = cli_runner("train", "--init-from", tiny_run, "--data", new_corpus, "--out", out,
                         "--max-steps", 3, "--freeze", "embeddings,encoder", "--keep-optimizer",
                         "--set", "parent_pull=0.5", "--set", "vocab_min_count=2",
+                        "--mix", "0.25",
+                        "--also-report", f"parent={tiny_corpus / 'test.en'},"
+                                         f"{tiny_corpus / 'test.fr'}",
+                        "--also-report", f"own={new_corpus / 'test.en'},{new_corpus / 'test.fr'}",
                         prog="train.py")
     assert result.returncode == 0, result.stderr[-3000:]
     return out, result
@@ -426,12 +556,80 @@ def test_a_childs_tables_are_rebuilt_from_its_own_data(child, tiny_run):
     assert entries[ONCE[0]] == ONCE[1]
 
 
+def test_a_child_mixes_a_quarter_of_its_parents_pairs_into_each_epoch(child, tiny_run):
+    out, result = child
+    info = json.loads((out / "data.json").read_text())
+    kept = info["train"]["kept"]
+    parent_kept = json.loads((tiny_run / "data.json").read_text())["train"]["kept"]
+    drawn = round(kept * 0.25 / 0.75)
+    assert info["mix"] == {"run": str(tiny_run.resolve()),
+                           "prepared": str((tiny_run / "prepared").resolve()),
+                           "fraction": 0.25, "pairs": parent_kept, "drawn_per_epoch": drawn,
+                           "epoch_pairs": kept + drawn}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["mix"] == info["mix"]
+    # An epoch is the child's pairs and the drawn ones: 3 batches of 16 of it.
+    assert summary["epochs"] == pytest.approx(3 * 16 / (kept + drawn))
+    assert (f"each epoch of {kept + drawn:,} pairs draws {drawn:,} (25%) from the "
+            f"{parent_kept:,} training pairs of {tiny_run.resolve()}") in result.stderr
+
+
+def test_a_child_reports_its_parents_domain_beside_its_own(child, tiny_corpus, new_corpus):
+    """--also-report: the parent's test split is translated and scored with the
+    held-out one; the child's own test split, given again, scores as the held-out."""
+    out, result = child
+    summary = json.loads((out / "summary.json").read_text())
+    parent, own, held_out = (summary["also_reported"]["parent"], summary["also_reported"]["own"],
+                             summary["held_out"])
+    assert parent["sentences"] == 40 and held_out["sentences"] == 20
+    assert {key: own[key] for key in ("split", "sentences", "bleu", "bleu_longer_than_30")} == \
+        {key: held_out[key] for key in ("split", "sentences", "bleu", "bleu_longer_than_30")}
+    assert f"parent BLEU (test, 40 sentences): {parent['bleu']:.2f}" in result.stdout
+    assert f"own BLEU (test, 20 sentences): {held_out['bleu']:.2f}" in result.stdout
+    recorded = json.loads((out / "data.json").read_text())["also_report"]
+    assert recorded["parent"] == {"source": str(tiny_corpus.resolve() / "test.en"),
+                                  "target": str(tiny_corpus.resolve() / "test.fr")}
+    assert set(recorded) == {"parent", "own"}
+
+
 def test_a_child_translates_like_any_run(child, cli_runner):
     out, _ = child
     lines = "The zorblax sings.\nThe cat sees the dog.\n"
     result = cli_runner("translate", out, "--quiet", stdin=lines)
     assert result.returncode == 0, result.stderr
     assert len(result.stdout.splitlines()) == 2
+
+
+@pytest.mark.slow  # an export of the child: about 45 s
+def test_serve_holds_the_parent_and_the_child_side_by_side(child, tiny_export, cli_runner,
+                                                           tmp_path):
+    """The child exported as "child" into the parent's export directory: its
+    models.config lists both, and one server answers for each as its own ONNX
+    translator does, the child with its new words known."""
+    from keras_nmt.serving.onnx_translator import OnnxTranslator
+    from keras_nmt.serving.registry import Registry
+
+    exports = tmp_path / "exports"
+    shutil.copytree(tiny_export, exports)  # the parent, as "nmt"
+    out, _ = child
+    result = cli_runner("export", out, "--name", "child", "--onnx", "--out", exports, "--quiet")
+    assert result.returncode == 0, result.stderr[-3000:]
+    config = (exports / "models.config").read_text(encoding="utf-8")
+    assert 'name: "nmt"' in config and 'name: "child"' in config
+    lines = ["The zorblax sings.", "The cat sees the dog."]
+    translators = {name: OnnxTranslator.from_export_dir(exports, name) for name in ("nmt", "child")}
+    assert "zorblax" in translators["child"].source_vocab
+    assert "zorblax" not in translators["nmt"].source_vocab
+    with ServerThread(Registry.from_export_dir(exports)) as server:
+        assert server.call("/health")[1]["models"] == {"nmt": [1], "child": [1]}
+        for name, translator in translators.items():
+            expected = [t.text for t in translator.translate(lines)]
+            status, answer = server.call("/translate", {"text": lines, "model": name})
+            assert status == 200, answer
+            assert [t["text"] for t in answer["translations"]] == expected
+            status, answer = server.call(f"/v1/models/{name}:predict", {"instances": lines})
+            assert status == 200, answer
+            assert len(answer["predictions"]) == len(lines)
 
 
 # ---------------------------------------------------------------- resume and errors
@@ -463,6 +661,38 @@ def test_a_child_resumes_from_its_own_checkpoint_without_its_parent(run_train, t
     for path in ("decoder/readout/output_kernel", "decoder/readout/output_bias"):
         assert np.array_equal(end[path], step_1[path]), path
     assert not np.array_equal(end["decoder/cell/input_kernel"], step_1["decoder/cell/input_kernel"])
+
+
+def test_a_mixing_child_resumes_after_a_kill(run_train, tiny_run, tiny_corpus, new_corpus,
+                                            tmp_path):
+    """Killed after its third update (SIGKILL, a process of its own), a child with --mix
+    resumes from step 2 with the same mix and the splits it reports; without the
+    parent's prepared ids the resume is refused in one line."""
+    from keras_nmt.faults import HOOK_ENV
+
+    parent = tmp_path / "parent"
+    shutil.copytree(tiny_run, parent, ignore=shutil.ignore_patterns("tensorboard"))
+    out = tmp_path / "child"
+    code, output = run_logged(
+        [sys.executable, ROOT / "train.py", "--init-from", parent, "--data", new_corpus,
+         "--out", out, "--mix", f"{parent}:0.5", "--max-steps", 4, "--no-lexicon",
+         "--set", "checkpoint_every=2",
+         "--also-report", f"parent={tiny_corpus / 'valid.en'},{tiny_corpus / 'valid.fr'}"],
+        tmp_path / "killed.log", child_env(**{HOOK_ENV: "step@3"}), timeout=300)
+    assert code == -signal.SIGKILL, output[-3000:]
+    (parent / "prepared").rename(parent / "moved")
+    assert_refused(run_train("--resume", "--out", out, "--max-steps", 4),
+                   "the training ids that --mix draws from are gone",
+                   "needed for --resume", f"put {parent.resolve()} back")
+    (parent / "moved").rename(parent / "prepared")
+    resumed = run_train("--resume", "--out", out, "--max-steps", 4, "--no-lexicon")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resumed at step 2" in resumed.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    kept = summary["data"]["train"]["kept"]
+    assert summary["updates"] == 4 and summary["mix"]["fraction"] == 0.5
+    assert summary["mix"]["drawn_per_epoch"] == kept
+    assert summary["also_reported"]["parent"]["sentences"] == 30  # recorded, reported again
 
 
 @pytest.fixture
@@ -505,6 +735,10 @@ def test_a_parent_must_be_a_run_with_readable_weights(run_train, tiny_run, new_c
     (["--set", "src_vocab_size=20"], "cannot hold the parent's"),
     (["--keep-optimizer", "--set", "optimizer=adam"], "--keep-optimizer: the parent"),
     (["--freeze", "wings"], "freeze: no part named 'wings'"),
+    (["--mix", "1.5"], "--mix 1.5: FRACTION must be a number between 0 and 1"),
+    (["--mix", "0.2", "--set", "max_len=20"], "--mix: the training pairs of {parent} are up to "
+                                              "30 tokens long, the child's up to 20"),
+    (["--also-report", "news=nowhere.en,nowhere.fr"], "--also-report news: "),
 ])
 def test_what_a_parent_cannot_hold_is_refused_in_one_line(run_train, tiny_run, new_corpus,
                                                           tmp_path, args, expected):
@@ -521,11 +755,34 @@ def test_what_a_parent_cannot_hold_is_refused_in_one_line(run_train, tiny_run, n
     (["--freeze", "encoder"], "--freeze holds a run to the weights it starts from: it needs "
                               "--init-from"),
     (["--set", "parent_pull=1"], "--set parent_pull holds a run to the weights"),
+    (["--mix", "0.2"], "--mix needs --init-from PARENT_RUN"),
 ])
 def test_the_options_of_init_from_need_it(run_train, tiny_corpus, tmp_path, args, expected):
     out = tmp_path / "run"
     result = run_train("--data", tiny_corpus, "--out", out, *tiny_args(), *args)
     assert_refused(result, expected)
+    assert not out.exists()
+
+
+def test_mix_draws_only_from_a_run_whose_ids_are_the_childs(run_train, tiny_run, tiny_spm_run,
+                                                             new_corpus, tmp_path):
+    out = tmp_path / "child"
+
+    def child_mixing(source):
+        return run_train("--init-from", tiny_run, "--data", new_corpus, "--out", out,
+                         "--mix", f"{source}:0.2")
+
+    assert_refused(child_mixing(new_corpus), f"--mix: {new_corpus} is not a run directory",
+                   "PARENT_DATA is a run directory, whose prepared training ids are read")
+    assert_refused(child_mixing(tiny_spm_run), f"--mix: {tiny_spm_run} is a en-fr "
+                   "sentencepiece run, the parent a en-fr word one")
+    other = tmp_path / "other"
+    shutil.copytree(tiny_run, other, ignore=shutil.ignore_patterns("tensorboard"))
+    words = (other / "vocab.fr.txt").read_text(encoding="utf-8").splitlines()
+    words[5], words[6] = words[6], words[5]  # the same words, two ids swapped
+    (other / "vocab.fr.txt").write_text("\n".join(words) + "\n", encoding="utf-8")
+    assert_refused(child_mixing(other), f"the target vocabulary of {other} is not the "
+                   "beginning of the parent's")
     assert not out.exists()
 
 

@@ -16,6 +16,7 @@ from keras_nmt.config import (
 from keras_nmt.errors import RunDirError, StrategyError
 from keras_nmt.rundir import WEIGHTS
 from keras_nmt.text.sentencepiece import MODEL_TYPES
+from keras_nmt.train_options import TrainOptions, parse_also_report, parse_mix
 
 PROG = "keras-nmt train"
 
@@ -123,6 +124,21 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         f"parent's: {', '.join(FREEZABLE)} (the same as --set freeze=PARTS)",
     )
     parser.add_argument(
+        "--mix", metavar="[PARENT_DATA:]FRACTION",
+        help="with --init-from: draw the share FRACTION (0 < F < 1) of each epoch's training "
+        "pairs from the training pairs of PARENT_DATA, a run directory whose token ids it "
+        "reads as they are (prepared/): the parent run (the default) or one whose "
+        "vocabularies the parent's begin with; a corpus directory is refused. Each epoch "
+        "draws the next pairs of a permutation of them, so only the pairs drawn are read",
+    )
+    parser.add_argument(
+        "--also-report", metavar="NAME=SRC,REF", action="append", default=None,
+        help="at the end, score this development split too (the source file SRC and its "
+        "reference translations REF) and report its BLEU as NAME beside the held-out "
+        "split's, e.g. the parent's domain beside the child's (repeatable; recorded, so "
+        "--resume reports it again unless given others)",
+    )
+    parser.add_argument(
         "--size", choices=tuple(SIZES),
         help="the model size: 'paper' (m=620, n=n'=1000, l=500, Adadelta, batch 80; the "
         "default on your own corpus, days on a CPU), 'medium' (256/256/256/128, Adam 2e-3, "
@@ -182,7 +198,8 @@ def _check_init_from(args: argparse.Namespace) -> None:
         raise ValueError("--init-from starts a new run from another's weights: not with "
                          "--resume, which continues a run from its own")
     for flag, given in (("--weights", args.weights is not None),
-                        ("--keep-optimizer", args.keep_optimizer)):
+                        ("--keep-optimizer", args.keep_optimizer),
+                        ("--mix", args.mix is not None)):
         if given and not args.init_from:
             raise ValueError(f"{flag} needs --init-from PARENT_RUN")
 
@@ -210,9 +227,10 @@ def _train(args, console: Console) -> int:
     variant_config(args.variant or DEFAULT_VARIANT, {**(RECIPES[recipe] if recipe else {}), **overrides})
     if args.resume and not args.out:
         raise RunDirError("--resume needs --out RUN_DIR (the run to continue)")
+    mix_from, mix_fraction = parse_mix(args.mix) if args.mix is not None else (None, None)
+    also_report = None if args.also_report is None else parse_also_report(args.also_report)
     quiet_tensorflow()
     from keras_nmt import experiment  # TensorFlow loads here, after the cheap checks
-    from keras_nmt.train_options import TrainOptions
 
     options = TrainOptions(
         variant=args.variant, data=args.data, src=args.src, tgt=args.tgt, out=args.out,
@@ -225,6 +243,7 @@ def _train(args, console: Console) -> int:
         strategy=args.strategy, jit=args.jit, recipe=args.recipe, lexicon=not args.no_lexicon,
         size=args.size, preset=args.preset, init_from=args.init_from,
         init_weights=args.weights or "reported", keep_optimizer=args.keep_optimizer,
+        mix_from=mix_from, mix_fraction=mix_fraction, also_report=also_report,
     )
     experiment.train(options)
     return 0
