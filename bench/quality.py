@@ -7,7 +7,7 @@ Usage (one command; prints a table, writes Markdown, JSON and Fig. 2)::
         [--recipe budget] [--set KEY=VALUE ...] [--seed N]
 
 Trains RNNsearch-50 and then RNNencdec-50 (``--models``), one after the other, each for
-``--minutes`` of training (``experiment.train`` with ``max_minutes``: its clock counts
+``--minutes`` of training (``keras-nmt train --max-minutes``: its clock counts
 training only, summed over resumed sessions). What is trained is chosen with the
 options of ``keras-nmt train`` itself, passed through to it and spelled as it spells
 them: ``--size`` (default ``medium``: E=256, H=256, n'=256, l=128, Adam 2e-3, batch 64,
@@ -74,9 +74,10 @@ def build_parser():
     return parser
 
 
-def training_options(parser, extra: list[str]) -> dict[str, Any]:
-    """The TrainOptions fields of ``extra``, the command line's training options, read by
-    keras-nmt train's own parser (its spellings, choices and messages)."""
+def training_options(parser, extra: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """The training options of ``extra``, read by keras-nmt train's own parser (its
+    spellings, choices and messages): for the report, with --set's values typed, and
+    --set's KEY=VALUE items as given."""
     from keras_nmt.cli import train as train_cli
     from keras_nmt.config import parse_overrides
     from keras_nmt.errors import ConfigError
@@ -91,8 +92,8 @@ def training_options(parser, extra: list[str]) -> dict[str, Any]:
     except ConfigError as error:
         parser.error(str(error))
     size = given.size or (None if given.preset else DEFAULT_SIZE)
-    return {"size": size, "preset": given.preset, "recipe": given.recipe, "seed": given.seed,
-            "overrides": overrides}
+    return ({"size": size, "preset": given.preset, "recipe": given.recipe, "seed": given.seed,
+             "overrides": overrides}, given.overrides)
 
 
 def finished(run_dir: pathlib.Path, minutes: float) -> bool:
@@ -104,25 +105,30 @@ def finished(run_dir: pathlib.Path, minutes: float) -> bool:
     return summary["stop_reason"] == "early_stopping" or summary["wall_hours"] * 60 >= minutes
 
 
-def train(args, variant: str, run_dir: pathlib.Path, options: dict[str, Any]) -> None:
-    from keras_nmt import experiment
+def train(args, variant: str, run_dir: pathlib.Path, options: dict[str, Any],
+          sets: list[str]) -> int:
+    """``keras-nmt train`` of ``variant`` into ``run_dir`` (resumed where it has a
+    checkpoint) for --minutes in all; its exit status."""
+    from keras_nmt.cli import train as train_cli
     from keras_nmt.rundir import RunDir
-    from keras_nmt.train_options import TrainOptions
 
     if finished(run_dir, args.minutes):
         print(f"{PROG}: {variant}: already trained ({run_dir / 'summary.json'})", file=sys.stderr)
-        return
+        return 0
     resume = RunDir(run_dir).has_checkpoint()
     if resume:
         # The shortlists were cut to the corpus's vocabulary when the run was made.
-        options = {**options, "overrides": {k: v for k, v in options["overrides"].items()
-                                            if k not in ("src_vocab_size", "tgt_vocab_size")}}
+        sets = [item for item in sets
+                if item.partition("=")[0].strip() not in ("src_vocab_size", "tgt_vocab_size")]
     print(f"{PROG}: {variant}: {'resuming' if resume else 'training'} {run_dir} "
           f"({args.minutes:g} minutes of training)", file=sys.stderr, flush=True)
-    experiment.train(TrainOptions(
-        variant=variant, data=args.data, src=args.src, tgt=args.tgt, out=str(run_dir),
-        max_minutes=args.minutes, resume=resume, **options,
-    ))
+    argv = ["--variant", variant, "--data", args.data, "--src-lang", args.src,
+            "--tgt-lang", args.tgt, "--out", str(run_dir), "--max-minutes", str(args.minutes)]
+    for option in ("size", "preset", "recipe", "seed"):
+        if options[option] is not None:
+            argv += [f"--{option}", str(options[option])]
+    argv += [f"--set={item}" for item in sets] + (["--resume"] if resume else [])
+    return train_cli.main(argv, prog=f"{PROG} ({variant})")
 
 
 def evaluate(args, label: str, run_dir: pathlib.Path, out: pathlib.Path) -> dict[str, Any]:
@@ -187,7 +193,7 @@ def main(argv=None) -> int:
     models = [m for m in args.models.split(",") if m]
     if not models or any(m not in MODELS for m in models):
         parser.error(f"--models: expected search and/or encdec, got {args.models!r}")
-    options = training_options(parser, extra)
+    options, sets = training_options(parser, extra)
     bench = _common.Bench(PROG, args, argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from keras_nmt.errors import ConfigError, CorpusError, RunDirError
@@ -201,7 +207,9 @@ def main(argv=None) -> int:
         variant, label = MODELS[name]
         run_dir = out / "runs" / variant
         try:
-            train(args, variant, run_dir, options)
+            status = train(args, variant, run_dir, options, sets)
+            if status != 0:
+                return status  # keras-nmt train has said why
             result = evaluate(args, label, run_dir, out)
         except (ConfigError, CorpusError, RunDirError, ValueError, OSError) as error:
             parser.error(f"{variant}: {error}")

@@ -17,6 +17,13 @@ for the same text are one formula of the same numbers:
   included), which is the figure of the line's joined pair; its words are the
   sentences' words in order.
 
+:func:`sentence_signals` gives the other signals of the same pass (the entropy of each
+token's distribution, the attention's coverage of the source): ``python -m
+bench.confidence_quality`` measures them, and a combination of them fitted on held-out
+data, against sentence chrF. None predicted it better than the mean log-probability
+alone (docs/decoding.md, "How good a predictor it is"), so the figures stay the plain
+formulas above.
+
 No fitted weights, no TensorFlow: the onnxruntime path imports this module.
 """
 
@@ -101,3 +108,32 @@ def join_confidences(parts: Sequence[Confidence | None]) -> Confidence | None:
         tuple(word for part in found for word in part.words),
         tuple(value for part in found for value in part.word_confidences),
     )
+
+
+# The sentence signals of one force-decoding pass, each oriented so that higher is surer.
+SIGNALS = ("mean_logprob", "min_logprob", "neg_mean_entropy", "neg_coverage_gap")
+
+
+def sentence_signals(token_logprobs: np.ndarray, token_entropies: np.ndarray | None = None,
+                     attention: np.ndarray | None = None) -> dict[str, float]:
+    """A sentence's signals from its force decoding (one value per token, EOS's last;
+    the attention [tokens + 1, source tokens + 1]), each higher when the model is surer:
+
+    - ``mean_logprob``: the mean token log-probability (the plain confidence's log);
+    - ``min_logprob``: the least probable token's log-probability;
+    - ``neg_mean_entropy``: minus the mean entropy (nats) of the model's distribution at
+      each token: how peaked it was, whichever token it scored;
+    - ``neg_coverage_gap``: minus the mean, over the source positions (EOS included), of
+      how far the attention they received in all is from 1: a source word attended
+      several times, or never, is a sign of a repeated or dropped phrase.
+
+    A signal whose input is not given is left out."""
+    logprobs = np.asarray(token_logprobs, np.float64)
+    found = {"mean_logprob": float(np.mean(logprobs)), "min_logprob": float(np.min(logprobs))}
+    if token_entropies is not None:
+        found["neg_mean_entropy"] = -float(np.mean(np.asarray(token_entropies, np.float64)))
+    if attention is not None:
+        coverage = np.sum(np.asarray(attention, np.float64), axis=0)
+        found["neg_coverage_gap"] = -float(np.mean(np.abs(coverage - 1.0)))
+    return found
+

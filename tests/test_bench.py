@@ -13,6 +13,9 @@ import pytest
 
 from support import ROOT, TINY_SETTINGS
 
+# The benchmarks' own tests: run by default, and on their own with -m bench.
+pytestmark = pytest.mark.bench
+
 # Trains in fresh interpreters, or trains and scores two models (~15-30 s each).
 SLOW = pytest.mark.slow
 
@@ -303,14 +306,24 @@ def test_quality_trains_scores_and_resumes(tiny_corpus, tmp_path, capsys):
 def test_quality_takes_keras_nmt_trains_options(capsys):
     quality = load("quality")
     parser = quality.build_parser()
-    options = quality.training_options(parser, ["--recipe", "budget", "--set", "dropout=0",
-                                                "--seed", "3"])
+    options, sets = quality.training_options(parser, ["--recipe", "budget", "--set", "dropout=0",
+                                                      "--seed", "3"])
     assert options == {"size": "medium", "preset": None, "recipe": "budget", "seed": 3,
                        "overrides": {"dropout": 0.0}}
-    assert quality.training_options(parser, ["--preset", "budget"])["size"] is None
+    assert sets == ["dropout=0"]  # as keras-nmt train is given them
+    assert quality.training_options(parser, ["--preset", "budget"])[0]["size"] is None
     for wrong in (["--dims", "16/16/16/8"], ["--out", "x"], ["--size", "huge"]):
         with pytest.raises(SystemExit):
             quality.training_options(parser, wrong)
+
+
+def test_quality_trains_through_keras_nmt_train_and_stops_on_its_error(tmp_path, capsys):
+    quality = load("quality")
+    status = quality.main(["--data", str(tmp_path / "no-corpus"), "--minutes", "1",
+                           "--out", str(tmp_path / "out"), "--matmul-rounds", "1"])
+    err = capsys.readouterr().err
+    assert status == 2 and "quality (search50): error: " in err, err
+    assert not (tmp_path / "out" / "quality.json").exists()
 
 
 def test_profile_op_types():
@@ -512,6 +525,73 @@ def test_stdin_stream_answers_before_its_input_ends(tiny_export, tmp_path, capsy
     assert endless["lines_written_before_first_output"] < 100_000_000
     assert whole["peak_rss_mib"] > 0 and endless["first_output_seconds"] > 0
     assert "input lines" in capsys.readouterr().out
+
+
+def test_serving_latency_over_rest_grpc_and_onnxruntime(tiny_export, tmp_path, capsys):
+    """REST to ``keras-nmt serve`` started on the export, gRPC to the address --grpc names
+    (here the tests' TF Serving stand-in serving the same export), onnxruntime offline."""
+    from tfserving_standin import ModelRegistry, StandInServer
+
+    bench = load("serving_latency")
+    out = tmp_path / "latency.json"
+    registry = ModelRegistry()
+    registry.add("nmt", tiny_export / "nmt")
+    try:
+        with StandInServer(registry) as standin:
+            assert bench.main([str(tiny_export), "--count", "6", "--batch-size", "4",
+                               "--rounds", "2", "--grpc", standin.grpc_target,
+                               "--matmul-rounds", "1", "--json", str(out)]) == 0
+    finally:
+        registry.close()
+    report = report_of(out, "serving_latency")
+    assert report["settings"]["grpc"] == standin.grpc_target
+    results = report["results"]
+    assert list(results) == ["onnx", "rest", "grpc"]
+    rest, grpc = results["rest"], results["grpc"]
+    assert set(rest) == {"server_start_s", "first_request_s", "later_request_median_s",
+                         "sentences_per_s_batch4", "cold_command_s"}
+    assert set(grpc) == {"first_request_s", "later_request_median_s", "cold_command_s"}
+    assert results["onnx"]["sentences_per_s_beam5_batch4"] > 0
+    assert all(value > 0 for path in (rest, grpc) for value in path.values())
+    assert "server_start_s" in capsys.readouterr().out
+
+
+def test_attack_bench_on_the_tiny_export(tiny_export, tmp_path, capsys):
+    """``python -m bench.serving_attack`` for a few seconds: every attack refused within
+    its deadline, no 5xx but 503 and 504, and a fuzz run that ends with a right answer."""
+    from bench import serving_attack
+
+    out = tmp_path / "attack.json"
+    assert serving_attack.main([
+        str(tiny_export), "--duration", "4", "--clients", "4", "--count", "40", "--slow", "10",
+        "--bombers", "1", "--read-timeout", "1", "--slow-margin", "3", "--fuzz", "200",
+        "--matmul-rounds", "1", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["benchmark"] == "serving_attack" and report["settings"]["slow"] == 10
+    results = report["results"]
+    for name in ("without_attack", "with_attack"):
+        result = results[name]
+        assert result["5xx_not_503_504"] == 0 and result["normal"]["failures"] == 0, result
+        assert result["normal"]["statuses"].get("200", 0) > 0 and result["health"]["requests"] > 0
+        assert result["health"]["p50_ms"] <= result["health"]["p99_ms"]
+    attacks = results["with_attack"]["attacks"]
+    assert results["with_attack"]["all_refused_in_time"], attacks
+    expected = {"alignment_bomb": {"400"}, "sentence_bomb": {"400"}, "slow_body": {"408"},
+                "text_plain": {"415"}, "cross_origin": {"403"}}
+    for name, statuses in expected.items():
+        assert attacks[name]["requests"] > 0 and set(attacks[name]["statuses"]) <= statuses | {
+            "503"}, (name, attacks[name])
+    assert attacks["disconnect"]["requests"] > 0
+    assert results["server_peak_rss_mib"] > 0 and results["exit_status"] == 0
+    fuzz = results["fuzz"]
+    assert sum(fuzz["statuses"].values()) == 200 and fuzz["5xx_not_503"] == 0
+    # A connection may fail only where the request carried a header the HTTP parser
+    # rejects (aiohttp answers 400 and closes while such a client may still be sending).
+    assert fuzz["connection_failures"] == fuzz["connection_failure_headers"].get(
+        "X-Junk", 0), fuzz
+    assert fuzz["alive"] and fuzz["correct_afterwards"]
+    assert {"403", "415", "421"} <= set(fuzz["statuses"])
+    assert "with attack" in capsys.readouterr().out
 
 
 def test_serving_load_bad_requests_are_repeatable_and_varied():

@@ -235,3 +235,35 @@ def test_translate_and_score_cli_agree_and_mark_the_lines_below(cli_runner, tiny
         assert marked.stdout.splitlines() == expected
     refused = cli_runner("translate", tiny_run, "--drop-below", stdin="a\n")
     assert refused.returncode == 2 and "--drop-below needs --min-confidence" in refused.stderr
+
+
+def test_sentence_signals_by_hand():
+    from keras_nmt.confidence import sentence_signals
+
+    attention = np.array([[0.5, 0.5, 0.0], [1.0, 0.0, 0.0]])  # source sums 1.5, 0.5, 0
+    found = sentence_signals(np.log([0.5, 0.25]), np.array([1.0, 2.0]), attention)
+    assert found == pytest.approx({"mean_logprob": math.log(0.5 * 0.25) / 2,
+                                   "min_logprob": math.log(0.25), "neg_mean_entropy": -1.5,
+                                   "neg_coverage_gap": -(0.5 + 0.5 + 1.0) / 3})
+    assert set(sentence_signals(np.log([0.5]))) == {"mean_logprob", "min_logprob"}
+
+
+def test_force_signals_is_force_ids_with_each_tokens_entropy(keras_translator):
+    from keras_nmt.constants import EOS_ID
+    from keras_nmt.evaluation.forced import force_ids, force_signals
+
+    sources = [keras_translator.source(line).ids for line in LINES if line]
+    targets = [[5, 6, EOS_ID], [EOS_ID], [7, 5, 8, 9, EOS_ID]]
+    plain = force_ids(keras_translator.model, sources, targets, batch_size=2, attention=True)
+    found = force_signals(keras_translator.model, sources, targets, batch_size=2)
+    vocabulary = len(keras_translator.target_vocab)
+    for (logprobs, attention), signals, target in zip(plain, found, targets):
+        np.testing.assert_allclose(signals.token_logprobs, logprobs, atol=1e-5)
+        np.testing.assert_allclose(signals.attention, attention, atol=1e-6)
+        assert signals.token_entropies.shape == (len(target),)
+        # Between a sure distribution's 0 and the uniform one's log V, and at least what
+        # the token's own probability says: -p log p <= H.
+        assert np.all(signals.token_entropies > 0)
+        assert np.all(signals.token_entropies <= math.log(vocabulary) + 1e-4)
+        p = np.exp(signals.token_logprobs)
+        assert np.all(-p * np.log(p) <= signals.token_entropies + 1e-5)

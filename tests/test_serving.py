@@ -1,4 +1,5 @@
-"""Serving: the TF Serving client (against a loopback stand-in) and onnx_translate.
+"""Serving: the TF Serving client (against a loopback stand-in, tests/tfserving_standin.py)
+and onnx_translate.
 
 Protocol tests use two small fixtures of our own: an "echo" SavedModel with the export
 contract's serving_default signature (its translation is the first three words of the
@@ -300,7 +301,7 @@ def echo_savedmodel(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def standin(echo_savedmodel):
-    from bench.tfserving_standin import ModelRegistry, StandInServer
+    from tfserving_standin import ModelRegistry, StandInServer
 
     registry = ModelRegistry()
     registry.add("echo", echo_savedmodel / "echo")
@@ -443,7 +444,7 @@ def test_dropped_connection_is_retried(standin, faults, protocol):
 
 
 def test_server_started_after_the_first_failed_try(echo_savedmodel):
-    from bench.tfserving_standin import ModelRegistry, StandInServer
+    from tfserving_standin import ModelRegistry, StandInServer
 
     registry = ModelRegistry()
     registry.add("echo", echo_savedmodel / "echo")
@@ -608,7 +609,7 @@ def test_standin_speaks_tf_serving_rest_json(standin):
 
 
 def test_standin_serves_a_models_config_with_tf_servings_proto(echo_savedmodel, tmp_path):
-    from bench.tfserving_standin import ModelRegistry
+    from tfserving_standin import ModelRegistry
 
     config = tmp_path / "models.config"
     config.write_text(
@@ -649,7 +650,7 @@ def tiny_standin(tiny_export):
     that config's base path (/models/nmt, mapped to EXPORT_DIR/nmt)."""
     from google.protobuf import text_format
     from tensorflow_serving.config import model_server_config_pb2
-    from bench.tfserving_standin import ModelRegistry, StandInServer
+    from tfserving_standin import ModelRegistry, StandInServer
 
     config = model_server_config_pb2.ModelServerConfig()
     text_format.Parse((tiny_export / "models.config").read_text("utf-8"), config)

@@ -139,7 +139,8 @@ def test_standin_loads_tf_text_ops_like_tf_serving(tiny_spm_export, translator):
     lines = ["The man is here.", ""]
     probe = (
         "import json, sys\n"
-        "import bench.tfserving_standin as s\n"
+        f"sys.path.insert(0, {str(ROOT / 'tests')!r})\n"
+        "import tfserving_standin as s\n"
         f"path = {str(tiny_spm_export / 'nmt' / '1')!r}\n"
         "missing = s.missing_ops(path)\n"
         "before = 'tensorflow_text' in sys.modules\n"

@@ -25,7 +25,8 @@ the unknown word (:func:`target_tokens`).
 Cost: one encoder and decoder pass per pair, linear in the corpus's tokens. A batch's
 memory grows with its rows x longest target x vocabulary size (the logits), so its rows x
 longest side stay within ``batch_size x (max_len + 1)`` (a longer pair goes alone). Only
-:func:`force_decode`, :func:`force_ids` and :func:`stepwise_forced` import TensorFlow,
+:func:`force_decode`, :func:`force_ids`, :func:`force_signals` and
+:func:`stepwise_forced` import TensorFlow,
 when they are called.
 
 :func:`stepwise_forced` is the same computation as one ``tf.while_loop`` over the model's
@@ -202,6 +203,73 @@ def force_ids(
 
     positions = batch_size * (int(model.config.max_len) + 1)
     return run_batches(run, source_ids, target_ids, batch_size, positions, progress)
+
+
+@dataclasses.dataclass(frozen=True)
+class ForcedSignals:
+    """What one force-decoding pass says about a pair beyond its log-probabilities: the
+    signals a confidence may be made of (:mod:`keras_nmt.confidence`)."""
+
+    token_logprobs: np.ndarray  # float32 [target tokens + 1], as ForcedPair's
+    token_entropies: np.ndarray  # float32 [target tokens + 1]: the entropy (nats) of the
+    #                              model's distribution over the vocabulary at each token
+    attention: np.ndarray | None  # float32 [target tokens + 1, source tokens + 1], or None
+
+
+_SIGNAL_FNS: "weakref.WeakKeyDictionary[Any, Callable]" = weakref.WeakKeyDictionary()
+
+
+def _signals_fn(model) -> Callable:
+    """:func:`_forced_fn` that also gives each token's entropy [B, T] (0 at padding)."""
+    import tensorflow as tf
+
+    from keras_nmt.models import token_nll
+
+    if model not in _SIGNAL_FNS:
+        def forced(source, target_in, target_out):
+            outputs, weights = model.forced(source, target_in)
+            logits = tf.cast(outputs, tf.float32)
+            log_p = tf.nn.log_softmax(logits, axis=-1)
+            entropy = -tf.reduce_sum(tf.exp(log_p) * log_p, axis=-1)
+            entropy *= tf.cast(tf.not_equal(target_out, PAD_ID), tf.float32)
+            return -token_nll(outputs, target_out), entropy, tf.cast(weights, tf.float32)
+
+        _SIGNAL_FNS[model] = tf.function(
+            forced, input_signature=[tf.TensorSpec([None, None], tf.int32)] * 3
+        )
+    return _SIGNAL_FNS[model]
+
+
+def force_signals(
+    model, source_ids: Sequence[Sequence[int]], target_ids: Sequence[Sequence[int]],
+    batch_size: int = 32,
+) -> list[ForcedSignals]:
+    """:func:`force_ids` of id rows (EOS included) with the entropy of each token's
+    distribution and the attention kept: one :class:`ForcedSignals` per pair, in order,
+    from the same single pass (the entropy costs one more reduction over the logits the
+    pass computes anyway). An RNNencdec model's attention is None."""
+    import tensorflow as tf
+
+    forced = _signals_fn(model)
+    attends = bool(model.config.uses_attention)
+    out: list[ForcedSignals | None] = [None] * len(source_ids)
+    positions = batch_size * (int(model.config.max_len) + 1)
+    for chosen in batches([len(s) for s in source_ids], [len(t) for t in target_ids],
+                          batch_size, positions):
+        source = pad_rows([source_ids[i] for i in chosen])
+        target_out = pad_rows([target_ids[i] for i in chosen])
+        target_in = np.zeros_like(target_out)
+        target_in[:, 0] = BOS_ID
+        target_in[:, 1:] = np.where(target_out[:, 1:] > 0, target_out[:, :-1], 0)
+        logprobs, entropies, weights = (value.numpy() for value in forced(
+            tf.constant(source), tf.constant(target_in), tf.constant(target_out)))
+        for row, i in enumerate(chosen):
+            rows, columns = len(target_ids[i]), len(source_ids[i])
+            out[i] = ForcedSignals(
+                np.array(logprobs[row, :rows], np.float32),
+                np.array(entropies[row, :rows], np.float32),
+                np.array(weights[row, :rows, :columns], np.float32) if attends else None)
+    return out  # type: ignore[return-value]
 
 
 def pad_rows(rows: Sequence[Sequence[int]]) -> np.ndarray:

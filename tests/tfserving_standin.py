@@ -1,9 +1,8 @@
-"""A loopback STAND-IN for TensorFlow Serving, for the tests and bench.serving_latency.
+"""A loopback STAND-IN for TensorFlow Serving, a test double of the serving tests.
 
 The ``tensorflow_model_server`` binary cannot be installed here, so the serving client
-is tested (and its latency measured) against this small server instead. It is not TF
-Serving and does not pretend to be a deployment option; it exists to check two things
-end to end:
+is tested against this small server instead. It is not TF Serving and does not pretend
+to be a deployment option; it exists to check two things end to end:
 
 - that an exported SavedModel runs through the TF1 session loader
   (``tf.compat.v1.saved_model.loader.load`` into a Graph, then ``Session.run`` on the
