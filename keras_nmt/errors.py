@@ -112,6 +112,12 @@ class EvaluationError(UserError, ValueError):
     message is for the user."""
 
 
+class ConstraintError(UserError, ValueError):
+    """Constraints that cannot be decoded (an empty phrase, too many, longer than an output
+    may be, a phrase to include that holds one to avoid, a file that is not JSON lines);
+    the message says which."""
+
+
 # Exports and serving.
 
 class ExportError(UserError, ValueError):

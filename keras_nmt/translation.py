@@ -21,6 +21,7 @@ from typing import Callable, Mapping, Sequence, TypeVar
 import numpy as np
 
 from keras_nmt.confidence import Confidence, join_confidences
+from keras_nmt.constraints import SentenceConstraints, fill_placeholders, unmet_phrases
 from keras_nmt.constants import EOS, EOS_ID
 from keras_nmt.evaluation.forced import ForcedPair, join_pairs
 from keras_nmt.text import sentences as sentence_rules
@@ -92,6 +93,9 @@ class Translation:
     # (keras_nmt.confidence); None when not asked, and for an empty line. A line of
     # several sentences: theirs joined (keras_nmt.confidence.join_confidences).
     confidence: Confidence | None = None
+    # With constraints: the phrases to include that the output lacks (only when its
+    # length limit came first, or for an empty line), as text; () when all were met.
+    unmet: tuple[str, ...] = ()
 
     @property
     def hypotheses(self) -> tuple["Translation", ...]:
@@ -148,6 +152,7 @@ def join_translations(parts: Sequence[Translation], lang: str = "") -> Translati
             _joined_attention(row),
             truncated=sum(h.truncated for h in row),
             sentences=row,
+            unmet=tuple(phrase for h in row for phrase in h.unmet),
         )
 
     hypotheses = [joined(score, chosen) for score, chosen in combinations]
@@ -159,6 +164,7 @@ def join_translations(parts: Sequence[Translation], lang: str = "") -> Translati
         truncated=best.truncated, sentences=tuple(parts),
         alignment=_Deferred(join_pairs, (pairs,)) if pairs else None,
         confidence=join_confidences([part.confidence for part in parts]),
+        unmet=best.unmet,
     )
 
 
@@ -187,6 +193,8 @@ class Source:
     tokens: tuple[str, ...]  # cut to the maximum source length
     ids: tuple[int, ...]  # the tokens' ids, then EOS
     truncated: int  # tokens cut off
+    # What its output must respect (keras_nmt.constraints); None: nothing.
+    constraints: SentenceConstraints | None = None
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -210,7 +218,10 @@ def beam_translation(
     (EOS included; 0 for a slot no hypothesis filled), ``scores`` [slots] and
     ``attention`` [slots, T, S] or None, of which the first ``nbest`` slots count
     (:func:`ranked`). ``codec`` is the target side's. ``rewrite(tokens, weights)`` may
-    change a hypothesis's tokens (UNK replacement); ``keep_attention`` keeps its weights."""
+    change a hypothesis's tokens (UNK replacement); ``keep_attention`` keeps its weights.
+    With ``source.constraints``, the ``<unk>`` standing for their words outside the
+    vocabulary are filled first, and each hypothesis says which phrases it lacks."""
+    constraints = source.constraints
     hypotheses = []
     for n in range(min(nbest, len(lengths))):
         length = int(lengths[n])
@@ -218,11 +229,14 @@ def beam_translation(
             continue
         tokens = tuple(codec.vocabulary.decode(ids[n, :length]))
         weights = None if attention is None else attention[n, :length, : len(source.ids)].copy()
+        if constraints:
+            tokens = fill_placeholders(tokens, constraints)
         if rewrite is not None:
             tokens = rewrite(tokens, weights)
         hypotheses.append(Translation(
             codec.detokenize(tokens), tokens, float(scores[n]), source.tokens,
             weights if keep_attention else None, truncated=source.truncated,
+            unmet=unmet_phrases(tokens, constraints) if constraints else (),
         ))
     return ranked(hypotheses, nbest)
 
@@ -250,7 +264,8 @@ def translate_lines(
     target_lang: str = "",
     progress: Callable[[int], None] | None = None,
     revise: Callable[[list[Item], list[Translation]], list[Translation]] | None = None,
-    apart: Callable[[Item], bool] | None = None,
+    apart: Callable[[Item], object] | None = None,
+    constrain: Callable[[int, list[Item]], list[Item] | None] | None = None,
 ) -> list[Translation]:
     """One Translation per line of ``lines``, in order.
 
@@ -266,14 +281,27 @@ def translate_lines(
     onnxruntime path aligns them). Each line's Translation joins its sentences'
     (:func:`join_translations`). The sentences for which ``apart(item)`` is true are
     batched apart from the others (vocabulary selection scores a batch holding a rare
-    source word on the whole vocabulary, :func:`rare_source`).
+    source word on the whole vocabulary, :func:`rare_source`); more generally, items
+    batch together only when ``apart`` gives them equal keys.
+
+    ``constrain(n, items)`` gives line n's sentences (their items) with what their
+    outputs must respect (:func:`keras_nmt.constraints.attach`), or None when line n
+    must be translated whole: it is then read as one sentence and asked again.
 
     ``progress`` is called after each batch with the number of lines it finished (a line
     is finished with its last sentence; a line none of whose sentences is decoded is
     never counted)."""
     parts = [sentence_rules.split_sentences(line, lang) if split_sentences else [line]
              for line in lines]
-    items = [read(sentence) for found in parts for sentence in found]
+    per_line = [[read(sentence) for sentence in found] for found in parts]
+    if constrain is not None:
+        for n, line in enumerate(lines):
+            attached = constrain(n, per_line[n])
+            if attached is None:
+                parts[n] = [line]
+                attached = constrain(n, [read(line)])
+            per_line[n] = attached  # type: ignore[assignment]
+    items = [item for found in per_line for item in found]
     line_of = [i for i, found in enumerate(parts) for _ in found]
     left = collections.Counter(line_of)  # sentences of each line not decoded yet
     results: list[Translation | None] = [skip_empty] * len(items)
@@ -301,11 +329,12 @@ def translate_lines(
 def batches_apart(todo: Sequence[int], items: Sequence, batch_size: int,
                   apart: Callable | None = None) -> list[list[int]]:
     """``todo`` (numbers of ``items``, in the order to decode them) cut into batches of at
-    most ``batch_size``: first those of the items ``apart`` is false for, then those of the
-    items it is true for, each part in ``todo``'s order (all together without ``apart``)."""
-    flags = {i: apart is not None and bool(apart(items[i])) for i in todo}
+    most ``batch_size``, the items of each key of ``apart`` (a bool, or any keys that sort)
+    apart from the others: those with the smallest key first (False before True), each
+    part in ``todo``'s order (all together without ``apart``)."""
+    flags = {i: apart(items[i]) if apart is not None else False for i in todo}
     batches = []
-    for part in (False, True):
+    for part in sorted(set(flags.values())):
         members = [i for i in todo if flags[i] == part]
         batches += [members[start : start + batch_size]
                     for start in range(0, len(members), batch_size)]

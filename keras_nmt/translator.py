@@ -16,6 +16,13 @@ this class, and Python users call it directly::
         for hypothesis in t.hypotheses:
             print(hypothesis.text, hypothesis.score)
 
+    # terminology and interactive translation: phrases the output must hold or avoid,
+    # a prefix it must start with, a glossary's terms where their source term occurs
+    # (keras_nmt.constraints)
+    translator.translate(["The man is here."], constraints=[
+        LineConstraints(include=("l'homme",), avoid=("ici",), prefix="Voilà")])
+    translator.translate(lines, glossary=Glossary.read("terms.tsv"))
+
     # how sure the model is of each translation, and of each of its words
     # (keras_nmt.confidence: one more force-decoding pass per sentence)
     for t in translator.translate(lines, confidence=True):
@@ -43,6 +50,7 @@ from keras_nmt import search
 from keras_nmt.confidence import confidence_of
 from keras_nmt.config import JIT_LENGTH_MULTIPLE, check_attention
 from keras_nmt.constants import EOS_ID
+from keras_nmt import constraints as output_rules
 from keras_nmt.ensemble import Ensemble, check_compatible
 from keras_nmt.evaluation.forced import force_ids
 from keras_nmt.lexicon import shortlist_inputs
@@ -164,8 +172,9 @@ class Translator:
                    max_source_len=max_source_len, lexicon=lexicon, unk_replace=replace,
                    dictionary=runs[0].run.load_dictionary() if replace else None)
 
-    def _search_fn(self, nbest: int, selecting: bool = False, attention: bool = True) -> Callable:
-        key = (nbest, selecting, attention)
+    def _search_fn(self, nbest: int, selecting: bool = False, attention: bool = True,
+                   constrained: bool = False) -> Callable:
+        key = (nbest, selecting, attention, constrained)
         if key not in self._search_fns:
             # search.beam_search is plain TensorFlow ops (no Python control flow on
             # tensors), so autograph is not needed: tracing without it is ~3x faster.
@@ -173,7 +182,7 @@ class Translator:
             self._search_fns[key] = search.make_translate_fn(
                 self.model, nbest=nbest, autograph=False, jit_compile=self.jit_compile,
                 lexicon_table=self.lexicon.selection_table() if selecting else None,
-                attention=attention,
+                attention=attention, constrained=constrained,
             )
         return self._search_fns[key]
 
@@ -200,6 +209,8 @@ class Translator:
         shortlist: tuple[int, int] | None = None,
         split_sentences: bool = True,
         confidence: bool = False,
+        constraints: Sequence[output_rules.LineConstraints | None] | None = None,
+        glossary: output_rules.Glossary | None = None,
     ) -> list[Translation]:
         """Translate ``lines``; the output has one Translation per line, in order.
 
@@ -237,6 +248,16 @@ class Translator:
         it (:mod:`keras_nmt.confidence`), from its best hypothesis force-decoded against
         the (cut) source: one more pass per sentence, only when asked.
 
+        ``constraints``: per line (aligned with ``lines``; None: none), phrases its
+        translation must include and avoid, and a prefix it must start with;
+        ``glossary``: source term -> target term pairs, a term a phrase to include of
+        every line whose source holds its source term (:mod:`keras_nmt.constraints`
+        says how both are tokenized, placed in a line's sentences and checked: a bad one
+        raises :class:`~keras_nmt.errors.ConstraintError`). Constrained sentences decode
+        in batches of their own by the constrained search
+        (:mod:`keras_nmt.search.constrained`); a Translation's ``unmet`` lists the phrases
+        its length limit kept out.
+
         ``progress`` is called after each batch with the number of lines it finished (a
         line of several sentences is finished with its last one; empty lines, never
         decoded, are not counted).
@@ -258,9 +279,17 @@ class Translator:
             members = getattr(self.model, "models", [self.model])
             check_attention("unk_replace", [member.config for member in members])
         need_attention = with_attention or unk_replace
-        translate_fn = self._search_fn(int(nbest), bool(selection), need_attention)
+        if constraints is not None and len(constraints) != len(lines):
+            raise ValueError(f"{len(constraints)} constraints for {len(lines)} lines")
+        constrain = (self.constraint_attacher(constraints, glossary)
+                     if constraints is not None or glossary is not None else None)
 
         def decode(sources: list[Source]) -> list[Translation]:
+            constrained = any(source.constraints for source in sources)
+            translate_fn = self._search_fn(int(nbest), bool(selection), need_attention,
+                                           constrained)
+            rules = (output_rules.padded_arrays([s.constraints for s in sources])
+                     if constrained else ())
             out = translate_fn(
                 tf.constant(self._batch(sources, batch_size)),
                 tf.constant(beam_size, tf.int32),
@@ -268,6 +297,7 @@ class Translator:
                 tf.constant(bool(forbid_unk)),
                 tf.constant(0, tf.int32),
                 *[tf.constant(value, tf.int32) for value in selection],
+                *[tf.constant(value) for value in rules],
             )
             ids, lengths = out["ids"].numpy(), out["lengths"].numpy()
             scores = out["scores"].numpy()
@@ -283,12 +313,22 @@ class Translator:
 
         revise = (functools.partial(self._with_confidence, batch_size=batch_size)
                   if confidence else None)
-        return translate_lines(lines, decode, batch_size, read=self.source,
-                               skip_empty=blank(nbest), lang=self.src_lang,
-                               split_sentences=split_sentences,
-                               target_lang=self.tgt_lang, progress=progress,
-                               apart=self.rare_source() if selection and any(selection) else None,
-                               revise=revise)
+        return output_rules.empty_lines_unmet(lines, constraints, translate_lines(
+            lines, decode, batch_size, read=self.source, skip_empty=blank(nbest),
+            lang=self.src_lang, split_sentences=split_sentences, target_lang=self.tgt_lang,
+            progress=progress, revise=revise, constrain=constrain,
+            apart=output_rules.constrained_apart(
+                self.rare_source() if selection and any(selection) else None)))
+
+    def constraint_attacher(self, constraints, glossary=None) -> Callable:
+        """:func:`keras_nmt.constraints.attach` with this translator's codecs, longest
+        output and, for placing a bare phrase in a line's sentences, its lexical table."""
+        encoder = output_rules.Encoder(self.target_codec, output_rules.max_output_tokens(
+            self.max_source_len, self.model.config.max_decode_ratio))
+        sources_of = (None if self.lexicon is None else
+                      output_rules.lexicon_sources(self.lexicon, self.source_vocab))
+        return output_rules.attach(constraints, encoder, self.source_codec.tokenize, glossary,
+                                   sources_of)
 
     def _with_confidence(self, sources: list[Source], translations: list[Translation],
                          batch_size: int) -> list[Translation]:

@@ -1,9 +1,12 @@
 """The layers of docs/architecture.md, checked against the package's imports: a module
 imports from its own layer and the layers below, never from above, and every module of
-the package has a layer."""
+the package has a layer. Also the product apart from its lab: only the benchmarks' own
+tests import bench/, and bench/ imports only the page's "Public API for scripts"."""
 
 import ast
 import pathlib
+import re
+import tomllib
 
 import pytest
 
@@ -15,7 +18,7 @@ LAYERS = (
     ("ground", ("constants", "errors", "faults", "atomic", "progress", "config", "distribute",
                 "xla", "model_weights")),
     ("data", ("corpus/", "text/", "vocab", "prepared", "data", "lexicon", "unk_dictionary",
-              "unk_replace", "unk_replace_graph", "confidence")),
+              "unk_replace", "unk_replace_graph", "confidence", "constraints")),
     ("model", ("layers/", "models", "search/")),
     ("run directory", ("rundir", "ensemble", "averaging")),
     ("jobs", ("training/", "evaluation/", "translation", "translator", "train_options",
@@ -86,3 +89,155 @@ def test_the_layers_are_those_the_architecture_page_draws(room, level):
     page = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
     rows = [line for line in page.splitlines() if line.startswith(f"| {level} |")]
     assert len(rows) == 1 and f"`{room.rstrip('/')}" in rows[0]
+
+
+# ---- the product's tests apart from its benchmarks ---------------------------------------
+
+ROOT = PACKAGE.parent
+# A string that names a module of bench/ (``python -m bench.NAME``, ``import_module``).
+BENCH_NAME = re.compile(r"bench\.[\w.]*")
+PACKAGE_NAME = re.compile(r"keras_nmt(\.\w+)*")
+
+
+def import_nodes(tree: ast.AST):
+    """The import statements of ``tree``, at the top or inside a function, and those of
+    the Python code its strings hold (what it runs in a child interpreter)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "import " in node.value:
+            for code in code_trees(node.value):
+                yield from import_nodes(code)
+
+
+def code_trees(text: str) -> list[ast.AST]:
+    """``text`` parsed as Python; a piece of code that an f-string's values cut (which
+    does not parse whole), line by line."""
+    try:
+        return [ast.parse(text)]
+    except SyntaxError:
+        pass
+    trees = []
+    for line in text.splitlines():
+        try:
+            trees.append(ast.parse(line.strip()))
+        except SyntaxError:
+            continue
+    return trees
+
+
+def strings(tree: ast.AST) -> list[str]:
+    return [node.value for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+
+
+def imports_bench(path: pathlib.Path) -> list[str]:
+    """What of bench/ ``path`` imports or names as a module to run."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = []
+    for node in import_nodes(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif node.level == 0 and node.module:
+            names.append(node.module)
+    names += [text for text in strings(tree) if BENCH_NAME.fullmatch(text)]
+    return sorted({name for name in names if name.split(".")[0] == "bench"})
+
+
+def package_imports(path: pathlib.Path, modules: dict[str, pathlib.Path]) -> set[str]:
+    """The package's modules ``path`` uses: ``from keras_nmt.x import y`` is ``keras_nmt.x.y``
+    where y is a module, else ``keras_nmt.x``; also the modules its strings name to run."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = set()
+    for node in import_nodes(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.startswith("keras_nmt"))
+        elif node.level == 0 and node.module and node.module.split(".")[0] == "keras_nmt":
+            for alias in node.names:
+                name = f"{node.module}.{alias.name}"
+                found.add(name if name in modules else node.module)
+    found.update(text for text in strings(tree)
+                 if PACKAGE_NAME.fullmatch(text) and text in modules)
+    return found
+
+
+def is_bench_test(path: pathlib.Path) -> bool:
+    return path.name.startswith("test_bench")
+
+
+def public_for_scripts() -> dict[str, str]:
+    """The modules of docs/architecture.md "Public API for scripts": name -> its line."""
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = page.split("\n## Public API for scripts\n", 1)[1].split("\n## ", 1)[0]
+    return {match.group(1): line for line in section.splitlines()
+            if (match := re.match(r"- `(keras_nmt[\w.]*)`", line))}
+
+
+def test_only_the_benchmarks_tests_import_bench():
+    """The product's tests stand without bench/: a change to a benchmark cannot fail them."""
+    # This module names bench only in the example its checks are tried on.
+    offenders = {path.name: imports_bench(path) for path in sorted((ROOT / "tests").glob("*.py"))
+                 if not is_bench_test(path) and path.name != pathlib.Path(__file__).name}
+    assert {name: found for name, found in offenders.items() if found} == {}
+
+
+def test_the_helper_checks_see_every_way_of_reaching_bench(tmp_path):
+    module = tmp_path / "test_example.py"
+    module.write_text(
+        "import subprocess, sys\n"
+        "def test_a():\n"
+        "    from bench.serving_load import Server\n"
+        "def test_b():\n"
+        "    probe = 'import json\\nimport bench._common as c\\n'\n"
+        "    piece = f'import sys\\nimport bench.pipeline as p\\nx = {probe}'\n"
+        "    subprocess.run([sys.executable, '-m', 'bench.stdin_stream'])\n"
+        "def test_c():\n"
+        "    from keras_nmt import data\n"
+        "    from keras_nmt.translator import Translator\n"
+        "    subprocess.run([sys.executable, '-m', 'keras_nmt.cli'])\n", encoding="utf-8")
+    assert imports_bench(module) == ["bench._common", "bench.pipeline", "bench.serving_load",
+                                     "bench.stdin_stream"]
+    assert package_imports(module, package_modules()) == {
+        "keras_nmt.data", "keras_nmt.translator", "keras_nmt.cli"}
+
+
+def test_the_benchmarks_tests_carry_the_bench_marker():
+    unmarked = []
+    for path in sorted((ROOT / "tests").glob("test_bench*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        marks = [ast.unparse(node.value) for node in tree.body if isinstance(node, ast.Assign)
+                 and any(getattr(target, "id", "") == "pytestmark" for target in node.targets)]
+        if not any("pytest.mark.bench" in mark for mark in marks):
+            unmarked.append(path.name)
+    assert unmarked == []
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    pytest_options = options["tool"]["pytest"]["ini_options"]
+    assert any(marker.startswith("bench:") for marker in pytest_options["markers"])
+    assert "bench" not in pytest_options["addopts"]  # run by default
+
+
+def test_the_benchmarks_use_only_the_public_api_for_scripts():
+    """Every module of the package that bench/ imports is one docs/architecture.md lists in
+    "Public API for scripts"; the list names only modules that exist."""
+    modules = package_modules()
+    public = public_for_scripts()
+    used = {}
+    for path in sorted((ROOT / "bench").glob("*.py")):
+        for module in package_imports(path, modules):
+            used.setdefault(module, []).append(path.stem)
+    assert {module: users for module, users in sorted(used.items()) if module not in public} == {}, (
+        "use a public module, or list this one in docs/architecture.md with what is public of it")
+    assert sorted(set(public) - set(modules)) == []
+
+
+DEVELOPMENT_PATHS = re.compile(r"\.\./shared|shared/data|/work/|\.gpu/|/root/")
+
+
+def test_the_docs_name_no_path_of_a_development_machine():
+    """Commands and results in docs/ name a corpus by the directory its page says to make
+    (``data/anki-fra-eng``), not where one machine kept it."""
+    found = [f"{path.relative_to(ROOT)}:{number}: {match.group(0)}"
+             for path in sorted((ROOT / "docs").rglob("*")) if path.suffix in (".md", ".json")
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             for match in [DEVELOPMENT_PATHS.search(line)] if match]
+    assert found == []

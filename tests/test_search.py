@@ -10,50 +10,17 @@ from __future__ import annotations
 
 import itertools
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from keras_nmt import search
-from keras_nmt.config import variant_config
-from keras_nmt.models import TranslationModel
 from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from keras_nmt.lexicon import RARE_MARK
 from keras_nmt.search.candidates import ALIVE, DEAD, row_candidates
 from keras_nmt.search.top_k import BLOCK, top_k_over_vocabulary
 
-DIMS = {"embedding": 8, "hidden": 8, "attention": 6, "maxout": 4, "src_vocab_size": 12}
-
-# Sentences of different lengths, each ending with EOS, padded with 0.
-SOURCES = [
-    [4, 5, 6, 3, 0, 0, 0],
-    [7, 3, 0, 0, 0, 0, 0],
-    [4, 4, 5, 6, 8, 9, 3],
-    [9, 10, 11, 3, 0, 0, 0],
-    [11, 5, 3, 0, 0, 0, 0],
-]
-
-
-def build_model(
-    variant: str, seed: int, tgt_vocab_size: int = 9, gain: float = 2.0, eos_bias: float = 0.0
-):
-    keras.utils.set_random_seed(seed)
-    model = TranslationModel(variant_config(variant, {**DIMS, "tgt_vocab_size": tgt_vocab_size}))
-    rng = np.random.default_rng(seed)
-    for weight in model.weights:
-        shape = tuple(weight.shape)
-        if weight.path.endswith("embeddings"):
-            std = 1.0
-        elif len(shape) == 2:
-            std = gain / np.sqrt(shape[0])
-        else:
-            std = 0.5
-        values = rng.normal(0.0, std, shape).astype("float32")
-        if weight.path.endswith("readout/output_bias"):
-            values[EOS_ID] += eos_bias
-        weight.assign(values)
-    return model
+from support import SOURCES, build_model
 
 
 @pytest.fixture(scope="module")

@@ -138,6 +138,28 @@ def add_shortlist_argument(parser: argparse.ArgumentParser, what: str = "decode"
     )
 
 
+def add_constraint_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--constraints FILE``, ``--prefix FILE`` and ``--glossary TSV``: what the output of
+    each line must respect (:mod:`keras_nmt.constraints`), read back by
+    :class:`keras_nmt.cli.translating.LineRules`."""
+    parser.add_argument(
+        "--constraints", metavar="FILE",
+        help="one JSON value a line, aligned with the input: a list of target phrases the "
+        "line's translation must include, or an object {\"constraints\": [...], \"avoid\": "
+        "[...], \"prefix\": \"...\"}; an empty line: none (see docs/decoding.md)",
+    )
+    parser.add_argument(
+        "--prefix", metavar="FILE",
+        help="one target prefix a line, aligned with the input: each translation starts "
+        "with its line's prefix and the model completes it (an empty line: none)",
+    )
+    parser.add_argument(
+        "--glossary", metavar="TSV",
+        help="'source term<TAB>target term' lines: a line whose source holds a source term "
+        "must include its target term",
+    )
+
+
 # Where --unk-replace is on unless given --no-unk-replace (keras_nmt.unk_replace.on_by_default).
 UNK_REPLACE_DEFAULT = "Default: on for a run trained with vocab_min_count above 1, off otherwise"
 

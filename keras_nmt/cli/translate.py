@@ -16,11 +16,12 @@ from typing import Sequence, TextIO
 
 from keras_nmt.atomic import json_text
 from keras_nmt.cli.common import (
-    Console, OneLineParser, add_confidence_arguments, add_quiet_argument, add_shortlist_argument,
+    Console, OneLineParser, add_confidence_arguments, add_constraint_arguments,
+    add_quiet_argument, add_shortlist_argument,
     add_split_sentences_argument, add_unk_replace_arguments, add_weights_argument, binary,
     non_negative_float, positive_int, quiet_tensorflow, run_main, unk_replacement,
 )
-from keras_nmt.cli.translating import Output, translate_in_chunks
+from keras_nmt.cli.translating import LineRules, Output, translate_in_chunks
 from keras_nmt.corpus.readers import stream_lines
 from keras_nmt.ensemble import check_compatible
 from keras_nmt.errors import InputError
@@ -67,7 +68,13 @@ space-separated word (the least probable of the word's tokens). --confidence wri
 {"index", "text", "confidence", "sentences", "words": [[word, confidence], ...]} per
 input line (an empty line: null and empty lists). --min-confidence X marks the lines
 below X: their text starts with "[low confidence] " (with --confidence: "low": true);
---drop-below withholds them instead: an empty line ("text": "", "withheld": true)."""
+--drop-below withholds them instead: an empty line ("text": "", "withheld": true).
+
+constraints (--constraints FILE, --prefix FILE, --glossary TSV): each translation holds
+its line's phrases and starts with its prefix (decoded inside the beam search; see
+docs/decoding.md). A phrase the length limit keeps out is reported in one warning at the
+end (with --confidence: "unmet", the phrases missed). A bad constraint stops the command
+with one line naming it."""
 
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
@@ -108,6 +115,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     add_shortlist_argument(parser)
     add_split_sentences_argument(parser)
     add_confidence_arguments(parser)
+    add_constraint_arguments(parser)
     add_weights_argument(parser)
     add_quiet_argument(parser, "no progress line on stderr")
     parser.add_check(_check_nbest)
@@ -191,6 +199,7 @@ def _translate(args, console: Console) -> int:
     interactive = bool(getattr(console.stdin, "isatty", lambda: False)())
     if hasattr(console.stdout, "reconfigure"):
         console.stdout.reconfigure(encoding="utf-8", newline="\n")
+    rules = LineRules(args.constraints, args.prefix, args.glossary)
     attention = _open_attention(args.attention)
     try:
         quiet_tensorflow()
@@ -209,16 +218,20 @@ def _translate(args, console: Console) -> int:
                          confidence=args.confidence, min_confidence=args.min_confidence,
                          drop_below=args.drop_below)
         lines = stream_lines(binary(console.stdin))
+        translate = rules.translating(translator.translate)
+        read = 0
         if interactive:
             for line in lines:
-                writer.write_all(translator.translate([line], **options))
+                writer.write_all(translate([line], **options))
+                read += 1
         else:
-            translate = functools.partial(translator.translate, **options)
-            translate_in_chunks(translate, lines, args.batch_size, writer, console.stderr,
-                                args.quiet)
+            read = translate_in_chunks(functools.partial(translate, **options), lines,
+                                       args.batch_size, writer, console.stderr, args.quiet)
         console.stdout.flush()
+        rules.check_all_read(read)
     finally:
         if attention is not None:
             attention.close()
     writer.warn_truncated(console.prog, console.stderr, translator.max_source_len)
+    rules.warn_unmet(console.prog, console.stderr)
     return 0

@@ -11,6 +11,10 @@ from typing import Callable, Iterable, Sequence, TextIO
 
 from keras_nmt.atomic import json_text
 from keras_nmt.cli.common import LOW_CONFIDENCE_MARK
+from keras_nmt.constraints import (
+    Glossary, LineConstraints, read_constraints, read_prefixes,
+)
+from keras_nmt.errors import ConstraintError
 from keras_nmt.progress import Phase, Progress, format_duration
 from keras_nmt.translation import Translation
 
@@ -51,6 +55,64 @@ def translate_in_chunks(
                      f"({rate:.1f} sentences/s)")
     progress.close()
     return phase.done
+
+
+class LineRules:
+    """The constraints of each input line from ``--constraints FILE`` and ``--prefix FILE``
+    (aligned with the input) and ``--glossary TSV``, handed out as the input is read
+    (:meth:`take`), with the counts checked (:class:`~keras_nmt.errors.ConstraintError`)."""
+
+    def __init__(self, constraints: str | None, prefix: str | None, glossary: str | None):
+        self.glossary = Glossary.read(glossary) if glossary else None
+        files = [(read_constraints(constraints), "constraints") if constraints else None,
+                 (read_prefixes(prefix), "prefixes") if prefix else None]
+        self.files = [found for found in files if found is not None]
+        self.start = 0
+        self.unmet = 0  # lines whose translation misses a phrase (written at the end)
+
+    def __bool__(self) -> bool:
+        return bool(self.files or self.glossary)
+
+    def take(self, count: int) -> list[LineConstraints] | None:
+        """The constraints of the next ``count`` input lines (None: no file gives any)."""
+        if not self.files:
+            return None
+        end = self.start + count
+        merged = [LineConstraints()] * count
+        for found, what in self.files:
+            if len(found) < end:
+                raise ConstraintError(f"the {what} file has {len(found)} line(s), the input "
+                                      "more")
+            merged = [a.merged(b) for a, b in zip(merged, found[self.start : end])]
+        self.start = end
+        return merged
+
+    def check_all_read(self, lines: int) -> None:
+        for found, what in self.files:
+            if len(found) != lines:
+                raise ConstraintError(f"the {what} file has {len(found)} line(s), the input "
+                                      f"{lines}")
+
+    def count(self, translations: Sequence[Translation]) -> Sequence[Translation]:
+        self.unmet += sum(bool(t.unmet) for t in translations)
+        return translations
+
+    def warn_unmet(self, prog: str, stderr: TextIO) -> None:
+        if self.unmet:
+            stderr.write(f"{prog}: warning: {self.unmet} line(s) miss a constraint: the "
+                         "length limit came first\n")
+
+    def translating(self, translate: Callable[..., Sequence[Translation]]
+                    ) -> Callable[..., Sequence[Translation]]:
+        """``translate(lines, **options)`` given each chunk's constraints and glossary."""
+        if not self:
+            return translate
+
+        def constrained(lines: list[str], **options) -> Sequence[Translation]:
+            return self.count(translate(lines, constraints=self.take(len(lines)),
+                                        glossary=self.glossary, **options))
+
+        return constrained
 
 
 class Output:
@@ -110,7 +172,7 @@ class Output:
         """``{"index", "text", "confidence" (null for an empty line), "sentences" (each
         sentence's figure; one for a line of one sentence), "words" ([word, figure] per
         word of the text)}``, and with ``min_confidence`` ``"low"`` (and with
-        ``drop_below`` ``"withheld"``)."""
+        ``drop_below`` ``"withheld"``), and ``"unmet"`` when constraints were missed."""
         found = t.confidence
         record = {"index": self.index, "text": t.text, "confidence": None, "sentences": [],
                   "words": []}
@@ -118,6 +180,8 @@ class Output:
             parts = [part.confidence for part in t.sentences or (t,)]
             record.update(found.to_json(), sentences=[
                 round(part.sentence, 6) for part in parts if part is not None])
+        if t.unmet:  # constraints the length limit kept out
+            record["unmet"] = list(t.unmet)
         if self.min_confidence is not None:
             record["low"] = self.below(t)
             if self.drop_below:

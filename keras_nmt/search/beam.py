@@ -52,6 +52,7 @@ import tensorflow as tf
 
 from keras_nmt.constants import BOS_ID, EOS_ID
 from keras_nmt.layers.beam_rows import rows_of, tile_rows
+from keras_nmt.search import constrained as guide
 from keras_nmt.search.candidates import ALIVE, DEAD, row_candidates
 from keras_nmt.search.limits import decode_limits
 from keras_nmt.search.shortlist import Shortlist, output_columns
@@ -79,6 +80,7 @@ def beam_search(
     shortlist: Shortlist | None = None,
     compact: bool = True,
     attention: bool = True,
+    constraints: "guide.Constraints | None" = None,
 ) -> dict[str, tf.Tensor]:
     """Translate a batch of source sentences with beam search.
 
@@ -106,6 +108,11 @@ def beam_search(
       attention: keep every hypothesis' attention weights, for the ``attention`` output.
         False leaves them out of the loop (a step then moves no [hypotheses, t, Tx]
         history around) and out of the result.
+      constraints: phrases to include and avoid and a prefix per sentence, word ids
+        (:class:`~keras_nmt.search.constrained.Constraints`; its module says how they
+        are decoded). The ratio rule's limit then grows to fit each sentence's prefix
+        and phrases; a ``max_length`` given is kept. None: the plain search, whose graph
+        holds none of it.
 
     Returns a dict with N = min(nbest, beam_size), hypotheses sorted by ``scores``:
       ``ids`` int32 [B, N, T]: tokens, EOS included, 0 after it;
@@ -114,6 +121,9 @@ def beam_search(
       ``log_probs`` float32 [B, N]: summed log-probabilities;
       ``attention`` float32 [B, N, T, Tx]: the step's attention weights for each token
       (zeros after EOS, and everywhere for an encdec model); only with ``attention``.
+    With ``constraints``, also ``unmet`` int32 [B, N]: the phrases to include that the
+    hypothesis lacks (0 unless its length limit came first); hypotheses that lack some
+    rank after those that lack none.
     A slot that no hypothesis could fill (only possible when fewer than N sequences
     exist) has score -inf, length 0 and zero ids.
     """
@@ -132,6 +142,16 @@ def beam_search(
     batch = tf.shape(source_ids)[0]
     source_time = tf.shape(source_ids)[1]
     limits = decode_limits(source_ids, max_length, max_decode_ratio)  # [B]
+    guided = constraints is not None
+    if guided:
+        constraints = guide.Constraints.of(constraints.include, constraints.avoid,
+                                           constraints.prefix)
+        prefix_lengths = guide.phrase_lengths(constraints.prefix)  # [B]
+        needed = (prefix_lengths + tf.reduce_sum(guide.phrase_lengths(constraints.include), 1)
+                  + 1)
+        ratio_rule = (tf.constant(True) if max_length is None
+                      else tf.logical_not(tf.cast(max_length, tf.int32) > 0))
+        limits = tf.where(ratio_rule, tf.maximum(limits, needed), limits)
     max_steps = tf.reduce_max(limits)
     limit_penalty = tf.pow(tf.cast(limits, tf.float32), alpha)  # [B]
     dead = tf.constant(DEAD, tf.float32)
@@ -141,8 +161,11 @@ def beam_search(
     if shortlist is not None:
         # The output layer's rows of the batch's words, gathered once for every step. Not
         # without a shortlist: a batch of one sentence would copy the whole layer.
-        columns, count = output_columns(source_ids, model.config.tgt_vocab_size, shortlist)
+        columns, count = output_columns(source_ids, model.config.tgt_vocab_size, shortlist,
+                                        constraints.words() if guided else None)
         projection = model.output_projection(columns, count)
+        if guided:  # the search matches phrases on the columns it generates
+            constraints = guide.phrase_columns(constraints, columns)
     state = tf.nest.map_structure(lambda x: tile_rows(x, k), state)
 
     returned = tf.minimum(tf.constant(nbest, tf.int32), k)  # N: hypotheses returned
@@ -168,6 +191,10 @@ def beam_search(
         tf.zeros([batch, k], tf.int32),  # pool lengths [B, K]; 0 = empty slot
         tf.zeros([batch, k, 0], tf.int32),  # pool ids [B, K, t]
         tf.zeros([batch, k, 0, attention_time], tf.float32),  # pool attention [B, K, t, Tx]
+        # With constraints: each live hypothesis' matches (MatchState) [A*K, ...] and the
+        # pool's unmet phrases [B, K]; nothing otherwise.
+        (guide.start_state(constraints.rows(k)).as_tuple(), tf.zeros([batch, k], tf.int32))
+        if guided else (),
     )
     shape_invariants = (
         tf.TensorShape([]),
@@ -184,6 +211,8 @@ def beam_search(
         tf.TensorShape([None, None]),
         tf.TensorShape([None, None, None]),
         tf.TensorShape([None, None, None, None]),
+        ((tf.TensorShape([None, None, None]), tf.TensorShape([None, None, None]),
+          tf.TensorShape([None, None])), tf.TensorShape([None, None])) if guided else (),
     )
 
     def cond(t, active, done, *_):
@@ -193,21 +222,41 @@ def beam_search(
         return tf.logical_and(t < max_steps, running > 0)
 
     def body(t, active, done, previous_ids, state, memory, live_lp, live_ids, live_attn,
-             pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn):
+             pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn, guided_vars):
         sentences = tf.shape(active)[0]  # A
         row_offsets = tf.range(sentences)[:, None]  # [A, 1]
         logits, new_state, weights = model.step(previous_ids, state, memory, projection)
         logits = tf.cast(logits, tf.float32)  # [A*K, C]
         length = t + 1  # tokens of the hypotheses made by this step
         forced = length >= tf.gather(limits, active)  # [A]: only EOS allowed at the limit
-        row_lp, row_columns = row_candidates(
-            logits, k, tile_rows(forced, k), forbid_unk, count
-        )  # [A*K, R]
+        if guided:
+            matches, pool_unmet = guided_vars
+            matches = guide.MatchState(*matches)
+            rules = constraints.gather(active).rows(k)  # [A*K, ...]
+            # The prefix's token t, EOS at the limit, or any token (-1).
+            prefix_token = tf.gather(rules.prefix, tf.minimum(t, tf.shape(rules.prefix)[1] - 1),
+                                     axis=1)
+            forced_column = tf.where(
+                tile_rows(forced, k), EOS_ID,
+                tf.where(t < guide.phrase_lengths(rules.prefix), prefix_token, -1))
+            row_lp, row_columns = guide.guided_candidates(
+                logits, k, forced_column, tf.equal(guide.unmet(matches), 0),
+                guide.banned_tokens(matches, rules), guide.next_tokens(matches, rules),
+                forbid_unk, count)  # [A*K, R + P]
+            banks = guide.progress_after(matches, rules, row_columns)
+        else:
+            row_lp, row_columns = row_candidates(
+                logits, k, tile_rows(forced, k), forbid_unk, count
+            )  # [A*K, R]
         row_tokens = row_columns if columns is None else tf.gather(columns, row_columns)
         width = tf.shape(row_lp)[1]
 
         candidates = tf.reshape(tf.reshape(live_lp, [-1, 1]) + row_lp, [sentences, k * width])
-        top_lp, top_index = tf.math.top_k(candidates, k=k)  # [A, K]
+        if guided:  # a share of the beam for each count of constraint tokens covered
+            top_lp, top_index = guide.bank_select(
+                candidates, tf.reshape(banks, [sentences, k * width]), k)
+        else:
+            top_lp, top_index = tf.math.top_k(candidates, k=k)  # [A, K]
         top_lp = tf.maximum(top_lp, dead)  # dead stays exactly dead, never drifts lower
         tokens = take_along_rows(tf.reshape(row_tokens, [sentences, k * width]), top_index)
         parents = rows_of(row_offsets, top_index // width, k)  # [A*K]
@@ -223,9 +272,13 @@ def beam_search(
 
         ended = tf.equal(tokens, EOS_ID) & (top_lp > ALIVE)  # [A, K]
         ended_lp = tf.where(ended, top_lp, dead)
-        ended_scores = tf.where(
-            ended, top_lp / tf.pow(tf.cast(length, tf.float32), alpha), dead
-        )
+        ranking = top_lp / tf.pow(tf.cast(length, tf.float32), alpha)
+        if guided:
+            chosen = take_along_rows(tf.reshape(row_columns, [sentences, k * width]), top_index)
+            matches = guide.advance(matches.gather(parents), rules, tf.reshape(chosen, [-1]))
+            ended_unmet = tf.where(ended, tf.reshape(guide.unmet(matches), [sentences, k]), 0)
+            ranking -= guide.UNMET_PENALTY * tf.cast(ended_unmet, tf.float32)
+        ended_scores = tf.where(ended, ranking, dead)
         ended_lengths = tf.where(ended, length, 0)
         live_lp = tf.where(tf.equal(tokens, EOS_ID), dead, top_lp)
 
@@ -248,6 +301,10 @@ def beam_search(
         pool_lp = tf.tensor_scatter_nd_update(pool_lp, rows, active_lp)
         pool_lengths = tf.tensor_scatter_nd_update(pool_lengths, rows, active_lengths)
         pool_ids = tf.tensor_scatter_nd_update(pool_ids, rows, active_ids)
+        if guided:
+            active_unmet = tf.gather_nd(
+                tf.concat([tf.gather(pool_unmet, active), ended_unmet], axis=1), pick)
+            pool_unmet = tf.tensor_scatter_nd_update(pool_unmet, rows, active_unmet)
         if attention:
             pool_attn = tf.pad(pool_attn, [[0, 0], [0, 0], [0, 1], [0, 0]])
             active_attn = tf.gather_nd(tf.concat(
@@ -278,11 +335,15 @@ def beam_search(
                 seq_attn = tf.gather(seq_attn, keep_rows)
             new_state = tf.nest.map_structure(lambda x: tf.gather(x, keep_rows), new_state)
             memory = tf.nest.map_structure(lambda x: tf.gather(x, keep), memory)
+            if guided:
+                matches = matches.gather(keep_rows)
+        if guided:
+            guided_vars = (matches.as_tuple(), pool_unmet)
         return (length, active, done, flat_tokens, new_state, memory, live_lp, seq_ids,
-                seq_attn, pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn)
+                seq_attn, pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn, guided_vars)
 
     final = tf.while_loop(cond, body, loop_vars, shape_invariants=shape_invariants)
-    pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn = final[9:]
+    pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn = final[9:14]
 
     lengths = pool_lengths[:, :returned]
     valid = lengths > 0
@@ -297,6 +358,12 @@ def beam_search(
         "scores": tf.where(valid, pool_scores[:, :returned], 0.0) + empty,
         "log_probs": tf.where(valid, pool_lp[:, :returned], 0.0) + empty,
     }
+    if guided:
+        # The true ranking score, without the penalty that ordered the pool.
+        true_scores = pool_lp[:, :returned] / tf.pow(
+            tf.cast(tf.maximum(lengths, 1), tf.float32), alpha)
+        result["scores"] = tf.where(valid, true_scores, 0.0) + empty
+        result["unmet"] = tf.where(valid, final[14][1][:, :returned], 0)
     if attention:
         result["attention"] = tf.where(valid[:, :, None, None], pool_attn[:, :returned, :out_time, :],
                                        tf.constant(0.0, tf.float32))

@@ -10,12 +10,14 @@ import numpy as np
 import tensorflow as tf
 
 from keras_nmt.search.beam import beam_search
+from keras_nmt.search.constrained import Constraints
 from keras_nmt.search.shortlist import Shortlist
 
 
 def make_translate_fn(
     model, nbest: int = 1, max_decode_ratio: float | None = None, autograph: bool = True,
     jit_compile: bool = False, lexicon_table: np.ndarray | None = None, attention: bool = True,
+    constrained: bool = False,
 ):
     """A ``tf.function`` around :func:`~keras_nmt.search.beam.beam_search` that traces once.
 
@@ -32,6 +34,11 @@ def make_translate_fn(
 
     ``attention``: the result holds the ``attention`` output (``beam_search``); without
     it a step does less.
+
+    ``constrained``: the signature gains, after the others, ``include_ids`` and
+    ``avoid_ids`` (int32 [B, phrases, tokens]) and ``prefix_ids`` (int32 [B, tokens]),
+    PAD-padded word ids (:class:`~keras_nmt.search.constrained.Constraints`), and the
+    result ``unmet``. Without it the graph is the plain search's.
 
     ``jit_compile`` compiles the model's ``encode`` and ``step`` with XLA: the decoder
     step (GRU, attention, deep output over the vocabulary) is where decoding spends its
@@ -52,7 +59,11 @@ def make_translate_fn(
         tf.TensorSpec([], tf.int32, name="max_length"),
     ]
 
-    def translate(source_ids, beam_size, alpha, forbid_unk, max_length, *selection):
+    def translate(source_ids, beam_size, alpha, forbid_unk, max_length, *extra):
+        constraints = None
+        if constrained:
+            extra, constraints = extra[:-3], Constraints(*extra[-3:])
+        selection = extra
         shortlist = None
         if selection:
             # Built in the traced function, so the table is a constant of the graph
@@ -70,12 +81,17 @@ def make_translate_fn(
             shortlist=shortlist,
             compact=not jit_compile,  # XLA compiles once per shape: keep the batch whole
             attention=attention,
+            constraints=constraints,
         )
 
     if lexicon_table is not None:
         lexicon_table = np.asarray(lexicon_table, np.int32)
         signature += [tf.TensorSpec([], tf.int32, name="shortlist_frequent"),
                       tf.TensorSpec([], tf.int32, name="shortlist_best")]
+    if constrained:
+        signature += [tf.TensorSpec([None, None, None], tf.int32, name="include_ids"),
+                      tf.TensorSpec([None, None, None], tf.int32, name="avoid_ids"),
+                      tf.TensorSpec([None, None], tf.int32, name="prefix_ids")]
     return tf.function(translate, input_signature=signature, autograph=autograph)
 
 

@@ -36,7 +36,8 @@ class Shortlist:
     best: Any
 
 
-def output_columns(source_ids, vocab_size: int, shortlist: Shortlist | None = None):
+def output_columns(source_ids, vocab_size: int, shortlist: Shortlist | None = None,
+                   required=None):
     """The target words a batch is scored on: (``columns`` int32 [C], ``count`` int32 []).
 
     ``columns`` holds ``count`` word ids in ascending order (the reserved ids first, at
@@ -44,7 +45,8 @@ def output_columns(source_ids, vocab_size: int, shortlist: Shortlist | None = No
     blocks of the two-stage top-k (:data:`keras_nmt.search.top_k.BLOCK`); the model
     masks those padding columns out
     (:meth:`~keras_nmt.models.TranslationModel.output_projection`). Without a shortlist,
-    or with it turned off, every word of the vocabulary."""
+    or with it turned off, every word of the vocabulary. ``required`` (int [N]): words
+    kept whatever the shortlist says (a constrained search's phrases)."""
     words = tf.range(vocab_size, dtype=tf.int32)
     if shortlist is None:
         chosen = words
@@ -56,6 +58,9 @@ def output_columns(source_ids, vocab_size: int, shortlist: Shortlist | None = No
         # Marked rows hold RARE_MARK in every column: PAD (a reserved id, kept anyway)
         # stands in for it, and the batch keeps every word.
         translations = tf.reshape(tf.maximum(rows[:, :, :best], PAD_ID), [-1, 1])
+        if required is not None:
+            translations = tf.concat(
+                [translations, tf.reshape(tf.cast(required, tf.int32), [-1, 1])], axis=0)
         hits = tf.scatter_nd(translations, tf.ones(tf.shape(translations)[:1], tf.float32),
                              [vocab_size])
         # A count, not reduce_any: onnxruntime reduces an empty bool tensor to nothing.
