@@ -239,7 +239,7 @@ class Encoder:
 
 def max_output_tokens(max_source_len: int, max_decode_ratio: float) -> int:
     """The most tokens a search gives a sentence of ``max_source_len`` tokens (EOS
-    included, the ratio rule of :func:`keras_nmt.search.limits.decode_limits`)."""
+    included, the ratio rule of :func:`keras_nmt.search.lengths.decode_limits`)."""
     return math.ceil(max_decode_ratio * (max_source_len + 1)) + 1
 
 

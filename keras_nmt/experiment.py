@@ -30,7 +30,7 @@ from keras_nmt.rundir import RunDir
 from keras_nmt.train_options import (
     BUILTIN, TrainOptions, also_report_files, default_run_dir, new_run_config,
 )
-from keras_nmt.training import Limits, Trainer, check_limits
+from keras_nmt.training import TrainingBudget, Trainer, check_budget
 from keras_nmt.translator import Translator
 
 # Without limits, a run on the built-in corpus stops after this much training so that
@@ -67,11 +67,11 @@ def train(options: TrainOptions) -> dict[str, Any]:
     also_report = _also_report(options, run, info)
     options = dataclasses.replace(options, also_report={
         name: (str(files.source), str(files.target)) for name, files in also_report.items()})
-    limits = Limits(options.max_steps, options.max_minutes)
+    limits = TrainingBudget(options.max_steps, options.max_minutes)
     default_budget = builtin and limits.max_steps is None and limits.max_minutes is None
     if default_budget:
         limits.max_minutes = BUILTIN_DEFAULT_MINUTES
-    check_limits(config, limits)
+    check_budget(config, limits)
 
     if options.resume:
         resume.remove_interrupted_writes(run)

@@ -9,7 +9,7 @@ The table keeps the ``best`` most probable targets of each source word (reserved
 excluded), best first; the reserved source ids (padding, BOS, EOS) get no translations,
 so a batch's padding adds nothing to its shortlist.
 
-Memory is bounded whatever the corpus size, by three limits (:class:`Limits`):
+Memory is bounded whatever the corpus size, by three limits (:class:`TableLimits`):
 
 - **The sample.** EM runs on at most ``sample_pairs`` lines (default 300,000), spread
   evenly through the training split (line i, from 0, is taken when ``(i + 1) S // N``
@@ -73,7 +73,7 @@ NOT_WORDS = (PAD_ID, BOS_ID, EOS_ID)
 
 
 @dataclasses.dataclass(frozen=True)
-class Limits:
+class TableLimits:
     """What bounds the memory of :func:`train_model1` and :func:`build_for_run` (see the
     module's docstring for what each costs)."""
 
@@ -355,7 +355,7 @@ def train_model1(
     iterations: int = DEFAULT_ITERATIONS,
     best: int = DEFAULT_BEST,
     progress: Progress | None = None,
-    limits: Limits = Limits(),
+    limits: TableLimits = TableLimits(),
 ) -> Lexicon:
     """IBM Model 1's t(t | s) by ``iterations`` rounds of EM over ``pairs`` of id
     sequences (no EOS), starting from uniform; the ``best`` targets of each source id.
@@ -420,7 +420,7 @@ def train_model1(
 
 
 def build_for_run(run, iterations: int = DEFAULT_ITERATIONS, best: int = DEFAULT_BEST,
-                  progress: Progress | None = None, limits: Limits = Limits(),
+                  progress: Progress | None = None, limits: TableLimits = TableLimits(),
                   sample: tuple[TokenizedPairs, int, int] | None = None) -> Lexicon:
     """Build the table of a run directory (a :class:`~keras_nmt.rundir.RunDir`) from a
     sample of its training split (``limits.sample_pairs`` lines spread through it, all
@@ -446,7 +446,7 @@ def build_for_run(run, iterations: int = DEFAULT_ITERATIONS, best: int = DEFAULT
 
 def sampled_training_pairs(
     run, encode_source: Callable[[str], Sequence[int]], encode_target: Callable[[str], Sequence[int]],
-    limits: Limits, progress: Progress, what: str,
+    limits: TableLimits, progress: Progress, what: str,
 ) -> tuple[TokenizedPairs, int, int]:
     """(the id pairs, the split's lines, the lines sampled): ``limits.sample_pairs`` lines
     of a run's training split spread evenly through it (all of a shorter split), each side

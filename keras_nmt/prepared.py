@@ -25,9 +25,11 @@ provisional ids maps them to the vocabulary's (:func:`prepare_split`).
 
 **Cost.** Preparation is linear in the corpus: one tokenization pass, one sequential
 remapping pass over the ids. Memory holds the table of distinct tokens (grows with the
-number of types, not of pairs) and one chunk. Reading a pair is two ``pread`` calls per
-side (its offsets, then its ids), so memory while training does not grow with the
-corpus either, and any order of pairs costs the same. Sampled copies are made from the
+number of types, not of pairs) and one chunk. The ids and offsets files are read through
+``np.memmap`` (fairseq's layout: one flat array of ids, one of offsets), a batch of pairs
+gathered by one vectorized index per side, so any order of pairs costs the same. Memory
+while training does not grow with the corpus either: the pages read are the kernel's
+page cache, file-backed and dropped under pressure, not the process's own memory. Sampled copies are made from the
 best segmentation's ids, a chunk of pairs at a time: each costs about the ids' disk space
 again and one pass of the sampler over the split (no text is read again).
 """
@@ -89,13 +91,40 @@ class Sampling:
     progress: Callable[[int, int], None] = lambda done, total: None
 
 
+def _mapped(path: pathlib.Path, dtype) -> np.ndarray:
+    """``path`` as a read-only array (an empty file, which cannot be mapped, as an empty one)."""
+    if path.stat().st_size == 0:
+        return np.zeros(0, dtype)
+    return np.memmap(path, dtype, "r")
+
+
+def ragged_take(values: np.ndarray, offsets: np.ndarray, rows: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ``rows`` of the ragged array ``values`` whose row i is
+    ``values[offsets[i]:offsets[i + 1]]``: (their values, flat, in order; their lengths,
+    int64). One vectorized index, however many rows."""
+    rows = np.asarray(rows, np.int64)
+    starts = np.asarray(offsets[rows], np.int64)
+    lengths = np.asarray(offsets[rows + 1], np.int64) - starts
+    positions = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(
+        int(lengths.sum()), dtype=np.int64)
+    return np.asarray(values[positions]), lengths
+
+
+def ragged_reorder(values: np.ndarray, lengths: np.ndarray, order: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of a flat ragged array (``values``, row lengths ``lengths``) in ``order``."""
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    return ragged_take(values, offsets, order)
+
+
 class PreparedSplit:
-    """A prepared training split, read by pair index (:meth:`gather`). Holds two open
-    files a side and no data: any number of threads may gather at once (``pread``
-    does not move a file position). Reading a pair costs the same at any corpus size."""
+    """A prepared training split, read by pair index (:meth:`gather`). Maps its files
+    read-only and holds no data of its own: any number of threads may gather at once.
+    Reading a pair costs the same at any corpus size."""
 
     def __init__(self, directory: str | os.PathLike, src: str, tgt: str):
-        self._fds: dict[int | None, list[tuple[int, int]]] | None = None
+        self._maps: dict[int | None, list[tuple[np.ndarray, np.ndarray]]] | None = None
         self.directory = pathlib.Path(directory)
         manifest = self.directory / f"{SPLIT}.json"
         try:
@@ -119,11 +148,12 @@ class PreparedSplit:
             for lang, (dtype, _, _) in zip((src, tgt), self._sides):
                 self._check_sizes([self.directory / name for name in _names(lang, copy)],
                                   samples["tokens"][lang][copy] * dtype.itemsize)
-        # Opened once, here: several reading threads share them. Copy None is the best
+        # Mapped once, here: several reading threads share them. Copy None is the best
         # segmentation, copies 0 .. copies - 1 the sampled ones.
-        self._fds = {
-            copy: [tuple(os.open(self.directory / name, os.O_RDONLY) for name in _names(lang, copy))
-                   for lang in (src, tgt)]
+        self._maps = {
+            copy: [(_mapped(self.directory / _names(lang, copy)[0], dtype),
+                    _mapped(self.directory / _names(lang, copy)[1], np.dtype("<i8")))
+                   for lang, (dtype, _, _) in zip((src, tgt), self._sides)]
             for copy in (None, *range(self.copies))
         }
 
@@ -138,11 +168,7 @@ class PreparedSplit:
                                     f"says {size}: prepare the run again")
 
     def close(self) -> None:
-        for sides in (self._fds or {}).values():
-            for fds in sides:
-                for fd in fds:
-                    os.close(fd)
-        self._fds = None
+        self._maps = None  # the mappings close with their last reference
 
     def __del__(self):
         self.close()
@@ -152,21 +178,20 @@ class PreparedSplit:
         ids int32 and flat, lengths int64, no EOS. With sampled copies and ``epochs``
         (one per index), pair i of epoch E comes from copy E mod copies; otherwise each
         pair in its best segmentation."""
+        indices = np.asarray(indices, np.int64)
         if self.copies and epochs is not None:
-            copies = (np.asarray(epochs, np.int64) % self.copies).tolist()
+            copies = np.asarray(epochs, np.int64) % self.copies
+            groups = [(int(c), np.flatnonzero(copies == c)) for c in np.unique(copies)]
         else:
-            copies = [None] * len(indices)
+            groups = [(None, np.arange(len(indices)))]
+        # The rows gathered copy by copy, then put back into the given order.
+        order = np.argsort(np.concatenate([rows for _, rows in groups]), kind="stable")
         out: list[np.ndarray] = []
-        for side, (dtype, _, _) in enumerate(self._sides):
-            fds = [self._fds[copy][side] for copy in copies]
-            bounds = np.frombuffer(b"".join(os.pread(offsets_fd, 16, 8 * int(i))
-                                            for i, (_, offsets_fd) in zip(indices, fds)),
-                                   "<i8").reshape(-1, 2)
-            size = dtype.itemsize
-            ids = b"".join(os.pread(ids_fd, int(end - start) * size, int(start) * size)
-                           for (start, end), (ids_fd, _) in zip(bounds.tolist(), fds))
-            out += [np.frombuffer(ids, dtype).astype(np.int32),
-                    (bounds[:, 1] - bounds[:, 0]).astype(np.int64)]
+        for side in range(len(self._sides)):
+            parts = [ragged_take(*self._maps[copy][side], indices[rows]) for copy, rows in groups]
+            values, lengths = ragged_reorder(np.concatenate([p[0] for p in parts]),
+                                             np.concatenate([p[1] for p in parts]), order)
+            out += [values.astype(np.int32), lengths]
         return tuple(out)
 
     def token_counts(self, side: int, size: int) -> np.ndarray:
@@ -219,13 +244,8 @@ class MixedSplit:
                            kind="stable")
         out: list[np.ndarray] = []
         for side in (0, 2):
-            values = np.concatenate([own[side], other[side]])
-            lengths = np.concatenate([own[side + 1], other[side + 1]])
-            starts = np.cumsum(lengths) - lengths
-            lengths, starts = lengths[order], starts[order]
-            positions = (np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
-                         + np.arange(int(lengths.sum())))
-            out += [values[positions], lengths]
+            out += ragged_reorder(np.concatenate([own[side], other[side]]),
+                                  np.concatenate([own[side + 1], other[side + 1]]), order)
         return tuple(out)
 
     def close(self) -> None:

@@ -8,6 +8,10 @@ translation, a JSON report, training's final report) and can be redirected whole
 
 On a terminal the progress line is redrawn in place a few times a second; in a log file
 (CI, nohup) a full line is written every ``log_seconds`` so the log stays readable.
+
+Hand-written rather than tqdm, the field's usual bar, for that last point and the one
+stream: tqdm redraws with carriage returns in a log file too (one long line of updates),
+and its ``write`` for log lines above the bar would be a second way to print them.
 """
 
 from __future__ import annotations

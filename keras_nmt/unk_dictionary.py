@@ -32,7 +32,7 @@ import numpy as np
 from keras_nmt.constants import RESERVED, UNK_ID
 from keras_nmt.errors import RunDirError
 from keras_nmt.lexicon import (
-    DEFAULT_ITERATIONS, Limits, TokenizedPairs, sampled_training_pairs, train_model1,
+    DEFAULT_ITERATIONS, TableLimits, TokenizedPairs, sampled_training_pairs, train_model1,
 )
 from keras_nmt.progress import Progress
 from keras_nmt.text import codecs
@@ -75,7 +75,7 @@ class WordSample:
     sampled: int  # lines read
 
     @classmethod
-    def if_needed(cls, run, limits: Limits = Limits(), progress: Progress | None = None,
+    def if_needed(cls, run, limits: TableLimits = TableLimits(), progress: Progress | None = None,
                   what: str = "unknown-word dictionary and lexical table") -> "WordSample | None":
         """The sample of a run that gets a dictionary (a word run whose target vocabulary
         lacks training words); None for any other run, without reading it. ``what`` names
@@ -108,7 +108,7 @@ class UnknownWordDictionary:
 
 
 def build_for_run(run, iterations: int = DEFAULT_ITERATIONS, progress: Progress | None = None,
-                  limits: Limits = Limits(), sample: WordSample | None = None
+                  limits: TableLimits = TableLimits(), sample: WordSample | None = None
                   ) -> UnknownWordDictionary | None:
     """The dictionary of a run directory (a :class:`~keras_nmt.rundir.RunDir`), from the
     sample of its training split the lexical table reads (module docstring; ``sample``:
@@ -163,7 +163,7 @@ def _holds_every_target_word(run, vocabulary) -> bool:
 
 
 def write_for_run(run, iterations: int = DEFAULT_ITERATIONS, progress: Progress | None = None,
-                  limits: Limits = Limits(), sample: WordSample | None = None
+                  limits: TableLimits = TableLimits(), sample: WordSample | None = None
                   ) -> UnknownWordDictionary | None:
     """:func:`build_for_run`, stored in the run's ``dictionary.tsv`` (an older one is
     removed when the run gets none)."""

@@ -139,7 +139,7 @@ def main(strategy_name: str, out: str, run_dir: str, logical_cpus: int = 1) -> N
     from keras_nmt.config import variant_config
     from keras_nmt.models import TranslationModel
     from keras_nmt.rundir import RunDir
-    from keras_nmt.training import Limits, Trainer
+    from keras_nmt.training import TrainingBudget, Trainer
 
     strategy = distribute.make_strategy(strategy_name)
     out = pathlib.Path(out)
@@ -156,7 +156,7 @@ def main(strategy_name: str, out: str, run_dir: str, logical_cpus: int = 1) -> N
                           lambda: global_batches().take(1), train_pairs=BATCH, strategy=strategy)
         snapshots = {"initial": [w.numpy() for w in model.trainable_weights]}
         for steps in (1, STEPS):
-            trainer.fit(Limits(max_steps=steps))
+            trainer.fit(TrainingBudget(max_steps=steps))
             snapshots[f"after{steps}"] = [w.numpy() for w in model.trainable_weights]
         if trainer.is_chief:
             np.savez(out / f"{name}.npz",

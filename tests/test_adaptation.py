@@ -190,7 +190,7 @@ def test_frozen_parts_are_bit_identical_and_get_no_optimizer_state(tmp_path):
     from keras_nmt.model_weights import model_variables
     from keras_nmt.models import TranslationModel
     from keras_nmt.rundir import RunDir
-    from keras_nmt.training import Limits, Trainer
+    from keras_nmt.training import TrainingBudget, Trainer
 
     keras.utils.set_random_seed(0)
     config = variant_config("search50", {**FIXED_BATCH_SETTINGS, "optimizer": "adam",
@@ -203,7 +203,7 @@ def test_frozen_parts_are_bit_identical_and_get_no_optimizer_state(tmp_path):
     before = {path: v.numpy().copy() for path, v in paths.items()}
     trainer = Trainer(config, model, RunDir(tmp_path), fixed_batches(),
                       lambda: fixed_batches().take(1), train_pairs=2, variables=variables)
-    trainer.fit(Limits(max_steps=4))
+    trainer.fit(TrainingBudget(max_steps=4))
     frozen = {path for path in paths if part_of(path) in config.frozen_parts}
     assert {"decoder/readout/output_kernel", "decoder/attention/key_kernel",
             "encoder/embedding/_embeddings"} <= frozen

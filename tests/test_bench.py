@@ -439,6 +439,25 @@ def test_selection_bleu_against_the_exact_search(tiny_run, tiny_corpus, tmp_path
     assert "vs exact" in capsys.readouterr().out
 
 
+def test_terminology_sets_use_every_term_and_write_the_sets(tiny_run, tiny_corpus, tmp_path):
+    bench = load("terminology")
+    out, sets = tmp_path / "terminology.json", tmp_path / "sets"
+    assert bench.main([str(tiny_run), "--src", str(tiny_corpus / "valid.en"),
+                       "--ref", str(tiny_corpus / "valid.fr"), "--beam", "3", "--terms", "5",
+                       "--skip-frequent", "0", "--best", "10", "--matmul-rounds", "1",
+                       "--sets-dir", str(sets), "--json", str(out)]) == 0
+    [row] = report_of(out, "terminology")["results"]
+    asked = [json.loads(line) for line in (sets / "terminology.jsonl").read_text().splitlines()]
+    assert len(asked) == 30 and row["terms"] == sum(map(len, asked)) > 0
+    assert row["sentences"] == sum(bool(terms) for terms in asked)
+    # Every term asked is in its output: the search's guarantee, measured.
+    assert row["term_use"] == 1.0 and row["glossary_term_use"] == 1.0
+    assert row["term_use_unconstrained"] < 1.0
+    glossary = (sets / "glossary.tsv").read_text().splitlines()
+    assert 0 < len(glossary) <= 5 and all(len(line.split("\t")) == 2 for line in glossary)
+    assert row["seconds_constrained"] > 0 and row["throughput_ratio"] > 0
+
+
 def test_scale_corpus_has_the_shape_of_news_text(tmp_path):
     from keras_nmt.corpus.readers import find_corpus
     from keras_nmt.corpus.scan import scan_training_split

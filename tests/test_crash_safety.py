@@ -173,12 +173,12 @@ def test_huge_learning_rate_diverges_and_names_the_checkpoint(tmp_path):
     from support import fixed_batch_trainer as _trainer
 
     from keras_nmt.errors import TrainingDiverged
-    from keras_nmt.training import Limits
+    from keras_nmt.training import TrainingBudget
 
     trainer = _trainer(tmp_path, optimizer="sgd", learning_rate=1e30, checkpoint_every=1)
     trainer.save()
     with pytest.raises(TrainingDiverged) as caught:
-        trainer.fit(Limits(max_steps=20))
+        trainer.fit(TrainingBudget(max_steps=20))
     message = str(caught.value)
     last_good = int(re.search(r"the last good checkpoint is step (\d+)", message).group(1))
     assert re.search(rf"became (nan|inf|-inf) at step {last_good + 1};", message), message
@@ -196,11 +196,11 @@ def test_no_complete_checkpoint_is_a_clear_error(tmp_path):
     from support import fixed_batch_trainer as _trainer
 
     from keras_nmt.errors import RunDirError
-    from keras_nmt.training import Limits
+    from keras_nmt.training import TrainingBudget
 
     trainer = _trainer(tmp_path, checkpoint_every=2)
     trainer.save()
-    trainer.fit(Limits(max_steps=2))
+    trainer.fit(TrainingBudget(max_steps=2))
     for data in (tmp_path / "checkpoints").glob("ckpt-*.data-*"):
         data.write_bytes(b"garbage")
     again = _trainer(tmp_path, checkpoint_every=2)

@@ -117,13 +117,13 @@ def test_sampled_softmax_must_hold_a_batch():
 def test_training_with_a_sampled_softmax_lowers_the_full_nll(tmp_path, smoothing):
     from support import fixed_batch_trainer as _trainer
 
-    from keras_nmt.training import Limits
+    from keras_nmt.training import TrainingBudget
 
     trainer = _trainer(tmp_path, optimizer="adam", learning_rate=0.05, patience=100,
                        tgt_vocab_size=300, max_len=5, sampled_softmax=20,
                        label_smoothing=smoothing)
     before = trainer.dev_nll()  # full softmax
-    outcome = trainer.fit(Limits(max_steps=30))
+    outcome = trainer.fit(TrainingBudget(max_steps=30))
     assert math.isfinite(outcome.train_nll)
     assert trainer.dev_nll() < before / 2
 

@@ -15,7 +15,7 @@ from support import fixed_batch_trainer as _trainer, fixed_batches as _batches
 from keras_nmt import search
 from keras_nmt.config import PRECISIONS, variant_config
 from keras_nmt.models import TranslationModel
-from keras_nmt.training import Limits
+from keras_nmt.training import TrainingBudget
 from support import savedmodel_loaders
 
 
@@ -30,7 +30,7 @@ def test_precision_trains_and_resumes(tmp_path, precision, jit):
                        checkpoint_every=2)
     trainer.train_step = tf.function(trainer.step_functions.train_step, jit_compile=jit)
     assert trainer.model.decoder.compute_dtype == precision.replace("mixed_", "")
-    outcome = trainer.fit(Limits(max_steps=2))
+    outcome = trainer.fit(TrainingBudget(max_steps=2))
     assert math.isfinite(outcome.train_nll) and outcome.train_nll > 0
     # Variables stay float32 whatever the computation dtype.
     assert {w.dtype for w in trainer.model.weights} == {"float32"}
@@ -46,7 +46,7 @@ def test_precision_trains_and_resumes(tmp_path, precision, jit):
     assert int(again.step.numpy()) == 2
     for restored, saved in zip(again.model.weights, weights):
         np.testing.assert_array_equal(restored.numpy(), saved)
-    outcome = again.fit(Limits(max_steps=3))
+    outcome = again.fit(TrainingBudget(max_steps=3))
     assert outcome.steps == 3 and math.isfinite(outcome.train_nll)
 
 
@@ -183,7 +183,7 @@ def test_jit_training_compiles_once_per_width(tmp_path, tiny_corpus):
                       lambda: batches.take(1), train_pairs=400, jit_compile=True)
     # 10 batches of 3 widths (16, 40, 32): a compilation for each new width, none for
     # a width seen before.
-    outcome = trainer.fit(Limits(max_steps=10))
+    outcome = trainer.fit(TrainingBudget(max_steps=10))
     assert outcome.steps == 10 and math.isfinite(outcome.train_nll)
     widths = [s.shape[1] for (s, _), _ in _tiny_pipeline(tiny_corpus, 8).take(10)]
     assert 1 < len(set(widths)) < len(widths)

@@ -105,9 +105,9 @@ def test_streaming_em_is_the_whole_corpus_em():
     # corpus: the same table, to float64 rounding of the sums' order.
     pairs = _zipf_pairs(2000)
     whole = lexicon_lib.train_model1(pairs, 304, 305, best=20,
-                                     limits=lexicon_lib.Limits(chunk_entries=10**9))
+                                     limits=lexicon_lib.TableLimits(chunk_entries=10**9))
     streamed = lexicon_lib.train_model1(pairs, 304, 305, best=20,
-                                        limits=lexicon_lib.Limits(chunk_entries=500))
+                                        limits=lexicon_lib.TableLimits(chunk_entries=500))
     assert whole.info["chunks"] == 1 and streamed.info["chunks"] > 50
     assert whole.info["word_pairs_pruned"] == streamed.info["word_pairs_pruned"] == 0
     np.testing.assert_allclose(streamed.probs, whole.probs, rtol=1e-9, atol=1e-12)
@@ -120,7 +120,7 @@ def test_a_table_pruned_to_its_limit_keeps_the_translations():
     whole = lexicon_lib.train_model1(pairs, 304, 305, best=5)
     pruned = lexicon_lib.train_model1(
         pairs, 304, 305, best=5,
-        limits=lexicon_lib.Limits(chunk_entries=2000, max_word_pairs=whole.info["word_pairs"] // 4))
+        limits=lexicon_lib.TableLimits(chunk_entries=2000, max_word_pairs=whole.info["word_pairs"] // 4))
     assert pruned.info["word_pairs"] == whole.info["word_pairs"] // 4
     assert pruned.info["word_pairs_pruned"] > 0
     # Every source word w with a translation w + 1 keeps it first.
@@ -165,8 +165,8 @@ def test_the_lexicon_memory_is_bounded_by_its_sample(tiny_run, tmp_path):
         return {"source": str(tmp_path / f"{name}.en"), "target": str(tmp_path / f"{name}.fr")}
 
     info = json.loads(run.data_path.read_text(encoding="utf-8"))
-    limits = lexicon_lib.Limits(sample_pairs=sample, chunk_entries=5_000, max_word_pairs=10_000)
-    unlimited = lexicon_lib.Limits(10**9, 10**9, 10**9)
+    limits = lexicon_lib.TableLimits(sample_pairs=sample, chunk_entries=5_000, max_word_pairs=10_000)
+    unlimited = lexicon_lib.TableLimits(10**9, 10**9, 10**9)
     peaks = {}
     for name, lines, bound in (("small", sample, limits), ("large", 10 * sample, limits),
                                ("unlimited", 10 * sample, unlimited)):
@@ -242,7 +242,7 @@ def test_without_the_prepared_split_the_counts_come_from_the_whole_split_or_not_
     np.testing.assert_array_equal(whole.source_counts, built.source_counts)
     # A sample's counts would make words rare that the split holds often: none are kept.
     sampled = lexicon_lib.build_for_run(RunDir(run), iterations=1, best=2,
-                                        limits=lexicon_lib.Limits(sample_pairs=40))
+                                        limits=lexicon_lib.TableLimits(sample_pairs=40))
     assert sampled.info["counts_from"] is None and sampled.source_counts is None
     assert RunDir(run).load_lexicon().source_counts is None
     assert not RunDir(run).load_lexicon().rare_sources().any()

@@ -11,7 +11,7 @@ import tensorflow as tf
 from keras_nmt.config import variant_config
 from keras_nmt.errors import ConfigError, TrainingDiverged
 from keras_nmt.training.optimizers import FusedAdadelta
-from keras_nmt.training import Limits, make_optimizer
+from keras_nmt.training import TrainingBudget, make_optimizer
 from support import FIXED_BATCH_SETTINGS, fixed_batch_trainer as _trainer
 
 def test_optimizers_follow_the_config():
@@ -26,7 +26,7 @@ def test_optimizers_follow_the_config():
 def test_training_lowers_the_loss_and_counts(tmp_path):
     trainer = _trainer(tmp_path, optimizer="adam", learning_rate=0.05, patience=100)
     before = trainer.dev_nll()
-    outcome = trainer.fit(Limits(max_steps=30))
+    outcome = trainer.fit(TrainingBudget(max_steps=30))
     assert outcome.steps == 30 and outcome.stop_reason == "max_steps"
     assert outcome.epochs == pytest.approx(30.0)
     assert outcome.target_tokens == 30 * 5
@@ -41,7 +41,7 @@ def test_early_stopping_after_patience_evaluations_without_improvement(tmp_path,
     trainer = _trainer(tmp_path, patience=patience)
     scores = iter([5.0, 4.0, 4.5, 4.6, 4.7, 1.0])
     monkeypatch.setattr(trainer, "dev_nll", lambda: next(scores))
-    outcome = trainer.fit(Limits(max_steps=5))
+    outcome = trainer.fit(TrainingBudget(max_steps=5))
     # Evaluations at steps 1..5: the best at step 2, then none better.
     assert outcome.stop_reason == ("early_stopping" if stop else "max_steps")
     assert outcome.steps == (stop or 5)
@@ -51,19 +51,19 @@ def test_early_stopping_after_patience_evaluations_without_improvement(tmp_path,
 
 def test_divergence_stops_with_resume_advice(tmp_path, monkeypatch):
     trainer = _trainer(tmp_path)
-    trainer.fit(Limits(max_steps=2))  # checkpoint at step 2
+    trainer.fit(TrainingBudget(max_steps=2))  # checkpoint at step 2
     real_step = trainer.train_step
     monkeypatch.setattr(
         trainer, "train_step",
         lambda *batch: (tf.constant(math.nan),) + tuple(real_step(*batch)[1:]),
     )
     with pytest.raises(TrainingDiverged, match=r"became nan at step 3; the last good checkpoint is step 2"):
-        trainer.fit(Limits(max_steps=5))
+        trainer.fit(TrainingBudget(max_steps=5))
 
 
 def test_restore_continues_counters_and_data(tmp_path):
     trainer = _trainer(tmp_path, optimizer="adam", learning_rate=0.01)
-    trainer.fit(Limits(max_steps=4))
+    trainer.fit(TrainingBudget(max_steps=4))
     weights = [w.numpy() for w in trainer.model.weights]
     again = _trainer(tmp_path, optimizer="adam", learning_rate=0.01)
     assert again.restore()
@@ -83,22 +83,22 @@ def test_the_budget_schedule_by_hand():
     assert scheduled_learning_rate(config, 99, 1.0) == pytest.approx(0.1)
     constant = variant_config("search50", FIXED_BATCH_SETTINGS)
     assert scheduled_learning_rate(constant, 99, 1.0) == constant.learning_rate
-    assert Limits(max_steps=10, max_minutes=1.0).progress(5, 45.0) == pytest.approx(0.75)
-    assert Limits().progress(5, 45.0) == 0.0
+    assert TrainingBudget(max_steps=10, max_minutes=1.0).progress(5, 45.0) == pytest.approx(0.75)
+    assert TrainingBudget().progress(5, 45.0) == 0.0
 
 
 def test_a_budget_schedule_without_a_budget_is_refused(tmp_path):
-    from keras_nmt.training import check_limits
+    from keras_nmt.training import check_budget
 
     config = variant_config("search50", {**FIXED_BATCH_SETTINGS, "lr_schedule": "budget"})
-    check_limits(config, Limits(max_minutes=1.0))
-    check_limits(config.replace(lr_schedule="constant"), Limits())
+    check_budget(config, TrainingBudget(max_minutes=1.0))
+    check_budget(config.replace(lr_schedule="constant"), TrainingBudget())
     with pytest.raises(ConfigError, match="give --max-minutes or --max-steps"):
-        check_limits(config, Limits())
+        check_budget(config, TrainingBudget())
     # A Trainer built by hand checks the same, before its first update.
     trainer = _trainer(tmp_path, lr_schedule="budget")
     with pytest.raises(ConfigError, match="give --max-minutes or --max-steps"):
-        trainer.fit(Limits())
+        trainer.fit(TrainingBudget())
     assert int(trainer.step.numpy()) == 0
 
 
@@ -106,7 +106,7 @@ def test_the_schedule_ends_at_its_final_rate_also_across_resume(tmp_path):
     settings = dict(optimizer="adam", learning_rate=0.02, lr_schedule="budget", warmup_steps=2,
                     final_lr_fraction=0.1, patience=100, eval_every=100, checkpoint_every=5)
     whole = _trainer(tmp_path / "whole", **settings)
-    whole.fit(Limits(max_steps=10))
+    whole.fit(TrainingBudget(max_steps=10))
     assert float(whole.optimizer.learning_rate) == pytest.approx(0.002, rel=1e-5)
 
     first = _trainer(tmp_path / "resumed", **settings)
@@ -120,10 +120,10 @@ def test_the_schedule_ends_at_its_final_rate_also_across_resume(tmp_path):
 
     first.train_step = crash_after_five
     with pytest.raises(KeyboardInterrupt):
-        first.fit(Limits(max_steps=10))
+        first.fit(TrainingBudget(max_steps=10))
     again = _trainer(tmp_path / "resumed", **settings)
     assert again.restore(log=lambda text: None) and int(again.step.numpy()) == 5
-    again.fit(Limits(max_steps=10))
+    again.fit(TrainingBudget(max_steps=10))
     assert float(again.optimizer.learning_rate) == pytest.approx(0.002, rel=1e-5)
     for mine, theirs in zip(again.model.weights, whole.model.weights):  # the same updates
         np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-6)
@@ -132,7 +132,7 @@ def test_the_schedule_ends_at_its_final_rate_also_across_resume(tmp_path):
 def test_a_budget_schedule_needs_a_budget(tmp_path):
     trainer = _trainer(tmp_path, lr_schedule="budget")
     with pytest.raises(ConfigError, match="give --max-minutes or --max-steps"):
-        trainer.fit(Limits())
+        trainer.fit(TrainingBudget())
 
 
 def test_loss_scale_halves_on_overflow_and_doubles_after_a_run_of_finite_updates():

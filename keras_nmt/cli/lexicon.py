@@ -13,7 +13,7 @@ from typing import Sequence
 from keras_nmt.cli.common import (
     Console, OneLineParser, add_quiet_argument, positive_int, run_main,
 )
-from keras_nmt.lexicon import DEFAULT_BEST, DEFAULT_ITERATIONS, Limits, build_for_run
+from keras_nmt.lexicon import DEFAULT_BEST, DEFAULT_ITERATIONS, TableLimits, build_for_run
 from keras_nmt.progress import Progress
 from keras_nmt.rundir import RunDir
 from keras_nmt.unk_dictionary import WordSample, write_for_run
@@ -29,10 +29,10 @@ def build_parser(prog: str = PROG) -> OneLineParser:
     parser.add_argument("--translations", dest="best", type=positive_int, default=DEFAULT_BEST,
                         metavar="N", help="translations kept per source word, the most "
                         "--shortlist F,B can use as B (default %(default)s)")
-    parser.add_argument("--sample", type=positive_int, default=Limits.sample_pairs,
+    parser.add_argument("--sample", type=positive_int, default=TableLimits.sample_pairs,
                         help="training lines EM runs on, spread evenly through the split; "
                              "a shorter split is taken whole (default %(default)s)")
-    parser.add_argument("--max-word-pairs", type=positive_int, default=Limits.max_word_pairs,
+    parser.add_argument("--max-word-pairs", type=positive_int, default=TableLimits.max_word_pairs,
                         help="word pairs the table holds during EM, the least probable "
                              "dropped beyond (default %(default)s)")
     add_quiet_argument(parser)
@@ -49,7 +49,7 @@ def _build(args, console: Console) -> int:
     run = RunDir(args.run_dir)
     run.inspect("last")  # a usable run directory (its vocabularies above all)
     progress = Progress(stream=console.stderr, enabled=not args.quiet)
-    limits = Limits(sample_pairs=args.sample, max_word_pairs=args.max_word_pairs)
+    limits = TableLimits(sample_pairs=args.sample, max_word_pairs=args.max_word_pairs)
     # A run that gets a dictionary reads its training sample once, for both tables.
     sample = WordSample.if_needed(run, limits, progress)
     ids = None if sample is None else sample.in_vocabularies(

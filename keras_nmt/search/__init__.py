@@ -3,7 +3,7 @@
 - :mod:`~keras_nmt.search.beam`: the search loop (greedy decoding is a beam of one);
 - :mod:`~keras_nmt.search.compiled`: the search as a traced function with a fixed
   signature, optionally XLA-compiled (what the Translator and the exports run);
-- :mod:`~keras_nmt.search.limits`: how many tokens a sentence may generate;
+- :mod:`~keras_nmt.search.lengths`: how many tokens a sentence may generate;
 - :mod:`~keras_nmt.search.shortlist`: vocabulary selection, the words a batch is scored on;
 - :mod:`~keras_nmt.search.candidates`: the best extensions of every hypothesis;
 - :mod:`~keras_nmt.search.top_k`: the two-stage top-k over a whole vocabulary.
@@ -13,7 +13,7 @@ The rows the search hands the decoder follow :mod:`keras_nmt.layers.beam_rows`.
 
 from keras_nmt.search.beam import beam_search, greedy_search
 from keras_nmt.search.compiled import make_translate_fn, rare_apart
-from keras_nmt.search.limits import decode_limits
+from keras_nmt.search.lengths import decode_limits
 from keras_nmt.search.shortlist import Shortlist, output_columns
 
 __all__ = [

@@ -29,7 +29,7 @@ The algorithm, per source sentence, with K = beam size:
 - PAD and BOS are never generated; UNK neither when ``forbid_unk``;
 - a sentence may generate at most ``limit`` tokens, EOS included: ``max_length`` when
   given (> 0), otherwise ``ceil(max_decode_ratio * source_length) + 1`` with the source
-  length counted without padding (:func:`~keras_nmt.search.limits.decode_limits`). At step ``limit`` only EOS is allowed, so every live
+  length counted without padding (:func:`~keras_nmt.search.lengths.decode_limits`). At step ``limit`` only EOS is allowed, so every live
   hypothesis is forced to finish (EOS appended with its model probability).
 
 Stopping is exact for what is returned: with N = min(nbest, K) hypotheses asked for, a
@@ -54,7 +54,7 @@ from keras_nmt.constants import BOS_ID, EOS_ID
 from keras_nmt.layers.beam_rows import rows_of, tile_rows
 from keras_nmt.search import constrained as guide
 from keras_nmt.search.candidates import ALIVE, DEAD, row_candidates
-from keras_nmt.search.limits import decode_limits
+from keras_nmt.search.lengths import decode_limits
 from keras_nmt.search.shortlist import Shortlist, output_columns
 from keras_nmt.search.top_k import take_along_rows
 

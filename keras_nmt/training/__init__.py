@@ -9,7 +9,7 @@ reports: its status lines and TensorBoard scalars), ``pull`` (the pull toward a 
 weights of a run adapted from another, ``Config.parent_pull``).
 """
 
-from keras_nmt.training.limits import Limits, check_limits
+from keras_nmt.training.budget import TrainingBudget, check_budget
 from keras_nmt.training.optimizers import make_optimizer
 from keras_nmt.training.schedules import scheduled_learning_rate
 from keras_nmt.training.status import EpochEstimate
@@ -17,10 +17,10 @@ from keras_nmt.training.trainer import Outcome, Trainer
 
 __all__ = [
     "EpochEstimate",
-    "Limits",
+    "TrainingBudget",
     "Outcome",
     "Trainer",
-    "check_limits",
+    "check_budget",
     "make_optimizer",
     "scheduled_learning_rate",
 ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from keras_nmt.progress import format_duration
-from keras_nmt.training.limits import Limits
+from keras_nmt.training.budget import TrainingBudget
 
 
 class EpochEstimate:
@@ -39,7 +39,7 @@ class EpochEstimate:
 
 
 def status_line(step: int, epochs: float, loss: float, tokens_per_second: float,
-                limits: Limits, elapsed: float) -> str:
+                limits: TrainingBudget, elapsed: float) -> str:
     """The line that shows where training is after update ``step``, with the time left
     when there is a limit."""
     remaining = []

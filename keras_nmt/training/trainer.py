@@ -18,7 +18,7 @@ from keras_nmt.models import TranslationModel
 from keras_nmt.progress import Progress
 from keras_nmt.rundir import RunDir
 from keras_nmt.training.checkpoints import CheckpointStore
-from keras_nmt.training.limits import Limits, check_limits
+from keras_nmt.training.budget import TrainingBudget, check_budget
 from keras_nmt.training.optimizers import DynamicLossScale, make_optimizer
 from keras_nmt.training.pull import ParentPull
 from keras_nmt.training.schedules import scheduled_learning_rate
@@ -139,7 +139,7 @@ class Trainer:
         return int(self.sentences.numpy()) / self.train_pairs
 
     # -- the loop -----------------------------------------------------------------------
-    def fit(self, limits: Limits) -> Outcome:
+    def fit(self, limits: TrainingBudget) -> Outcome:
         config = self.config
         session_start = time.monotonic()
         elapsed_before = float(self.elapsed.numpy())
@@ -152,7 +152,7 @@ class Trainer:
         def elapsed() -> float:
             return elapsed_before + time.monotonic() - session_start
 
-        check_limits(config, limits)
+        check_budget(config, limits)
         scheduled = config.lr_schedule != "constant"
         first_step = int(self.step.numpy())
         estimate = (EpochEstimate(self.train_pairs)

@@ -9,7 +9,7 @@ from keras_nmt.errors import ConfigError
 
 
 @dataclasses.dataclass
-class Limits:
+class TrainingBudget:
     max_steps: int | None = None
     max_minutes: float | None = None  # total training time, summed over resumed sessions
 
@@ -24,7 +24,7 @@ class Limits:
         return min(1.0, max(shares))
 
 
-def check_limits(config: Config, limits: Limits) -> None:
+def check_budget(config: Config, limits: TrainingBudget) -> None:
     """Raise :class:`ConfigError` when ``config``'s learning-rate schedule needs a budget
     to decay over and ``limits`` set none. :func:`keras_nmt.experiment.train` checks
     before it writes anything; :meth:`~keras_nmt.training.Trainer.fit` again for

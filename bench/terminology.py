@@ -1,0 +1,234 @@
+"""Terminology: how often constrained decoding puts the asked terms in the output, what it
+does to BLEU and chrF, and what it costs, on a development split.
+
+Usage::
+
+    python -m bench.terminology RUN_DIR --src report.en --ref report.fr \\
+        [--export-dir EXPORT_DIR] [--beam 5] [--batch-size 64] [--terms 200] \\
+        [--seed 1] [--sets-dir DIR] [--json terminology.json]
+
+Two test sets are drawn from the split, with the run's lexical table (``keras-nmt
+lexicon``) so that a term's source side is always in its sentence:
+
+- the **terminology set**: per sentence, one or two words of the reference that the
+  unconstrained output misses, among the reference words the lexical table lists as a
+  translation (one of the ``--best`` most probable) of a word of the source; where the
+  output misses none, one it already has. Sentences with no such word are left out;
+- the **glossary set**: ``--terms`` source word -> target word pairs, each source word
+  once, drawn with ``--seed`` among the source words outside the ``--skip-frequent`` most
+  frequent (terms, not function words), each paired with its most probable translation by
+  the table that a reference of its sentences holds; the whole split is then translated
+  with that glossary.
+
+For each path (the Keras ``Translator``; with ``--export-dir``, ONNX exact and ONNX int8 +
+vocabulary selection when the export has constrained models) it reports the share of terms
+in the output (term use), BLEU and chrF with and without the constraints, and the time of
+both decodes of the terminology set's sentences with two terms (beam ``--beam``, batches of
+``--batch-size``), timed side by side. ``--sets-dir`` writes the sets (JSON lines aligned
+with the split, and the glossary TSV) for other tools.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+
+import numpy as np
+
+from bench import _common
+
+PROG = "terminology"
+
+
+def build_parser():
+    parser = _common.parser(PROG, __doc__)
+    parser.add_argument("run_dir")
+    parser.add_argument("--src", required=True, metavar="FILE", help="source sentences")
+    parser.add_argument("--ref", required=True, metavar="FILE", help="their references")
+    _common.add(parser, "weights")
+    _common.add(parser, "beam")
+    _common.add(parser, "batch_size", default=64, help="sentences a batch (default 64)")
+    parser.add_argument("--export-dir", help="an export with --onnx (and its constrained models)")
+    parser.add_argument("--terms", type=int, default=200, help="glossary pairs (default 200)")
+    parser.add_argument("--best", type=int, default=3,
+                        help="a term must be among the table's B best translations (default 3)")
+    parser.add_argument("--seed", type=int, default=1, help="draws of terms (default 1)")
+    parser.add_argument("--skip-frequent", type=int, default=100,
+                        help="glossary terms are not among the N most frequent source words "
+                        "(default 100)")
+    parser.add_argument("--sets-dir", help="write the test sets here")
+    return parser
+
+
+def lexical_terms(source_ids, reference_tokens, target_vocab, targets, best):
+    """The reference's words (alphabetic, in the vocabulary) that the table lists among
+    the ``best`` translations of one of ``source_ids``, each with that source id."""
+    found = {}
+    for source_id in source_ids:
+        for target_id in targets[source_id, :best]:
+            word = target_vocab.tokens[int(target_id)] if target_id > 3 else None
+            if word and word.isalpha() and word in reference_tokens and word not in found:
+                found[word] = int(source_id)
+    return found
+
+
+def terminology_set(translator, sources, references, plain, best, rng):
+    """Per sentence, the terms asked (a list, empty where none qualifies)."""
+    targets = np.asarray(translator.lexicon.targets)
+    sets = []
+    for source, reference, output in zip(sources, references, plain):
+        ids = translator.source(source).ids[:-1]
+        reference_tokens = set(translator.target_codec.tokenize(reference))
+        candidates = sorted(lexical_terms(ids, reference_tokens, translator.target_vocab,
+                                          targets, best))
+        missed = [w for w in candidates if w not in output.tokens]
+        if missed:
+            chosen = list(rng.choice(missed, size=min(2, len(missed)), replace=False))
+        elif candidates:
+            chosen = [str(rng.choice(candidates))]
+        else:
+            chosen = []
+        sets.append([str(w) for w in chosen])
+    return sets
+
+
+def glossary_pairs(translator, sources, references, count, best, skip, rng):
+    """``count`` (source word, target word) pairs, each source word once: terms, so not
+    the ``skip`` most frequent source words (function words), each paired with its most
+    probable translation by the table among those its sentences' references hold."""
+    targets = np.asarray(translator.lexicon.targets)
+    pairs: dict[str, tuple[int, str]] = {}
+    for source, reference in zip(sources, references):
+        ids = [i for i in translator.source(source).ids[:-1] if i >= 4 + skip]
+        reference_tokens = set(translator.target_codec.tokenize(reference))
+        for source_id in ids:
+            term = translator.source_vocab.tokens[source_id]
+            for rank, target_id in enumerate(targets[source_id, :best]):
+                word = translator.target_vocab.tokens[int(target_id)] if target_id > 3 else None
+                if term.isalpha() and word and word.isalpha() and word in reference_tokens:
+                    if term not in pairs or rank < pairs[term][0]:
+                        pairs[term] = (rank, word)
+                    break
+    terms = sorted(pairs)
+    chosen = rng.choice(len(terms), size=min(count, len(terms)), replace=False)
+    return [(terms[i], pairs[terms[i]][1]) for i in sorted(chosen)]
+
+
+def term_use(translations, asked) -> tuple[int, int]:
+    """(terms in their output, terms asked)."""
+    met = total = 0
+    for t, terms in zip(translations, asked):
+        for term in terms:
+            total += 1
+            met += term in t.tokens
+    return met, total
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    bench = _common.Bench(PROG, args, argv)
+    from keras_nmt.constraints import Glossary, LineConstraints
+    from keras_nmt.evaluation.scoring import bleu, chrf, read_parallel
+    from keras_nmt.translator import Translator
+
+    sources, references = read_parallel(args.src, args.ref)
+    keras_translator = Translator.from_run_dir(args.run_dir, weights=args.weights)
+    if keras_translator.lexicon is None:
+        raise SystemExit(f"{PROG}: error: {args.run_dir} has no lexical table (keras-nmt lexicon)")
+    options = dict(beam_size=args.beam, batch_size=args.batch_size)
+    bench.log(f"unconstrained decode of {len(sources)} sentences (Keras)")
+    plain = keras_translator.translate(sources, **options)
+    rng = np.random.default_rng(args.seed)
+    asked = terminology_set(keras_translator, sources, references, plain, args.best, rng)
+    pairs = glossary_pairs(keras_translator, sources, references, args.terms, args.best,
+                           args.skip_frequent, rng)
+    glossary = Glossary(tuple(pairs))
+    in_set = [i for i, terms in enumerate(asked) if terms]
+    pairs_of_two = [i for i in in_set if len(asked[i]) == 2]
+    bench.log(f"terminology set: {len(in_set)} sentences, {sum(map(len, asked))} terms "
+              f"({len(pairs_of_two)} with two); glossary: {len(pairs)} pairs")
+    if args.sets_dir:
+        out = pathlib.Path(args.sets_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "terminology.jsonl").write_text(
+            "".join(json.dumps(terms, ensure_ascii=False) + "\n" for terms in asked),
+            encoding="utf-8")
+        (out / "glossary.tsv").write_text("".join(f"{s}\t{t}\n" for s, t in pairs),
+                                          encoding="utf-8")
+
+    paths = [("keras", keras_translator, {})]
+    if args.export_dir:
+        from keras_nmt.serving.onnx_translator import OnnxTranslator
+
+        paths.append(("onnx", OnnxTranslator.from_export_dir(args.export_dir), {}))
+        selecting = OnnxTranslator.from_export_dir(args.export_dir, int8=True)
+        paths.append(("onnx-int8-selection", selecting, {"shortlist": True}))
+
+    def lines_of(indices):
+        return [sources[i] for i in indices]
+
+    rows = []
+    for name, translator, extra in paths:
+        set_sources, set_refs = lines_of(in_set), [references[i] for i in in_set]
+        constraints = [LineConstraints(tuple(asked[i])) for i in in_set]
+        unconstrained = translator.translate(set_sources, **options, **extra)
+        constrained = translator.translate(set_sources, constraints=constraints, **options,
+                                           **extra)
+        met, total = term_use(constrained, [asked[i] for i in in_set])
+        before, _ = term_use(unconstrained, [asked[i] for i in in_set])
+        glossed = translator.translate(sources, glossary=glossary, **options, **extra)
+        plain_all = translator.translate(sources, **options, **extra)
+        applied = [glossary.for_line(translator.source(s).tokens,
+                                     translator.source_codec.tokenize).include
+                   for s in sources]
+        g_met, g_total = term_use(glossed, applied)
+        g_before, _ = term_use(plain_all, applied)
+        # The cost: the sentences with two terms, decoded both ways, side by side.
+        timed_sources = lines_of(pairs_of_two)
+        timed_constraints = [LineConstraints(tuple(asked[i])) for i in pairs_of_two]
+        translator.translate(timed_sources[: args.batch_size], **options, **extra)
+        translator.translate(timed_sources[: args.batch_size],
+                             constraints=timed_constraints[: args.batch_size], **options, **extra)
+        plain_seconds, _ = _common.timed(lambda: translator.translate(
+            timed_sources, **options, **extra))
+        guided_seconds, _ = _common.timed(lambda: translator.translate(
+            timed_sources, constraints=timed_constraints, **options, **extra))
+        row = {
+            "path": name,
+            "sentences": len(in_set), "terms": total,
+            "term_use": met / max(total, 1), "term_use_unconstrained": before / max(total, 1),
+            "bleu": bleu([t.text for t in constrained], set_refs)[0],
+            "bleu_unconstrained": bleu([t.text for t in unconstrained], set_refs)[0],
+            "chrf": chrf([t.text for t in constrained], set_refs)[0],
+            "chrf_unconstrained": chrf([t.text for t in unconstrained], set_refs)[0],
+            "unmet_lines": sum(bool(t.unmet) for t in constrained),
+            "glossary_terms": g_total, "glossary_term_use": g_met / max(g_total, 1),
+            "glossary_term_use_unconstrained": g_before / max(g_total, 1),
+            "glossary_bleu": bleu([t.text for t in glossed], references)[0],
+            "glossary_bleu_unconstrained": bleu([t.text for t in plain_all], references)[0],
+            "timed_sentences": len(timed_sources),
+            "seconds_unconstrained": plain_seconds, "seconds_constrained": guided_seconds,
+            "throughput_ratio": plain_seconds / guided_seconds,
+        }
+        rows.append(row)
+        bench.log(f"{name}: term use {row['term_use']:.4f} (unconstrained "
+                  f"{row['term_use_unconstrained']:.4f}), BLEU {row['bleu']:.2f} vs "
+                  f"{row['bleu_unconstrained']:.2f}, glossary term use "
+                  f"{row['glossary_term_use']:.4f}, throughput x{row['throughput_ratio']:.2f}")
+    print(_common.table(rows, [
+        ("path", "path", ""), ("term_use", "term use", ".4f"),
+        ("term_use_unconstrained", "without", ".4f"), ("bleu", "BLEU", ".2f"),
+        ("bleu_unconstrained", "without", ".2f"), ("chrf", "chrF", ".2f"),
+        ("chrf_unconstrained", "without", ".2f"), ("glossary_term_use", "glossary use", ".4f"),
+        ("glossary_bleu", "gloss. BLEU", ".2f"), ("glossary_bleu_unconstrained", "without", ".2f"),
+        ("throughput_ratio", "speed x", ".2f")]))
+    bench.write(rows, {"run_dir": args.run_dir, "weights": args.weights, "src": args.src,
+                       "ref": args.ref, "beam": args.beam, "batch_size": args.batch_size,
+                       "export_dir": args.export_dir, "terms": args.terms, "best": args.best,
+                       "seed": args.seed, "sentences": len(sources)})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
