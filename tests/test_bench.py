@@ -682,3 +682,27 @@ def test_onnx_side_by_side_times_every_export_in_each_round(tiny_selecting_expor
     assert all(len(row["seconds"]) == 2 and row["sentences_per_s"] > 0 for row in rows)
     assert rows[0]["time_ratio"] == 1.0 and report["settings"]["sentences"] == 2
     assert "float" in capsys.readouterr().out
+
+
+def test_adaptation_trains_children_and_scratch_runs_and_draws_the_curve(
+        tiny_run, tiny_corpus, tmp_path):
+    bench = load("adaptation")
+    out = tmp_path / "adaptation"
+    report = f"parent={tiny_corpus / 'test.en'},{tiny_corpus / 'test.fr'}"
+    argv = ["--parent", str(tiny_run), "--data", str(tiny_corpus), "--minutes", "0.05",
+            "--scratch", "--mix", "0.25", "--also-report", report, "--out", str(out),
+            "--matmul-rounds", "1"]
+    assert bench.main(argv) == 0
+    found = report_of(out / "adaptation.json", "adaptation")["results"]
+    assert [(r["kind"], r["minutes"]) for r in found["runs"]] == [("adapted", 0.05),
+                                                                   ("scratch", 0.05)]
+    for row in found["runs"]:
+        assert 0 <= row["bleu"] <= 100 and "bleu_parent" in row and row["updates"] > 0
+    assert set(found["parent"]) == {"bleu", "bleu_parent"}
+    assert (out / "adaptation.png").stat().st_size > 0
+    child = json.loads((out / "runs" / "adapted-0.05min" / "data.json").read_text())
+    assert child["mix"]["fraction"] == 0.25 and child["parent"]
+    # Resumable: finished runs are not trained again.
+    stamp = (out / "runs" / "scratch-0.05min" / "summary.json").stat().st_mtime_ns
+    assert bench.main(argv) == 0
+    assert (out / "runs" / "scratch-0.05min" / "summary.json").stat().st_mtime_ns == stamp
