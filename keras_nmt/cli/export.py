@@ -55,6 +55,12 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser.add_argument("--int8-max-drop", type=non_negative_float, default=INT8_MAX_DROP,
                         metavar="BLEU", help="the BLEU the int8 model may lose on the sample "
                                              "(default %(default)s)")
+    parser.add_argument("--constrained", action="store_true",
+                        help="also export the lexically constrained search: the SavedModel's "
+                             "translate_ids_constrained signature and, with --onnx, "
+                             "NAME.constrained.onnx (with --int8 NAME.constrained.int8.onnx) "
+                             "for onnx-translate --constraints/--prefix/--glossary; one ONNX "
+                             "conversion more")
     add_shortlist_argument(parser, what="serving_default and onnx-translate decode (the "
                            "table goes into both graphs; shortlist inputs turn it off)")
     parser.add_argument("--unk-replace", action=argparse.BooleanOptionalAction, default=None,
@@ -97,7 +103,7 @@ def _export(args: argparse.Namespace, console: Console) -> int:
         beam=args.beam, nbest=args.nbest, attention=args.attention, onnx=args.onnx,
         weights=args.weights, shortlist=args.shortlist, int8=args.int8,
         int8_max_drop=args.int8_max_drop, split_sentences=args.split_sentences,
-        unk_replace=args.unk_replace,
+        unk_replace=args.unk_replace, constrained=args.constrained,
     )
     quiet_tensorflow()
     try:

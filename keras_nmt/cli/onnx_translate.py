@@ -2,7 +2,9 @@
 with an ONNX export and onnxruntime, without TensorFlow; see
 :mod:`keras_nmt.serving.onnx_translator`. One output line per input line, in order; with
 ``--nbest N`` the Moses n-best format of ``keras-nmt translate``,
-``INDEX ||| translation ||| score``."""
+``INDEX ||| translation ||| score``. ``--constraints FILE``, ``--prefix FILE`` and
+``--glossary TSV`` constrain the output as for ``keras-nmt translate``, with the export's
+constrained model (``keras-nmt export --onnx --constrained``)."""
 
 from __future__ import annotations
 
@@ -12,12 +14,12 @@ from typing import Sequence, TextIO
 
 from keras_nmt.cli.common import (
     Console, OneLineParser, add_beam_search_arguments, add_confidence_arguments,
-    add_quiet_argument,
+    add_constraint_arguments, add_quiet_argument,
     add_split_sentences_argument, binary, non_negative_int, positive_int, run_main, shortlist,
 )
-from keras_nmt.cli.translating import Output, translate_in_chunks
+from keras_nmt.cli.translating import LineRules, Output, translate_in_chunks
 from keras_nmt.corpus.readers import stream_lines
-from keras_nmt.errors import UsageError
+from keras_nmt.errors import ExportError, UsageError
 from keras_nmt.serving.onnx_translator import OnnxTranslator
 
 PROG = "keras-nmt onnx-translate"
@@ -56,6 +58,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         "and join their translations, unless it was exported with --no-split-sentences or by "
         "a keras-nmt older than that option", unset=None)
     add_confidence_arguments(parser)
+    add_constraint_arguments(parser)
     parser.add_argument("--batch-size", type=positive_int, default=32, metavar="B",
                         help="sentences decoded together (default 32)")
     parser.add_argument("--threads", type=positive_int, metavar="N",
@@ -71,8 +74,13 @@ def main(argv: Sequence[str] | None = None, stdin=None, stdout: TextIO | None = 
 
 
 def _translate(args, console: Console) -> int:
+    rules = LineRules(args.constraints, args.prefix, args.glossary)
     translator = OnnxTranslator.from_export_dir(args.export_dir, args.name, args.threads,
                                                 int8=args.int8, version=args.version)
+    if rules and not translator.constrains:
+        raise ExportError(f"{args.export_dir} has no constrained model{' (int8)' * args.int8}"
+                          " for --constraints, --prefix or --glossary: export the run again "
+                          "with --onnx --constrained")
     nbest = args.nbest or 1
     beam = args.beam if args.beam is not None else max(translator.beam_size, nbest)
     options = dict(beam_size=beam, alpha=args.alpha, nbest=nbest, forbid_unk=args.no_unk,
@@ -87,8 +95,11 @@ def _translate(args, console: Console) -> int:
         console.stdout.reconfigure(encoding="utf-8", newline="\n")
     output = Output(console.stdout, nbest=bool(args.nbest), confidence=args.confidence,
                     min_confidence=args.min_confidence, drop_below=args.drop_below)
-    translate_in_chunks(functools.partial(translator.translate, **options),
-                        stream_lines(binary(console.stdin)), args.batch_size, output,
-                        console.stderr, args.quiet)
+    read = translate_in_chunks(functools.partial(rules.translating(translator.translate),
+                                                 **options),
+                               stream_lines(binary(console.stdin)), args.batch_size, output,
+                               console.stderr, args.quiet)
+    rules.check_all_read(read)
     output.warn_truncated(console.prog, console.stderr, translator.max_source_len)
+    rules.warn_unmet(console.prog, console.stderr)
     return 0

@@ -11,8 +11,11 @@ TensorFlow), NAME.onnx.json and the vocabularies, written after onnx.checker and
 onnxruntime checks and before that rename, so the ONNX models arrive with their SavedModel;
 with --int8 also NAME.int8.onnx, its weights
 quantized to int8 (:mod:`keras_nmt.export.quantize`), written only when its BLEU on a sample
-of the run's sentences is within a stated bound of the float model's. An export that fails
-leaves nothing behind.
+of the run's sentences is within a stated bound of the float model's. With --constrained the
+SavedModel also has ``translate_ids_constrained`` (the lexically constrained search over
+ids) and, with --onnx, NAME.constrained.onnx (and with --int8 NAME.constrained.int8.onnx)
+is its conversion, each checked to decode the check sentences' constraints as the Keras
+model does (the int8 one: to meet them). An export that fails leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -67,6 +70,9 @@ class ExportRequest:
     # dictionary.tsv, in the SavedModel and onnxruntime alike (a word run that attends);
     # None: the run's default (keras_nmt.unk_replace.on_by_default)
     unk_replace: bool | None = None
+    # Also the constrained search: translate_ids_constrained and NAME.constrained.onnx (a
+    # conversion more, so asked for)
+    constrained: bool = False
 
 
 def next_version(model_dir: pathlib.Path) -> int:
@@ -99,12 +105,76 @@ def _check_sentences(source_vocab) -> list[str]:
     return made + [f"{made[0]} {made[1][:1].upper()}{made[1][1:]}"] + list(BAD_INPUTS)
 
 
+def _check_constraints(translator) -> tuple[list[str], list]:
+    """The constrained check: the first four check sentences, each with constraints of
+    frequent target words (a phrase of one word, one to avoid, a prefix, a phrase of two
+    words), as :class:`~keras_nmt.constraints.LineConstraints`."""
+    from keras_nmt.constraints import LineConstraints
+
+    lines = _check_sentences(translator.source_vocab)[:4]
+    pieces = (t.lstrip(SENTENCEPIECE_SPACE) for t in translator.target_vocab.tokens[4:])
+    words = list(dict.fromkeys(t for t in pieces if t.isalpha()))[:5] or ["hello"] * 5
+    words += words[-1:] * (5 - len(words))
+    return lines, [LineConstraints((words[0],)), LineConstraints(avoid=(words[1],)),
+                   LineConstraints(prefix=words[2]), LineConstraints((f"{words[3]} {words[4]}",))]
+
+
+def _sentence_constraints(translator, found: list) -> list:
+    """:class:`~keras_nmt.constraints.SentenceConstraints` of unsplit lines, as the
+    translator encodes them."""
+    from keras_nmt.constraints import Encoder, max_output_tokens
+
+    encoder = Encoder(translator.target_codec, max_output_tokens(
+        translator.max_source_len, translator.model.config.max_decode_ratio))
+    return [encoder.encode(c) for c in found]
+
+
+def _meets(tokens, constraints) -> bool:
+    """Whether ``tokens`` hold every phrase to include, none to avoid, and start with
+    the prefix."""
+    from keras_nmt.constraints import find
+
+    prefix = constraints.prefix.tokens
+    return (all(find(tokens, p.tokens) >= 0 for p in constraints.include)
+            and all(find(tokens, p.tokens) < 0 for p in constraints.avoid)
+            and tuple(tokens[: len(prefix)]) == tuple(prefix))
+
+
+def constrained_check(run_fn, translator, beam_size: int, alpha: float,
+                      shortlist: tuple[int, int] | None = None, what: str = "model",
+                      exact: bool = True) -> None:
+    """A ``translate_ids_constrained`` path (``run_fn``: feed dict -> outputs) decodes the
+    check constraints (:func:`_check_constraints`) as the Keras model does, each line
+    whole; without ``exact`` (the int8 model), it only has to meet them."""
+    from keras_nmt.export import parity
+
+    lines, found = _check_constraints(translator)
+    encoded = _sentence_constraints(translator, found)
+    decoded = parity.run_ids(run_fn, translator.encode(lines), translator.target_vocab,
+                             beam_size, alpha, shortlist=shortlist,
+                             rare=_rare_sources(translator, shortlist), constraints=encoded)
+    unmet = [n for n, (d, c) in enumerate(zip(decoded, encoded)) if not _meets(d.tokens, c)]
+    if unmet:
+        raise ExportError(f"self-check failed: the constrained {what} misses the constraints "
+                          f"of check sentence(s) {unmet}")
+    if not exact:
+        return
+    reference = translator.translate(lines, beam_size=beam_size, alpha=alpha,
+                                     shortlist=shortlist, split_sentences=False,
+                                     unk_replace=False, constraints=found)
+    result = parity.compare(parity.from_translations(reference), decoded)
+    if not parity.agrees(result, allow_ties=True):
+        raise ExportError(f"self-check failed: the constrained {what} differs from the Keras "
+                          f"model ({result})")
+
+
 def self_check(savedmodel_dir: pathlib.Path, translator, beam_size: int, alpha: float,
                shortlist: tuple[int, int] | None = None, split_sentences: bool = True,
-               dictionary: dict[str, str] | None = None) -> None:
+               dictionary: dict[str, str] | None = None, constrained: bool = False) -> None:
     """The SavedModel in the TF1 session loader translates like the Keras model (lines
     split into sentences, or not, as the SavedModel does; with ``dictionary``, every
-    ``<unk>`` replaced through it)."""
+    ``<unk>`` replaced through it; with ``constrained``, its constrained signature too,
+    :func:`constrained_check`)."""
     from keras_nmt.export import parity
     from keras_nmt.export.loaders import SessionModel
 
@@ -115,6 +185,9 @@ def self_check(savedmodel_dir: pathlib.Path, translator, beam_size: int, alpha: 
     session = SessionModel(savedmodel_dir)
     try:
         outputs = session.run("serving_default", sentences=lines)
+        if constrained:
+            constrained_check(lambda feeds: session.run("translate_ids_constrained", **feeds),
+                              translator, beam_size, alpha, shortlist, "SavedModel signature")
     finally:
         session.close()
     result = parity.compare(parity.from_translations(reference),
@@ -233,6 +306,8 @@ def write_int8(directory: pathlib.Path, name: str, run, translator, settings, ma
     NAME.onnx.json."""
     from keras_nmt.export import quantize
 
+    from keras_nmt.export.onnx import OnnxModel
+
     log("quantizing the ONNX model to int8 (onnxruntime dynamic quantization)")
     float_path, int8_path = directory / f"{name}.onnx", directory / f"{name}.int8.onnx"
     done = quantize.quantize(float_path, int8_path)
@@ -241,7 +316,18 @@ def write_int8(directory: pathlib.Path, name: str, run, translator, settings, ma
                        settings.alpha, settings.shortlist, max_drop)
     log(f"int8 BLEU {check['bleu_int8']:.2f}, float {check['bleu_float']:.2f} "
         f"({check['sentences']} sentences)")
-    return {"model": int8_path.name, "check": check, "gemm_split": done["gemm_split"],
+    constrained = None
+    if settings.constrained:
+        # The same quantization; its BLEU is the plain int8 model's (the same weights and
+        # steps), so the check is that it still meets the constraints.
+        log("quantizing the constrained ONNX model to int8")
+        constrained_path = directory / f"{name}.constrained.int8.onnx"
+        quantize.quantize(directory / f"{name}.constrained.onnx", constrained_path)
+        constrained_check(OnnxModel(constrained_path).run, translator, settings.beam_size,
+                          settings.alpha, settings.shortlist, "int8 ONNX model", exact=False)
+        constrained = constrained_path.name
+    return {"model": int8_path.name, "constrained": constrained, "check": check,
+            "gemm_split": done["gemm_split"],
             "folded": done["folded"], "int8_columns": done["int8_columns"],
             "quantized_ops": {op: n for op, n in done["int8_ops"].items()
                               if "Integer" in op or "Quant" in op}}
@@ -263,6 +349,16 @@ def write_onnx(directory: pathlib.Path, name: str, run, model, settings, tokeniz
     log("converting force decoding to ONNX (scores and alignments without TensorFlow)")
     forced_path = directory / f"{name}.forced.onnx"
     forced = onnx_export.convert_forced(model, forced_path)
+    constrained = None
+    if settings.constrained:
+        log("converting translate_ids_constrained to ONNX")
+        constrained_path = directory / f"{name}.constrained.onnx"
+        proto_constrained = onnx_export.convert(
+            model, settings.nbest, constrained_path, lexicon_table=lexicon_table,
+            attention=settings.unk_replace, constrained=True)
+        constrained = {"model": constrained_path.name,
+                       "inputs": onnx_export.input_names(proto_constrained),
+                       "outputs": onnx_export.output_names(proto_constrained)}
     vocabularies = {}
     for role, lang, vocabulary in (("source_vocab", run.src, run.source_vocab),
                                    ("target_vocab", run.tgt, run.target_vocab)):
@@ -307,6 +403,9 @@ def write_onnx(directory: pathlib.Path, name: str, run, model, settings, tokeniz
         "outputs": onnx_export.output_names(proto),
         "forced": {"model": forced_path.name, "inputs": onnx_export.input_names(forced),
                    "outputs": onnx_export.output_names(forced)},
+        # The constrained search (export --constrained): the model that decodes the
+        # sentences with phrases to include or avoid, or a prefix; None: none.
+        "constrained": constrained,
         "int8": None,
     })
 
@@ -373,6 +472,7 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
         shortlist=args.shortlist,
         split_sentences=args.split_sentences,
         unk_replace=args.unk_replace,
+        constrained=args.constrained,
     )
     # Everything, the ONNX files included, is written into a temporary directory (a name
     # TF Serving ignores, not an integer) and renamed into place once all of it is checked.
@@ -381,8 +481,9 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
         selection = f", shortlist {args.shortlist[0]},{args.shortlist[1]}" if args.shortlist else ""
         unsplit = "" if args.split_sentences else ", lines not split into sentences"
         replaced = ", <unk> replaced" if args.unk_replace else ""
+        constrained = ", with the constrained search" if args.constrained else ""
         log(f"exporting SavedModel (beam {beam_size}, alpha {settings.alpha:g}{selection}"
-            f"{unsplit}{replaced})")
+            f"{unsplit}{replaced}{constrained})")
         unknown_words = None
         if args.unk_replace:
             from keras_nmt.unk_replace_graph import UnknownWords
@@ -395,7 +496,7 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
         savedmodel.write_savedmodel(archive, staging)
         log("checking the SavedModel with the TF1 session loader")
         self_check(staging, translator, beam_size, settings.alpha, args.shortlist,
-                   settings.split_sentences, dictionary)
+                   settings.split_sentences, dictionary, args.constrained)
         if args.onnx:
             onnx_staging = staging / layout.ONNX_DIR
             onnx_staging.mkdir()
@@ -405,6 +506,12 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
             onnx_check(onnx_staging / f"{args.name}.onnx", translator, beam_size, settings.alpha,
                        args.shortlist)
             forced_check(onnx_staging, args.name, translator)
+            if args.constrained:
+                from keras_nmt.export.onnx import OnnxModel
+
+                constrained_check(
+                    OnnxModel(onnx_staging / f"{args.name}.constrained.onnx").run, translator,
+                    beam_size, settings.alpha, args.shortlist, "ONNX model")
             if args.int8:
                 int8 = write_int8(onnx_staging, args.name, run, translator, settings,
                                   args.int8_max_drop, log)
@@ -421,7 +528,7 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
     write_text_atomic(out / serving_files.CONFIG_NAME, serving_files.models_config(out, args.name))
     write_text_atomic(out / serving_files.SERVING_NAME, serving_files.serving_md(
         args.name, version, savedmodel.signature_summary(settings), onnx=args.onnx,
-        tokenizer=tokenizer,
+        tokenizer=tokenizer, constrained=args.constrained,
     ))
     return final
 

@@ -4,7 +4,9 @@
     EXPORT_DIR/NAME/VERSION/          the SavedModel, in TF Serving's layout
     EXPORT_DIR/NAME/VERSION/onnx/     with --onnx: NAME.onnx, NAME.forced.onnx,
                                       NAME.onnx.json, the vocabularies (and
-                                      NAME.int8.onnx, NAME.spm.LANG.model)
+                                      NAME.int8.onnx, NAME.spm.LANG.model; with
+                                      --constrained NAME.constrained.onnx and
+                                      NAME.constrained.int8.onnx)
     EXPORT_DIR/models.config          :mod:`keras_nmt.export.serving_files`
     EXPORT_DIR/SERVING.md
 

@@ -23,12 +23,14 @@ OPSET = 17
 
 
 def convert(model: TranslationModel, nbest: int, path: str | pathlib.Path, opset: int = OPSET,
-            lexicon_table=None, attention: bool = False):
+            lexicon_table=None, attention: bool = False, constrained: bool = False):
     """Convert and write ``path``; returns the checked ONNX ModelProto. With
     ``lexicon_table`` the graph holds it and takes the two shortlist inputs; with
     ``attention`` it also returns each hypothesis's attention (``attention`` [B, n, T, S],
-    what UNK replacement reads)."""
-    fn, signature = translate_ids_function(model, nbest, lexicon_table, attention)
+    what UNK replacement reads); with ``constrained``, the constrained search
+    (``translate_ids_constrained``: inputs ``include_ids``, ``avoid_ids``, ``prefix_ids``
+    after the others, output ``unmet``)."""
+    fn, signature = translate_ids_function(model, nbest, lexicon_table, attention, constrained)
     return _convert(fn, signature, path, opset)
 
 

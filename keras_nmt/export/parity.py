@@ -13,6 +13,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from keras_nmt.constraints import padded_arrays
 from keras_nmt.translation import batches_apart
 from keras_nmt.vocab import Vocabulary
 
@@ -54,20 +55,34 @@ def run_ids(
     batch_size: int = 32,
     shortlist: tuple[int, int] | None = None,
     rare: np.ndarray | None = None,
+    constraints: Sequence | None = None,
 ) -> list[Decoded]:
     """Decode source ids (EOS appended, as Translator.encode gives them) through a
     ``translate_ids`` path, ``batch_size`` sentences at a time, in order; ``shortlist``
     feeds the selection inputs of an export that has them. With ``rare`` (bool [source
     vocabulary], :meth:`keras_nmt.lexicon.Lexicon.rare_sources`) the sentences holding a
-    marked id are batched apart, after the others, as the translators batch them."""
+    marked id are batched apart, after the others, as the translators batch them.
+    ``constraints``: each sentence's :class:`~keras_nmt.constraints.SentenceConstraints`
+    (or None), fed to a ``translate_ids_constrained`` path; constrained sentences are
+    batched apart from the others, as the translators batch them."""
     extra = {} if shortlist is None else {
         "shortlist_frequent": np.array(shortlist[0], np.int32),
         "shortlist_best": np.array(shortlist[1], np.int32),
     }
-    apart = None if rare is None else (
-        lambda ids: bool(np.asarray(rare)[np.asarray(ids, np.int64)].any()))
+    marked = None if rare is None else np.asarray(rare)
+
+    def apart(i: int) -> tuple[bool, bool]:
+        return (bool(constraints[i]) if constraints is not None else False,
+                bool(marked[np.asarray(source_ids[i], np.int64)].any())
+                if marked is not None else False)
+
     decoded: list[Decoded | None] = [None] * len(source_ids)
-    for chosen in batches_apart(range(len(source_ids)), source_ids, batch_size, apart):
+    for chosen in batches_apart(range(len(source_ids)), range(len(source_ids)), batch_size,
+                                apart):
+        if constraints is not None:
+            names = ("include_ids", "avoid_ids", "prefix_ids")
+            extra = {**extra, **dict(zip(names, padded_arrays(
+                [constraints[i] for i in chosen])))}
         out = run({
             "source_ids": pad_batch([source_ids[i] for i in chosen]),
             "beam_size": np.array(beam_size, np.int32),
@@ -77,6 +92,7 @@ def run_ids(
             **extra,
         })
         ids, lengths, scores = out["ids"], out["lengths"], out["scores"]
+        chosen = list(chosen)
         for row, i in enumerate(chosen):
             tokens = tuple(target_vocab.decode(ids[row, 0, : int(lengths[row, 0])]))
             decoded[i] = Decoded(None, tokens, float(scores[row, 0]))

@@ -7,7 +7,10 @@ Signatures (see the export contract in the README):
   ``attention`` when asked), with the beam size and alpha fixed at export time;
 - ``translate``: the same with ``beam_size`` and ``alpha`` as inputs;
 - ``translate_ids``: token ids -> token ids and scores, the signature of
-  :func:`keras_nmt.search.make_translate_fn` (the function ONNX is made from).
+  :func:`keras_nmt.search.make_translate_fn` (the function ONNX is made from);
+- ``translate_ids_constrained`` (``ExportSettings.constrained``, ``keras-nmt export
+  --constrained``): the same with the phrases to include and avoid and the prefix as
+  PAD-padded target ids (make_translate_fn's ``constrained`` signature), and ``unmet``.
 
 Exported with a shortlist (``keras-nmt export --shortlist F,B``), the run's lexical table
 is a constant of the graph: ``serving_default`` and ``translate`` decode with vocabulary
@@ -65,19 +68,26 @@ class ExportSettings:
     # Every written <unk> replaced by its most attended source word, through the run's
     # dictionary (keras_nmt.unk_replace_graph; a word run that attends)
     unk_replace: bool = False
+    # Also the constrained search over ids (translate_ids_constrained; its ONNX twin)
+    constrained: bool = False
 
 
 def translate_ids_function(model: TranslationModel, nbest: int,
-                           lexicon_table=None, attention: bool = False) -> tuple[Callable, list]:
+                           lexicon_table=None, attention: bool = False,
+                           constrained: bool = False) -> tuple[Callable, list]:
     """The ``translate_ids`` function (plain Python, to be traced) and its input signature:
     :func:`keras_nmt.search.make_translate_fn`'s (with the shortlist inputs when
     ``lexicon_table`` is given), with the ``attention`` output [B, n, T, S] only when
-    asked (the ONNX search of an export that replaces ``<unk>``)."""
+    asked (the ONNX search of an export that replaces ``<unk>``). ``constrained``: the
+    constrained search's (``translate_ids_constrained``: three more inputs, and the
+    ``unmet`` output)."""
     translate_fn = search.make_translate_fn(model, nbest=max(1, nbest), autograph=False,
-                                            lexicon_table=lexicon_table, attention=attention)
+                                            lexicon_table=lexicon_table, attention=attention,
+                                            constrained=constrained)
     # The plain Python function: callers trace it themselves, no nested tf.function.
     search_fn = translate_fn.python_function
-    outputs = ID_OUTPUTS + (("attention",) if attention else ())
+    outputs = (ID_OUTPUTS + (("attention",) if attention else ())
+               + (("unmet",) if constrained else ()))
 
     def translate_ids(*inputs):
         out = search_fn(*inputs)
@@ -252,6 +262,11 @@ def build_archive(
     )
     translate_ids, ids_signature = translate_ids_function(model, settings.nbest, table)
     archive.add_endpoint("translate_ids", translate_ids, input_signature=ids_signature)
+    if settings.constrained:
+        constrained_ids, constrained_signature = translate_ids_function(
+            model, settings.nbest, table, constrained=True)
+        archive.add_endpoint("translate_ids_constrained", constrained_ids,
+                             input_signature=constrained_signature)
     return archive
 
 
@@ -290,15 +305,23 @@ def signature_summary(settings: ExportSettings) -> dict[str, str]:
              "EOS, the n-best list the line's best combinations of one hypothesis per "
              "sentence by that score, attention block-diagonal" if settings.split_sentences else
              "; each line is translated whole, as one sentence")
-    return {
+    ids_inputs = ("`source_ids` int32 [N, S] (0-padded, EOS=3 appended), `beam_size` "
+                  "int32, `alpha` float32, `forbid_unk` bool, `max_length` int32 "
+                  f"(<= 0: the decode-ratio rule){inputs}")
+    ids_outputs = ("`ids` int32 [N, n, T], `lengths` int32 [N, n], `scores` float32 [N, n], "
+                   "`log_probs` float32 [N, n]")
+    summary = {
         "serving_default": f"`sentences` string [N] (raw text) -> {outputs}; beam "
                            f"{settings.beam_size}, alpha {settings.alpha:g}{selection}{split}",
         "translate": "`sentences` string [N], `beam_size` int32, `alpha` float32 (< 0: "
                      f"the export's, {settings.alpha:g}) -> the outputs of "
                      f"serving_default{selection}",
-        "translate_ids": "`source_ids` int32 [N, S] (0-padded, EOS=3 appended), `beam_size` "
-                         "int32, `alpha` float32, `forbid_unk` bool, `max_length` int32 "
-                         f"(<= 0: the decode-ratio rule){inputs} -> `ids` int32 [N, n, T], "
-                         "`lengths` int32 [N, n], `scores` float32 [N, n], `log_probs` "
-                         "float32 [N, n]",
+        "translate_ids": f"{ids_inputs} -> {ids_outputs}",
     }
+    if settings.constrained:
+        summary["translate_ids_constrained"] = (
+            f"{ids_inputs}, `include_ids` int32 [N, P, L] (phrases to include), `avoid_ids` "
+            "int32 [N, P, L] (phrases to avoid), `prefix_ids` int32 [N, L] (the prefix), "
+            "target ids padded with 0 (a row of 0: no phrase) -> the outputs of "
+            f"translate_ids, `unmet` int32 [N, n] (phrases the length limit kept out)")
+    return summary

@@ -80,8 +80,9 @@ without TF Text (a custom build) fails to load it with "Op type not registered
 
 
 def serving_md(name: str, version: int, signatures: dict[str, str], onnx: bool,
-               tokenizer: str = "word") -> str:
-    """SERVING.md: how to serve EXPORT_DIR with TF Serving (REST and gRPC)."""
+               tokenizer: str = "word", constrained: bool = False) -> str:
+    """SERVING.md: how to serve EXPORT_DIR with TF Serving (REST and gRPC); with
+    ``constrained`` (and ``onnx``), the constrained ONNX model too."""
     outputs = "\n".join(f"  - `{key}`: {value}" for key, value in signatures.items())
     sentencepiece = tokenizer == "sentencepiece"
     codec_files = (f"SentencePiece models (`{name}.spm.*.model`, run by the `sentencepiece` "
@@ -99,6 +100,13 @@ def serving_md(name: str, version: int, signatures: dict[str, str], onnx: bool,
         "ONNX model, or `python serving/onnx_translate.py`).\n"
         if onnx else ""
     )
+    if onnx and constrained:
+        onnx_part += (
+            f"\n`{onnx_dir}/{name}.constrained.onnx` is `translate_ids_constrained` converted "
+            "the same way: `keras-nmt onnx-translate --constraints FILE --prefix FILE "
+            "--glossary TSV` decodes the constrained lines with it (the other lines keep "
+            f"`{name}.onnx`).\n"
+        )
     if sentencepiece:
         import tensorflow_text
 

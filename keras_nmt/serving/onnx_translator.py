@@ -32,6 +32,16 @@ attention matrix (the paper's Fig. 3). They return
 :class:`~keras_nmt.evaluation.forced.ForcedPair` objects, the TensorFlow path's. The
 log-probabilities are over the whole target vocabulary, whatever the search selected.
 
+Lexically constrained decoding (``translate(..., constraints=, glossary=)``, ``onnx-translate
+--constraints FILE --prefix FILE --glossary TSV``) runs ``NAME.constrained.onnx`` (or with
+``int8`` ``NAME.constrained.int8.onnx``), written by ``keras-nmt export --onnx
+--constrained`` and loaded when first needed, on the batches of constrained sentences; the
+other sentences keep ``NAME.onnx``. Constraints mean what they mean for
+:meth:`keras_nmt.translator.Translator.translate` (:mod:`keras_nmt.constraints`), with one
+difference: the export holds no lexical table to place a bare phrase (one without a
+glossary's source term) in a line of several sentences, so such a line is translated whole.
+An export without the constrained model refuses constraints (:class:`ExportError`).
+
 In Python::
 
     translator = OnnxTranslator.from_export_dir("exports", name="nmt")
@@ -52,6 +62,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from keras_nmt import constraints as output_rules
 from keras_nmt.confidence import confidence_of
 from keras_nmt.constants import EOS_ID, UNK_ID
 from keras_nmt.evaluation.forced import ForcedPair, pad_rows, run_batches, target_tokens
@@ -67,6 +78,7 @@ from keras_nmt.vocab import Vocabulary
 
 INPUTS = ("source_ids", "beam_size", "alpha", "forbid_unk", "max_length")
 OUTPUTS = ("ids", "lengths", "scores")
+CONSTRAINED_INPUTS = INPUTS + ("include_ids", "avoid_ids", "prefix_ids")
 FORCED_INPUTS = ("source_ids", "target_ids")
 FORCED_OUTPUTS = ("token_logprobs",)  # and "attention" for RNNsearch
 METADATA_KEYS = (
@@ -150,7 +162,9 @@ class OnnxTranslator:
                  shortlist: tuple[int, int] | None = None,
                  forced_path: pathlib.Path | None = None, threads: int | None = None,
                  split_sentences: bool = False, rare_sources: Sequence[int] = (),
-                 dictionary: dict[str, str] | None = None):
+                 dictionary: dict[str, str] | None = None,
+                 constrained_path: pathlib.Path | None = None,
+                 max_decode_ratio: float | None = None):
         self.session = session
         # keras_nmt.text codecs: the word tokenizer or SentencePiece, as exported.
         self.source_codec = source_codec
@@ -185,6 +199,12 @@ class OnnxTranslator:
         self.threads = threads
         self._forced = None
         self._forced_lock = threading.Lock()  # a server's batch threads may race to load it
+        # NAME.constrained.onnx (export --constrained), loaded by the first constrained
+        # batch; None: constraints are refused. The decode-ratio rule bounds a constrained
+        # output, so its phrases are checked against it (keras_nmt.constraints.Encoder).
+        self.constrained_path = constrained_path
+        self.max_decode_ratio = max_decode_ratio
+        self._constrained = None
 
     @classmethod
     def from_export_dir(cls, export_dir: str | os.PathLike, name: str = "nmt",
@@ -226,6 +246,20 @@ class OnnxTranslator:
         )
         forced = metadata.get("forced")
         forced_path = export_dir / str(forced["model"]) if isinstance(forced, dict) else None
+        constrained = metadata.get("constrained")  # older exports and plain ones: none
+        constrained_path = None
+        if isinstance(constrained, dict) and "model" in constrained:
+            constrained_path = export_dir / str(constrained["model"])
+            if int8:
+                found = metadata["int8"].get("constrained")
+                # An int8 model without its constrained twin: constraints are refused
+                # rather than decoded by the float model unasked.
+                constrained_path = export_dir / str(found) if found else None
+        try:
+            ratio = metadata.get("max_decode_ratio")
+            ratio = None if ratio is None else float(ratio)
+        except (TypeError, ValueError) as error:
+            raise ExportError(f"{name}.onnx.json: max_decode_ratio: {error}") from None
         dictionary = None
         if metadata.get("unk_replace"):  # older exports: no key, no replacement
             if not metadata.get("dictionary"):
@@ -233,7 +267,8 @@ class OnnxTranslator:
                                   "(export the run again)")
             dictionary = load_dictionary(export_dir / str(metadata["dictionary"]))
         return cls(session, source_codec, target_codec, max_source_len, beam_size, alpha,
-                   max_nbest, shortlist, forced_path, threads, split, rare, dictionary)
+                   max_nbest, shortlist, forced_path, threads, split, rare, dictionary,
+                   constrained_path, ratio)
 
     def forced_session(self):
         """The onnxruntime session of NAME.forced.onnx (loaded once); :class:`ExportError`
@@ -246,6 +281,35 @@ class OnnxTranslator:
                 self._forced = _session(self.forced_path, self.threads, FORCED_INPUTS,
                                         FORCED_OUTPUTS, "force-decoding")
         return self._forced
+
+    @property
+    def constrains(self) -> bool:
+        """Whether the export has a constrained model (``export --constrained``)."""
+        return self.constrained_path is not None and self.max_decode_ratio is not None
+
+    def constrained_session(self):
+        """The onnxruntime session of NAME.constrained.onnx (loaded once);
+        :class:`ExportError` when the export has none."""
+        with self._forced_lock:
+            if self._constrained is None:
+                if not self.constrains:
+                    raise ExportError("this export has no constrained model: export the run "
+                                      "again with --onnx --constrained")
+                outputs = OUTPUTS + (("attention",) if self.attends else ())
+                self._constrained = _session(self.constrained_path, self.threads,
+                                             CONSTRAINED_INPUTS, outputs,
+                                             "translate_ids_constrained")
+        return self._constrained
+
+    def constraint_attacher(self, constraints, glossary=None) -> Callable:
+        """:func:`keras_nmt.constraints.attach` with this export's codecs and longest
+        output (no lexical table: a bare phrase of a split line keeps the line whole)."""
+        if not self.constrains:
+            raise ExportError("this export has no constrained model: export the run again "
+                              "with --onnx --constrained")
+        encoder = output_rules.Encoder(self.target_codec, output_rules.max_output_tokens(
+            self.max_source_len, self.max_decode_ratio))
+        return output_rules.attach(constraints, encoder, self.source_codec.tokenize, glossary)
 
     @property
     def aligns(self) -> bool:
@@ -324,7 +388,9 @@ class OnnxTranslator:
                   align: bool = False,
                   split_sentences: bool | None = None,
                   unk_replace: bool | None = None,
-                  confidence: bool = False) -> list[Translation]:
+                  confidence: bool = False,
+                  constraints: Sequence[output_rules.LineConstraints | None] | None = None,
+                  glossary: output_rules.Glossary | None = None) -> list[Translation]:
         """One translation per line, in order (see :meth:`Translator.translate`).
         ``shortlist``: True, the export's vocabulary selection (if it was exported with
         one); (F, B) another one (the export must hold a lexical table); False or None:
@@ -338,8 +404,11 @@ class OnnxTranslator:
         one), at the attention the search returns; None: as the export says
         (``--unk-replace``). ``confidence``: each translation's ``confidence``, from its
         best hypothesis force-decoded (NAME.forced.onnx; :class:`ExportError` for an
-        export without it), one more pass per sentence. ``progress`` hears the lines each
-        batch finished."""
+        export without it), one more pass per sentence. ``constraints`` (per line) and
+        ``glossary``: what each line's translation must include, avoid and start with, as
+        for :meth:`Translator.translate`; the constrained sentences decode in batches of
+        their own by NAME.constrained.onnx (:class:`ExportError` for an export without
+        it; see the module docstring). ``progress`` hears the lines each batch finished."""
         beam_size = self.beam_size if beam_size is None else int(beam_size)
         alpha = self.alpha if alpha is None else float(alpha)
         if not 1 <= nbest <= self.max_nbest:
@@ -368,16 +437,26 @@ class OnnxTranslator:
             raise ExportError("this export has no force-decoding model to compute a "
                               "confidence with (it was written by an older keras-nmt): "
                               "export the run again with --onnx")
+        if constraints is not None and len(constraints) != len(lines):
+            raise ValueError(f"{len(constraints)} constraints for {len(lines)} lines")
+        constrain = (self.constraint_attacher(constraints, glossary)
+                     if constraints is not None or glossary is not None else None)
         outputs = list(OUTPUTS) + (["attention"] if replace else [])
 
         def decode(sources: list[Source]) -> list[Translation]:
-            found = self.session.run(outputs, {
+            rules, session = {}, self.session
+            if any(source.constraints for source in sources):
+                session = self.constrained_session()
+                rules = dict(zip(CONSTRAINED_INPUTS[len(INPUTS):], output_rules.padded_arrays(
+                    [source.constraints for source in sources])))
+            found = session.run(outputs, {
                 "source_ids": pad_rows([source.ids for source in sources]),
                 "beam_size": np.array(beam_size, np.int32),
                 "alpha": np.array(alpha, np.float32),
                 "forbid_unk": np.array(bool(forbid_unk)),
                 "max_length": np.array(0, np.int32),  # the max_decode_ratio rule
                 **selection,
+                **rules,
             })
             ids, lengths, scores = found[:3]
             return [beam_translation(self.target_codec, source, ids[row], lengths[row],
@@ -386,11 +465,11 @@ class OnnxTranslator:
                                      else None)
                     for row, source in enumerate(sources)]
 
-        return translate_lines(
+        return output_rules.empty_lines_unmet(lines, constraints, translate_lines(
             lines, decode, batch_size, read=self.source, skip_empty=blank(nbest),
             lang=self.src_lang, target_lang=self.tgt_lang, split_sentences=split,
             progress=progress,
             revise=functools.partial(self._align_best, batch_size=batch_size, align=align,
                                      confidence=confidence) if align or confidence else None,
-            apart=apart,
-        )
+            apart=output_rules.constrained_apart(apart), constrain=constrain,
+        ))
