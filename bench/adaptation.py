@@ -17,7 +17,8 @@ other, each alone, through ``keras-nmt train`` itself.
 
 Written to ``--out``: ``runs/`` (the run directories), ``adaptation.json`` (unless
 ``--json`` puts it elsewhere) and ``adaptation.png`` (BLEU against minutes, adapted and
-from scratch, the parent's as a line). Resumable: a run with a ``summary.json`` is not
+from scratch, the parent's as a line), with the share of the new test split's source
+tokens outside the parent's and the child's source vocabularies. Resumable: a run with a ``summary.json`` is not
 trained again.
 """
 
@@ -101,6 +102,19 @@ def parent_scores(args, run: pathlib.Path) -> dict:
     return found
 
 
+def source_oov(run: pathlib.Path, test_run: pathlib.Path) -> float:
+    """The share of source tokens of the split ``test_run`` reported on that ``run``'s
+    source vocabulary lacks."""
+    from keras_nmt.evaluation.scoring import read_parallel
+    from keras_nmt.rundir import RunDir
+
+    codec = RunDir(run).inspect("last").source_codec
+    test = json.loads((test_run / "data.json").read_text(encoding="utf-8"))["splits"]["test"]
+    sources, _ = read_parallel(test_run / test["source"], test_run / test["target"])
+    tokens = [token for line in sources for token in codec.tokenize(line)]
+    return sum(token not in codec.vocabulary for token in tokens) / max(len(tokens), 1)
+
+
 def draw(rows: list[dict], parent: dict, path: pathlib.Path) -> None:
     import matplotlib
 
@@ -141,14 +155,17 @@ def main(argv=None) -> int:
                     raise SystemExit(f"{PROG}: error: training {run} failed")
             rows.append({"kind": kind, "minutes": minutes, **scores(run)})
             bench.log(f"{kind} {minutes:g} min: {rows[-1]}")
-    parent = parent_scores(args, out / "runs" / f"adapted-{args.minutes[0]:g}min")
-    bench.log(f"parent: {parent}")
+    first = out / "runs" / f"adapted-{args.minutes[0]:g}min"
+    parent = parent_scores(args, first)
+    oov = {"parent": source_oov(pathlib.Path(args.parent), first),
+           "child": source_oov(first, first)}
+    bench.log(f"parent: {parent}; source OOV rate of the new domain's test split: {oov}")
     draw(rows, parent, out / "adaptation.png")
     keys = sorted({k for r in rows for k in r if k.startswith("bleu")})
     print(_common.table(rows, [("kind", "run", ""), ("minutes", "minutes", "g")]
                         + [(k, k.replace("bleu_", "BLEU ") if k != "bleu" else "BLEU", ".2f")
                            for k in keys]))
-    bench.write({"parent": parent, "runs": rows},
+    bench.write({"parent": parent, "source_oov": oov, "runs": rows},
                 {"parent": args.parent, "data": args.data, "minutes": args.minutes,
                  "mix": args.mix, "pull": args.pull, "freeze": args.freeze,
                  "also_report": args.also_report, "seed": args.seed},

@@ -699,6 +699,8 @@ def test_adaptation_trains_children_and_scratch_runs_and_draws_the_curve(
     for row in found["runs"]:
         assert 0 <= row["bleu"] <= 100 and "bleu_parent" in row and row["updates"] > 0
     assert set(found["parent"]) == {"bleu", "bleu_parent"}
+    # The same corpus: the child's vocabulary is the parent's, its OOV rate the same.
+    assert 0 <= found["source_oov"]["child"] == found["source_oov"]["parent"] < 1
     assert (out / "adaptation.png").stat().st_size > 0
     child = json.loads((out / "runs" / "adapted-0.05min" / "data.json").read_text())
     assert child["mix"]["fraction"] == 0.25 and child["parent"]
