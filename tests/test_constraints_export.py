@@ -131,9 +131,18 @@ def test_keras_savedmodel_and_onnx_give_the_same_constrained_translations(
             lambda feeds: session.run("translate_ids_constrained", **feeds),
             translator.encode(LINES[:3]), translator.target_vocab, BEAM, 1.0,
             constraints=exporter._sentence_constraints(translator, found[:3]))
+        # The string signature: phrases as text, tokenized in the graph.
+        rules = [c or LineConstraints() for c in found[:3]]
+        strings = session.run(
+            "translate_constrained", sentences=np.array(LINES[:3], object),
+            include=np.array([list(c.include) or [""] for c in rules], object),
+            avoid=np.array([list(c.avoid) or [""] for c in rules], object),
+            prefix=np.array([c.prefix for c in rules], object))
     finally:
         session.close()
     assert [d.tokens for d in decoded] == [t.tokens for t in whole]
+    assert [t.decode() for t in strings["translations"]] == [t.text for t in whole]
+    assert strings["unmet"].tolist() == [0, 0, 0]
     # A glossary term on a split line lands in the sentence of its source term.
     [plain] = translator.translate(LINES[3:], beam_size=BEAM)
     [term] = absent_words(translator, LINES, 5)[4:]

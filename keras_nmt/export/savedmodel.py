@@ -10,7 +10,10 @@ Signatures (see the export contract in the README):
   :func:`keras_nmt.search.make_translate_fn` (the function ONNX is made from);
 - ``translate_ids_constrained`` (``ExportSettings.constrained``, ``keras-nmt export
   --constrained``): the same with the phrases to include and avoid and the prefix as
-  PAD-padded target ids (make_translate_fn's ``constrained`` signature), and ``unmet``.
+  PAD-padded target ids (make_translate_fn's ``constrained`` signature), and ``unmet``;
+- ``translate_constrained`` (with it): raw sentences with their phrases to include and
+  avoid and their prefix as strings, tokenized in the graph by the target encoder; each
+  line translated whole; the outputs of ``serving_default`` and ``unmet``.
 
 Exported with a shortlist (``keras-nmt export --shortlist F,B``), the run's lexical table
 is a constant of the graph: ``serving_default`` and ``translate`` decode with vocabulary
@@ -124,7 +127,7 @@ def make_string_translate(
     attention)."""
     max_len = int(settings.max_source_len)
 
-    def translate_sentences(sentences, beam_size, alpha, shortlist) -> dict:
+    def translate_sentences(sentences, beam_size, alpha, shortlist, guide=()) -> dict:
         """Each sentence's outputs: texts and scores [S, N] (N: the search's n-best
         width), which slots hold a hypothesis [S, N], truncated [S], the weight of each
         in its line's score (source tokens + EOS, [S]); with attention, the
@@ -141,7 +144,8 @@ def make_string_translate(
         # An empty batch gives [0, 0]; the encoder's RNN needs at least one time step.
         source_ids = tf.pad(source_ids, [[0, 0], [0, 1 - tf.minimum(tf.shape(source_ids)[1], 1)]])
         out = search_fn(
-            source_ids, beam_size, alpha, tf.constant(False), tf.constant(0, tf.int32), *shortlist
+            source_ids, beam_size, alpha, tf.constant(False), tf.constant(0, tf.int32),
+            *shortlist, *guide,
         )
         # Empty and whitespace-only sentences translate to "" with score 0.0, as
         # Translator does (the search still ran on their lone EOS; its result is dropped).
@@ -157,6 +161,8 @@ def make_string_translate(
         filled = tf.where(empty[:, None], first_slot, out["lengths"] > 0)
         result = {"texts": texts, "scores": scores, "filled": filled, "truncated": truncated,
                   "weights": tf.cast(tf.minimum(counts, max_len) + 1, tf.float32)}
+        if guide:
+            result["unmet"] = out["unmet"][:, 0]
         if settings.attention:
             result["attention"] = tf.where(
                 empty[:, None, None], tf.constant(0.0, tf.float32), out["attention"][:, 0]
@@ -177,8 +183,10 @@ def make_string_translate(
                 found["attention"], found["rows"], found["columns"], row_splits)
         return joined
 
-    def translate(sentences, beam_size, alpha, *shortlist):
-        if settings.split_sentences:
+    def translate(sentences, beam_size, alpha, *shortlist, guide=()):
+        if guide:  # a constrained line is translated whole (its phrases, its prefix)
+            found = translate_sentences(sentences, beam_size, alpha, shortlist, guide)
+        elif settings.split_sentences:
             split = sentences_graph.split(sentences, encoder.lang)
             found = join_lines(
                 translate_sentences(split.flat_values, beam_size, alpha, shortlist),
@@ -193,9 +201,19 @@ def make_string_translate(
             result["nbest_scores"] = scores
         if settings.attention:
             result["attention"] = found["attention"]
+        if guide:
+            result["unmet"] = found["unmet"]
         return result
 
     return translate
+
+
+def phrase_ids(target_encoder, phrases):
+    """Phrases as strings [N, P] ("" for none) -> their target ids [N, P, L], PAD-padded,
+    tokenized by the run's target graph encoder as the output is."""
+    shape = tf.shape(phrases)
+    ids = target_encoder(tf.reshape(phrases, [-1]), add_eos=False).to_tensor(PAD_ID)
+    return tf.reshape(ids, tf.concat([shape, tf.shape(ids)[1:]], axis=0))
 
 
 def build_archive(
@@ -237,8 +255,10 @@ def build_archive(
     # twice the size on disk and in a server's memory). The lookup table is not a
     # variable, so it must be tracked; so must the SentencePiece models (resources).
     archive.track(encoder)
-    if target_encoder.kind == SENTENCEPIECE:
-        archive.track(target_encoder)  # the word target side is a constant token list
+    if target_encoder.kind == SENTENCEPIECE or settings.constrained:
+        # A word target side decodes from a constant token list; its table is needed
+        # only to read constrained phrases.
+        archive.track(target_encoder)
     if unknown_words is not None:
         archive.track(unknown_words)  # the dictionary's lookup table
 
@@ -267,6 +287,25 @@ def build_archive(
             model, settings.nbest, table, constrained=True)
         archive.add_endpoint("translate_ids_constrained", constrained_ids,
                              input_signature=constrained_signature)
+        guided_fn = search.make_translate_fn(
+            model, nbest=max(1, settings.nbest), autograph=False, lexicon_table=table,
+            attention=settings.attention or settings.unk_replace, constrained=True,
+        ).python_function
+        if table is not None:
+            guided_fn = search.rare_apart(guided_fn, marked_sources(table), per_sentence=3)
+        guided_translate = make_string_translate(
+            encoder, lambda ids: ids_to_text(ids, target_encoder), settings, guided_fn,
+            unknown_words, target_encoder.lang)
+
+        def translate_constrained(sentences, include, avoid, prefix):
+            guide = (phrase_ids(target_encoder, include), phrase_ids(target_encoder, avoid),
+                     phrase_ids(target_encoder, prefix[:, None])[:, 0])
+            return guided_translate(sentences, beam_size, alpha, *shortlist, guide=guide)
+
+        archive.add_endpoint("translate_constrained", translate_constrained, input_signature=[
+            SENTENCES, tf.TensorSpec([None, None], tf.string, name="include"),
+            tf.TensorSpec([None, None], tf.string, name="avoid"),
+            tf.TensorSpec([None], tf.string, name="prefix")])
     return archive
 
 
@@ -324,4 +363,12 @@ def signature_summary(settings: ExportSettings) -> dict[str, str]:
             "int32 [N, P, L] (phrases to avoid), `prefix_ids` int32 [N, L] (the prefix), "
             "target ids padded with 0 (a row of 0: no phrase) -> the outputs of "
             f"translate_ids, `unmet` int32 [N, n] (phrases the length limit kept out)")
+        summary["translate_constrained"] = (
+            "`sentences` string [N], `include` string [N, P] (phrases the translation must "
+            "hold, \"\" for none), `avoid` string [N, Q] (phrases it must not), `prefix` "
+            "string [N] (its first words, \"\" for none) -> the outputs of serving_default "
+            "and `unmet` int32 [N]; beam and alpha of serving_default, phrases tokenized as "
+            "the output is, each line translated whole (not split into sentences); a phrase "
+            "word outside the target vocabulary is decoded as <unk> (onnx-translate and "
+            "keras-nmt serve write the phrase's word there)")
     return summary

@@ -95,7 +95,7 @@ def make_translate_fn(
     return tf.function(translate, input_signature=signature, autograph=autograph)
 
 
-def rare_apart(search_fn: Callable, rare: np.ndarray) -> Callable:
+def rare_apart(search_fn: Callable, rare: np.ndarray, per_sentence: int = 0) -> Callable:
     """``search_fn`` (:func:`make_translate_fn`'s function, or its Python function, with
     the shortlist inputs) run on two parts of every batch: the sentences without a source
     id that ``rare`` marks (bool [source vocabulary],
@@ -104,16 +104,20 @@ def rare_apart(search_fn: Callable, rare: np.ndarray) -> Callable:
     sentences on the whole vocabulary, whatever else the batch holds, as the
     translators' own batching does (:func:`keras_nmt.translation.rare_source`). Plain
     TensorFlow (a part may be empty); for the SavedModel's string signatures, not for
-    ONNX, where ``translate_ids`` decides per batch."""
+    ONNX, where ``translate_ids`` decides per batch. The last ``per_sentence`` inputs
+    have a row per sentence (a constrained search's phrases): each part gets its rows."""
     rare = np.asarray(rare, bool)
 
-    def search(source_ids, beam_size, alpha, forbid_unk, max_length, *selection):
+    def search(source_ids, beam_size, alpha, forbid_unk, max_length, *extra):
+        split = len(extra) - per_sentence
+        selection, rows = extra[:split], extra[split:]
         # A constant of the traced graph, as make_translate_fn's table, not a capture.
         flags = tf.reduce_any(tf.gather(tf.constant(rare), source_ids), axis=1)  # [B]
         parts = [tf.cast(tf.reshape(tf.where(want), [-1]), tf.int32)
                  for want in (tf.logical_not(flags), flags)]
         outputs = [search_fn(tf.gather(source_ids, part), beam_size, alpha, forbid_unk,
-                             max_length, *selection) for part in parts]
+                             max_length, *selection, *[tf.gather(x, part) for x in rows])
+                   for part in parts]
         back = tf.math.invert_permutation(tf.concat(parts, axis=0))
         merged = {}
         for key, first in outputs[0].items():
