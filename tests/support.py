@@ -15,6 +15,7 @@ import io
 import json
 import os
 import pathlib
+import shutil
 import threading
 import urllib.parse
 
@@ -487,3 +488,21 @@ def build_model(
             values[EOS_ID] += eos_bias
         weight.assign(values)
     return model
+
+
+# The page at / in a real browser (tests of keras-nmt serve): Debian's packages, no download.
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+
+
+def headless_chromium():
+    """Debian's Chromium driven by selenium through Debian's chromedriver (no download)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--window-size=900,700", "--no-proxy-server"):
+        options.add_argument(argument)
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)

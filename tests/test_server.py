@@ -29,9 +29,14 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from support import ServerThread, call, call_raw, child_env, edit_json, onnx_files
+from support import (
+    CHROMEDRIVER, CHROMIUM, ServerThread, call, call_raw, child_env, edit_json,
+    headless_chromium, onnx_files,
+)
 from keras_nmt.cli import serve as serve_cli
+from keras_nmt.constraints import Glossary, LineConstraints
 from keras_nmt.errors import RequestError
+from keras_nmt.serving import tfserving_client
 from keras_nmt.serving.batcher import Batcher
 from keras_nmt.serving.metrics import PATH as METRICS_PATH
 from keras_nmt.serving.onnx_translator import OnnxTranslator
@@ -193,7 +198,7 @@ def test_status_metadata_health_models_stats(served):
     assert status == 200 and models["models"][0] == {
         "name": "nmt", "version": 1, "src": "en", "tgt": "fr", "beam": 5, "alpha": 1.0,
         "max_nbest": 2, "max_source_len": 100, "int8": False, "shortlist": None,
-        "alignment": True, "split_sentences": True}
+        "alignment": True, "split_sentences": True, "constraints": False}
     status, stats = served.call("/stats")
     assert status == 200 and stats["batch_size"] == 8 and stats["waiting"] == 0
     for path, reason in [("/v1/models/other", "Servable not found for request: Latest(other)"),
@@ -382,6 +387,32 @@ BAD = [  # path, body, status, a phrase of the reason
      "more than 8192 source tokens in one request; at most 8192 (--max-tokens)"),
     ("/translate", {"text": ["cat " * 60] * 40, "alignment": True}, 400,
      "may hold 300120 cells; at most 262144 (--max-alignment-cells)"),
+    # Constraints: read and bounded before anything else (test_server_constraints has the
+    # rest, against an export with the constrained search), and refused by this one.
+    ("/translate", {"text": ["a"], "constraints": [["le"]]}, 400,
+     "has no constrained search: export it again with --constrained"),
+    ("/translate", {"text": ["a"], "glossary": [["a", "le"]]}, 400, "--constrained"),
+    ("/v1/models/nmt:predict", {"instances": [{"sentences": "a", "prefix": "le"}]}, 400,
+     "--constrained"),
+    ("/v1/models/nmt:predict", {"inputs": {"sentences": ["a"], "avoid": [["le"]]}}, 400,
+     "--constrained"),
+    ("/translate", {"text": ["a"], "constraints": [["x"] * 100_000]}, 400,
+     "text[0].constraints holds 100000 phrases; at most 16"),
+    ("/translate", {"text": ["a"], "avoid": [["x" * 10_000]]}, 400,
+     "text[0].avoid[0] is 10000 characters long; at most 4096"),
+    ("/translate", {"text": ["a"], "prefix": [{"a": [{"b": {}}]}]}, 400,
+     "text[0].prefix: expected a string"),
+    ("/translate", {"text": ["a"], "constraints": [[""]]}, 400, "is an empty phrase"),
+    ("/translate", {"text": ["a"], "constraints": [[1.5]]}, 400,
+     "text[0].constraints[0]: expected a string"),
+    ("/translate", {"text": ["a"], "avoid": "x"}, 400,
+     "avoid must be a list with an entry for each of the 1 sentences, got a string"),
+    ("/translate", {"text": ["a"], "glossary": [["a"]] * 65}, 400, "at most 64"),
+    ("/translate", {"text": ["a"], "glossary": [["a", ["le"]]]}, 400, "pair of strings"),
+    ("/v1/models/nmt:predict", {"instances": [{"sentences": "a", "constraints": [["x"]]}]},
+     400, "instances[0].constraints[0]: expected a string"),
+    ("/v1/models/nmt:predict", {"instances": [{"prefix": "le"}]}, 400,
+     "instances[0]: an object instance needs 'sentences'"),
 ]
 
 
@@ -406,7 +437,8 @@ PATHS = ["/translate", "/v1/models/nmt:predict", "/v1/models/nmt/versions/1:pred
 RANDOM_PATHS = st.sampled_from(["/", "/static/", "/v1/models/", "/v1/models/nmt/versions/"]).flatmap(
     lambda prefix: st.text(max_size=300).map(lambda rest: prefix + rest))
 KEYS = ["text", "beam", "alpha", "nbest", "model", "version", "no_unk", "instances", "inputs",
-        "signature_name", "sentences", "beam_size", "b64"]
+        "signature_name", "sentences", "beam_size", "b64", "constraints", "avoid", "prefix",
+        "glossary"]
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=4)
@@ -1134,24 +1166,23 @@ def test_sigterm_stops_within_the_shutdown_timeout_whatever_is_queued(tiny_expor
     assert held == [(503, {"error": "the server is shutting down"})]
 
 
+def test_the_clients_glossary_matches_words_and_punctuation():
+    glossary = Glossary((("New York", "New York"), ("dog", "chien"), ("e-mail", "courriel"),
+                         ("Dog", "Chien")))
+    instance = tfserving_client.instance_constraints
+
+    def rules(line):
+        return instance(glossary.for_line(tfserving_client.rough_tokens(line),
+                                          tfserving_client.rough_tokens))
+
+    assert rules("I saw a dog in New York.") == {"constraints": ["New York", "chien"]}
+    assert rules("dogs, New-York") == {}  # whole words only, case and all
+    assert rules("send an e-mail!") == {"constraints": ["courriel"]}
+    assert instance(LineConstraints(avoid=("x",), prefix="le")) == {"avoid": ["x"], "prefix": "le"}
+    assert instance(None) == {} and instance(LineConstraints()) == {}
+
+
 # ---- the page at / ----------------------------------------------------------------------
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
-
-
-def headless_chromium():
-    """Debian's Chromium driven by selenium through Debian's chromedriver (no download)."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--window-size=900,700", "--no-proxy-server"):
-        options.add_argument(argument)
-    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-
 
 def test_page_files_are_in_the_package_and_fetch_nothing_from_elsewhere(served):
     connection = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)

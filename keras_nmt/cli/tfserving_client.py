@@ -8,10 +8,10 @@ import argparse
 from typing import Sequence, TextIO
 
 from keras_nmt.cli.common import (
-    Console, OneLineParser, add_quiet_argument, binary, non_negative_float, non_negative_int,
-    positive_float, positive_int, run_main,
+    Console, OneLineParser, add_constraint_arguments, add_quiet_argument, binary,
+    non_negative_float, non_negative_int, positive_float, positive_int, run_main,
 )
-from keras_nmt.cli.translating import Output, translate_in_chunks
+from keras_nmt.cli.translating import LineRules, Output, translate_in_chunks
 from keras_nmt.corpus.readers import stream_lines
 from keras_nmt.errors import ServingError
 from keras_nmt.serving.tfserving_client import (
@@ -57,6 +57,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                         "(default 0.5)")
     parser.add_argument("--scores", action="store_true",
                         help="write 'SCORE<TAB>translation' (length-normalised log-prob)")
+    add_constraint_arguments(parser)  # keras-nmt serve only, over REST
     add_quiet_argument(parser, "no retry notices on stderr")
     parser.rename("--model", "--name")
     parser.rename("--version", "--model-version")
@@ -68,6 +69,9 @@ def make_client(args, stderr: TextIO, prog: str = PROG) -> TFServingClient:
     if args.grpc:
         if args.form is not None:
             raise ValueError("--form applies to REST (--url) only")
+        if args.constraints or args.prefix or args.glossary:
+            raise ValueError("--constraints, --prefix and --glossary go to keras-nmt serve "
+                             "over REST (--url) only")
         host, _, port = args.grpc.rpartition(":")
         if not host or not port.isdigit():
             raise ValueError(f"--grpc must be HOST:PORT, got {args.grpc!r}")
@@ -103,9 +107,13 @@ def _translate(client: TFServingClient, args, console: Console) -> int:
     if hasattr(console.stdout, "reconfigure"):
         console.stdout.reconfigure(encoding="utf-8", newline="\n")
     output = Output(console.stdout, scores=args.scores)
+    rules = LineRules(args.constraints, args.prefix, args.glossary)
     # No progress line: stderr is the retry notices' (--quiet silences them).
-    translate_in_chunks(client.translate, stream_lines(binary(console.stdin)), args.batch_size,
-                        output, console.stderr, quiet=True)
+    read = translate_in_chunks(rules.translating(client.translate),
+                               stream_lines(binary(console.stdin)), args.batch_size, output,
+                               console.stderr, quiet=True)
+    rules.check_all_read(read)
     output.warn_truncated(console.prog, console.stderr)  # the limit is the server's
+    rules.warn_unmet(console.prog, console.stderr)
     return 0
 

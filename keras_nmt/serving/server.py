@@ -9,9 +9,10 @@ Endpoints:
 - ``GET /v1/models/NAME[/versions/N]`` (status) and ``.../metadata`` (signatures), as
   TF Serving answers them;
 - ``POST /translate``: ``{"text": [...], "model", "version", "beam", "alpha", "nbest",
-  "no_unk", "alignment", "split_sentences"}`` (all but ``text`` optional) -> ``{"model",
-  "version", "beam", "alpha", "translations": [{"text", "score", "truncated", "nbest":
-  [{"text", "score", "tokens"}]}]}``; with ``"alignment": true`` each translation also has
+  "no_unk", "alignment", "split_sentences", "constraints", "avoid", "prefix",
+  "glossary"}`` (all but ``text`` optional) -> ``{"model", "version", "beam", "alpha",
+  "translations": [{"text", "score", "truncated", "nbest": [{"text", "score",
+  "tokens"}]}]}``; with ``"alignment": true`` each translation also has
   ``"alignment"``: ``{"sentences": [{"source_start", "target_start", "source_tokens",
   "target_tokens", "token_logprobs", "attention"}, ...]}``, a block for each sentence of
   the line (:meth:`OnnxTranslator.translate`'s ``align``; ``attention`` has a row per
@@ -19,22 +20,35 @@ Endpoints:
   ``source_start`` and ``target_start`` are where the sentence's tokens begin among the
   line's), null for an empty line. A text of several sentences is split into them and
   their translations joined, as the export does (``GET /models`` says);
-  ``"split_sentences": false`` translates each text whole;
+  ``"split_sentences": false`` translates each text whole. ``"constraints"`` and
+  ``"avoid"`` (per text a list of target phrases, or null), ``"prefix"`` (per text a
+  string, or null), each a list aligned with ``text``, and ``"glossary"`` (``[[source
+  term, target term], ...]`` for the whole request: a term is a phrase to include of each
+  text whose source tokens hold its source term) say what the translations must respect
+  (:mod:`keras_nmt.constraints`; an export with the constrained search); a translation
+  that misses a phrase (its length limit came first) has ``"unmet"``, the phrases. TF
+  Serving's predict API takes the same per instance (:mod:`~keras_nmt.serving.tfserving_rest`);
 - ``GET /health`` (200 while serving), ``GET /models`` (each model's languages, search
-  settings and limits), ``GET /stats`` (the batcher's counters), and Prometheus metrics
+  settings and limits, and ``"constraints"``: whether it takes them), ``GET /stats`` (the batcher's counters), and Prometheus metrics
   at TF Serving's ``GET /monitoring/prometheus/metrics`` (:mod:`keras_nmt.serving.metrics`);
 - ``GET /``: a page to try the models (a text box, the translation, its n-best list and
   scores, and the alignment as the paper's Fig. 3 heat map), from the package's
-  ``static/`` files alone.
+  ``static/`` files alone. With the constrained search, the translation can be edited:
+  the model completes it from the cursor on (the text before it sent as the prefix), and
+  glossary terms entered beside the text are sent with each request.
 
 What a request costs is bounded before any of it is queued: its lines are split into
 sentences here (the export's rules, :func:`keras_nmt.text.sentences.split_sentences`),
-and the sentences (``max_sentences``), their source tokens (``max_tokens``) and the cells
-its alignments could hold (``max_alignment_cells``) are counted. The sentences go through
+and the sentences (``max_sentences``), their source tokens and the target tokens of their
+constraints (``max_tokens``) and the cells its alignments could hold, an output grown to
+fit its constraints included (``max_alignment_cells``), are counted; constraints are
+checked (:class:`keras_nmt.constraints.Encoder`) before anything is queued. The sentences go through
 one :class:`~keras_nmt.serving.batcher.Batcher` (requests that arrive together share an
 onnxruntime run; a large request runs as several batches, and nothing more of it runs
 once it no longer waits), each translated whole, and each line's translation is joined
-from its sentences' (:func:`keras_nmt.translation.join_translations`). Parsing a large
+from its sentences' (:func:`keras_nmt.translation.join_translations`). A line with
+constraints goes through whole (:class:`ConstrainedLine`): the translator places its
+phrases in its sentences (:func:`keras_nmt.constraints.assign`). Parsing a large
 body, splitting it and writing a large answer run in worker threads, so the event loop
 keeps answering (``/health`` included) while they run; an alignment is written a sentence
 at a time, its numbers converted by numpy.
@@ -43,7 +57,10 @@ What a request gets wrong is a 4xx answer ``{"error": REASON}`` (one line), neve
 crash: a ``Host`` other than the server's own names on loopback (421), a POST from
 another origin (403) or whose body is not declared JSON (415), a body over the size
 limit (413) or not sent within ``read_timeout`` (408), bytes that are not UTF-8, JSON that
-is not the API's, too many sentences, tokens or alignment cells, a beam outside
+is not the API's, too many sentences, tokens or alignment cells, constraints that
+cannot be decoded (an empty phrase, more than 16, longer than an output may be, a phrase
+to include holding one to avoid) or asked of an export without the constrained search,
+a glossary of more than :data:`MAX_GLOSSARY_TERMS` terms, a beam outside
 1..max_beam, an n-best list longer than the beam or than the export returns (400), an
 unknown model, version or path (404). A full queue, or too many request bodies or
 connections at once, answers 503 at once; a request not answered within
@@ -59,6 +76,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
+import functools
 import json
 import logging
 import math
@@ -71,7 +89,9 @@ from typing import Callable, Sequence, TextIO
 import numpy as np
 from aiohttp import web
 
-from keras_nmt.errors import RequestError, UsageError
+from keras_nmt import constraints as output_rules
+from keras_nmt.constraints import Glossary, LineConstraints
+from keras_nmt.errors import ConstraintError, RequestError, UsageError
 from keras_nmt.serving import tfserving_rest as rest
 from keras_nmt.serving.batcher import Batcher, DaemonThreads
 from keras_nmt.serving.http_guard import BodyBudget, LimitedSite, RequestGuard, must_close
@@ -85,7 +105,9 @@ STATIC = pathlib.Path(__file__).resolve().parent / "static"
 STATIC_FILES = ("page.js", "page.css")
 MAX_ALPHA = 10.0  # length normalisation exponents beyond this only overflow
 TRANSLATE_KEYS = {"text", "model", "version", "beam", "alpha", "nbest", "no_unk", "alignment",
-                  "split_sentences"}
+                  "split_sentences", *rest.CONSTRAINT_INPUTS, "glossary"}
+# Terms of a request's glossary, at most: each is looked for in every line.
+MAX_GLOSSARY_TERMS = 64
 BODY_ROUTES = {"predict", "translate"}  # the routes that read a JSON body
 # Above these a request's parsing, splitting and answer run in a worker thread; below,
 # on the event loop (a thread's hand-off costs more than the work).
@@ -151,15 +173,33 @@ class Search:
 
 
 @dataclasses.dataclass(frozen=True)
-class Sentences:
-    """A request's lines split into the sentences the batcher translates."""
+class ConstrainedLine:
+    """A line with constraints, one item of the batcher: translated by itself, split into
+    its sentences when ``split`` (the translator places each phrase in its sentence, or
+    translates the line whole: :func:`keras_nmt.constraints.assign`), and its result is
+    the line's Translation."""
 
-    sentences: list[str]
-    counts: list[int]  # sentences of each line, in order
+    text: str
+    constraints: LineConstraints
+    split: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Sentences:
+    """A request's lines split into the items the batcher translates: a sentence (text),
+    or a :class:`ConstrainedLine`."""
+
+    sentences: list[str | ConstrainedLine]
+    counts: list[int]  # items of each line, in order
     cells: int = 0  # the most cells their alignments can hold (0 without alignments)
+    split_count: int = 0  # sentences once the lines are split (what the answer costs)
 
     def lines(self, results: Sequence[Translation]) -> list[list[Translation]]:
-        """``results`` (one per sentence) cut into each line's."""
+        """``results`` (one per item) cut into each line's; :class:`RequestError` 400 for a
+        line whose constraints the translator refused (:meth:`TranslationServer._run`)."""
+        for result in results:
+            if isinstance(result, ConstraintError):
+                raise rest.bad(str(result))
         found, start = [], 0
         for count in self.counts:
             found.append(list(results[start : start + count]))
@@ -169,7 +209,8 @@ class Sentences:
     @property
     def heavy(self) -> bool:
         """Whether the answer is worth a worker thread."""
-        return len(self.sentences) > BIG_SENTENCES or self.cells > BIG_CELLS
+        return (max(len(self.sentences), self.split_count) > BIG_SENTENCES
+                or self.cells > BIG_CELLS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -332,14 +373,16 @@ class TranslationServer:
             search = self._search(servable, beam, alpha, nbest=1)
             # Split as the export's SavedModel splits.
             return call, search, self._sentences(servable, call.sentences,
-                                                 translator.split_sentences)
+                                                 translator.split_sentences,
+                                                 rules=call.constraints,
+                                                 where="inputs" if call.columnar else "instances")
 
         call, search, work = await self._body(request, read)
         results = await self.batcher.submit(search, work.sentences)
+        parts_of_lines = work.lines(results)
 
         def answer() -> str:
-            lines = [join_translations(parts, translator.tgt_lang)
-                     for parts in work.lines(results)]
+            lines = [join_translations(parts, translator.tgt_lang) for parts in parts_of_lines]
             return json.dumps(rest.predict_answer(call, lines, translator.max_nbest),
                               ensure_ascii=False)
 
@@ -361,6 +404,7 @@ class TranslationServer:
     async def translate(self, request: web.Request) -> web.Response:
         ask = await self._body(request, self._read_translate)
         results = await self.batcher.submit(ask.search, ask.work.sentences)
+        ask.work.lines(results)  # a line refused by the translator: 400
         return _json_text(await self._work(ask.work.heavy, lambda: self._translate_answer(
             ask, results)))
 
@@ -389,7 +433,10 @@ class TranslationServer:
                            "force-decoding model (written by an older keras-nmt): export it "
                            "again with --onnx for alignments")
         search = self._search(servable, beam, alpha, nbest, no_unk, align)
-        return _Ask(search, nbest, self._sentences(servable, lines, split, align))
+        rules = rest.constraint_columns(body, len(lines))
+        glossary = _glossary(body.get("glossary"))
+        return _Ask(search, nbest, self._sentences(servable, lines, split, align, rules,
+                                                   glossary, where="text"))
 
     def _translate_answer(self, ask: _Ask, results: Sequence[Translation]) -> str:
         """The answer's JSON text, a line at a time and an alignment a sentence at a time
@@ -399,7 +446,10 @@ class TranslationServer:
         lines = []
         for parts in ask.work.lines(results):
             line = join_translations(parts, lang)
-            text = json.dumps(_translation(line, ask.nbest), ensure_ascii=False)
+            found = _translation(line, ask.nbest)
+            if line.unmet:
+                found["unmet"] = list(line.unmet)
+            text = json.dumps(found, ensure_ascii=False)
             if search.align:
                 # Each sentence's own alignment, never the line's (a dense matrix of
                 # all its sentences, mostly zeros).
@@ -441,11 +491,15 @@ class TranslationServer:
         return Search(servable, beam, float(alpha), bool(forbid_unk), align)
 
     def _sentences(self, servable: Servable, lines: Sequence[str], split: bool,
-                   align: bool = False) -> Sentences:
+                   align: bool = False, rules: Sequence[LineConstraints | None] | None = None,
+                   glossary: Glossary | None = None, where: str = "text") -> Sentences:
         """``lines`` split into sentences (by the source language's rules, with
-        ``split``), within the request's limits: sentences, source tokens as the model
-        reads them (cut to its maximum source length) and, with ``align``, the most
-        cells their alignments can hold. 400 with the limit's option beyond one."""
+        ``split``), within the request's limits: sentences, tokens (the source's as the
+        model reads them, cut to its maximum source length, and the target tokens of the
+        lines' constraints: ``rules`` per line, and the ``glossary``'s terms each line's
+        source holds) and, with ``align``, the most cells their alignments can hold. 400
+        with the limit's option beyond one, or the reason constraints cannot be decoded
+        (``where`` names the lines in it)."""
         limits, translator = self.options, servable.translator
         sentences, counts = [], []
         for line in lines:
@@ -462,31 +516,117 @@ class TranslationServer:
         if not sentences:
             raise rest.bad("no sentences to translate")
         tokens = cells = 0
+        lengths = []  # source tokens of each sentence
         for sentence in sentences:
             count = len(translator.source(sentence).tokens)
+            lengths.append(count)
             tokens += count
             if tokens > limits.max_tokens:
                 raise rest.bad(f"more than {limits.max_tokens} source tokens in one request; "
                                f"at most {limits.max_tokens} (--max-tokens)")
             if align:
                 cells += servable.alignment_cells(count)
-        if cells > limits.max_alignment_cells:
-            raise rest.bad(f"the alignments asked for may hold {cells} cells; at most "
-                           f"{limits.max_alignment_cells} (--max-alignment-cells): ask for "
-                           "them for fewer or shorter sentences")
-        return Sentences(sentences, counts, cells)
+        if align and cells > limits.max_alignment_cells:
+            raise _too_many_cells(cells, limits.max_alignment_cells)
+        if not rules and glossary is None:
+            return Sentences(sentences, counts, cells, len(sentences))
+        return self._constrained(servable, lines, sentences, counts, lengths, tokens, cells,
+                                 split, align, rules, glossary, where)
 
-    def _translate_batch(self, search: Search, sentences: list[str]) -> list[Translation]:
-        """One batch of sentences, in a batch thread, each translated whole: every n-best
-        hypothesis the export returns (a request takes the part it asked for)."""
-        translator = search.servable.translator
-        results = translator.translate(
-            sentences, beam_size=search.beam, alpha=search.alpha,
-            nbest=min(translator.max_nbest, search.beam), forbid_unk=search.forbid_unk,
-            batch_size=self.options.batch_size, align=search.align, split_sentences=False,
-        )
-        self.metrics.batch_ran(len(sentences))
+    def _constrained(self, servable: Servable, lines: Sequence[str], sentences: list[str],
+                     counts: list[int], lengths: list[int], tokens: int, cells: int,
+                     split: bool, align: bool, rules, glossary, where: str) -> Sentences:
+        """:meth:`_sentences` for lines with constraints: each line's checked and encoded
+        as the translator will (:class:`~keras_nmt.constraints.Encoder`), their target
+        tokens added to ``tokens`` and the cells of their longer outputs to ``cells``;
+        a constrained line becomes one :class:`ConstrainedLine` item."""
+        limits, translator = self.options, servable.translator
+        if not translator.constrains:
+            raise rest.bad(f"model {servable.name!r} version {servable.version} has no "
+                           "constrained search: export it again with --constrained for "
+                           "constraints, prefixes and glossaries")
+        # The translator's own limit (its export's decode ratio): what passes here passes
+        # there.
+        encoder = output_rules.Encoder(translator.target_codec, output_rules.max_output_tokens(
+            translator.max_source_len, translator.max_decode_ratio))
+        tokenize = functools.lru_cache(maxsize=4 * MAX_GLOSSARY_TERMS)(
+            translator.source_codec.tokenize)
+        items: list[str | ConstrainedLine] = []
+        start = 0
+        for n, (line, count) in enumerate(zip(lines, counts)):
+            parts, part_lengths = sentences[start : start + count], lengths[start : start + count]
+            start += count
+            found = (rules[n] if rules else None) or LineConstraints()
+            if glossary is not None:
+                source_tokens = [token for part in parts
+                                 for token in translator.source(part).tokens]
+                found = found.merged(glossary.for_line(source_tokens, tokenize))
+            if not found:
+                items += parts
+                continue
+            try:
+                encoded = encoder.encode(found)
+            except ConstraintError as error:
+                raise rest.bad(f"{where}[{n}]: {error}") from None
+            tokens += (len(encoded.prefix.ids) + sum(len(p.ids) for p in encoded.include)
+                       + sum(len(p.ids) for p in encoded.avoid))
+            if tokens > limits.max_tokens:
+                raise rest.bad(f"more than {limits.max_tokens} tokens in one request, source "
+                               "tokens and the target tokens of its constraints; at most "
+                               f"{limits.max_tokens} (--max-tokens)")
+            if align:
+                # Its output grows to fit its prefix and phrases; translated whole (a
+                # prefix, or phrases no sentence can be told for) it is one matrix.
+                needed = encoded.required_tokens() + 1
+                apart = sum(_cells(servable, length, needed) for length in part_lengths)
+                whole = _cells(servable, min(sum(part_lengths), translator.max_source_len),
+                               needed)
+                cells += max(apart, whole) - sum(servable.alignment_cells(length)
+                                                 for length in part_lengths)
+                if cells > limits.max_alignment_cells:
+                    raise _too_many_cells(cells, limits.max_alignment_cells)
+            items.append(ConstrainedLine(parts[0] if count == 1 else line, found,
+                                         split and count > 1))
+            counts[n] = 1
+        return Sentences(items, counts, cells, len(sentences))
+
+    def _translate_batch(self, search: Search, items: list) -> list:
+        """One batch of items, in a batch thread: sentences, each translated whole, and
+        constrained lines (:class:`ConstrainedLine`), split into their sentences or not;
+        every n-best hypothesis the export returns (a request takes the part it asked for)."""
+        results: list = [None] * len(items)
+        for split in (False, True):
+            chosen = [i for i, item in enumerate(items)
+                      if isinstance(item, ConstrainedLine) and item.split == split
+                      or not isinstance(item, ConstrainedLine) and not split]
+            if chosen:
+                for i, result in zip(chosen, self._run(search, [items[i] for i in chosen],
+                                                       split)):
+                    results[i] = result
+        self.metrics.batch_ran(len(items))
         return results
+
+    def _run(self, search: Search, items: list, split: bool) -> list:
+        """The translations of ``items``. Their constraints were checked as the translator
+        checks them; should it refuse one anyway, each item is translated alone and the
+        refused one's result is its :class:`ConstraintError` (its request gets 400, the
+        others of the batch their translations)."""
+        translator = search.servable.translator
+        texts = [item.text if isinstance(item, ConstrainedLine) else item for item in items]
+        found = [item.constraints if isinstance(item, ConstrainedLine) else None
+                 for item in items]
+        options = dict(beam_size=search.beam, alpha=search.alpha,
+                       nbest=min(translator.max_nbest, search.beam),
+                       forbid_unk=search.forbid_unk, batch_size=self.options.batch_size,
+                       align=search.align, split_sentences=split)
+        if any(found):
+            options["constraints"] = found
+        try:
+            return translator.translate(texts, **options)
+        except ConstraintError as error:
+            if len(items) == 1:
+                return [error]
+            return [result for item in items for result in self._run(search, [item], split)]
 
     # ---- health, models, stats, metrics, the page -----------------------------------------
 
@@ -507,7 +647,9 @@ class TranslationServer:
                       "models": {n: sorted(v) for n, v in sorted(self.registry.models.items())}})
 
     async def models(self, request: web.Request) -> web.Response:
-        return _json({"models": [s.describe() for s in self.registry.servables()]})
+        # "constraints": whether POST /translate and predict take them (the page asks).
+        return _json({"models": [{**s.describe(), "constraints": s.translator.constrains}
+                                 for s in self.registry.servables()]})
 
     async def stats(self, request: web.Request) -> web.Response:
         return _json({**dataclasses.asdict(self.batcher.stats),
@@ -639,6 +781,37 @@ class ConnectionErrorLog(logging.Logger):
         print(f"{self.prog}: on a connection: {' '.join(record.getMessage().split())[:200]}"
               f"{': ' + what if what else ''} (logged once; counted in "
               "keras_nmt_serve_connection_errors)", file=self.stream, flush=True)
+
+
+def _glossary(value) -> Glossary | None:
+    """A request's ``"glossary"``: ``[[source term, target term], ...]`` (null: none), at
+    most :data:`MAX_GLOSSARY_TERMS` pairs of non-empty strings, each within
+    :data:`~keras_nmt.serving.tfserving_rest.MAX_PHRASE_CHARS` characters."""
+    if value is None or value == []:
+        return None
+    if not isinstance(value, list):
+        raise rest.bad("glossary must be a list of [source term, target term] pairs")
+    if len(value) > MAX_GLOSSARY_TERMS:
+        raise rest.bad(f"the glossary holds {len(value)} terms; at most {MAX_GLOSSARY_TERMS}")
+    terms = []
+    for i, pair in enumerate(value):
+        if (not isinstance(pair, list) or len(pair) != 2
+                or not all(isinstance(term, str) for term in pair)):
+            raise rest.bad(f"glossary[{i}] must be a [source term, target term] pair of strings")
+        terms.append(tuple(rest.phrase_value(term, f"glossary[{i}][{j}]").strip()
+                           for j, term in enumerate(pair)))
+    return Glossary(tuple(terms))
+
+
+def _cells(servable: Servable, source_tokens: int, needed: int) -> int:
+    """:meth:`Servable.alignment_cells` of an output grown to at least ``needed`` tokens
+    (EOS included), as the constrained search grows it."""
+    return max(servable.alignment_cells(source_tokens), needed * (source_tokens + 1))
+
+
+def _too_many_cells(cells: int, most: int) -> RequestError:
+    return rest.bad(f"the alignments asked for may hold {cells} cells; at most {most} "
+                    "(--max-alignment-cells): ask for them for fewer or shorter sentences")
 
 
 def _version(text: str) -> int:

@@ -25,14 +25,26 @@ In Python::
 Results are :class:`keras_nmt.translation.Translation` objects, as the other paths give,
 with the text, score and truncated tokens the export answers (no tokens: it sends text).
 
+Constraints (``translate(lines, constraints=..., glossary=...)``; the command's
+``--constraints FILE``, ``--prefix FILE`` and ``--glossary TSV``, as ``keras-nmt
+translate`` reads them) go to ``keras-nmt serve`` over REST, per instance: ``"constraints"``,
+``"avoid"`` and ``"prefix"`` keys of a row, or columns of ``inputs``
+(:mod:`keras_nmt.serving.tfserving_rest`); TF Serving itself has no such inputs. A glossary
+is applied here, where the source text is: a line gets a term as a phrase to include when
+its words and punctuation marks (:func:`rough_tokens`, not the export's tokenizer, which
+the client does not have) hold the term's source side's, case and all. The answer's
+``"unmet"`` phrases become each Translation's ``unmet``.
+
 The REST path needs only the standard library and the plain install's packages; gRPC
 imports TensorFlow (the tensorflow-serving-api protos are built on TensorFlow's).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
 import json
+import re
 import socket
 import time
 import urllib.error
@@ -40,6 +52,7 @@ import urllib.parse
 import urllib.request
 from typing import Callable, Sequence
 
+from keras_nmt.constraints import Glossary, LineConstraints
 from keras_nmt.errors import ServingError, Unreachable
 from keras_nmt.export import EXPORT_ALPHA
 from keras_nmt.progress import native_stderr_filtered
@@ -50,6 +63,9 @@ SEARCH_SIGNATURE = "translate"  # sentences, beam_size, alpha
 OUTPUTS = ("translations", "scores", "truncated")  # the outputs read, of an export's signature
 MAX_BACKOFF = 30.0
 LOOPBACK = ("localhost", "127.0.0.1", "::1")
+# A glossary's matching without the export's tokenizer: runs of letters and digits, and
+# each other character that is not a space.
+ROUGH_TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
 def _predictions(columns: dict, count: int) -> list[Translation]:
@@ -62,7 +78,9 @@ def _predictions(columns: dict, count: int) -> list[Translation]:
     texts = columns["translations"]
     scores = columns.get("scores", [None] * count)
     truncated = columns.get("truncated", [0] * count)
-    for name, values in (("translations", texts), ("scores", scores), ("truncated", truncated)):
+    unmet = columns.get("unmet", [None] * count)
+    for name, values in (("translations", texts), ("scores", scores), ("truncated", truncated),
+                         ("unmet", unmet)):
         if not isinstance(values, list) or len(values) != count:
             got = len(values) if isinstance(values, list) else type(values).__name__
             raise ServingError(
@@ -70,13 +88,44 @@ def _predictions(columns: dict, count: int) -> list[Translation]:
             )
     if not all(isinstance(t, str) for t in texts):
         raise ServingError("bad answer from server: a translation that is not a string")
+    if not all(u is None or isinstance(u, list) and all(isinstance(p, str) for p in u)
+               for u in unmet):
+        raise ServingError("bad answer from server: 'unmet' is not a list of phrases")
     try:
         return [
-            Translation(str(t), score=None if s is None else float(s), truncated=int(n))
-            for t, s, n in zip(texts, scores, truncated)
+            Translation(str(t), score=None if s is None else float(s), truncated=int(n),
+                        unmet=tuple(u or ()))
+            for t, s, n, u in zip(texts, scores, truncated, unmet)
         ]
     except (TypeError, ValueError) as error:
         raise ServingError(f"bad answer from server: {error}") from None
+
+
+def rough_tokens(text: str) -> list[str]:
+    """``text``'s words and punctuation marks (:data:`ROUGH_TOKEN`): what a glossary's
+    source terms are matched on here."""
+    return ROUGH_TOKEN.findall(text)
+
+
+def instance_constraints(found: LineConstraints | None) -> dict:
+    """The keys of an instance that carry ``found`` (none for no constraints)."""
+    if not found:
+        return {}
+    keys = {"constraints": list(found.include), "avoid": list(found.avoid),
+            "prefix": found.prefix}
+    return {key: value for key, value in keys.items() if value}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Line:
+    """A line and its constraints, as :func:`keras_nmt.translation.translate_lines`
+    batches it (by length)."""
+
+    text: str
+    constraints: LineConstraints | None
+
+    def __len__(self) -> int:
+        return len(self.text)
 
 
 def _search_inputs(beam: int | None, alpha: float | None) -> dict:
@@ -119,11 +168,21 @@ class RestTransport:
         self.form = form
         self.timeout = timeout
 
-    def predict(self, sentences: Sequence[str]) -> list[Translation]:
+    def predict(self, sentences: Sequence[str],
+                constraints: Sequence[LineConstraints | None] | None = None
+                ) -> list[Translation]:
+        """The translations of ``sentences``; ``constraints``, per sentence, are sent as
+        its instance's ``constraints``, ``avoid`` and ``prefix`` (keras-nmt serve)."""
+        rules = [instance_constraints(c) for c in constraints or ()]
         if self.form == "instances":
-            body = {"signature_name": self.signature, "instances": list(sentences)}
+            rows = ([{"sentences": s, **r} if r else s for s, r in zip(sentences, rules)]
+                    if any(rules) else list(sentences))
+            body = {"signature_name": self.signature, "instances": rows}
         else:
             inputs = {"sentences": list(sentences), **self.search}
+            for key in ("constraints", "avoid", "prefix"):
+                if any(key in r for r in rules):
+                    inputs[key] = [r.get(key) for r in rules]
             body = {"signature_name": self.signature, "inputs": inputs}
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         request = urllib.request.Request(
@@ -239,7 +298,12 @@ class GrpcTransport:
             request.inputs[name].CopyFrom(tf.make_tensor_proto(value, dtype=dtype))
         return request
 
-    def predict(self, sentences: Sequence[str]) -> list[Translation]:
+    def predict(self, sentences: Sequence[str],
+                constraints: Sequence[LineConstraints | None] | None = None
+                ) -> list[Translation]:
+        if constraints and any(constraints):
+            raise ServingError("constraints, prefixes and glossaries go to keras-nmt serve "
+                               "over REST (--url): TF Serving's gRPC API has no such inputs")
         grpc, tf = self._grpc, self._tf
         try:
             response = self._stub.Predict(self.request(sentences), timeout=self.timeout)
@@ -295,11 +359,15 @@ class TFServingClient:
         self.backoff = backoff
         self.on_retry = on_retry
 
-    def predict(self, sentences: Sequence[str]) -> list[Translation]:
-        """One request for ``sentences`` (retried on connection failures)."""
+    def predict(self, sentences: Sequence[str],
+                constraints: Sequence[LineConstraints | None] | None = None
+                ) -> list[Translation]:
+        """One request for ``sentences`` (retried on connection failures), with their
+        ``constraints`` when any is given."""
+        extra = {"constraints": list(constraints)} if constraints and any(constraints) else {}
         for attempt in range(self.retries + 1):
             try:
-                return self.transport.predict(sentences)
+                return self.transport.predict(sentences, **extra)
             except Unreachable as error:
                 if attempt == self.retries:
                     tries = "1 try" if attempt == 0 else f"{attempt + 1} tries"
@@ -313,7 +381,27 @@ class TFServingClient:
         raise AssertionError("unreachable")
 
     def translate(self, lines: Sequence[str],
-                  progress: Callable[[int], None] | None = None) -> list[Translation]:
+                  progress: Callable[[int], None] | None = None,
+                  constraints: Sequence[LineConstraints | None] | None = None,
+                  glossary: Glossary | None = None) -> list[Translation]:
         """One translation per line, in order; lines go out in batches of similar length
-        (the server splits them into sentences). ``progress`` hears each batch's lines."""
-        return translate_lines(lines, self.predict, self.batch_size, progress=progress)
+        (the server splits them into sentences). ``progress`` hears each batch's lines.
+        ``constraints`` (per line) and ``glossary``: what each line's translation must
+        respect, sent with it (the module docstring)."""
+        if constraints is not None and len(constraints) != len(lines):
+            raise ValueError(f"{len(constraints)} constraints for {len(lines)} lines")
+        if constraints is None and glossary is None:
+            return translate_lines(lines, self.predict, self.batch_size, progress=progress)
+
+        def constrain(n: int, items: list[str]) -> list[_Line]:
+            found = (constraints[n] if constraints else None) or LineConstraints()
+            if glossary is not None:
+                found = found.merged(glossary.for_line(rough_tokens(lines[n]), rough_tokens))
+            return [_Line(item, found or None) for item in items]
+
+        def decode(batch: list[_Line]) -> list[Translation]:
+            return self.predict([item.text for item in batch],
+                                [item.constraints for item in batch])
+
+        return translate_lines(lines, decode, self.batch_size, progress=progress,
+                               constrain=constrain)

@@ -18,6 +18,14 @@ string may be ``{"b64": BASE64}``. The SavedModel's ``translate_ids`` signature 
 in and out) and its ``attention`` output are not served: the ONNX model has neither.
 Floats are written as TF Serving writes them: the shortest text that reads back as the
 same float32, and -Infinity for an unfilled n-best slot.
+
+Beyond TF Serving, an instance may carry what its translation must respect
+(:mod:`keras_nmt.constraints`; an export with the constrained search): ``"constraints"``
+and ``"avoid"`` (lists of target phrases) and ``"prefix"`` (a string), as keys of a row,
+``{"sentences": ..., "constraints": [...], ...}``, or as columns of ``inputs`` aligned with
+``sentences`` (an entry null: none). An answer then gains ``"unmet"`` (the phrases a
+translation misses because its length limit came first): in each row that misses one, and
+as a column (a list per instance, empty when all were met) when any does.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from typing import Sequence
 
 import numpy as np
 
+from keras_nmt.constraints import MAX_PHRASES, LineConstraints
 from keras_nmt.errors import RequestError
 from keras_nmt.translation import Translation
 
@@ -38,6 +47,11 @@ SEARCH_SIGNATURE = "translate"
 SIGNATURE_INPUTS = {DEFAULT_SIGNATURE: ("sentences",),
                     SEARCH_SIGNATURE: ("sentences", "beam_size", "alpha")}
 PREDICT_METHOD = "tensorflow/serving/predict"
+# keras-nmt serve's own inputs, per instance (an export with the constrained search).
+CONSTRAINT_INPUTS = ("constraints", "avoid", "prefix")
+# Characters of one phrase or prefix, at most: refused before anything tokenizes it (an
+# output has a few hundred tokens at most; the token limits are checked once tokenized).
+MAX_PHRASE_CHARS = 4096
 
 
 def bad(reason: str) -> RequestError:
@@ -55,6 +69,9 @@ class PredictCall:
     sentences: list[str]
     beam: int | None = None
     alpha: float | None = None
+    # Per sentence, what its translation must respect (None: nothing); None: no instance
+    # says anything.
+    constraints: list[LineConstraints | None] | None = None
 
 
 def _text(value, where: str) -> str:
@@ -131,23 +148,111 @@ def parse_predict(body) -> PredictCall:
         instances = body["instances"]
         if not isinstance(instances, list):
             raise bad(f"'instances' must be a list, got {_json_type(instances)}")
-        rows = [item["sentences"] if isinstance(item, dict) and set(item) == {"sentences"}
-                else item for item in instances]
-        return PredictCall(signature, False, sentences_value(rows, "instances"))
+        rows = [_row(item, f"instances[{i}]") for i, item in enumerate(instances)]
+        found = [rules for _, rules in rows]
+        return PredictCall(signature, False,
+                           sentences_value([item for item, _ in rows], "instances"),
+                           constraints=found if any(found) else None)
     inputs = body["inputs"]
     if not isinstance(inputs, dict):
         if len(names) > 1:
             raise bad(f"'inputs' must be an object with the inputs {list(names)}")
         return PredictCall(signature, True, sentences_value(inputs, "inputs"))
-    if set(inputs) != set(names):
-        raise bad(f"'inputs' must hold exactly the inputs {list(names)} of {signature}, "
-                  f"got {sorted(inputs)}")
+    if not set(names) <= set(inputs) <= set(names) | set(CONSTRAINT_INPUTS):
+        raise bad(f"'inputs' must hold exactly the inputs {list(names)} of {signature} "
+                  f"(and any of {list(CONSTRAINT_INPUTS)}), got {sorted(inputs)[:10]}")
     sentences = sentences_value(inputs["sentences"], "inputs.sentences")
+    found = constraint_columns(inputs, len(sentences), "inputs.", "inputs.sentences")
     if len(names) == 1:
-        return PredictCall(signature, True, sentences)
+        return PredictCall(signature, True, sentences, constraints=found)
     alpha = float_value(inputs["alpha"], "alpha")
     return PredictCall(signature, True, sentences, int_value(inputs["beam_size"], "beam_size"),
-                       None if alpha < 0 else alpha)  # < 0: the export's (EXPORT_ALPHA)
+                       None if alpha < 0 else alpha,  # < 0: the export's (EXPORT_ALPHA)
+                       constraints=found)
+
+
+def _row(item, where: str) -> tuple[object, LineConstraints | None]:
+    """An instance of the row form: its sentence (checked later) and its constraints."""
+    if not isinstance(item, dict) or set(item) == {"b64"}:
+        return item, None
+    if "sentences" not in item:
+        raise bad(f"{where}: an object instance needs 'sentences'")
+    unknown = sorted(set(item) - {"sentences", *CONSTRAINT_INPUTS})
+    if unknown:
+        raise bad(f"{where}: unknown key {unknown[0][:100]!r} (known: 'sentences', "
+                  f"{', '.join(repr(k) for k in CONSTRAINT_INPUTS)})")
+    return item["sentences"], line_constraints(item.get("constraints"), item.get("avoid"),
+                                               item.get("prefix"), where)
+
+
+def constraint_columns(columns: dict, count: int, where: str = "", lines: str = "text"
+                       ) -> list[LineConstraints | None] | None:
+    """The constraints of ``count`` lines from the optional columns ``constraints``,
+    ``avoid`` and ``prefix`` of ``columns`` (lists aligned with the lines; an entry null:
+    none); None when no column is given or none says anything. A reason names a column
+    ``where + name``, a line ``lines[n]``."""
+    given = {}
+    for name in CONSTRAINT_INPUTS:
+        value = columns.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, list) or len(value) != count:
+            got = f"{len(value)} entries" if isinstance(value, list) else _json_type(value)
+            raise bad(f"{where}{name} must be a list with an entry for each of the {count} "
+                      f"sentences, got {got}")
+        given[name] = value
+    if not given:
+        return None
+    found = [line_constraints(*(given[name][n] if name in given else None
+                                for name in CONSTRAINT_INPUTS), f"{lines}[{n}]")
+             for n in range(count)]
+    return found if any(found) else None
+
+
+def line_constraints(include, avoid, prefix, where: str) -> LineConstraints | None:
+    """One line's constraints from JSON values (phrases to include and to avoid, lists of
+    strings; a prefix, a string; null: none), each within its limits; None when there
+    are none."""
+    found = LineConstraints(phrases_value(include, f"{where}.constraints"),
+                            phrases_value(avoid, f"{where}.avoid"),
+                            prefix_value(prefix, f"{where}.prefix"))
+    return found or None
+
+
+def phrases_value(value, where: str) -> tuple[str, ...]:
+    """Target phrases: a list of at most :data:`MAX_PHRASES` non-empty strings, each at
+    most :data:`MAX_PHRASE_CHARS` characters long (counted before any is read)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise bad(f"{where} must be a list of strings (phrases), got {_json_type(value)}")
+    if len(value) > MAX_PHRASES:
+        raise bad(f"{where} holds {len(value)} phrases; at most {MAX_PHRASES}")
+    return tuple(phrase_value(item, f"{where}[{i}]") for i, item in enumerate(value))
+
+
+def phrase_value(value, where: str) -> str:
+    """One target phrase: a non-empty string of at most :data:`MAX_PHRASE_CHARS`
+    characters."""
+    text = _bounded_text(value, where)
+    if not text.strip():
+        raise bad(f"{where} is an empty phrase")
+    return text
+
+
+def prefix_value(value, where: str) -> str:
+    """A target prefix: a string of at most :data:`MAX_PHRASE_CHARS` characters (null or
+    "": none)."""
+    if value is None:
+        return ""
+    return _bounded_text(value, where)
+
+
+def _bounded_text(value, where: str) -> str:
+    text = _text(value, where)
+    if len(text) > MAX_PHRASE_CHARS:
+        raise bad(f"{where} is {len(text)} characters long; at most {MAX_PHRASE_CHARS}")
+    return text
 
 
 def float32_json(value: float) -> float:
@@ -174,11 +279,19 @@ def outputs(results: Sequence[Translation], nbest_width: int) -> dict[str, list]
 
 def predict_answer(call: PredictCall, results: Sequence[Translation],
                    nbest_width: int) -> dict:
+    """The answer's JSON object; ``"unmet"`` where a translation misses a phrase (the
+    module docstring)."""
     columns = outputs(results, nbest_width)
+    missed = any(t.unmet for t in results)
     if call.columnar:
+        if missed:
+            columns["unmet"] = [list(t.unmet) for t in results]
         return {"outputs": columns}
-    return {"predictions": [{key: values[i] for key, values in columns.items()}
-                            for i in range(len(results))]}
+    rows = [{key: values[i] for key, values in columns.items()} for i in range(len(results))]
+    for row, t in zip(rows, results):
+        if t.unmet:
+            row["unmet"] = list(t.unmet)
+    return {"predictions": rows}
 
 
 def status_answer(versions: Sequence[int]) -> dict:
