@@ -215,11 +215,28 @@ def load_phase(server: Server, name: str, sentences: list[str], expected: dict, 
         return True
 
     result = asyncio.run(_clients(url, bodies, args.clients, args.seconds, check))
+    result.update(batch_figures(server))
     ok = [seconds for status, seconds in result.pop("latencies") if status == 200]
     errors = result["failures"] + sum(v for k, v in result["statuses"].items() if k != "200")
     return {**result, "errors": errors,
             "sentences_per_second": result["sentences"] / result["seconds"],
             "same_as_offline": same[0] / max(1, result["sentences"]), **_percentiles(ok)}
+
+
+def batch_figures(server: Server) -> dict:
+    """The batches the server ran so far (its Prometheus metrics): how many, and their
+    mean size in sentences: what a server's throughput depends on most."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"{server.url}/monitoring/prometheus/metrics", timeout=30) as r:
+        text = r.read().decode("utf-8")
+    found = {}
+    for line in text.splitlines():
+        for key in ("sum", "count"):
+            if line.startswith(f"keras_nmt_serve_batch_sentences_{key} "):
+                found[key] = float(line.split()[-1])
+    count = found.get("count", 0.0)
+    return {"batches": int(count), "mean_batch": found.get("sum", 0.0) / count if count else None}
 
 
 def overload_phase(export_dir: str, name: str, sentences: list[str], common: list[str],
@@ -336,7 +353,10 @@ def main(argv=None) -> int:
     _common.add(parser, "count", default=2000, help="sentences used (default 2000)")
     parser.add_argument("--no-int8", action="store_true", help="NAME.onnx even with an int8 model")
     _common.add(parser, "batch_size", default=32, help="sentences a batch (default 32)")
-    parser.add_argument("--max-wait-ms", type=float, default=5.0)
+    parser.add_argument("--max-wait-ms", type=float,
+                        help="the server's --max-wait-ms (default: the server's default)")
+    parser.add_argument("--batch-gap-ms", type=float,
+                        help="the server's --batch-gap-ms (default: the server's default)")
     parser.add_argument("--threads", type=int, help="onnxruntime intra-op threads")
     parser.add_argument("--batch-threads", type=int, default=1,
                         help="batches the server runs at once (default 1)")
@@ -360,7 +380,15 @@ def main(argv=None) -> int:
         int8 = False
         translator = OnnxTranslator.from_export_dir(args.export_dir, args.name, args.threads)
     beam = translator.beam_size  # serving_default's, so offline decodes at it too
-    common = ["--batch-size", str(args.batch_size), "--max-wait-ms", str(args.max_wait_ms)]
+    from keras_nmt.serving.server import ServerOptions
+
+    defaults = ServerOptions()
+    if args.max_wait_ms is None:
+        args.max_wait_ms = defaults.max_wait * 1000
+    if args.batch_gap_ms is None:
+        args.batch_gap_ms = defaults.batch_gap * 1000
+    common = ["--batch-size", str(args.batch_size), "--max-wait-ms", str(args.max_wait_ms),
+              "--batch-gap-ms", str(args.batch_gap_ms)]
     common += ["--int8"] if int8 else []
     common += ["--threads", str(args.threads)] if args.threads else []
     common += ["--batch-threads", str(args.batch_threads)]
@@ -380,6 +408,7 @@ def main(argv=None) -> int:
              "shortlist": list(translator.shortlist) if translator.shortlist else None,
              "beam": beam, "alpha": translator.alpha}
     settings = {"model": model, "batch_size": args.batch_size, "max_wait_ms": args.max_wait_ms,
+                "batch_gap_ms": args.batch_gap_ms,
                 "batch_threads": args.batch_threads, "threads": args.threads,
                 "clients": args.clients, "seconds": args.seconds,
                 "per_request": args.per_request, "sentences": len(sentences)}
@@ -393,14 +422,14 @@ def main(argv=None) -> int:
     rows = [
         {"phase": "offline", "rate": off["sentences_per_second"]},
         {"phase": "load", "rate": load["sentences_per_second"], "p50": load["p50_ms"],
-         "p99": load["p99_ms"], "errors": load["errors"]},
+         "p99": load["p99_ms"], "errors": load["errors"], "batch": load["mean_batch"]},
         {"phase": "overload 503", "p50": overload["time_to_503"]["p50_ms"],
          "p99": overload["time_to_503"]["p99_ms"], "errors": overload["other_errors"]},
         {"phase": "fuzz", "errors": fuzz["5xx_not_503"] + fuzz["connection_failures"]},
     ]
     print(_common.table(rows, [("phase", "phase", ""), ("rate", "sentences/s", ".1f"),
                                ("p50", "p50 ms", ".1f"), ("p99", "p99 ms", ".1f"),
-                               ("errors", "errors", "")]))
+                               ("errors", "errors", ""), ("batch", "mean batch", ".1f")]))
     bench.write(results, settings)
     return 0
 

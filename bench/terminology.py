@@ -20,8 +20,10 @@ lexicon``) so that a term's source side is always in its sentence:
   the table that a reference of its sentences holds; the whole split is then translated
   with that glossary.
 
-For each path (the Keras ``Translator``; with ``--export-dir``, ONNX exact and ONNX int8 +
-vocabulary selection when the export has constrained models) it reports the share of terms
+For each path (the Keras ``Translator``; with ``--export-dir``, an export made with
+``--onnx --constrained`` (``--int8 --shortlist F,B``), its ONNX model decoding exactly and its
+int8 model with the export's vocabulary selection) it reports the share of the first 200
+constrained lines translated as the Keras path translates them, the share of terms
 in the output (term use), BLEU and chrF with and without the constraints, and the time of
 both decodes of the terminology set's sentences with two terms (beam ``--beam``, batches of
 ``--batch-size``), timed side by side. ``--sets-dir`` writes the sets (JSON lines aligned
@@ -161,7 +163,8 @@ def main(argv=None) -> int:
     if args.export_dir:
         from keras_nmt.serving.onnx_translator import OnnxTranslator
 
-        paths.append(("onnx", OnnxTranslator.from_export_dir(args.export_dir), {}))
+        paths.append(("onnx", OnnxTranslator.from_export_dir(args.export_dir),
+                      {"shortlist": False}))
         selecting = OnnxTranslator.from_export_dir(args.export_dir, int8=True)
         paths.append(("onnx-int8-selection", selecting, {"shortlist": True}))
 
@@ -169,6 +172,7 @@ def main(argv=None) -> int:
         return [sources[i] for i in indices]
 
     rows = []
+    keras_texts: list[str] = []
     for name, translator, extra in paths:
         set_sources, set_refs = lines_of(in_set), [references[i] for i in in_set]
         constraints = [LineConstraints(tuple(asked[i])) for i in in_set]
@@ -176,6 +180,8 @@ def main(argv=None) -> int:
         constrained = translator.translate(set_sources, constraints=constraints, **options,
                                            **extra)
         met, total = term_use(constrained, [asked[i] for i in in_set])
+        texts = [t.text for t in constrained]
+        keras_texts = keras_texts or texts
         before, _ = term_use(unconstrained, [asked[i] for i in in_set])
         glossed = translator.translate(sources, glossary=glossary, **options, **extra)
         plain_all = translator.translate(sources, **options, **extra)
@@ -203,6 +209,9 @@ def main(argv=None) -> int:
             "chrf": chrf([t.text for t in constrained], set_refs)[0],
             "chrf_unconstrained": chrf([t.text for t in unconstrained], set_refs)[0],
             "unmet_lines": sum(bool(t.unmet) for t in constrained),
+            # The first 200 constrained lines, as the Keras path translated them.
+            "same_as_keras_200": sum(a == b for a, b in zip(texts[:200], keras_texts[:200]))
+            / max(1, min(200, len(texts))),
             "glossary_terms": g_total, "glossary_term_use": g_met / max(g_total, 1),
             "glossary_term_use_unconstrained": g_before / max(g_total, 1),
             "glossary_bleu": bleu([t.text for t in glossed], references)[0],

@@ -708,3 +708,21 @@ def test_adaptation_trains_children_and_scratch_runs_and_draws_the_curve(
     stamp = (out / "runs" / "scratch-0.05min" / "summary.json").stat().st_mtime_ns
     assert bench.main(argv) == 0
     assert (out / "runs" / "scratch-0.05min" / "summary.json").stat().st_mtime_ns == stamp
+
+
+@pytest.mark.slow  # exports with --constrained: one ONNX conversion more, about a minute
+def test_completion_latency_through_the_server(tiny_run, tiny_corpus, tmp_path):
+    from keras_nmt.cli import export
+
+    out = tmp_path / "export"
+    assert export.main([str(tiny_run), "--out", str(out), "--onnx", "--constrained",
+                        "--quiet"]) == 0
+    bench = load("completion_latency")
+    report = tmp_path / "completion.json"
+    assert bench.main([str(out), "--sentences", str(tiny_corpus / "valid.en"), "--count", "4",
+                       "--tokens", "8", "--rounds", "1", "--no-int8", "--matmul-rounds", "1",
+                       "--json", str(report)]) == 0
+    found = report_of(report, "completion_latency")["results"]
+    assert found["sentences"] == 4 and found["starts_with_prefix"] == 1.0
+    assert 0 < found["completion"]["p50_ms"] <= found["completion"]["max_ms"]
+    assert found["exit_status"] == 0

@@ -482,8 +482,9 @@ def test_fuzzed_server_still_answers_correctly(served, translator):
 def test_requests_that_arrive_together_share_one_batch(registry, translator):
     lines = ["a dog runs .", "the cat sat on the mat .", "a cat .", "the dog sat ."]
     answers: list = [None] * len(lines)
-    # The batch closes when it holds 4 sentences, long before the 10 s wait.
-    with ServerThread(registry, batch_size=4, max_wait=10.0) as server:
+    # The batch closes when it holds 4 sentences, long before the 10 s wait (no gap rule:
+    # the threads' requests may come more than a few milliseconds apart).
+    with ServerThread(registry, batch_size=4, max_wait=10.0, batch_gap=0.0) as server:
         def ask(i):
             answers[i] = server.call("/translate", {"text": [lines[i]], "nbest": 2})
 
@@ -503,7 +504,7 @@ def test_requests_that_arrive_together_share_one_batch(registry, translator):
 
 
 def test_full_queue_answers_503_at_once(registry, translator):
-    options = dict(batch_size=64, max_wait=3.0, queue_size=4, max_sentences=4)
+    options = dict(batch_size=64, max_wait=3.0, batch_gap=0.0, queue_size=4, max_sentences=4)
     with ServerThread(registry, **options) as server:
         held = []
         waiting = threading.Thread(target=lambda: held.append(
@@ -525,6 +526,33 @@ def test_full_queue_answers_503_at_once(registry, translator):
     assert [t["text"] for t in held[0][1]["translations"]] == [
         translator.translate(["a dog runs ."])[0].text] * 4
     assert (stats["rejected"], stats["batches"]) == (2, 1)
+
+
+def test_a_batch_runs_once_arrivals_stop_and_fills_while_they_go_on():
+    from keras_nmt.serving.batcher import Batcher
+
+    async def scenario():
+        batches = []
+        batcher = Batcher(lambda key, items: batches.append(list(items)) or list(items),
+                          batch_size=8, max_wait=5.0, queue_size=100, gap=0.05)
+        batcher.start()
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        # A lone request: it runs after the gap, not after the 5 s wait.
+        assert await batcher.submit("k", ["a"]) == ["a"]
+        alone = loop.time() - start
+        # Requests 10 ms apart keep the batch open: one batch of 5.
+        tasks = []
+        for item in "bcdef":
+            tasks.append(asyncio.ensure_future(batcher.submit("k", [item])))
+            await asyncio.sleep(0.01)
+        assert [await task for task in tasks] == [["b"], ["c"], ["d"], ["e"], ["f"]]
+        await batcher.close()
+        return alone, batches
+
+    alone, batches = asyncio.run(scenario())
+    assert 0.05 <= alone < 1.0, alone
+    assert batches == [["a"], ["b", "c", "d", "e", "f"]]
 
 
 def test_batcher_stops_a_request_at_a_batch_boundary_and_drops_what_was_queued():
@@ -704,7 +732,8 @@ def test_token_and_alignment_cell_limits(registry, translator):
 
 
 def test_a_request_past_its_deadline_gets_504_and_its_work_is_dropped(registry):
-    with ServerThread(registry, batch_size=64, max_wait=3.0, request_timeout=0.5) as server:
+    with ServerThread(registry, batch_size=64, max_wait=3.0, batch_gap=0.0,
+                      request_timeout=0.5) as server:
         start = time.monotonic()
         status, answer = server.call("/translate", {"text": ["a dog runs ."] * 3})
         elapsed = time.monotonic() - start
@@ -1110,7 +1139,7 @@ def test_signal_stops_gracefully_without_tensorflow(tiny_export, translator, sig
     imported: it serves; a signal while a request waits for its batch still answers
     that request; then it exits 0, having loaded no TensorFlow or Keras."""
     child, lines = _serve_without_training_packages(
-        tiny_export, "--max-wait-ms", "3000", "--batch-size", "64")
+        tiny_export, "--max-wait-ms", "3000", "--batch-gap-ms", "0", "--batch-size", "64")
     try:
         first = lines.get(timeout=60)
         assert first.startswith("keras-nmt serve: serving nmt (version 1) on http://127.0.0.1:"), first

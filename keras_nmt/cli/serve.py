@@ -54,6 +54,11 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser.add_argument("--max-wait-ms", type=non_negative_float, default=d.max_wait * 1000,
                         metavar="MS", help="how long the oldest request waits for others to "
                         f"join its batch (default {d.max_wait * 1000:g})")
+    parser.add_argument("--batch-gap-ms", type=non_negative_float, default=d.batch_gap * 1000,
+                        metavar="MS", help="a batch runs once no request has arrived for MS "
+                        "(clients answered together send their next requests together), or "
+                        f"at --max-wait-ms; 0: always wait --max-wait-ms (default "
+                        f"{d.batch_gap * 1000:g})")
     parser.add_argument("--queue-size", type=positive_int, default=d.queue_size, metavar="N",
                         help="sentences waiting, at most; a request beyond gets 503 at once "
                              f"(default {d.queue_size})")
@@ -113,7 +118,8 @@ def _serve(args, console: Console) -> int:
         raise UsageError("--name and --model-config-file exclude each other")
     options = ServerOptions(
         host=args.host, port=args.port, batch_size=args.batch_size,
-        max_wait=args.max_wait_ms / 1000, queue_size=args.queue_size,
+        max_wait=args.max_wait_ms / 1000, batch_gap=args.batch_gap_ms / 1000,
+        queue_size=args.queue_size,
         max_sentences=args.max_sentences, max_tokens=args.max_tokens,
         max_alignment_cells=args.max_alignment_cells, max_body_bytes=args.max_body_bytes,
         max_body_memory=args.max_body_memory, max_beam=args.max_beam,

@@ -4,7 +4,10 @@ one batch, and no batch runs for a request that no longer waits.
 A request's sentences wait in one bounded queue with a key (the model and the search
 settings a batch must share). A worker takes the oldest waiting request and fills a batch
 of at most ``batch_size`` sentences with the waiting sentences of its key, until the batch
-is full or the oldest request has waited ``max_wait`` seconds. A request larger than a
+is full, or the oldest request has waited ``max_wait`` seconds, or (with ``gap``) no
+request has arrived for ``gap`` seconds: requests that come together (clients answered by
+one batch send their next ones within a millisecond or two of each other) share a batch,
+and a lone request does not wait the whole ``max_wait`` for company that is not coming. A request larger than a
 batch runs as several batches, one after another: the requests that arrived while it ran
 go first in the next batch (a large request does not hold the small ones behind it for
 all its batches), and it goes on with what is left. Between two batches, nothing of a
@@ -108,12 +111,14 @@ class Batcher:
     computed in batches of at most ``batch_size`` with other requests of the same key."""
 
     def __init__(self, run: Callable[[Hashable, list], list], batch_size: int,
-                 max_wait: float, queue_size: int, threads: int = 1):
-        if batch_size < 1 or queue_size < 1 or threads < 1 or max_wait < 0:
-            raise ValueError("batch_size, queue_size and threads must be >= 1, max_wait >= 0")
+                 max_wait: float, queue_size: int, threads: int = 1, gap: float = 0.0):
+        if batch_size < 1 or queue_size < 1 or threads < 1 or max_wait < 0 or gap < 0:
+            raise ValueError("batch_size, queue_size and threads must be >= 1, max_wait and "
+                             "gap >= 0")
         self._run = run
         self.batch_size = batch_size
         self.max_wait = max_wait
+        self.gap = gap  # 0: a batch waits for max_wait whether requests come or not
         self.queue_size = queue_size
         self.threads = threads
         self.stats = BatchStats()
@@ -232,8 +237,12 @@ class Batcher:
                 if size >= self.batch_size or self._hurry or remaining <= 0:
                     break
                 self._arrived.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._arrived.wait(), remaining)
+                wait = min(remaining, self.gap) if self.gap else remaining
+                try:
+                    await asyncio.wait_for(self._arrived.wait(), wait)
+                except TimeoutError:
+                    if wait < remaining:  # arrivals have stopped: run what came
+                        break
             pieces = [piece for piece in pieces if piece[0].waits]
             if not pieces:
                 continue
