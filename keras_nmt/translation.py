@@ -24,7 +24,7 @@ from keras_nmt.confidence import Confidence, join_confidences
 from keras_nmt.constraints import SentenceConstraints, fill_placeholders, unmet_phrases
 from keras_nmt.constants import EOS, EOS_ID
 from keras_nmt.evaluation.forced import ForcedPair, join_pairs
-from keras_nmt.text import sentences as sentence_rules
+from keras_nmt.text import line_join, sentences as sentence_rules
 from keras_nmt.unk_replace import replace_unknowns
 
 Item = TypeVar("Item")
@@ -73,7 +73,7 @@ class Translation:
     tokens: tuple[str, ...] = ()
     # Length-normalised log-probability: 0.0 for an empty line, None from a TF Serving
     # model without a scores output. A line of several sentences: the mean of theirs
-    # weighted by their source lengths (keras_nmt.text.sentences.line_nbest).
+    # weighted by their source lengths (keras_nmt.text.line_join.line_nbest).
     score: float | None = 0.0
     source_tokens: tuple[str, ...] = ()  # the tokens translated (after truncation)
     # [output tokens + EOS, source tokens + EOS]
@@ -129,7 +129,7 @@ def join_translations(parts: Sequence[Translation], lang: str = "") -> Translati
     matrices are computed when first read (:class:`Translation`).
 
     With n-best lists, the line's list holds the best combinations of one hypothesis per
-    sentence by that score (:func:`keras_nmt.text.sentences.line_nbest`), as many as the
+    sentence by that score (:func:`keras_nmt.text.line_join.line_nbest`), as many as the
     longest list; each one's ``sentences`` are the hypotheses it joins. One sentence: its
     own Translation."""
     if len(parts) == 1:
@@ -138,14 +138,14 @@ def join_translations(parts: Sequence[Translation], lang: str = "") -> Translati
     if any(h.score is None for found in lists for h in found):  # nothing to rank by
         combinations: list[tuple[float | None, tuple[int, ...]]] = [(None, (0,) * len(parts))]
     else:
-        combinations = sentence_rules.line_nbest(  # type: ignore[assignment]
+        combinations = line_join.line_nbest(  # type: ignore[assignment]
             [[h.score for h in found] for found in lists],
             [len(part.source_tokens) + 1 for part in parts], max(map(len, lists)))
 
     def joined(score: float | None, chosen: tuple[int, ...]) -> Translation:
         row = tuple(found[k] for found, k in zip(lists, chosen))
         return Translation(
-            sentence_rules.join_texts([h.text for h in row], lang),
+            line_join.join_texts([h.text for h in row], lang),
             tuple(token for h in row for token in h.tokens),
             score,
             tuple(token for h in row for token in h.source_tokens),
@@ -171,7 +171,7 @@ def join_translations(parts: Sequence[Translation], lang: str = "") -> Translati
 def _joined_attention(row: Sequence[Translation]) -> _Deferred | None:
     """The block-diagonal attention of the sentences ``row``, to compute when read."""
     matrices = tuple(h.attention for h in row if h.attention is not None)
-    return _Deferred(sentence_rules.block_diagonal, (matrices,)) if matrices else None
+    return _Deferred(line_join.block_diagonal, (matrices,)) if matrices else None
 
 
 def ranked(hypotheses: Sequence[Translation], nbest: int) -> Translation:

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import regex
 
-from keras_nmt.text.sentences import (block_diagonal, join_texts, line_nbest, nonbreaking_prefixes,
-                                      split_sentences)
+from keras_nmt.text.line_join import block_diagonal, join_texts, line_nbest
+from keras_nmt.text.sentences import nonbreaking_prefixes, split_sentences
 from keras_nmt.text.word import SPACE
 
 NBSP, NNBSP = "\u00a0", "\u202f"

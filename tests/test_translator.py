@@ -323,7 +323,7 @@ def test_a_long_lines_joined_matrices_are_made_only_when_read(monkeypatch):
     once."""
     from keras_nmt import translation
     from keras_nmt.evaluation.forced import ForcedPair
-    from keras_nmt.text import sentences
+    from keras_nmt.text import line_join
 
     built = []
 
@@ -333,8 +333,8 @@ def test_a_long_lines_joined_matrices_are_made_only_when_read(monkeypatch):
             return function(*args)
         return wrapper
 
-    monkeypatch.setattr(sentences, "block_diagonal",
-                        counted("attention", sentences.block_diagonal))
+    monkeypatch.setattr(line_join, "block_diagonal",
+                        counted("attention", line_join.block_diagonal))
     monkeypatch.setattr(translation, "join_pairs", counted("alignment", translation.join_pairs))
 
     def decode(items):

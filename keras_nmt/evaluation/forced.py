@@ -44,7 +44,7 @@ import numpy as np
 
 from keras_nmt.constants import BOS_ID, EOS, EOS_ID, PAD_ID, UNK, UNK_ID
 from keras_nmt.text import codecs
-from keras_nmt.text.sentences import block_diagonal
+from keras_nmt.text.line_join import block_diagonal
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""Sentence splitting in pure Python: the rules, the splitter, and how the translations of
-a line's sentences join into the line's translation.
+"""Sentence splitting in pure Python: the rules and the splitter. How the translations of a
+line's sentences join into the line's is :mod:`keras_nmt.text.line_join`.
 
 The models are trained on single sentences, so a pasted paragraph is split here and its
 sentences are translated one by one (``translate(..., split_sentences=True)`` of
@@ -44,18 +44,14 @@ p. 12") is.
 from __future__ import annotations
 
 import functools
-import heapq
 from typing import Sequence
 
-import numpy as np
 import regex
 
 from keras_nmt.text.word import SPACE, rewrite
 
 # How Moses marks a prefix whose period ends no sentence only before a number.
 NUMERIC_ONLY = "#NUMERIC_ONLY#"
-# Languages whose sentences follow one another without a space.
-UNSPACED_LANGUAGES = frozenset({"zh", "ja", "yue"})
 
 
 def base_language(lang: str) -> str:
@@ -169,87 +165,3 @@ def split_sentences(line: str, lang: str) -> list[str]:
     for pattern, replacement in _UNESCAPE:
         sentences = [pattern.sub(replacement, sentence) for sentence in sentences]
     return sentences
-
-
-# ---- the translation of a line of several sentences -------------------------------------
-#
-# Every path joins the same way (keras_nmt.translation.join_translations, and the
-# SavedModel's graph): the text is the sentences' translations in order, one space apart
-# (no space in Chinese and Japanese; empty ones left out), the tokens are concatenated, the
-# truncated tokens summed, an attention matrix is block-diagonal, and the score is the
-# mean of the sentences' scores weighted by their source lengths (:func:`line_nbest`),
-# which an n-best list ranks by.
-
-
-def sentence_separator(lang: str) -> str:
-    """What goes between the translations of two sentences in language ``lang``."""
-    return "" if base_language(lang) in UNSPACED_LANGUAGES else " "
-
-
-def join_texts(texts: Sequence[str], lang: str = "") -> str:
-    """The translations of a line's sentences as one text, in the target language
-    ``lang`` (:func:`sentence_separator`): empty ones left out."""
-    return sentence_separator(lang).join(text for text in texts if text)
-
-
-def line_nbest(scores: Sequence[Sequence[float]], weights: Sequence[int],
-               count: int) -> list[tuple[float, tuple[int, ...]]]:
-    """The ``count`` best translations of a line from its sentences' n-best lists: per
-    sentence its hypotheses' scores (at least one) and its weight (source tokens + EOS)
-    -> the line's best combinations of one hypothesis per sentence, best first, as
-    (line score, the hypothesis chosen in each sentence). Fewer when fewer combinations
-    exist.
-
-    The line score is the mean of the chosen hypotheses' scores weighted by the
-    sentences' weights, ``sum(weight * score) / sum(weight)``: on the scale of one
-    sentence's score (a per-token log-probability), so lines of different lengths compare.
-    The weights do not depend on the hypotheses, so the combinations are ranked by that
-    score exactly, and the best is each sentence's best.
-
-    The lists are merged one sentence after another, each time keeping the ``count`` best
-    sums of a kept combination and a hypothesis of the next sentence, found with a heap;
-    that is exact, since a combination among the best has its prefix among the best
-    prefixes. Ties go to the earlier combination, then the earlier hypothesis (in order of
-    score, then position). The arithmetic is float32 in the order of the graph twin
-    (:func:`keras_nmt.text.sentences_graph.join_nbest`), so both give the same lists."""
-    best: list[tuple[np.float32, tuple[int, ...]]] = [(np.float32(0.0), ())]
-    for found, weight in zip(scores, weights, strict=True):
-        order = sorted(range(len(found)), key=lambda k: -found[k])
-        values = [np.float32(weight) * np.float32(found[k]) for k in order]
-        best = _best_sums(best, values, order, count)
-    total = np.float32(sum(weights))
-    return [(float(value / total), chosen) for value, chosen in best]
-
-
-def _best_sums(prefixes: list[tuple[np.float32, tuple[int, ...]]], values: list[np.float32],
-               order: list[int], count: int) -> list[tuple[np.float32, tuple[int, ...]]]:
-    """The ``count`` best of ``prefix + value`` over both lists (each best first): a heap
-    of the frontier, which grows from (0, 0) one step along either list at a time."""
-    def entry(i: int, j: int):
-        return (-(prefixes[i][0] + values[j]), i, j)
-
-    frontier, seen, out = [entry(0, 0)], {(0, 0)}, []
-    while frontier and len(out) < count:
-        total, i, j = heapq.heappop(frontier)
-        out.append((-total, prefixes[i][1] + (order[j],)))
-        for step in ((i + 1, j), (i, j + 1)):
-            if step[0] < len(prefixes) and step[1] < len(values) and step not in seen:
-                seen.add(step)
-                heapq.heappush(frontier, entry(*step))
-    return out
-
-
-def block_diagonal(matrices: Sequence[np.ndarray]) -> np.ndarray:
-    """The matrices one after the other along the diagonal, zeros elsewhere (the
-    attention of a line: each sentence's rows and columns, in order). Dense: it costs
-    (sum of rows) x (sum of columns) cells, which for a line of many sentences is far
-    more than the matrices themselves."""
-    rows = sum(matrix.shape[0] for matrix in matrices)
-    columns = sum(matrix.shape[1] for matrix in matrices)
-    dtype = np.result_type(*matrices) if matrices else np.float32
-    out = np.zeros((rows, columns), dtype)
-    row = column = 0
-    for matrix in matrices:
-        out[row : row + matrix.shape[0], column : column + matrix.shape[1]] = matrix
-        row, column = row + matrix.shape[0], column + matrix.shape[1]
-    return out

@@ -4,16 +4,16 @@ line's translations.
 :func:`split` runs the rewrite table of :mod:`keras_nmt.text.sentences` with
 ``tf.strings.regex_replace``, so the SavedModel splits a line where the Python translator
 does. The ``join_*`` functions give a line's translation from its sentences' by the rules
-of that module (texts joined as :func:`~keras_nmt.text.sentences.join_texts` joins them,
+of that module (texts joined as :func:`~keras_nmt.text.line_join.join_texts` joins them,
 counts summed, the n-best list and its scores of
-:func:`~keras_nmt.text.sentences.line_nbest`, attention block-diagonal).
+:func:`~keras_nmt.text.line_join.line_nbest`, attention block-diagonal).
 """
 
 from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_nmt.text import sentences
+from keras_nmt.text import line_join, sentences
 
 
 def split(lines, lang: str) -> tf.RaggedTensor:
@@ -49,7 +49,7 @@ def join_nbest(texts: tf.Tensor, scores: tf.Tensor, filled: tf.Tensor, weights: 
                row_splits: tf.Tensor, lang: str = "") -> tuple[tf.Tensor, tf.Tensor]:
     """The n-best lists of the sentences (texts, scores, and whether the slot holds a
     hypothesis; [S, K] each) and their weights (source tokens + EOS, [S]) -> those of the
-    lines ([N, K]), as :func:`keras_nmt.text.sentences.line_nbest` gives them: the best
+    lines ([N, K]), as :func:`keras_nmt.text.line_join.line_nbest` gives them: the best
     combinations of one hypothesis per sentence, ranked by the weighted mean of their
     scores, texts joined for the target language ``lang``. A line has as many as its
     longest list; the slots past them are empty ("", -inf). A line of one sentence keeps
@@ -70,7 +70,7 @@ def join_nbest(texts: tf.Tensor, scores: tf.Tensor, filled: tf.Tensor, weights: 
     ranked_texts = tf.gather(texts, order, batch_dims=1)
     weighted = ranked * tf.cast(weights, scores.dtype)[:, None]
     last = tf.maximum(tf.shape(texts)[0] - 1, 0)
-    separator = tf.constant(sentences.sentence_separator(lang), tf.string)
+    separator = tf.constant(line_join.sentence_separator(lang), tf.string)
 
     def merge(position, sums, joined):
         at = tf.minimum(starts + position, last)  # lines without this position: discarded
