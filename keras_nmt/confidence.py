@@ -57,6 +57,18 @@ class Confidence:
                           zip(self.words, self.word_confidences)]}
 
 
+def line_fields(line: Confidence | None, sentences: Sequence[Confidence | None]) -> dict:
+    """A line's figures as the commands and the server write them: ``confidence`` (the
+    line's; null for a line never decoded), ``sentences`` (each decoded sentence's, in
+    order) and ``words`` ([word, figure] pairs), rounded to 6 decimals."""
+    if line is None:
+        return {"confidence": None, "sentences": [], "words": []}
+    found = line.to_json()
+    return {"confidence": found["confidence"],
+            "sentences": [round(part.sentence, 6) for part in sentences if part is not None],
+            "words": found["words"]}
+
+
 def word_of_tokens(tokens: Sequence[str], detokenize: Callable[[Sequence[str]], str]
                    ) -> list[tuple[int, ...]]:
     """For each of ``tokens``, the numbers of the words of ``detokenize(tokens).split()``

@@ -198,7 +198,7 @@ def test_status_metadata_health_models_stats(served):
     assert status == 200 and models["models"][0] == {
         "name": "nmt", "version": 1, "src": "en", "tgt": "fr", "beam": 5, "alpha": 1.0,
         "max_nbest": 2, "max_source_len": 100, "int8": False, "shortlist": None,
-        "alignment": True, "split_sentences": True, "constraints": False}
+        "alignment": True, "split_sentences": True, "constraints": False, "confidence": True}
     status, stats = served.call("/stats")
     assert status == 200 and stats["batch_size"] == 8 and stats["waiting"] == 0
     for path, reason in [("/v1/models/other", "Servable not found for request: Latest(other)"),
@@ -1281,6 +1281,24 @@ def test_page_translates_in_a_headless_browser(served, translator, tmp_path):
         grey = round(255 * float(np.max(alignment["attention"])))
         assert strongest.value_of_css_property("background-color") in (
             f"rgba({grey}, {grey}, {grey}, 1)", f"rgb({grey}, {grey}, {grey})")
+        # The confidence: each word a span coloured by its figure's bin (the legend's
+        # colours), the text unchanged, and the sentence's figure shown.
+        status, sure = served.call("/translate", {"text": [sentence], "beam": 5,
+                                                  "confidence": True})
+        figures = sure["translations"][0]
+        words = driver.find_elements(By.CSS_SELECTOR, ".sentence .best span.word")
+        assert [(w.text, float(w.get_attribute("data-confidence"))) for w in words] == [
+            tuple(pair) for pair in figures["words"]] and words
+        legend = {s.get_attribute("class").split()[-1]: s.value_of_css_property(
+            "background-color") for s in driver.find_elements(By.CSS_SELECTOR, ".legend .swatch")}
+        assert len(set(legend.values())) == 5
+        for word, (_, value) in zip(words, figures["words"]):
+            colour = f"conf-{sum(value >= bound for bound in (0.2, 0.4, 0.6, 0.8))}"
+            assert colour in word.get_attribute("class").split()
+            assert word.value_of_css_property("background-color") == legend[colour]
+        assert driver.find_element(By.CSS_SELECTOR, ".sentence .best").text == expected["text"]
+        assert driver.find_element(By.CSS_SELECTOR, ".sentence .confidence").text == (
+            f"Confidence {figures['confidence']:.3f}")
         # A refusal shows the server's one-line reason.
         beam = driver.find_element(By.ID, "beam")
         beam.clear()

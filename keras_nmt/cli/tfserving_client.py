@@ -8,7 +8,8 @@ import argparse
 from typing import Sequence, TextIO
 
 from keras_nmt.cli.common import (
-    Console, OneLineParser, add_constraint_arguments, add_quiet_argument, binary,
+    Console, OneLineParser, add_confidence_arguments, add_constraint_arguments,
+    add_quiet_argument, binary,
     non_negative_float, non_negative_int, positive_float, positive_int, run_main,
 )
 from keras_nmt.cli.translating import LineRules, Output, translate_in_chunks
@@ -58,6 +59,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser.add_argument("--scores", action="store_true",
                         help="write 'SCORE<TAB>translation' (length-normalised log-prob)")
     add_constraint_arguments(parser)  # keras-nmt serve only, over REST
+    add_confidence_arguments(parser)  # keras-nmt serve only, over REST
     add_quiet_argument(parser, "no retry notices on stderr")
     parser.rename("--model", "--name")
     parser.rename("--version", "--model-version")
@@ -72,6 +74,9 @@ def make_client(args, stderr: TextIO, prog: str = PROG) -> TFServingClient:
         if args.constraints or args.prefix or args.glossary:
             raise ValueError("--constraints, --prefix and --glossary go to keras-nmt serve "
                              "over REST (--url) only")
+        if confidence(args):
+            raise ValueError("--confidence and --min-confidence go to keras-nmt serve over "
+                             "REST (--url) only")
         host, _, port = args.grpc.rpartition(":")
         if not host or not port.isdigit():
             raise ValueError(f"--grpc must be HOST:PORT, got {args.grpc!r}")
@@ -80,13 +85,18 @@ def make_client(args, stderr: TextIO, prog: str = PROG) -> TFServingClient:
     else:
         form = args.form or ("instances" if args.beam is None else "inputs")
         transport = RestTransport(args.url, args.model, signature, args.version,
-                                  form, args.timeout, args.beam, args.alpha)
+                                  form, args.timeout, args.beam, args.alpha, confidence(args))
 
     def notice(error: ServingError, delay: float) -> None:
         if not args.quiet:
             print(f"{prog}: {error}; trying again in {delay:g} s", file=stderr, flush=True)
 
     return TFServingClient(transport, args.batch_size, args.retries, args.backoff, notice)
+
+
+def confidence(args) -> bool:
+    """Whether the options ask the server for each translation's confidence."""
+    return args.confidence or args.min_confidence is not None
 
 
 def main(argv: Sequence[str] | None = None, stdin=None, stdout: TextIO | None = None,
@@ -106,7 +116,8 @@ def main(argv: Sequence[str] | None = None, stdin=None, stdout: TextIO | None = 
 def _translate(client: TFServingClient, args, console: Console) -> int:
     if hasattr(console.stdout, "reconfigure"):
         console.stdout.reconfigure(encoding="utf-8", newline="\n")
-    output = Output(console.stdout, scores=args.scores)
+    output = Output(console.stdout, scores=args.scores, confidence=args.confidence,
+                    min_confidence=args.min_confidence, drop_below=args.drop_below)
     rules = LineRules(args.constraints, args.prefix, args.glossary)
     # No progress line: stderr is the retry notices' (--quiet silences them).
     read = translate_in_chunks(rules.translating(client.translate),

@@ -11,6 +11,7 @@ from typing import Callable, Iterable, Sequence, TextIO
 
 from keras_nmt.atomic import json_text
 from keras_nmt.cli.common import LOW_CONFIDENCE_MARK
+from keras_nmt.confidence import line_fields
 from keras_nmt.constraints import (
     Glossary, LineConstraints, read_constraints, read_prefixes,
 )
@@ -173,13 +174,8 @@ class Output:
         sentence's figure; one for a line of one sentence), "words" ([word, figure] per
         word of the text)}``, and with ``min_confidence`` ``"low"`` (and with
         ``drop_below`` ``"withheld"``), and ``"unmet"`` when constraints were missed."""
-        found = t.confidence
-        record = {"index": self.index, "text": t.text, "confidence": None, "sentences": [],
-                  "words": []}
-        if found is not None:
-            parts = [part.confidence for part in t.sentences or (t,)]
-            record.update(found.to_json(), sentences=[
-                round(part.sentence, 6) for part in parts if part is not None])
+        record = {"index": self.index, "text": t.text, **line_fields(
+            t.confidence, [part.confidence for part in t.sentences or (t,)])}
         if t.unmet:  # constraints the length limit kept out
             record["unmet"] = list(t.unmet)
         if self.min_confidence is not None:

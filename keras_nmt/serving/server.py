@@ -9,8 +9,8 @@ Endpoints:
 - ``GET /v1/models/NAME[/versions/N]`` (status) and ``.../metadata`` (signatures), as
   TF Serving answers them;
 - ``POST /translate``: ``{"text": [...], "model", "version", "beam", "alpha", "nbest",
-  "no_unk", "alignment", "split_sentences", "constraints", "avoid", "prefix",
-  "glossary"}`` (all but ``text`` optional) -> ``{"model", "version", "beam", "alpha",
+  "no_unk", "alignment", "confidence", "split_sentences", "constraints", "avoid",
+  "prefix", "glossary"}`` (all but ``text`` optional) -> ``{"model", "version", "beam", "alpha",
   "translations": [{"text", "score", "truncated", "nbest": [{"text", "score",
   "tokens"}]}]}``; with ``"alignment": true`` each translation also has
   ``"alignment"``: ``{"sentences": [{"source_start", "target_start", "source_tokens",
@@ -18,7 +18,10 @@ Endpoints:
   the line (:meth:`OnnxTranslator.translate`'s ``align``; ``attention`` has a row per
   target token and a column per source token, EOS last on both; null for RNNencdec;
   ``source_start`` and ``target_start`` are where the sentence's tokens begin among the
-  line's), null for an empty line. A text of several sentences is split into them and
+  line's), null for an empty line. With ``"confidence": true`` each translation also has
+  ``"confidence"`` (the line's figure; null for an empty line), ``"sentences"`` (each
+  sentence's) and ``"words"`` (``[word, figure]`` pairs), what ``onnx-translate
+  --confidence`` writes (:mod:`keras_nmt.confidence`). A text of several sentences is split into them and
   their translations joined, as the export does (``GET /models`` says);
   ``"split_sentences": false`` translates each text whole. ``"constraints"`` and
   ``"avoid"`` (per text a list of target phrases, or null), ``"prefix"`` (per text a
@@ -29,10 +32,12 @@ Endpoints:
   that misses a phrase (its length limit came first) has ``"unmet"``, the phrases. TF
   Serving's predict API takes the same per instance (:mod:`~keras_nmt.serving.tfserving_rest`);
 - ``GET /health`` (200 while serving), ``GET /models`` (each model's languages, search
-  settings and limits, and ``"constraints"``: whether it takes them), ``GET /stats`` (the batcher's counters), and Prometheus metrics
+  settings and limits, ``"constraints"``: whether it takes them, and ``"confidence"``:
+  whether it can give it), ``GET /stats`` (the batcher's counters), and Prometheus metrics
   at TF Serving's ``GET /monitoring/prometheus/metrics`` (:mod:`keras_nmt.serving.metrics`);
 - ``GET /``: a page to try the models (a text box, the translation, its n-best list and
-  scores, and the alignment as the paper's Fig. 3 heat map), from the package's
+  scores, each word coloured by the model's confidence in it, and the alignment as the
+  paper's Fig. 3 heat map), from the package's
   ``static/`` files alone. With the constrained search, the translation can be edited:
   the model completes it from the cursor on (the text before it sent as the prefix), and
   glossary terms entered beside the text are sent with each request.
@@ -41,7 +46,8 @@ What a request costs is bounded before any of it is queued: its lines are split 
 sentences here (the export's rules, :func:`keras_nmt.text.sentences.split_sentences`),
 and the sentences (``max_sentences``), their source tokens and the target tokens of their
 constraints (``max_tokens``) and the cells its alignments could hold, an output grown to
-fit its constraints included (``max_alignment_cells``), are counted; constraints are
+fit its constraints included (``max_alignment_cells``; a confidence runs the same
+force-decoding pass as an alignment, and its cells count alike), are counted; constraints are
 checked (:class:`keras_nmt.constraints.Encoder`) before anything is queued. The sentences go through
 one :class:`~keras_nmt.serving.batcher.Batcher` (requests that arrive together share an
 onnxruntime run; a large request runs as several batches, and nothing more of it runs
@@ -90,6 +96,7 @@ import numpy as np
 from aiohttp import web
 
 from keras_nmt import constraints as output_rules
+from keras_nmt.confidence import line_fields
 from keras_nmt.constraints import Glossary, LineConstraints
 from keras_nmt.errors import ConstraintError, RequestError, UsageError
 from keras_nmt.serving import tfserving_rest as rest
@@ -105,7 +112,7 @@ STATIC = pathlib.Path(__file__).resolve().parent / "static"
 STATIC_FILES = ("page.js", "page.css")
 MAX_ALPHA = 10.0  # length normalisation exponents beyond this only overflow
 TRANSLATE_KEYS = {"text", "model", "version", "beam", "alpha", "nbest", "no_unk", "alignment",
-                  "split_sentences", *rest.CONSTRAINT_INPUTS, "glossary"}
+                  "confidence", "split_sentences", *rest.CONSTRAINT_INPUTS, "glossary"}
 # Terms of a request's glossary, at most: each is looked for in every line.
 MAX_GLOSSARY_TERMS = 64
 BODY_ROUTES = {"predict", "translate"}  # the routes that read a JSON body
@@ -124,7 +131,8 @@ class ServerOptions:
     host: str = "127.0.0.1"
     port: int = 8501  # TF Serving's REST port; 0: any free one
     batch_size: int = 32  # sentences a batch (an onnxruntime run) holds at most
-    max_wait: float = 0.005  # seconds the oldest request waits for others to join it
+    max_wait: float = 0.02  # seconds the oldest request waits for others to join it, at most
+    batch_gap: float = 0.002  # a batch runs once no request has come for this long (0: off)
     queue_size: int = 1024  # sentences waiting, at most; more: 503
     max_sentences: int = 256  # sentences a request, at most, once its lines are split
     max_tokens: int = 8192  # source tokens a request, at most (as the model reads them)
@@ -153,7 +161,7 @@ class ServerOptions:
             raise ValueError(f"max_body_bytes ({self.max_body_bytes}) cannot exceed "
                              f"max_body_memory ({self.max_body_memory}): such a body could "
                              "never be read")
-        for name in ("max_wait", "shutdown_timeout", "poll_seconds"):
+        for name in ("max_wait", "batch_gap", "shutdown_timeout", "poll_seconds"):
             if not 0 <= getattr(self, name) < math.inf:
                 raise ValueError(f"{name} must be finite and >= 0")
         for name in ("request_timeout", "read_timeout"):
@@ -170,6 +178,7 @@ class Search:
     alpha: float
     forbid_unk: bool = False
     align: bool = False  # also force-decode each best hypothesis (its attention matrix)
+    confidence: bool = False  # also its confidence, from the same force decoding
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,7 +200,8 @@ class Sentences:
 
     sentences: list[str | ConstrainedLine]
     counts: list[int]  # items of each line, in order
-    cells: int = 0  # the most cells their alignments can hold (0 without alignments)
+    # The most cells their force decoding (alignments, confidence) can hold; 0 without.
+    cells: int = 0
     split_count: int = 0  # sentences once the lines are split (what the answer costs)
 
     def lines(self, results: Sequence[Translation]) -> list[list[Translation]]:
@@ -236,7 +246,7 @@ class TranslationServer:
         for servable in registry.servables():
             self.check_servable(servable)
         self.batcher = Batcher(self._translate_batch, options.batch_size, options.max_wait,
-                               options.queue_size, options.batch_threads)
+                               options.queue_size, options.batch_threads, options.batch_gap)
         self.bodies = BodyBudget(options.max_body_memory)
         self.metrics = Metrics(options.batch_size, lambda: self.batcher.stats.waiting,
                                lambda: self.batcher.stats.dropped, self._open_connections)
@@ -370,12 +380,16 @@ class TranslationServer:
             call = rest.parse_predict(body)
             beam = translator.beam_size if call.beam is None else call.beam
             alpha = translator.alpha if call.alpha is None else call.alpha
-            search = self._search(servable, beam, alpha, nbest=1)
+            if call.confidence:
+                _check_forced(servable, "confidence")
+            search = self._search(servable, beam, alpha, nbest=1,
+                                  confidence=call.confidence)
             # Split as the export's SavedModel splits.
             return call, search, self._sentences(servable, call.sentences,
                                                  translator.split_sentences,
                                                  rules=call.constraints,
-                                                 where="inputs" if call.columnar else "instances")
+                                                 where="inputs" if call.columnar else "instances",
+                                                 confidence=call.confidence)
 
         call, search, work = await self._body(request, read)
         results = await self.batcher.submit(search, work.sentences)
@@ -424,19 +438,22 @@ class TranslationServer:
             translator.beam_size, nbest)
         alpha = rest.float_value(body["alpha"], "alpha") if "alpha" in body else translator.alpha
         no_unk, align = body.get("no_unk", False), body.get("alignment", False)
+        confidence = body.get("confidence", False)
         split = body.get("split_sentences", translator.split_sentences)
-        for key, value in (("no_unk", no_unk), ("alignment", align), ("split_sentences", split)):
+        for key, value in (("no_unk", no_unk), ("alignment", align),
+                           ("confidence", confidence), ("split_sentences", split)):
             if not isinstance(value, bool):
                 raise rest.bad(f"{key} must be true or false")
-        if align and not translator.aligns:
-            raise rest.bad(f"model {servable.name!r} version {servable.version} has no "
-                           "force-decoding model (written by an older keras-nmt): export it "
-                           "again with --onnx for alignments")
-        search = self._search(servable, beam, alpha, nbest, no_unk, align)
+        if align:
+            _check_forced(servable, "alignments")
+        if confidence:
+            _check_forced(servable, "confidence")
+        search = self._search(servable, beam, alpha, nbest, no_unk, align, confidence)
         rules = rest.constraint_columns(body, len(lines))
         glossary = _glossary(body.get("glossary"))
         return _Ask(search, nbest, self._sentences(servable, lines, split, align, rules,
-                                                   glossary, where="text"))
+                                                   glossary, where="text",
+                                                   confidence=confidence))
 
     def _translate_answer(self, ask: _Ask, results: Sequence[Translation]) -> str:
         """The answer's JSON text, a line at a time and an alignment a sentence at a time
@@ -449,6 +466,9 @@ class TranslationServer:
             found = _translation(line, ask.nbest)
             if line.unmet:
                 found["unmet"] = list(line.unmet)
+            if search.confidence:
+                found.update(line_fields(line.confidence, [
+                    part.confidence for part in line.sentences or (line,)]))
             text = json.dumps(found, ensure_ascii=False)
             if search.align:
                 # Each sentence's own alignment, never the line's (a dense matrix of
@@ -474,7 +494,8 @@ class TranslationServer:
         return self.registry.find(next(iter(models)), version)
 
     def _search(self, servable: Servable, beam: int, alpha: float, nbest: int,
-                forbid_unk: bool = False, align: bool = False) -> Search:
+                forbid_unk: bool = False, align: bool = False,
+                confidence: bool = False) -> Search:
         """The batch key of a request, once its settings are within limits."""
         limits, translator = self.options, servable.translator
         if not 1 <= beam <= limits.max_beam:
@@ -488,19 +509,22 @@ class TranslationServer:
                            f"for more), got {nbest}")
         if nbest > beam:
             raise rest.bad(f"nbest ({nbest}) cannot exceed the beam size ({beam})")
-        return Search(servable, beam, float(alpha), bool(forbid_unk), align)
+        return Search(servable, beam, float(alpha), bool(forbid_unk), align, confidence)
 
     def _sentences(self, servable: Servable, lines: Sequence[str], split: bool,
                    align: bool = False, rules: Sequence[LineConstraints | None] | None = None,
-                   glossary: Glossary | None = None, where: str = "text") -> Sentences:
+                   glossary: Glossary | None = None, where: str = "text",
+                   confidence: bool = False) -> Sentences:
         """``lines`` split into sentences (by the source language's rules, with
         ``split``), within the request's limits: sentences, tokens (the source's as the
         model reads them, cut to its maximum source length, and the target tokens of the
         lines' constraints: ``rules`` per line, and the ``glossary``'s terms each line's
-        source holds) and, with ``align``, the most cells their alignments can hold. 400
-        with the limit's option beyond one, or the reason constraints cannot be decoded
-        (``where`` names the lines in it)."""
+        source holds) and, with ``align`` or ``confidence`` (the same force-decoding
+        pass), the most cells their alignments can hold. 400 with the limit's option
+        beyond one, or the reason constraints cannot be decoded (``where`` names the
+        lines in it)."""
         limits, translator = self.options, servable.translator
+        forced = _forced_work(align, confidence)
         sentences, counts = [], []
         for line in lines:
             found = [line]
@@ -524,22 +548,23 @@ class TranslationServer:
             if tokens > limits.max_tokens:
                 raise rest.bad(f"more than {limits.max_tokens} source tokens in one request; "
                                f"at most {limits.max_tokens} (--max-tokens)")
-            if align:
+            if forced:
                 cells += servable.alignment_cells(count)
-        if align and cells > limits.max_alignment_cells:
-            raise _too_many_cells(cells, limits.max_alignment_cells)
+        if forced and cells > limits.max_alignment_cells:
+            raise _too_many_cells(cells, limits.max_alignment_cells, forced)
         if not rules and glossary is None:
             return Sentences(sentences, counts, cells, len(sentences))
         return self._constrained(servable, lines, sentences, counts, lengths, tokens, cells,
-                                 split, align, rules, glossary, where)
+                                 split, forced, rules, glossary, where)
 
     def _constrained(self, servable: Servable, lines: Sequence[str], sentences: list[str],
                      counts: list[int], lengths: list[int], tokens: int, cells: int,
-                     split: bool, align: bool, rules, glossary, where: str) -> Sentences:
+                     split: bool, forced: str, rules, glossary, where: str) -> Sentences:
         """:meth:`_sentences` for lines with constraints: each line's checked and encoded
         as the translator will (:class:`~keras_nmt.constraints.Encoder`), their target
-        tokens added to ``tokens`` and the cells of their longer outputs to ``cells``;
-        a constrained line becomes one :class:`ConstrainedLine` item."""
+        tokens added to ``tokens`` and, when ``forced`` names what is force-decoded
+        (:func:`_forced_work`), the cells of their longer outputs to ``cells``; a
+        constrained line becomes one :class:`ConstrainedLine` item."""
         limits, translator = self.options, servable.translator
         if not translator.constrains:
             raise rest.bad(f"model {servable.name!r} version {servable.version} has no "
@@ -574,7 +599,7 @@ class TranslationServer:
                 raise rest.bad(f"more than {limits.max_tokens} tokens in one request, source "
                                "tokens and the target tokens of its constraints; at most "
                                f"{limits.max_tokens} (--max-tokens)")
-            if align:
+            if forced:
                 # Its output grows to fit its prefix and phrases; translated whole (a
                 # prefix, or phrases no sentence can be told for) it is one matrix.
                 needed = encoded.required_tokens() + 1
@@ -584,7 +609,7 @@ class TranslationServer:
                 cells += max(apart, whole) - sum(servable.alignment_cells(length)
                                                  for length in part_lengths)
                 if cells > limits.max_alignment_cells:
-                    raise _too_many_cells(cells, limits.max_alignment_cells)
+                    raise _too_many_cells(cells, limits.max_alignment_cells, forced)
             items.append(ConstrainedLine(parts[0] if count == 1 else line, found,
                                          split and count > 1))
             counts[n] = 1
@@ -618,7 +643,8 @@ class TranslationServer:
         options = dict(beam_size=search.beam, alpha=search.alpha,
                        nbest=min(translator.max_nbest, search.beam),
                        forbid_unk=search.forbid_unk, batch_size=self.options.batch_size,
-                       align=search.align, split_sentences=split)
+                       align=search.align, confidence=search.confidence,
+                       split_sentences=split)
         if any(found):
             options["constraints"] = found
         try:
@@ -647,8 +673,10 @@ class TranslationServer:
                       "models": {n: sorted(v) for n, v in sorted(self.registry.models.items())}})
 
     async def models(self, request: web.Request) -> web.Response:
-        # "constraints": whether POST /translate and predict take them (the page asks).
-        return _json({"models": [{**s.describe(), "constraints": s.translator.constrains}
+        # "constraints": whether POST /translate and predict take them; "confidence":
+        # whether they can give it (the force-decoding model). The page asks both.
+        return _json({"models": [{**s.describe(), "constraints": s.translator.constrains,
+                                  "confidence": s.translator.aligns}
                                  for s in self.registry.servables()]})
 
     async def stats(self, request: web.Request) -> web.Response:
@@ -809,8 +837,22 @@ def _cells(servable: Servable, source_tokens: int, needed: int) -> int:
     return max(servable.alignment_cells(source_tokens), needed * (source_tokens + 1))
 
 
-def _too_many_cells(cells: int, most: int) -> RequestError:
-    return rest.bad(f"the alignments asked for may hold {cells} cells; at most {most} "
+def _forced_work(align: bool, confidence: bool) -> str:
+    """What a request has force-decoded, as its refusals name it ("": nothing)."""
+    return "alignments" if align else "confidences" if confidence else ""
+
+
+def _check_forced(servable: Servable, what: str) -> None:
+    """400 when ``servable`` has no force-decoding model to give ``what`` with."""
+    if not servable.translator.aligns:
+        raise rest.bad(f"model {servable.name!r} version {servable.version} has no "
+                       "force-decoding model (written by an older keras-nmt): export it "
+                       f"again with --onnx for {what}")
+
+
+def _too_many_cells(cells: int, most: int, forced: str = "alignments") -> RequestError:
+    what = "may hold" if forced == "alignments" else "force-decode up to"
+    return rest.bad(f"the {forced} asked for {what} {cells} cells; at most {most} "
                     "(--max-alignment-cells): ask for them for fewer or shorter sentences")
 
 

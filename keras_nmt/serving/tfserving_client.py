@@ -35,6 +35,13 @@ its words and punctuation marks (:func:`rough_tokens`, not the export's tokenize
 the client does not have) hold the term's source side's, case and all. The answer's
 ``"unmet"`` phrases become each Translation's ``unmet``.
 
+The model's confidence in each translation (``RestTransport(..., confidence=True)``, the
+command's ``--confidence``) is asked of ``keras-nmt serve`` too, over REST
+(``"confidence": true``; :mod:`keras_nmt.serving.tfserving_rest`): each Translation's
+``confidence`` holds the line's figure and its words' and, for a line of several
+sentences, ``sentences`` holds one Translation per sentence with only its figure (the
+server sends no more of them), what :class:`keras_nmt.cli.translating.Output` writes.
+
 The REST path needs only the standard library and the plain install's packages; gRPC
 imports TensorFlow (the tensorflow-serving-api protos are built on TensorFlow's).
 """
@@ -44,6 +51,7 @@ from __future__ import annotations
 import dataclasses
 import http.client
 import json
+import math
 import re
 import socket
 import time
@@ -52,6 +60,7 @@ import urllib.parse
 import urllib.request
 from typing import Callable, Sequence
 
+from keras_nmt.confidence import Confidence
 from keras_nmt.constraints import Glossary, LineConstraints
 from keras_nmt.errors import ServingError, Unreachable
 from keras_nmt.export import EXPORT_ALPHA
@@ -59,6 +68,8 @@ from keras_nmt.progress import native_stderr_filtered
 from keras_nmt.translation import Translation, translate_lines
 
 DEFAULT_SIGNATURE = "serving_default"
+# What keras-nmt serve answers to "confidence": true (keras_nmt.serving.tfserving_rest).
+CONFIDENCE_OUTPUTS = ("confidence", "sentence_confidences", "word_confidences")
 SEARCH_SIGNATURE = "translate"  # sentences, beam_size, alpha
 OUTPUTS = ("translations", "scores", "truncated")  # the outputs read, of an export's signature
 MAX_BACKOFF = 30.0
@@ -79,8 +90,9 @@ def _predictions(columns: dict, count: int) -> list[Translation]:
     scores = columns.get("scores", [None] * count)
     truncated = columns.get("truncated", [0] * count)
     unmet = columns.get("unmet", [None] * count)
+    figures = {name: columns.get(name, [None] * count) for name in CONFIDENCE_OUTPUTS}
     for name, values in (("translations", texts), ("scores", scores), ("truncated", truncated),
-                         ("unmet", unmet)):
+                         ("unmet", unmet), *figures.items()):
         if not isinstance(values, list) or len(values) != count:
             got = len(values) if isinstance(values, list) else type(values).__name__
             raise ServingError(
@@ -92,13 +104,53 @@ def _predictions(columns: dict, count: int) -> list[Translation]:
                for u in unmet):
         raise ServingError("bad answer from server: 'unmet' is not a list of phrases")
     try:
-        return [
+        found = [
             Translation(str(t), score=None if s is None else float(s), truncated=int(n),
                         unmet=tuple(u or ()))
             for t, s, n, u in zip(texts, scores, truncated, unmet)
         ]
     except (TypeError, ValueError) as error:
         raise ServingError(f"bad answer from server: {error}") from None
+    if "confidence" not in columns:
+        return found
+    return [_with_confidence(t, *values) for t, *values in zip(
+        found, *(figures[name] for name in CONFIDENCE_OUTPUTS))]
+
+
+def _figure(value) -> float:
+    """A confidence figure of an answer, in [0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ServingError(f"bad answer from server: {value!r} is not a confidence in [0, 1]")
+    return float(value)
+
+
+def _confidence(figure: float, words: Sequence[tuple[str, float]] = ()) -> Confidence:
+    """A Confidence of a figure the server rounded (to 0 for the least sure): its log as
+    the mean log-probability; the token count is not sent (a client joins no lines)."""
+    return Confidence(math.log(figure) if figure > 0 else -math.inf, 0,
+                      tuple(word for word, _ in words), tuple(value for _, value in words))
+
+
+def _with_confidence(t: Translation, line, sentences, words) -> Translation:
+    """``t`` with the answer's ``confidence``, ``sentence_confidences`` and
+    ``word_confidences`` (``[word, figure]`` pairs); none for an empty line (null)."""
+    if line is None:
+        return t
+    if not isinstance(sentences, list) or not isinstance(words, list) or not all(
+            isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
+            for pair in words):
+        raise ServingError("bad answer from server: sentence_confidences must be a list of "
+                           "figures, word_confidences of [word, figure] pairs")
+    pairs = [(word, _figure(value)) for word, value in words]
+    figures = [_figure(value) for value in sentences]
+    parts = ()
+    if len(figures) > 1:
+        # The line's truncation stays with its first part, so that the count of truncated
+        # sentences stays the line's (one when any was cut, as without parts).
+        parts = tuple(Translation("", confidence=_confidence(figure),
+                                  truncated=t.truncated if k == 0 else 0)
+                      for k, figure in enumerate(figures))
+    return dataclasses.replace(t, confidence=_confidence(_figure(line), pairs), sentences=parts)
 
 
 def rough_tokens(text: str) -> list[str]:
@@ -140,11 +192,14 @@ def _search_inputs(beam: int | None, alpha: float | None) -> dict:
 class RestTransport:
     """``POST URL/v1/models/MODEL[/versions/N]:predict`` with JSON, in the row
     (``instances``) or columnar (``inputs``) form. With ``beam`` (and ``alpha``) they are
-    sent as the scalar inputs ``beam_size`` and ``alpha`` (columnar form only)."""
+    sent as the scalar inputs ``beam_size`` and ``alpha`` (columnar form only). With
+    ``confidence``, ``"confidence": true`` asks keras-nmt serve for each translation's
+    (the module docstring)."""
 
     def __init__(self, url: str, model: str, signature: str = DEFAULT_SIGNATURE,
                  version: int | None = None, form: str = "instances", timeout: float = 30.0,
-                 beam: int | None = None, alpha: float | None = None):
+                 beam: int | None = None, alpha: float | None = None,
+                 confidence: bool = False):
         if form not in ("instances", "inputs"):
             raise ValueError(f"form must be 'instances' or 'inputs', got {form!r}")
         self.search = _search_inputs(beam, alpha)
@@ -167,6 +222,7 @@ class RestTransport:
         self.signature = signature
         self.form = form
         self.timeout = timeout
+        self.confidence = confidence
 
     def predict(self, sentences: Sequence[str],
                 constraints: Sequence[LineConstraints | None] | None = None
@@ -184,6 +240,8 @@ class RestTransport:
                 if any(key in r for r in rules):
                     inputs[key] = [r.get(key) for r in rules]
             body = {"signature_name": self.signature, "inputs": inputs}
+        if self.confidence:
+            body["confidence"] = True
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         request = urllib.request.Request(
             self.endpoint, data=data, method="POST",
@@ -238,6 +296,9 @@ class RestTransport:
             if not isinstance(outputs, dict):
                 raise ServingError("bad answer from server: no 'outputs' object")
             columns = outputs
+        if self.confidence and count and "confidence" not in columns:
+            raise ServingError("the server answered no confidence: only keras-nmt serve "
+                               "gives it, of an export with its force-decoding model")
         return _predictions(columns, count)
 
 

@@ -26,6 +26,12 @@ and ``"avoid"`` (lists of target phrases) and ``"prefix"`` (a string), as keys o
 ``sentences`` (an entry null: none). An answer then gains ``"unmet"`` (the phrases a
 translation misses because its length limit came first): in each row that misses one, and
 as a column (a list per instance, empty when all were met) when any does.
+
+Also beyond TF Serving, ``"confidence": true`` beside ``instances`` or ``inputs`` asks for
+the model's confidence in each translation (:mod:`keras_nmt.confidence`; an export with
+its force-decoding model): three more outputs, ``confidence`` (the line's figure, null
+for an empty line), ``sentence_confidences`` (each sentence's) and ``word_confidences``
+(``[word, figure]`` pairs), in each row or as columns.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from typing import Sequence
 
 import numpy as np
 
+from keras_nmt.confidence import line_fields
 from keras_nmt.constraints import MAX_PHRASES, LineConstraints
 from keras_nmt.errors import RequestError
 from keras_nmt.translation import Translation
@@ -49,6 +56,8 @@ SIGNATURE_INPUTS = {DEFAULT_SIGNATURE: ("sentences",),
 PREDICT_METHOD = "tensorflow/serving/predict"
 # keras-nmt serve's own inputs, per instance (an export with the constrained search).
 CONSTRAINT_INPUTS = ("constraints", "avoid", "prefix")
+# The outputs a request with "confidence": true adds (keras-nmt serve only).
+CONFIDENCE_OUTPUTS = ("confidence", "sentence_confidences", "word_confidences")
 # Characters of one phrase or prefix, at most: refused before anything tokenizes it (an
 # output has a few hundred tokens at most; the token limits are checked once tokenized).
 MAX_PHRASE_CHARS = 4096
@@ -72,6 +81,7 @@ class PredictCall:
     # Per sentence, what its translation must respect (None: nothing); None: no instance
     # says anything.
     constraints: list[LineConstraints | None] | None = None
+    confidence: bool = False  # also answer CONFIDENCE_OUTPUTS
 
 
 def _text(value, where: str) -> str:
@@ -127,10 +137,18 @@ def parse_predict(body) -> PredictCall:
     Serving's kind of reason for anything else."""
     if not isinstance(body, dict):
         raise bad("the request body must be a JSON object")
-    unknown = sorted(set(body) - {"signature_name", "instances", "inputs"})
+    unknown = sorted(set(body) - {"signature_name", "instances", "inputs", "confidence"})
     if unknown:
         raise bad(f"unknown key {unknown[0]!r}: expected 'signature_name' and either "
-                  "'instances' or 'inputs'")
+                  "'instances' or 'inputs' (and 'confidence')")
+    confidence = body.get("confidence", False)
+    if not isinstance(confidence, bool):
+        raise bad(f"'confidence' must be true or false, got {_json_type(confidence)}")
+    return dataclasses.replace(_parse_call(body), confidence=confidence)
+
+
+def _parse_call(body: dict) -> PredictCall:
+    """:func:`parse_predict` of the signature and its inputs."""
     signature = body.get("signature_name", DEFAULT_SIGNATURE)
     if not isinstance(signature, str):
         raise bad("'signature_name' key must be a string value")
@@ -260,9 +278,11 @@ def float32_json(value: float) -> float:
     return float(str(np.float32(value)))
 
 
-def outputs(results: Sequence[Translation], nbest_width: int) -> dict[str, list]:
+def outputs(results: Sequence[Translation], nbest_width: int, confidence: bool = False
+            ) -> dict[str, list]:
     """The signatures' outputs, columns of the batch; n-best columns when the export
-    returns more than one hypothesis a sentence."""
+    returns more than one hypothesis a sentence; with ``confidence``,
+    :data:`CONFIDENCE_OUTPUTS` (the module docstring)."""
     columns = {
         "translations": [t.text for t in results],
         "scores": [float32_json(t.score) for t in results],
@@ -274,6 +294,11 @@ def outputs(results: Sequence[Translation], nbest_width: int) -> dict[str, list]
                  for t in results]
         columns["nbest_translations"] = [[text for text, _ in row] for row in slots]
         columns["nbest_scores"] = [[float32_json(score) for _, score in row] for row in slots]
+    if confidence:
+        fields = [line_fields(t.confidence, [part.confidence for part in t.sentences or (t,)])
+                  for t in results]
+        for name, key in zip(CONFIDENCE_OUTPUTS, ("confidence", "sentences", "words")):
+            columns[name] = [found[key] for found in fields]
     return columns
 
 
@@ -281,7 +306,7 @@ def predict_answer(call: PredictCall, results: Sequence[Translation],
                    nbest_width: int) -> dict:
     """The answer's JSON object; ``"unmet"`` where a translation misses a phrase (the
     module docstring)."""
-    columns = outputs(results, nbest_width)
+    columns = outputs(results, nbest_width, call.confidence)
     missed = any(t.unmet for t in results)
     if call.columnar:
         if missed:

@@ -2,7 +2,9 @@
 // translation's alignment as the paper's Fig. 3 (a heat map). With a model that takes
 // constraints, a translation can be edited: from the cursor on, the model completes it
 // (the text before the cursor sent as its "prefix"), and the glossary's terms are sent
-// with every request. Text is always set with textContent, never parsed as HTML.
+// with every request. With a model that gives confidence, each output word is coloured by
+// the model's confidence in it and the sentence's figure is shown. Text is always set with
+// textContent, never parsed as HTML.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -16,6 +18,9 @@ const MAX_HEATMAP_CELLS = 20000;
 const COMPLETE_AFTER_MS = 300;
 // The server's own limits on a glossary (MAX_GLOSSARY_TERMS) and a phrase.
 const MAX_TERMS = 64;
+// A word's confidence falls in one of these bins (upper bounds), each a colour of a
+// blue-orange scale that colour-blind readers tell apart too (page.css, .conf-N).
+const CONFIDENCE_BINS = [0.2, 0.4, 0.6, 0.8, Infinity];
 let models = [];
 
 function element(tag, className, text) {
@@ -102,13 +107,15 @@ function glossaryTerms() {
 // ---- requests -------------------------------------------------------------------------
 
 // The body of POST translate for `sources`, with `prefixes` (one a source, or none).
+// Alignments and confidences (one force-decoding pass) are asked for a short text only.
 function request(sources, prefixes) {
   const m = chosenModel();
   const aligned = sources.join("\n").length <= ALIGN_MAX_CHARS;
   const body = {text: sources, beam: Number($("beam").value), nbest: Number($("nbest").value)};
   if (m) {
     Object.assign(body, {model: m.name, version: m.version,
-                         alignment: Boolean(m.alignment) && aligned});
+                         alignment: Boolean(m.alignment) && aligned,
+                         confidence: Boolean(m.confidence) && aligned});
     if (m.constraints) {
       const terms = glossaryTerms();
       if (terms.length) body.glossary = terms;
@@ -134,10 +141,12 @@ function render(sources, answer, aligned) {
   results.replaceChildren();
   const drawn = {maps: 0, cells: 0, skipped: 0};
   const m = chosenModel();
+  if (answer.translations.some((t) => t.words && t.words.length)) results.append(legend());
   answer.translations.forEach((t, i) => {
     const box = element("div", "sentence");
     box.dataset.index = String(i);
-    const best = element("p", "best", t.text);
+    const best = element("p", "best");
+    showTranslation(best, t);
     box.append(element("p", "source", sources[i]), best);
     if (m && m.constraints) editable(box, best, sources[i]);
     fill(box, t, drawn);
@@ -148,7 +157,7 @@ function render(sources, answer, aligned) {
       "This export has no force-decoding model (an older keras-nmt wrote it), so no alignment is shown."));
   } else if (m && !aligned) {
     results.prepend(element("p", "note",
-      `Alignments are shown for texts of at most ${ALIGN_MAX_CHARS} characters.`));
+      `Alignments and confidences are shown for texts of at most ${ALIGN_MAX_CHARS} characters.`));
   } else if (drawn.skipped) {
     results.prepend(element("p", "note",
       `The alignments of the first ${drawn.maps} sentences are drawn; ${drawn.skipped} more are not.`));
@@ -167,6 +176,14 @@ function fill(box, t, drawn) {
     row.append(element("td", "rank", String(rank + 1)), element("td", "hyp", h.text),
                element("td", "score", h.score.toFixed(4)));
   });
+  if (typeof t.confidence === "number") {
+    const parts = t.sentences && t.sentences.length > 1
+      ? ` (sentences: ${t.sentences.map((c) => c.toFixed(3)).join(", ")})` : "";
+    const figure = element("p", "confidence", `Confidence ${t.confidence.toFixed(3)}${parts}`);
+    figure.dataset.confidence = String(t.confidence);
+    figure.title = "exp(mean token log-probability): how sure the model is, not a probability of being right";
+    box.append(figure);
+  }
   box.append(table);
   if (t.truncated > 0) {
     box.append(element("p", "note", `${t.truncated} source tokens beyond the model's limit were dropped.`));
@@ -192,6 +209,43 @@ function fill(box, t, drawn) {
   }
 }
 
+// ---- confidence --------------------------------------------------------------------------
+
+function confidenceBin(value) {
+  return CONFIDENCE_BINS.findIndex((upper) => value < upper);
+}
+
+// `best` shows t.text, each of its words (t.words, [word, figure] in order) in a span
+// coloured by its figure; its textContent stays t.text exactly, which the editing reads.
+function showTranslation(best, t) {
+  best.replaceChildren();
+  best.classList.remove("stale");
+  let at = 0;
+  for (const [word, value] of (t.words || [])) {
+    const start = t.text.indexOf(word, at);
+    if (start < 0) break;  // not the text's words: the rest stays plain
+    if (start > at) best.append(document.createTextNode(t.text.slice(at, start)));
+    const span = element("span", `word conf-${confidenceBin(value)}`, word);
+    span.dataset.confidence = String(value);
+    span.title = `confidence ${value.toFixed(3)}`;
+    best.append(span);
+    at = start + word.length;
+  }
+  if (at < t.text.length) best.append(document.createTextNode(t.text.slice(at)));
+}
+
+function legend() {
+  const box = element("div", "legend");
+  box.append(element("span", "legend-title", "Word confidence:"));
+  let lower = 0;
+  CONFIDENCE_BINS.forEach((upper, bin) => {
+    const label = upper === Infinity ? `≥ ${lower}` : `${lower}–${upper}`;
+    box.append(element("span", `swatch conf-${bin}`, label));
+    lower = upper;
+  });
+  return box;
+}
+
 // ---- completing an edited translation ---------------------------------------------------
 
 // The text of `node` before the cursor, or null when the cursor is not in it.
@@ -206,11 +260,24 @@ function textBeforeCursor(node) {
   return before.toString();
 }
 
+// The cursor `offset` characters into the text of `node` (its words may be spans).
 function placeCursor(node, offset) {
   const range = document.createRange();
-  const text = node.firstChild;
-  if (text) range.setStart(text, Math.min(offset, text.length));
-  else range.setStart(node, 0);
+  const walker = document.createTreeWalker(node, NodeFilter.SHOW_TEXT);
+  let left = offset;
+  let text = walker.nextNode();
+  let placed = false;
+  while (text) {
+    const next = walker.nextNode();
+    if (left <= text.length || !next) {
+      range.setStart(text, Math.min(left, text.length));
+      placed = true;
+      break;
+    }
+    left -= text.length;
+    text = next;
+  }
+  if (!placed) range.setStart(node, 0);
   range.collapse(true);
   const selection = window.getSelection();
   selection.removeAllRanges();
@@ -227,6 +294,7 @@ function editable(box, best, source) {
   let timer = null;
   let asked = 0;
   best.addEventListener("input", () => {
+    best.classList.add("stale");  // the words' colours were the old text's
     clearTimeout(timer);
     timer = setTimeout(() => complete(), COMPLETE_AFTER_MS);
   });
@@ -242,7 +310,7 @@ function editable(box, best, source) {
       const answer = await ask(body);
       if (mine !== asked || best.textContent !== sent) return;  // typed since: stale
       const t = answer.translations[0];
-      best.textContent = t.text;
+      showTranslation(best, t);
       // The cursor stays where it was, after the prefix, when the completion starts with it.
       placeCursor(best, t.text.startsWith(prefix) ? prefix.length : commonStart(prefix, t.text));
       fill(box, t, {maps: 0, cells: 0, skipped: 0});
