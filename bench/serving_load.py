@@ -65,13 +65,20 @@ def _percentiles(values: list[float]) -> dict:
 
 
 def offline(translator: OnnxTranslator, sentences: list[str], beam: int,
-            batch_size: int) -> dict:
-    seconds, results = _common.warm_then_time(
-        lambda some: translator.translate(some, beam_size=beam, batch_size=batch_size),
-        sentences, batch_size)
-    return {"sentences": len(sentences), "seconds": seconds,
+            batch_size: int, rounds: int = 3) -> dict:
+    """The sentences translated offline ``rounds`` times (after a warm-up batch): the
+    median rate, the yardstick of the load phase (one pass of a few seconds moves with the
+    machine's speed from one second to the next)."""
+    def translate(some):
+        return translator.translate(some, beam_size=beam, batch_size=batch_size)
+
+    translate(sentences[:batch_size])
+    passes = [_common.timed(lambda: translate(sentences)) for _ in range(rounds)]
+    seconds = statistics.median(s for s, _ in passes)
+    return {"sentences": len(sentences), "seconds": seconds, "rounds": rounds,
+            "rates": [len(sentences) / s for s, _ in passes],
             "sentences_per_second": len(sentences) / seconds,
-            "texts": {s: r.text for s, r in zip(sentences, results)}}
+            "texts": {s: r.text for s, r in zip(sentences, passes[0][1])}}
 
 
 class Server:

@@ -6,7 +6,7 @@ settings a batch must share). A worker takes the oldest waiting request and fill
 of at most ``batch_size`` sentences with the waiting sentences of its key, until the batch
 is full, or the oldest request has waited ``max_wait`` seconds, or (with ``gap``) no
 request has arrived for ``gap`` seconds: requests that come together (clients answered by
-one batch send their next ones within a millisecond or two of each other) share a batch,
+one batch send their next ones within a few milliseconds of each other) share a batch,
 and a lone request does not wait the whole ``max_wait`` for company that is not coming. A request larger than a
 batch runs as several batches, one after another: the requests that arrived while it ran
 go first in the next batch (a large request does not hold the small ones behind it for

@@ -132,7 +132,7 @@ class ServerOptions:
     port: int = 8501  # TF Serving's REST port; 0: any free one
     batch_size: int = 32  # sentences a batch (an onnxruntime run) holds at most
     max_wait: float = 0.02  # seconds the oldest request waits for others to join it, at most
-    batch_gap: float = 0.002  # a batch runs once no request has come for this long (0: off)
+    batch_gap: float = 0.005  # a batch runs once no request has come for this long (0: off)
     queue_size: int = 1024  # sentences waiting, at most; more: 503
     max_sentences: int = 256  # sentences a request, at most, once its lines are split
     max_tokens: int = 8192  # source tokens a request, at most (as the model reads them)
