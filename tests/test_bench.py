@@ -684,6 +684,7 @@ def test_onnx_side_by_side_times_every_export_in_each_round(tiny_selecting_expor
     assert "float" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # trains two runs and scores three splits each: about 45 s
 def test_adaptation_trains_children_and_scratch_runs_and_draws_the_curve(
         tiny_run, tiny_corpus, tmp_path):
     bench = load("adaptation")
