@@ -281,6 +281,17 @@ def add(parser: argparse.ArgumentParser, name: str, **changes) -> None:
         parser.rename(spelling, flags[0])
 
 
+def add_run_and_split(parser: argparse.ArgumentParser, batch_size: int = 64) -> None:
+    """RUN_DIR, ``--src``/``--ref`` (a split to translate and score), ``--weights``,
+    ``--beam`` and ``--batch-size``: what a benchmark of a run on a split takes."""
+    parser.add_argument("run_dir")
+    parser.add_argument("--src", required=True, metavar="FILE", help="source sentences")
+    parser.add_argument("--ref", required=True, metavar="FILE", help="their references")
+    add(parser, "weights")
+    add(parser, "beam")
+    add(parser, "batch_size", default=batch_size, help=f"sentences a batch (default {batch_size})")
+
+
 def add_report_options(parser: argparse.ArgumentParser) -> None:
     """``--json FILE``, ``--note`` and ``--matmul-rounds``: the report's options."""
     parser.add_argument("--json", metavar="FILE", help="write the report (JSON) here")

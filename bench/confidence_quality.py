@@ -288,12 +288,7 @@ def draw(rows: list[dict], path: str, title: str) -> None:
 
 def build_parser():
     parser = _common.parser(PROG, __doc__)
-    parser.add_argument("run_dir")
-    parser.add_argument("--src", required=True, metavar="FILE", help="source sentences")
-    parser.add_argument("--ref", required=True, metavar="FILE", help="their references")
-    _common.add(parser, "weights")
-    _common.add(parser, "beam")
-    _common.add(parser, "batch_size", default=64, help="sentences a batch (default 64)")
+    _common.add_run_and_split(parser)
     parser.add_argument("--fit", action="store_true",
                         help="also fit a combination of the signals on these sentences and "
                              "report its correlation, in sample and cross-validated")

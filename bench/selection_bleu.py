@@ -26,14 +26,9 @@ def build_parser():
     from keras_nmt.cli.common import shortlist
 
     parser = _common.parser(PROG, __doc__)
-    parser.add_argument("run_dir")
-    parser.add_argument("--src", required=True, metavar="FILE", help="source sentences")
-    parser.add_argument("--ref", required=True, metavar="FILE", help="their references")
-    _common.add(parser, "weights")
+    _common.add_run_and_split(parser)
     parser.add_argument("--shortlists", default="2000,30:1000,20:500,10", metavar="F,B:F,B...",
                         type=lambda text: [shortlist(item) for item in text.split(":")])
-    _common.add(parser, "beam")
-    _common.add(parser, "batch_size", default=64, help="sentences a batch (default 64)")
     parser.add_argument("--export-dir", help="an export with --onnx --shortlist F,B --int8")
     return parser
 

@@ -45,12 +45,7 @@ PROG = "terminology"
 
 def build_parser():
     parser = _common.parser(PROG, __doc__)
-    parser.add_argument("run_dir")
-    parser.add_argument("--src", required=True, metavar="FILE", help="source sentences")
-    parser.add_argument("--ref", required=True, metavar="FILE", help="their references")
-    _common.add(parser, "weights")
-    _common.add(parser, "beam")
-    _common.add(parser, "batch_size", default=64, help="sentences a batch (default 64)")
+    _common.add_run_and_split(parser)
     parser.add_argument("--export-dir", help="an export with --onnx (and its constrained models)")
     parser.add_argument("--terms", type=int, default=200, help="glossary pairs (default 200)")
     parser.add_argument("--best", type=int, default=3,
