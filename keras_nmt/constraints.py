@@ -191,6 +191,14 @@ class SentenceConstraints:
         """Tokens the output must hold: the prefix's and every phrase's to include."""
         return len(self.prefix.ids) + sum(len(p.ids) for p in self.include)
 
+    def met_by(self, tokens: Sequence[str]) -> bool:
+        """Whether ``tokens`` (an output) hold every phrase to include, none to avoid, and
+        start with the prefix."""
+        prefix = self.prefix.tokens
+        return (all(find(tokens, p.tokens) >= 0 for p in self.include)
+                and all(find(tokens, p.tokens) < 0 for p in self.avoid)
+                and tuple(tokens[: len(prefix)]) == tuple(prefix))
+
 
 class Encoder:
     """Turns :class:`LineConstraints` into :class:`SentenceConstraints` with a target
@@ -235,6 +243,12 @@ class Encoder:
                 f"the prefix and constraints need {encoded.required_tokens()} tokens, more "
                 f"than an output may have ({self.max_output - 1})")
         return encoded
+
+
+def check_aligned(lines: Sequence[str], per_line: Sequence | None) -> None:
+    """ValueError unless ``per_line`` (constraints, None: none) has one entry a line."""
+    if per_line is not None and len(per_line) != len(lines):
+        raise ValueError(f"{len(per_line)} constraints for {len(lines)} lines")
 
 
 def max_output_tokens(max_source_len: int, max_decode_ratio: float) -> int:

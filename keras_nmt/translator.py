@@ -279,8 +279,7 @@ class Translator:
             members = getattr(self.model, "models", [self.model])
             check_attention("unk_replace", [member.config for member in members])
         need_attention = with_attention or unk_replace
-        if constraints is not None and len(constraints) != len(lines):
-            raise ValueError(f"{len(constraints)} constraints for {len(lines)} lines")
+        output_rules.check_aligned(lines, constraints)
         constrain = (self.constraint_attacher(constraints, glossary)
                      if constraints is not None or glossary is not None else None)
 
@@ -320,15 +319,20 @@ class Translator:
             apart=output_rules.constrained_apart(
                 self.rare_source() if selection and any(selection) else None)))
 
+    def constraint_encoder(self) -> output_rules.Encoder:
+        """Checks and encodes constraints as this translator decodes them: its target
+        codec, and its longest output (its maximum source length, the model's decode
+        ratio)."""
+        return output_rules.Encoder(self.target_codec, output_rules.max_output_tokens(
+            self.max_source_len, self.model.config.max_decode_ratio))
+
     def constraint_attacher(self, constraints, glossary=None) -> Callable:
         """:func:`keras_nmt.constraints.attach` with this translator's codecs, longest
         output and, for placing a bare phrase in a line's sentences, its lexical table."""
-        encoder = output_rules.Encoder(self.target_codec, output_rules.max_output_tokens(
-            self.max_source_len, self.model.config.max_decode_ratio))
         sources_of = (None if self.lexicon is None else
                       output_rules.lexicon_sources(self.lexicon, self.source_vocab))
-        return output_rules.attach(constraints, encoder, self.source_codec.tokenize, glossary,
-                                   sources_of)
+        return output_rules.attach(constraints, self.constraint_encoder(),
+                                   self.source_codec.tokenize, glossary, sources_of)
 
     def _with_confidence(self, sources: list[Source], translations: list[Translation],
                          batch_size: int) -> list[Translation]:

@@ -122,22 +122,8 @@ def _check_constraints(translator) -> tuple[list[str], list]:
 def _sentence_constraints(translator, found: list) -> list:
     """:class:`~keras_nmt.constraints.SentenceConstraints` of unsplit lines, as the
     translator encodes them."""
-    from keras_nmt.constraints import Encoder, max_output_tokens
-
-    encoder = Encoder(translator.target_codec, max_output_tokens(
-        translator.max_source_len, translator.model.config.max_decode_ratio))
+    encoder = translator.constraint_encoder()
     return [encoder.encode(c) for c in found]
-
-
-def _meets(tokens, constraints) -> bool:
-    """Whether ``tokens`` hold every phrase to include, none to avoid, and start with
-    the prefix."""
-    from keras_nmt.constraints import find
-
-    prefix = constraints.prefix.tokens
-    return (all(find(tokens, p.tokens) >= 0 for p in constraints.include)
-            and all(find(tokens, p.tokens) < 0 for p in constraints.avoid)
-            and tuple(tokens[: len(prefix)]) == tuple(prefix))
 
 
 def constrained_check(run_fn, translator, beam_size: int, alpha: float,
@@ -153,7 +139,7 @@ def constrained_check(run_fn, translator, beam_size: int, alpha: float,
     decoded = parity.run_ids(run_fn, translator.encode(lines), translator.target_vocab,
                              beam_size, alpha, shortlist=shortlist,
                              rare=_rare_sources(translator, shortlist), constraints=encoded)
-    unmet = [n for n, (d, c) in enumerate(zip(decoded, encoded)) if not _meets(d.tokens, c)]
+    unmet = [n for n, (d, c) in enumerate(zip(decoded, encoded)) if not c.met_by(d.tokens)]
     if unmet:
         raise ExportError(f"self-check failed: the constrained {what} misses the constraints "
                           f"of check sentence(s) {unmet}")

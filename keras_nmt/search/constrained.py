@@ -34,10 +34,12 @@ from typing import Any
 
 import tensorflow as tf
 
-from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from keras_nmt.constants import EOS_ID, PAD_ID
 from keras_nmt.layers.beam_rows import tile_rows
-from keras_nmt.search.candidates import ALIVE, DEAD
-from keras_nmt.search.top_k import take_along_rows, top_k_over_vocabulary
+from keras_nmt.search.candidates import (
+    ALIVE, DEAD, never_generated, normalised_best, only_first,
+)
+from keras_nmt.search.top_k import take_along_rows
 
 # Subtracted from a finished hypothesis' ranking score per phrase it did not include: it
 # ranks below every hypothesis that met them all (real scores are far smaller in size),
@@ -221,28 +223,19 @@ def guided_candidates(logits, k, forced, allow_eos, banned, offered, forbid_unk,
     ``forced`` column (int32 [rows], -1: none: EOS at the limit, a prefix's token) gets
     it with its model log-probability and nothing else. Log-probabilities are normalised
     over every column, as in the unconstrained search."""
-    whole_blocks = count is not None
-    if count is None:
-        count = tf.shape(logits)[1]
-    wide = tf.minimum(k + 4 + tf.shape(banned)[1], count)
+    lp, top_columns, peak, log_norm, count = normalised_best(
+        logits, k + 4 + tf.shape(banned)[1], count)
     narrow = tf.minimum(k, count)
-    top_logits, top_columns = top_k_over_vocabulary(logits, wide, whole_blocks)
-    peak = top_logits[:, :1]
-    log_norm = tf.math.log(tf.reduce_sum(tf.exp(logits - peak), axis=1, keepdims=True))
 
     def logprob_of(columns):
         return (take_along_rows(logits, tf.maximum(columns, 0)) - peak) - log_norm
 
     refused = (
-        tf.equal(top_columns, PAD_ID)
-        | tf.equal(top_columns, BOS_ID)
-        | (forbid_unk & tf.equal(top_columns, UNK_ID))
-        | (top_columns >= count)
+        never_generated(top_columns, forbid_unk, count)
         | (tf.logical_not(allow_eos)[:, None] & tf.equal(top_columns, EOS_ID))
         | _contains(top_columns, banned)
     )
-    lp, order = tf.math.top_k(tf.where(refused, DEAD, (top_logits - peak) - log_norm),
-                              k=narrow)
+    lp, order = tf.math.top_k(tf.where(refused, DEAD, lp), k=narrow)
     columns = take_along_rows(top_columns, order)
 
     kept = tf.where(lp > ALIVE, columns, -1)
@@ -255,11 +248,8 @@ def guided_candidates(logits, k, forced, allow_eos, banned, offered, forbid_unk,
     lp = tf.concat([lp, tf.where(dropped, DEAD, logprob_of(offered))], axis=1)
     columns = tf.concat([columns, tf.where(dropped, PAD_ID, offered)], axis=1)
 
-    has_forced = (forced >= 0)[:, None]
-    first = tf.equal(tf.range(tf.shape(lp)[1]), 0)[None, :]
-    lp = tf.where(has_forced, tf.where(first, logprob_of(forced[:, None]), DEAD), lp)
-    columns = tf.where(has_forced, tf.where(first, forced[:, None], PAD_ID), columns)
-    return lp, columns
+    return only_first(lp, columns, forced >= 0, logprob_of(forced[:, None]), forced[:, None],
+                      tf.shape(lp)[1])
 
 
 def bank_select(candidates, banks, k):

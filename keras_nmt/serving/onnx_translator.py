@@ -79,6 +79,8 @@ from keras_nmt.vocab import Vocabulary
 INPUTS = ("source_ids", "beam_size", "alpha", "forbid_unk", "max_length")
 OUTPUTS = ("ids", "lengths", "scores")
 CONSTRAINED_INPUTS = INPUTS + ("include_ids", "avoid_ids", "prefix_ids")
+NO_CONSTRAINED_MODEL = ("this export has no constrained model: export the run again with "
+                        "--onnx --constrained")
 FORCED_INPUTS = ("source_ids", "target_ids")
 FORCED_OUTPUTS = ("token_logprobs",)  # and "attention" for RNNsearch
 METADATA_KEYS = (
@@ -293,23 +295,27 @@ class OnnxTranslator:
         with self._forced_lock:
             if self._constrained is None:
                 if not self.constrains:
-                    raise ExportError("this export has no constrained model: export the run "
-                                      "again with --onnx --constrained")
+                    raise ExportError(NO_CONSTRAINED_MODEL)
                 outputs = OUTPUTS + (("attention",) if self.attends else ())
                 self._constrained = _session(self.constrained_path, self.threads,
                                              CONSTRAINED_INPUTS, outputs,
                                              "translate_ids_constrained")
         return self._constrained
 
+    def constraint_encoder(self) -> output_rules.Encoder:
+        """Checks and encodes constraints as this export decodes them: its target codec
+        and its longest output (its maximum source length, its decode ratio);
+        :class:`ExportError` when the export has no constrained model."""
+        if not self.constrains:
+            raise ExportError(NO_CONSTRAINED_MODEL)
+        return output_rules.Encoder(self.target_codec, output_rules.max_output_tokens(
+            self.max_source_len, self.max_decode_ratio))
+
     def constraint_attacher(self, constraints, glossary=None) -> Callable:
         """:func:`keras_nmt.constraints.attach` with this export's codecs and longest
         output (no lexical table: a bare phrase of a split line keeps the line whole)."""
-        if not self.constrains:
-            raise ExportError("this export has no constrained model: export the run again "
-                              "with --onnx --constrained")
-        encoder = output_rules.Encoder(self.target_codec, output_rules.max_output_tokens(
-            self.max_source_len, self.max_decode_ratio))
-        return output_rules.attach(constraints, encoder, self.source_codec.tokenize, glossary)
+        return output_rules.attach(constraints, self.constraint_encoder(),
+                                   self.source_codec.tokenize, glossary)
 
     @property
     def aligns(self) -> bool:
@@ -437,8 +443,7 @@ class OnnxTranslator:
             raise ExportError("this export has no force-decoding model to compute a "
                               "confidence with (it was written by an older keras-nmt): "
                               "export the run again with --onnx")
-        if constraints is not None and len(constraints) != len(lines):
-            raise ValueError(f"{len(constraints)} constraints for {len(lines)} lines")
+        output_rules.check_aligned(lines, constraints)
         constrain = (self.constraint_attacher(constraints, glossary)
                      if constraints is not None or glossary is not None else None)
         outputs = list(OUTPUTS) + (["attention"] if replace else [])

@@ -95,7 +95,6 @@ from typing import Callable, Sequence, TextIO
 import numpy as np
 from aiohttp import web
 
-from keras_nmt import constraints as output_rules
 from keras_nmt.confidence import line_fields
 from keras_nmt.constraints import Glossary, LineConstraints
 from keras_nmt.errors import ConstraintError, RequestError, UsageError
@@ -570,10 +569,8 @@ class TranslationServer:
             raise rest.bad(f"model {servable.name!r} version {servable.version} has no "
                            "constrained search: export it again with --constrained for "
                            "constraints, prefixes and glossaries")
-        # The translator's own limit (its export's decode ratio): what passes here passes
-        # there.
-        encoder = output_rules.Encoder(translator.target_codec, output_rules.max_output_tokens(
-            translator.max_source_len, translator.max_decode_ratio))
+        # The translator's own check and limit: what passes here passes there.
+        encoder = translator.constraint_encoder()
         tokenize = functools.lru_cache(maxsize=4 * MAX_GLOSSARY_TERMS)(
             translator.source_codec.tokenize)
         items: list[str | ConstrainedLine] = []

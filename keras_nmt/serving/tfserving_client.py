@@ -61,7 +61,7 @@ import urllib.request
 from typing import Callable, Sequence
 
 from keras_nmt.confidence import Confidence
-from keras_nmt.constraints import Glossary, LineConstraints
+from keras_nmt.constraints import Glossary, LineConstraints, check_aligned
 from keras_nmt.errors import ServingError, Unreachable
 from keras_nmt.export import EXPORT_ALPHA
 from keras_nmt.progress import native_stderr_filtered
@@ -449,8 +449,7 @@ class TFServingClient:
         (the server splits them into sentences). ``progress`` hears each batch's lines.
         ``constraints`` (per line) and ``glossary``: what each line's translation must
         respect, sent with it (the module docstring)."""
-        if constraints is not None and len(constraints) != len(lines):
-            raise ValueError(f"{len(constraints)} constraints for {len(lines)} lines")
+        check_aligned(lines, constraints)
         if constraints is None and glossary is None:
             return translate_lines(lines, self.predict, self.batch_size, progress=progress)
 
