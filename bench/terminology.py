@@ -180,9 +180,8 @@ def main(argv=None) -> int:
         before, _ = term_use(unconstrained, [asked[i] for i in in_set])
         glossed = translator.translate(sources, glossary=glossary, **options, **extra)
         plain_all = translator.translate(sources, **options, **extra)
-        applied = [glossary.for_line(translator.source(s).tokens,
-                                     translator.source_codec.tokenize).include
-                   for s in sources]
+        terms_of = glossary.matcher(translator.source_codec.tokenize)
+        applied = [terms_of(translator.source(s).tokens).include for s in sources]
         g_met, g_total = term_use(glossed, applied)
         g_before, _ = term_use(plain_all, applied)
         # The cost: the sentences with two terms, decoded both ways, side by side.

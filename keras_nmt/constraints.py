@@ -147,13 +147,35 @@ class Glossary:
     def for_line(self, source_tokens: Sequence[str], tokenize: Callable[[str], list[str]]
                  ) -> LineConstraints:
         """The terms whose source side occurs in ``source_tokens`` (a line tokenized by
-        the source codec, whose ``tokenize`` reads the terms too), as phrases to include."""
-        include, sources = [], []
-        for source, target in self.terms:
-            if find(source_tokens, tokenize(source)) >= 0 and target not in include:
-                include.append(target)
-                sources.append(source)
-        return LineConstraints(tuple(include), sources=tuple(sources))
+        the source codec, whose ``tokenize`` reads the terms too), as phrases to include,
+        in the glossary's order (a target term once). For many lines: :meth:`matcher`."""
+        return self.matcher(tokenize)(source_tokens)
+
+    def matcher(self, tokenize: Callable[[str], list[str]]
+                ) -> Callable[[Sequence[str]], LineConstraints]:
+        """:meth:`for_line` with the terms tokenized once and indexed by their first
+        token: a line then costs its own tokens (times the terms that start with each),
+        not a pass over the whole glossary."""
+        entries = [(tuple(tokenize(source)), source, target) for source, target in self.terms]
+        starting: dict[str, list[int]] = {}
+        for n, (tokens, _, _) in enumerate(entries):
+            if tokens:
+                starting.setdefault(tokens[0], []).append(n)
+
+        def match(source_tokens: Sequence[str]) -> LineConstraints:
+            line = tuple(source_tokens)
+            found = {n for i, token in enumerate(line) for n in starting.get(token, ())
+                     if line[i : i + len(entries[n][0])] == entries[n][0]}
+            include: list[str] = []
+            sources: list[str] = []
+            for n in sorted(found):
+                _, source, target = entries[n]
+                if target not in include:
+                    include.append(target)
+                    sources.append(source)
+            return LineConstraints(tuple(include), sources=tuple(sources))
+
+        return match
 
 
 def find(tokens: Sequence[str], phrase: Sequence[str], start: int = 0) -> int:
@@ -310,11 +332,12 @@ def attach(per_line: Sequence[LineConstraints | None] | None, encoder: Encoder,
     constraints (``per_line[n]``, and the ``glossary``'s terms its source holds) given to
     its sentences (:class:`~keras_nmt.translation.Source` items), or None when the line
     must be translated whole (:func:`assign`). ``tokenize`` is the source codec's."""
+    terms_of = None if glossary is None else glossary.matcher(tokenize)
+
     def constrain(n: int, items: list) -> list | None:
         found = (per_line[n] if per_line else None) or LineConstraints()
-        if glossary is not None:
-            found = found.merged(glossary.for_line(
-                [token for item in items for token in item.tokens], tokenize))
+        if terms_of is not None:
+            found = found.merged(terms_of([token for item in items for token in item.tokens]))
         if not found:
             return items
         assigned = assign(found, encoder, [item.tokens for item in items], tokenize, sources_of)

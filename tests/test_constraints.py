@@ -289,6 +289,12 @@ def test_the_glossary_applies_only_where_its_source_term_occurs(tmp_path):
     assert glossary.for_line("a car that is red".split(), tokenize) == LineConstraints()
     assert glossary.for_line("dog and red car".split(), tokenize).include == (
         "voiture rouge", "chien")
+    # Tokenized once for many lines: the same terms, a term that starts after a false
+    # start ("red red car") included, in the glossary's order.
+    match = glossary.matcher(tokenize)
+    for line in ("the red car", "a car that is red", "dog and red car", "red red car dog"):
+        assert match(line.split()) == glossary.for_line(line.split(), tokenize)
+    assert match("red red car dog".split()).include == ("voiture rouge", "chien")
     path.write_text("only one field\n")
     with pytest.raises(ConstraintError, match="terms.tsv:1: expected"):
         Glossary.read(path)

@@ -82,7 +82,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
-import functools
 import json
 import logging
 import math
@@ -571,18 +570,18 @@ class TranslationServer:
                            "constraints, prefixes and glossaries")
         # The translator's own check and limit: what passes here passes there.
         encoder = translator.constraint_encoder()
-        tokenize = functools.lru_cache(maxsize=4 * MAX_GLOSSARY_TERMS)(
-            translator.source_codec.tokenize)
+        # The request's terms tokenized once, not once a line.
+        terms_of = (None if glossary is None
+                    else glossary.matcher(translator.source_codec.tokenize))
         items: list[str | ConstrainedLine] = []
         start = 0
         for n, (line, count) in enumerate(zip(lines, counts)):
             parts, part_lengths = sentences[start : start + count], lengths[start : start + count]
             start += count
             found = (rules[n] if rules else None) or LineConstraints()
-            if glossary is not None:
-                source_tokens = [token for part in parts
-                                 for token in translator.source(part).tokens]
-                found = found.merged(glossary.for_line(source_tokens, tokenize))
+            if terms_of is not None:
+                found = found.merged(terms_of([token for part in parts
+                                               for token in translator.source(part).tokens]))
             if not found:
                 items += parts
                 continue

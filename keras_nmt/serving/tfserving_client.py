@@ -453,10 +453,12 @@ class TFServingClient:
         if constraints is None and glossary is None:
             return translate_lines(lines, self.predict, self.batch_size, progress=progress)
 
+        terms_of = None if glossary is None else glossary.matcher(rough_tokens)
+
         def constrain(n: int, items: list[str]) -> list[_Line]:
             found = (constraints[n] if constraints else None) or LineConstraints()
-            if glossary is not None:
-                found = found.merged(glossary.for_line(rough_tokens(lines[n]), rough_tokens))
+            if terms_of is not None:
+                found = found.merged(terms_of(rough_tokens(lines[n])))
             return [_Line(item, found or None) for item in items]
 
         def decode(batch: list[_Line]) -> list[Translation]:
