@@ -345,14 +345,14 @@ RECIPES: dict[str, dict[str, Any]] = {
         "warmup_steps": 200,
         "final_lr_fraction": 0.1,
         # 0.1, not 0.2: +1.2 BLEU on Anki (4 epochs in 30 minutes), level on Multi30k
-        # (8 in 15), two runs each (docs/benchmarks.md, "Less dropout").
+        # (8 in 15), two runs each (docs/experiments.md, "Less dropout").
         "dropout": 0.1,
         "sampled_softmax": 4096,
         "label_smoothing": 0.1,
         "average_checkpoints": 3,
         "init": "uniform",
         # Words seen once or twice read as <unk>, filled by the run's dictionary: two
-        # runs each on Anki and Multi30k (docs/benchmarks.md, "Rare words as <unk>").
+        # runs each on Anki and Multi30k (docs/experiments.md, "Rare words as <unk>").
         "vocab_min_count": 3,
     },
 }

@@ -125,7 +125,7 @@ def test_sizes_presets_and_their_defaults():
     # Label smoothing is the preset's (two runs a corpus, benchmarks.md); the paper's
     # training takes it away again.
     assert budget.label_smoothing == 0.1 and budget.vocab_min_count == 3
-    assert budget.dropout == 0.1  # two runs a corpus, benchmarks.md "Less dropout"
+    assert budget.dropout == 0.1  # two runs a corpus, experiments.md "Less dropout"
     # RNNencdec cannot fill an <unk> (no attention): the recipe keeps its words whole.
     assert resolve_config(TrainOptions(variant="encdec50", data="corpus",
                                        preset="budget")).vocab_min_count == 1
