@@ -29,6 +29,11 @@ cross-validated figure beats the plain mean log-probability's on the half of the
 development data that selects (never on the half that is reported). Nothing is stored
 in the run. ``--combination REPORT`` applies the combination a ``--fit`` report holds (fitted
 on other sentences) to these, and reports its figures beside the plain one's.
+
+``--export DIR`` (``--int8``) translates with an ONNX export of the run instead
+(``OnnxTranslator``, with the export's vocabulary selection), whose confidence comes from
+the log-probabilities that search gave its tokens: the figures a server gives. Its best
+hypothesis only, so no other signals, no ``--fit`` and no ``--combination``.
 """
 
 from __future__ import annotations
@@ -295,13 +300,21 @@ def build_parser():
     parser.add_argument("--combination", metavar="REPORT",
                         help="a report of this benchmark made with --fit on other sentences: "
                              "its combination's figures on these")
+    parser.add_argument("--export", metavar="DIR",
+                        help="translate with this ONNX export of the run (its selection)")
+    parser.add_argument("--int8", action="store_true", help="with --export: its int8 model")
     parser.add_argument("--figure", metavar="PNG", help="draw the reliability plot here")
     parser.add_argument("--title", default="", help="the figure's title")
     return parser
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.export and (args.fit or args.combination):
+        parser.error("--export gives the confidence alone: no --fit, no --combination")
+    if args.int8 and not args.export:
+        parser.error("--int8 needs --export")
     bench = _common.Bench(PROG, args, argv)
     from sacrebleu.metrics import CHRF
 
@@ -309,15 +322,22 @@ def main(argv=None) -> int:
     from keras_nmt.translator import Translator
 
     sources, references = read_parallel(args.src, args.ref)
-    translator = Translator.from_run_dir(args.run_dir, weights=args.weights)
+    if args.export:
+        from keras_nmt.serving.onnx_translator import OnnxTranslator
+
+        translator = OnnxTranslator.from_export_dir(args.export, int8=args.int8)
+        nbest = 1
+    else:
+        translator = Translator.from_run_dir(args.run_dir, weights=args.weights)
+        nbest = args.beam
     seconds, translations = _common.timed(lambda: translator.translate(
-        sources, beam_size=args.beam, nbest=args.beam, batch_size=args.batch_size,
+        sources, beam_size=args.beam, nbest=nbest, batch_size=args.batch_size,
         split_sentences=False, confidence=True))
     bench.log(f"translated {len(sources)} sentences with their confidence in {seconds:.0f} s")
     chrf = CHRF()
     quality = np.array([chrf.sentence_score(t.text, [ref]).score
                         for t, ref in zip(translations, references)])
-    found = signals(translator, sources, translations, args.batch_size)
+    found = {} if args.export else signals(translator, sources, translations, args.batch_size)
     scored = [i for i, t in enumerate(translations) if t.confidence is not None]
     names = list(found)
     table = np.array([[found[name][i] for name in names] for i in scored], np.float64)
@@ -366,7 +386,8 @@ def main(argv=None) -> int:
         print(f"fitted: cross-validated Spearman {results['fit']['cross_validated_spearman']:.3f}")
     if args.figure:
         draw(results["reliability"], args.figure, args.title)
-    bench.write(results, {"run_dir": args.run_dir, "weights": args.weights, "src": args.src,
+    bench.write(results, {"run_dir": args.run_dir, "export": args.export, "int8": args.int8,
+                          "weights": args.weights, "src": args.src,
                           "ref": args.ref, "beam": args.beam, "batch_size": args.batch_size,
                           "fit": args.fit,
                           "combination": args.combination, "figure": args.figure, "seconds_translating": seconds})

@@ -20,7 +20,7 @@ from typing import Callable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
-from keras_nmt.confidence import Confidence, join_confidences
+from keras_nmt.confidence import Confidence, confidence_of, join_confidences
 from keras_nmt.constraints import SentenceConstraints, fill_placeholders, unmet_phrases
 from keras_nmt.constants import EOS, EOS_ID
 from keras_nmt.evaluation.forced import ForcedPair, join_pairs
@@ -212,6 +212,7 @@ def beam_translation(
     codec, source: Source, ids: np.ndarray, lengths: np.ndarray, scores: np.ndarray,
     nbest: int, attention: np.ndarray | None = None, keep_attention: bool = False,
     rewrite: Callable[[tuple[str, ...], np.ndarray | None], tuple[str, ...]] | None = None,
+    token_logprobs: np.ndarray | None = None,
 ) -> Translation:
     """The Translation of ``source`` from its row of a beam search's outputs (the graph
     the Keras and onnxruntime paths both run): ``ids`` [slots, T], ``lengths`` [slots]
@@ -220,7 +221,10 @@ def beam_translation(
     (:func:`ranked`). ``codec`` is the target side's. ``rewrite(tokens, weights)`` may
     change a hypothesis's tokens (UNK replacement); ``keep_attention`` keeps its weights.
     With ``source.constraints``, the ``<unk>`` standing for their words outside the
-    vocabulary are filled first, and each hypothesis says which phrases it lacks."""
+    vocabulary are filled first, and each hypothesis says which phrases it lacks.
+    ``token_logprobs`` [slots, T] (the search's, EOS's included): each hypothesis gets
+    its ``confidence`` (:func:`keras_nmt.confidence.confidence_of`; none for a sentence
+    without tokens, whose search was not its own)."""
     constraints = source.constraints
     hypotheses = []
     for n in range(min(nbest, len(lengths))):
@@ -237,6 +241,8 @@ def beam_translation(
             codec.detokenize(tokens), tokens, float(scores[n]), source.tokens,
             weights if keep_attention else None, truncated=source.truncated,
             unmet=unmet_phrases(tokens, constraints) if constraints else (),
+            confidence=(confidence_of(token_logprobs[n, :length], tokens, codec.detokenize)
+                        if token_logprobs is not None and source.tokens else None),
         ))
     return ranked(hypotheses, nbest)
 

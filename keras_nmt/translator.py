@@ -24,7 +24,7 @@ this class, and Python users call it directly::
     translator.translate(lines, glossary=Glossary.read("terms.tsv"))
 
     # how sure the model is of each translation, and of each of its words
-    # (keras_nmt.confidence: one more force-decoding pass per sentence)
+    # (keras_nmt.confidence: from the token log-probabilities the search scored)
     for t in translator.translate(lines, confidence=True):
         print(t.confidence.sentence, list(zip(t.confidence.words, t.confidence.word_confidences)))
 
@@ -38,8 +38,6 @@ the line's Translation is.
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import os
 from typing import Callable, Mapping, Sequence
 
@@ -47,12 +45,10 @@ import numpy as np
 import tensorflow as tf
 
 from keras_nmt import search
-from keras_nmt.confidence import confidence_of
 from keras_nmt.config import JIT_LENGTH_MULTIPLE, check_attention
 from keras_nmt.constants import EOS_ID
 from keras_nmt import constraints as output_rules
 from keras_nmt.ensemble import Ensemble, check_compatible
-from keras_nmt.evaluation.forced import force_ids
 from keras_nmt.lexicon import shortlist_inputs
 from keras_nmt.models import TranslationModel
 from keras_nmt.rundir import RunDir
@@ -173,8 +169,8 @@ class Translator:
                    dictionary=runs[0].run.load_dictionary() if replace else None)
 
     def _search_fn(self, nbest: int, selecting: bool = False, attention: bool = True,
-                   constrained: bool = False) -> Callable:
-        key = (nbest, selecting, attention, constrained)
+                   constrained: bool = False, token_logprobs: bool = False) -> Callable:
+        key = (nbest, selecting, attention, constrained, token_logprobs)
         if key not in self._search_fns:
             # search.beam_search is plain TensorFlow ops (no Python control flow on
             # tensors), so autograph is not needed: tracing without it is ~3x faster.
@@ -182,7 +178,7 @@ class Translator:
             self._search_fns[key] = search.make_translate_fn(
                 self.model, nbest=nbest, autograph=False, jit_compile=self.jit_compile,
                 lexicon_table=self.lexicon.selection_table() if selecting else None,
-                attention=attention, constrained=constrained,
+                attention=attention, constrained=constrained, token_logprobs=token_logprobs,
             )
         return self._search_fns[key]
 
@@ -245,8 +241,9 @@ class Translator:
         vocabulary, in a batch of such sentences. None: the whole vocabulary.
 
         ``confidence``: each Translation's ``confidence`` says how sure the model is of
-        it (:mod:`keras_nmt.confidence`), from its best hypothesis force-decoded against
-        the (cut) source: one more pass per sentence, only when asked.
+        it (:mod:`keras_nmt.confidence`), from the log-probabilities the search gave its
+        tokens (the search then keeps them, a history of one float per token: no second
+        pass); each alternative of the n-best list has its own.
 
         ``constraints``: per line (aligned with ``lines``; None: none), phrases its
         translation must include and avoid, and a prefix it must start with;
@@ -286,7 +283,7 @@ class Translator:
         def decode(sources: list[Source]) -> list[Translation]:
             constrained = any(source.constraints for source in sources)
             translate_fn = self._search_fn(int(nbest), bool(selection), need_attention,
-                                           constrained)
+                                           constrained, confidence)
             rules = (output_rules.padded_arrays([s.constraints for s in sources])
                      if constrained else ())
             out = translate_fn(
@@ -301,21 +298,21 @@ class Translator:
             ids, lengths = out["ids"].numpy(), out["lengths"].numpy()
             scores = out["scores"].numpy()
             attention = out["attention"].numpy() if need_attention else None
+            logprobs = out["token_logprobs"].numpy() if confidence else None
             return [
                 beam_translation(
                     self.target_codec, source, ids[row], lengths[row], scores[row], nbest,
                     None if attention is None else attention[row], with_attention,
                     unk_rewrite(source, dictionary) if unk_replace else None,
+                    None if logprobs is None else logprobs[row],
                 )
                 for row, source in enumerate(sources)
             ]
 
-        revise = (functools.partial(self._with_confidence, batch_size=batch_size)
-                  if confidence else None)
         return output_rules.empty_lines_unmet(lines, constraints, translate_lines(
             lines, decode, batch_size, read=self.source, skip_empty=blank(nbest),
             lang=self.src_lang, split_sentences=split_sentences, target_lang=self.tgt_lang,
-            progress=progress, revise=revise, constrain=constrain,
+            progress=progress, constrain=constrain,
             apart=output_rules.constrained_apart(
                 self.rare_source() if selection and any(selection) else None)))
 
@@ -333,21 +330,6 @@ class Translator:
                       output_rules.lexicon_sources(self.lexicon, self.source_vocab))
         return output_rules.attach(constraints, self.constraint_encoder(),
                                    self.source_codec.tokenize, glossary, sources_of)
-
-    def _with_confidence(self, sources: list[Source], translations: list[Translation],
-                         batch_size: int) -> list[Translation]:
-        """``translations`` with the confidence of their best hypothesis, force-decoded
-        against the source as the search read it (an empty sentence has none)."""
-        todo = [i for i, source in enumerate(sources) if source.tokens]
-        target_ids = [self.target_vocab.encode(translations[i].tokens) + [EOS_ID]
-                      for i in todo]
-        results = force_ids(self.model, [sources[i].ids for i in todo], target_ids, batch_size)
-        out = list(translations)
-        for i, (logprobs, _) in zip(todo, results):
-            found = confidence_of(logprobs, translations[i].tokens,
-                                  self.target_codec.detokenize)
-            out[i] = dataclasses.replace(translations[i], confidence=found)
-        return out
 
     def rare_source(self) -> Callable[[Source], bool] | None:
         """Whether a sentence holds a source word training saw too rarely for vocabulary

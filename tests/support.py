@@ -97,6 +97,23 @@ def onnx_files(export_dir, version=1):
     return layout.onnx_dir(export_dir, "nmt", version)
 
 
+def as_older_export(onnx_dir) -> None:
+    """Make the ONNX files in ``onnx_dir`` as a keras-nmt before the search returned its
+    tokens' log-probabilities wrote them: the search models lose that output (in place;
+    the force-decoding model keeps its own)."""
+    import onnx
+
+    for path in pathlib.Path(onnx_dir).glob("*.onnx"):
+        if path.name.endswith(".forced.onnx"):
+            continue
+        proto = onnx.load(str(path))
+        kept = [o for o in proto.graph.output if o.name != "token_logprobs"]
+        if len(kept) < len(proto.graph.output):
+            del proto.graph.output[:]
+            proto.graph.output.extend(kept)
+            onnx.save(proto, str(path))
+
+
 def savedmodel_loaders(export_dir):
     """The export's SavedModel the two ways it gets loaded: TF2 and the TF1 session (TF
     Text's ops registered first, as TF Serving links them: a SentencePiece export's graph

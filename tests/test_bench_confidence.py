@@ -109,3 +109,19 @@ def test_the_benchmark_on_the_tiny_run(tiny_run, tiny_corpus, tmp_path, capsys):
     assert results["combination"]["from"] == str(fitted)
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "worst-decile recall" in capsys.readouterr().out
+
+
+def test_the_benchmark_on_the_tiny_export(tiny_run, tiny_export, tiny_corpus, tmp_path):
+    """--export: the confidence the ONNX search gives (a server's), alone."""
+    out = tmp_path / "report.json"
+    common = [str(tiny_run), "--src", str(tiny_corpus / "valid.en"), "--ref",
+              str(tiny_corpus / "valid.fr"), "--beam", "2", "--matmul-rounds", "1"]
+    assert bench.main([*common, "--export", str(tiny_export), "--json", str(out)]) == 0
+    results = json.loads(out.read_text())["results"]
+    assert results["sentences"] == results["scored"] == 30 and results["signals"] == {}
+    assert results["confidence"]["spearman"] == pytest.approx(results["baseline"]["spearman"])
+    assert sum(row["sentences"] for row in results["reliability"]) == 30
+    with pytest.raises(SystemExit):
+        bench.main([*common, "--export", str(tiny_export), "--fit"])
+    with pytest.raises(SystemExit):
+        bench.main([*common, "--int8"])

@@ -10,7 +10,7 @@ import shutil
 import numpy as np
 import pytest
 
-from support import onnx_files
+from support import as_older_export, onnx_files
 from keras_nmt.cli.common import LOW_CONFIDENCE_MARK
 from keras_nmt.cli.translating import Output
 from keras_nmt.confidence import Confidence, confidence_of, join_confidences, word_of_tokens
@@ -171,18 +171,39 @@ def test_onnx_confidence_agrees_with_keras(tiny_export, tiny_spm_export, keras_t
                                        b.confidence.word_confidences, atol=1e-4)
 
 
-def test_an_export_without_the_forced_model_refuses_a_confidence(tiny_export, tmp_path,
-                                                                 cli_runner):
-    copy = tmp_path / "onnx"
+def _older_export(tiny_export, copy):
+    """A copy of ``tiny_export``'s ONNX files as an older keras-nmt wrote them."""
     shutil.copytree(onnx_files(tiny_export), copy)
+    as_older_export(copy)
+    return copy
+
+
+def test_an_older_export_gives_the_confidence_by_force_decoding(tiny_export, tmp_path):
+    """Before the search returned its tokens' log-probabilities, a confidence came from
+    NAME.forced.onnx: such an export still gives the same figures."""
+    older = OnnxTranslator.from_export_dir(_older_export(tiny_export, tmp_path / "onnx"))
+    current = OnnxTranslator.from_export_dir(tiny_export)
+    assert current.scores_tokens and not older.scores_tokens and older.gives_confidence
+    for a, b in zip(older.translate(LINES, confidence=True, align=True),
+                    current.translate(LINES, confidence=True, align=True)):
+        assert a.text == b.text and (a.confidence is None) == (b.confidence is None)
+        if a.confidence is not None:
+            assert a.confidence.sentence == pytest.approx(b.confidence.sentence, abs=1e-4)
+            assert b.alignment is not None  # an alignment keeps the search's confidence
+            np.testing.assert_allclose(a.confidence.word_confidences,
+                                       b.confidence.word_confidences, atol=1e-4)
+
+
+def test_an_export_that_cannot_give_a_confidence_refuses_it(tiny_export, tmp_path, cli_runner):
+    copy = _older_export(tiny_export, tmp_path / "onnx")
     meta = json.loads((copy / "nmt.onnx.json").read_text(encoding="utf-8"))
     del meta["forced"]
     (copy / "nmt.onnx.json").write_text(json.dumps(meta), encoding="utf-8")
-    with pytest.raises(ExportError, match="no force-decoding model to compute a confidence"):
+    with pytest.raises(ExportError, match="can compute no confidence"):
         OnnxTranslator.from_export_dir(copy).translate(["a"], confidence=True)
     ran = cli_runner("onnx-translate", copy, "--min-confidence", "0.5", stdin="a\n")
     assert ran.returncode == 2 and ran.stdout == ""
-    assert ran.stderr.count("\n") == 1 and "no force-decoding model" in ran.stderr
+    assert ran.stderr.count("\n") == 1 and "can compute no confidence" in ran.stderr
 
 
 def test_translate_and_score_cli_agree_and_mark_the_lines_below(cli_runner, tiny_run, tmp_path):

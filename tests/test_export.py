@@ -55,7 +55,7 @@ def test_onnx_files(exported):
         "target_vocab": "nmt.vocab.fr.txt", "max_source_len": 100, "beam_size": 5, "alpha": 1.0}
     assert meta["split_sentences"] is True  # onnx-translate splits as serving_default does
     assert meta["inputs"] == ["source_ids", "beam_size", "alpha", "forbid_unk", "max_length"]
-    assert sorted(meta["outputs"]) == ["ids", "lengths", "log_probs", "scores"]
+    assert sorted(meta["outputs"]) == ["ids", "lengths", "log_probs", "scores", "token_logprobs"]
     assert len(Vocabulary.load(onnx_files(exported) / meta["target_vocab"])) > 4
     assert not [p for p in exported.iterdir() if p.name.startswith(".")]  # no leftovers
 

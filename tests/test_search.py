@@ -339,6 +339,38 @@ def test_a_search_without_attention_gives_the_same_hypotheses():
                 np.testing.assert_array_equal(a[key].numpy(), b[key].numpy(), err_msg=key)
 
 
+@pytest.mark.parametrize("compact", [True, False])
+def test_token_logprobs_are_the_forced_ones_and_change_nothing_else(compact):
+    """``token_logprobs=True`` adds each hypothesis' token log-probabilities: they sum to
+    its ``log_probs`` and are what force decoding it gives; the hypotheses are the same."""
+    from keras_nmt.evaluation.forced import force_ids
+
+    model = build_model("search50", seed=1, gain=0.5, eos_bias=2.0)
+
+    def make(token_logprobs):
+        def run(source, beam):
+            return search.beam_search(model, source, beam, nbest=3, compact=compact,
+                                      token_logprobs=token_logprobs)
+        return tf.function(run, autograph=False)
+
+    source = tf.constant(SOURCES)
+    with_them, without = make(True), make(False)
+    out = {key: value.numpy() for key, value in with_them(source, tf.constant(3)).items()}
+    plain = without(source, tf.constant(3))
+    assert "token_logprobs" not in plain
+    for key in ("ids", "lengths", "scores", "log_probs"):
+        np.testing.assert_array_equal(out[key], plain[key].numpy(), err_msg=key)
+    lengths, logprobs = out["lengths"], out["token_logprobs"]
+    assert logprobs.shape == out["ids"].shape
+    for b, n in itertools.product(range(len(SOURCES)), range(3)):
+        assert np.all(logprobs[b, n, lengths[b, n]:] == 0.0)
+        np.testing.assert_allclose(logprobs[b, n].sum(), out["log_probs"][b, n], rtol=1e-5)
+    sources = [[i for i in row if i != PAD_ID] for row in SOURCES]
+    targets = [hypothesis(out, b, 0) for b in range(len(SOURCES))]
+    for b, (forced, _) in enumerate(force_ids(model, sources, targets)):
+        np.testing.assert_allclose(logprobs[b, 0, :lengths[b, 0]], forced, atol=2e-5)
+
+
 @pytest.mark.parametrize("arch", ["search50", "encdec50"])
 def test_compact_batches_give_the_uncompacted_result(arch):
     # A likely EOS: sentences stop at different steps, so compaction has work to do.

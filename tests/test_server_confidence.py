@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from support import ServerThread, onnx_files
+from support import ServerThread, as_older_export, onnx_files
 from keras_nmt.cli import onnx_translate as onnx_cli
 from keras_nmt.cli import tfserving_client as client_cli
 from keras_nmt.errors import ServingError
@@ -99,11 +99,31 @@ def test_predict_adds_the_confidence_outputs_when_asked(served, onnx_records, fo
     assert status == 400 and wrong["error"] == "'confidence' must be true or false, got a number"
 
 
-def test_confidence_counts_against_the_alignment_cell_limit(tiny_export):
+def _older_export(tiny_export, copy, forced: bool = True):
+    """A copy of ``tiny_export`` as a keras-nmt before the search returned its tokens'
+    log-probabilities wrote it, with its force-decoding model or (``forced`` False) not."""
+    shutil.copytree(tiny_export, copy)
+    as_older_export(onnx_files(copy))
+    if not forced:
+        metadata = onnx_files(copy) / "nmt.onnx.json"
+        values = json.loads(metadata.read_text(encoding="utf-8"))
+        del values["forced"]
+        metadata.write_text(json.dumps(values), encoding="utf-8")
+    return copy
+
+
+def test_a_force_decoded_confidence_counts_against_the_alignment_cell_limit(tiny_export,
+                                                                           tmp_path):
     # "a dog runs ." (4 tokens) may force-decode 55 cells, "a cat . The end ." two
     # sentences of 3 tokens 36 each (test_server's test_token_and_alignment_cell_limits).
+    lines = ["a dog runs .", "a cat . The end ."]
+    # Today's export: the search gives the confidence, nothing is force-decoded.
     with ServerThread(Registry.from_export_dir(tiny_export), max_alignment_cells=110) as server:
-        lines = ["a dog runs .", "a cat . The end ."]
+        status, answer = server.call("/translate", {"text": lines, "confidence": True})
+        assert status == 200 and all(t["confidence"] > 0 for t in answer["translations"])
+        assert server.call("/translate", {"text": lines, "alignment": True})[0] == 400
+    older = _older_export(tiny_export, tmp_path / "export")
+    with ServerThread(Registry.from_export_dir(older), max_alignment_cells=110) as server:
         assert server.call("/translate", {"text": lines})[0] == 200
         status, answer = server.call("/translate", {"text": lines, "confidence": True})
         assert status == 400 and answer["error"] == (
@@ -117,15 +137,10 @@ def test_confidence_counts_against_the_alignment_cell_limit(tiny_export):
         assert status == 200 and answer["translations"][0]["confidence"] > 0
 
 
-def test_an_export_without_the_forced_model_answers_400(tiny_export, tmp_path):
-    export = tmp_path / "export"
-    shutil.copytree(tiny_export, export)
-    metadata = onnx_files(export) / "nmt.onnx.json"
-    values = json.loads(metadata.read_text(encoding="utf-8"))
-    del values["forced"]
-    metadata.write_text(json.dumps(values), encoding="utf-8")
-    reason = ("model 'nmt' version 1 has no force-decoding model (written by an older "
-              "keras-nmt): export it again with --onnx for confidence")
+def test_an_export_that_cannot_give_a_confidence_answers_400(tiny_export, tmp_path):
+    export = _older_export(tiny_export, tmp_path / "export", forced=False)
+    reason = ("model 'nmt' version 1 can compute no confidence (written by an older "
+              "keras-nmt): export it again with --onnx")
     with ServerThread(Registry.from_export_dir(export)) as server:
         assert server.call("/models")[1]["models"][0]["confidence"] is False
         assert server.call("/translate", {"text": ["a"], "confidence": True}) == (

@@ -14,6 +14,7 @@ import contextlib
 import http.server
 import io
 import json
+import math
 import pathlib
 import re
 import shutil
@@ -743,3 +744,40 @@ def test_onnx_translate_equals_translator_without_tensorflow(tiny_export, tiny_e
     assert len(differ) <= 2, differ
     assert [t.text for i, t in enumerate(expected) if i not in differ] == [
         line for i, line in enumerate(out) if i not in differ]
+
+
+def test_the_savedmodel_gives_each_lines_confidence(tiny_standin, tiny_expected, tiny_run,
+                                                    tiny_export):
+    """serving_default's ``confidence`` (TF Serving users' only way to it) is the line's
+    figure the Python API gives: exp of the mean log-probability of all its sentences'
+    tokens; NaN for a line without tokens, never a made-up number."""
+    import urllib.request
+
+    from keras_nmt.translator import Translator
+
+    sentences, expected = tiny_expected
+    with urllib.request.urlopen(urllib.request.Request(
+            f"{tiny_standin.rest_url}/v1/models/nmt:predict",
+            json.dumps({"inputs": {"sentences": sentences}}).encode(),
+            {"Content-Type": "application/json"}), timeout=120) as answer:
+        outputs = json.loads(answer.read())["outputs"]
+    metadata = json.loads((onnx_files(tiny_export) / "nmt.onnx.json").read_text("utf-8"))
+    ours = Translator.from_run_dir(tiny_run).translate(
+        sentences, beam_size=metadata["beam_size"], alpha=metadata["alpha"], confidence=True)
+    assert [t.text for t in ours] == [t.text for t in expected] == outputs["translations"]
+    for got, translation in zip(outputs["confidence"], ours):
+        if translation.confidence is None:
+            assert math.isnan(got), translation
+        else:
+            assert got == pytest.approx(translation.confidence.sentence, abs=1e-4)
+    assert sum(math.isnan(got) for got in outputs["confidence"]) == 2  # the empty lines
+    assert sum(len(t.sentences) > 1 for t in ours) >= 2  # lines joined from sentences
+    # tfserving-client --confidence reads it: the line's figure, no words (none sent).
+    client = TFServingClient(RestTransport(tiny_standin.rest_url, "nmt", confidence=True),
+                             batch_size=8)
+    for got, translation in zip(client.translate(sentences), ours):
+        assert (got.confidence is None) == (translation.confidence is None)
+        if got.confidence is not None:
+            assert got.confidence.sentence == pytest.approx(translation.confidence.sentence,
+                                                            abs=1e-4)
+            assert got.confidence.words == ()

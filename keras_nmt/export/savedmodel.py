@@ -55,7 +55,7 @@ from keras_nmt.text import sentences_graph, word_graph
 from keras_nmt.text.codecs import SENTENCEPIECE
 from keras_nmt.text.graph_ids import append_eos
 
-ID_OUTPUTS = ("ids", "lengths", "scores", "log_probs")
+ID_OUTPUTS = ("ids", "lengths", "scores", "log_probs", "token_logprobs")
 SENTENCES = tf.TensorSpec([None], tf.string, name="sentences")
 
 
@@ -81,12 +81,14 @@ def translate_ids_function(model: TranslationModel, nbest: int,
     """The ``translate_ids`` function (plain Python, to be traced) and its input signature:
     :func:`keras_nmt.search.make_translate_fn`'s (with the shortlist inputs when
     ``lexicon_table`` is given), with the ``attention`` output [B, n, T, S] only when
-    asked (the ONNX search of an export that replaces ``<unk>``). ``constrained``: the
+    asked (the ONNX search of an export that replaces ``<unk>``), and each token's
+    log-probability (``token_logprobs`` [B, n, T], what a confidence is computed from).
+    ``constrained``: the
     constrained search's (``translate_ids_constrained``: three more inputs, and the
     ``unmet`` output)."""
     translate_fn = search.make_translate_fn(model, nbest=max(1, nbest), autograph=False,
                                             lexicon_table=lexicon_table, attention=attention,
-                                            constrained=constrained)
+                                            constrained=constrained, token_logprobs=True)
     # The plain Python function: callers trace it themselves, no nested tf.function.
     search_fn = translate_fn.python_function
     outputs = (ID_OUTPUTS + (("attention",) if attention else ())
@@ -160,7 +162,11 @@ def make_string_translate(
         scores = tf.where(empty[:, None], empty_scores, out["scores"])
         filled = tf.where(empty[:, None], first_slot, out["lengths"] > 0)
         result = {"texts": texts, "scores": scores, "filled": filled, "truncated": truncated,
-                  "weights": tf.cast(tf.minimum(counts, max_len) + 1, tf.float32)}
+                  "weights": tf.cast(tf.minimum(counts, max_len) + 1, tf.float32),
+                  # The best hypothesis' summed log-probability and its tokens (EOS
+                  # included), what its confidence is made of; none for an empty sentence.
+                  "log_prob": tf.where(empty, 0.0, out["log_probs"][:, 0]),
+                  "tokens": tf.where(empty, 0, out["lengths"][:, 0])}
         if guide:
             result["unmet"] = out["unmet"][:, 0]
         if settings.attention:
@@ -177,7 +183,8 @@ def make_string_translate(
             found["texts"], found["scores"], found["filled"], found["weights"], row_splits,
             target_lang)
         joined = {"texts": texts, "scores": scores,
-                  "truncated": sentences_graph.join_sums(found["truncated"], row_splits)}
+                  **{key: sentences_graph.join_sums(found[key], row_splits)
+                     for key in ("truncated", "log_prob", "tokens")}}
         if settings.attention:
             joined["attention"] = sentences_graph.join_attention(
                 found["attention"], found["rows"], found["columns"], row_splits)
@@ -194,8 +201,13 @@ def make_string_translate(
         else:
             found = translate_sentences(sentences, beam_size, alpha, shortlist)
         texts, scores = found["texts"], found["scores"]
+        # The line's confidence (keras_nmt.confidence): exp of the mean log-probability of
+        # all its tokens; NaN for a line without any (empty), never a made-up figure.
+        tokens = tf.cast(found["tokens"], tf.float32)
+        confidence = tf.where(tokens > 0, tf.exp(found["log_prob"] / tf.maximum(tokens, 1.0)),
+                              float("nan"))
         result = {"translations": texts[:, 0], "scores": scores[:, 0],
-                  "truncated": found["truncated"]}
+                  "truncated": found["truncated"], "confidence": confidence}
         if settings.nbest > 1:
             result["nbest_translations"] = texts
             result["nbest_scores"] = scores
@@ -323,7 +335,9 @@ def signature_summary(settings: ExportSettings) -> dict[str, str]:
         extra += ", `attention` float32 [N, T, S] (best translation, source EOS included)"
     outputs = ("`translations` string [N], `scores` float32 [N] (length-normalised "
                "log-probability), `truncated` int32 [N] (source tokens dropped beyond "
-               f"{settings.max_source_len})" + extra)
+               f"{settings.max_source_len}), `confidence` float32 [N] (exp of the mean "
+               "log-probability of the translation's tokens and EOS, its sentences' tokens "
+               "together; NaN for an empty line)" + extra)
     selection, inputs = "", ""
     if settings.shortlist:
         frequent, best = settings.shortlist
@@ -348,7 +362,8 @@ def signature_summary(settings: ExportSettings) -> dict[str, str]:
                   "int32, `alpha` float32, `forbid_unk` bool, `max_length` int32 "
                   f"(<= 0: the decode-ratio rule){inputs}")
     ids_outputs = ("`ids` int32 [N, n, T], `lengths` int32 [N, n], `scores` float32 [N, n], "
-                   "`log_probs` float32 [N, n]")
+                   "`log_probs` float32 [N, n], `token_logprobs` float32 [N, n, T] (each "
+                   "token's log-probability, EOS's included, 0 after it)")
     summary = {
         "serving_default": f"`sentences` string [N] (raw text) -> {outputs}; beam "
                            f"{settings.beam_size}, alpha {settings.alpha:g}{selection}{split}",

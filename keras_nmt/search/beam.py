@@ -81,6 +81,7 @@ def beam_search(
     compact: bool = True,
     attention: bool = True,
     constraints: "guide.Constraints | None" = None,
+    token_logprobs: bool = False,
 ) -> dict[str, tf.Tensor]:
     """Translate a batch of source sentences with beam search.
 
@@ -113,6 +114,9 @@ def beam_search(
         are decoded). The ratio rule's limit then grows to fit each sentence's prefix
         and phrases; a ``max_length`` given is kept. None: the plain search, whose graph
         holds none of it.
+      token_logprobs: keep each hypothesis' token log-probabilities, for the
+        ``token_logprobs`` output (what a translation's confidence is computed from).
+        False leaves them out of the loop and out of the result.
 
     Returns a dict with N = min(nbest, beam_size), hypotheses sorted by ``scores``:
       ``ids`` int32 [B, N, T]: tokens, EOS included, 0 after it;
@@ -120,7 +124,10 @@ def beam_search(
       ``scores`` float32 [B, N]: ``log_probs / lengths ** alpha``, the ranking score;
       ``log_probs`` float32 [B, N]: summed log-probabilities;
       ``attention`` float32 [B, N, T, Tx]: the step's attention weights for each token
-      (zeros after EOS, and everywhere for an encdec model); only with ``attention``.
+      (zeros after EOS, and everywhere for an encdec model); only with ``attention``;
+      ``token_logprobs`` float32 [B, N, T]: each token's log-probability as the search
+      scored it (EOS's last, zeros after it; they sum to ``log_probs``); only with
+      ``token_logprobs``.
     With ``constraints``, also ``unmet`` int32 [B, N]: the phrases to include that the
     hypothesis lacks (0 unless its length limit came first); hypotheses that lack some
     rank after those that lack none.
@@ -195,6 +202,10 @@ def beam_search(
         # pool's unmet phrases [B, K]; nothing otherwise.
         (guide.start_state(constraints.rows(k)).as_tuple(), tf.zeros([batch, k], tf.int32))
         if guided else (),
+        # With ``token_logprobs``: live [A*K, t] and pool [B, K, t] histories of the
+        # tokens' log-probabilities; empty and passed through unchanged otherwise.
+        tf.zeros([hypotheses, 0], tf.float32),
+        tf.zeros([batch, k, 0], tf.float32),
     )
     shape_invariants = (
         tf.TensorShape([]),
@@ -213,6 +224,8 @@ def beam_search(
         tf.TensorShape([None, None, None, None]),
         ((tf.TensorShape([None, None, None]), tf.TensorShape([None, None, None]),
           tf.TensorShape([None, None])), tf.TensorShape([None, None])) if guided else (),
+        tf.TensorShape([None, None]),
+        tf.TensorShape([None, None, None]),
     )
 
     def cond(t, active, done, *_):
@@ -222,7 +235,8 @@ def beam_search(
         return tf.logical_and(t < max_steps, running > 0)
 
     def body(t, active, done, previous_ids, state, memory, live_lp, live_ids, live_attn,
-             pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn, guided_vars):
+             pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn, guided_vars,
+             live_tlp, pool_tlp):
         sentences = tf.shape(active)[0]  # A
         row_offsets = tf.range(sentences)[:, None]  # [A, 1]
         logits, new_state, weights = model.step(previous_ids, state, memory, projection)
@@ -269,6 +283,11 @@ def beam_search(
         if attention:
             step_attn = tf.cast(weights, tf.float32)[:, None, :]
             seq_attn = tf.gather(tf.concat([live_attn, step_attn], axis=1), parents)
+        seq_tlp = live_tlp
+        if token_logprobs:  # the chosen candidates' own log-probabilities, not differences
+            step_lp = take_along_rows(tf.reshape(row_lp, [sentences, k * width]), top_index)
+            seq_tlp = tf.concat([tf.gather(live_tlp, parents), tf.reshape(step_lp, [-1, 1])],
+                                axis=1)
 
         ended = tf.equal(tokens, EOS_ID) & (top_lp > ALIVE)  # [A, K]
         ended_lp = tf.where(ended, top_lp, dead)
@@ -311,6 +330,12 @@ def beam_search(
                 [tf.gather(pool_attn, active),
                  tf.reshape(seq_attn, [sentences, k, seq_shape[1], source_time])], axis=1), pick)
             pool_attn = tf.tensor_scatter_nd_update(pool_attn, rows, active_attn)
+        if token_logprobs:
+            pool_tlp = tf.pad(pool_tlp, [[0, 0], [0, 0], [0, 1]])
+            active_tlp = tf.gather_nd(tf.concat(
+                [tf.gather(pool_tlp, active), tf.reshape(seq_tlp, [sentences, k, seq_shape[1]])],
+                axis=1), pick)
+            pool_tlp = tf.tensor_scatter_nd_update(pool_tlp, rows, active_tlp)
 
         # Stop a sentence when no live hypothesis is left or, exactly, when none can
         # still enter the N best finished ones that are returned: log-probs only fall
@@ -333,6 +358,8 @@ def beam_search(
             flat_tokens, seq_ids = (tf.gather(x, keep_rows) for x in (flat_tokens, seq_ids))
             if attention:
                 seq_attn = tf.gather(seq_attn, keep_rows)
+            if token_logprobs:
+                seq_tlp = tf.gather(seq_tlp, keep_rows)
             new_state = tf.nest.map_structure(lambda x: tf.gather(x, keep_rows), new_state)
             memory = tf.nest.map_structure(lambda x: tf.gather(x, keep), memory)
             if guided:
@@ -340,7 +367,8 @@ def beam_search(
         if guided:
             guided_vars = (matches.as_tuple(), pool_unmet)
         return (length, active, done, flat_tokens, new_state, memory, live_lp, seq_ids,
-                seq_attn, pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn, guided_vars)
+                seq_attn, pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn, guided_vars,
+                seq_tlp, pool_tlp)
 
     final = tf.while_loop(cond, body, loop_vars, shape_invariants=shape_invariants)
     pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn = final[9:14]
@@ -367,6 +395,9 @@ def beam_search(
     if attention:
         result["attention"] = tf.where(valid[:, :, None, None], pool_attn[:, :returned, :out_time, :],
                                        tf.constant(0.0, tf.float32))
+    if token_logprobs:
+        result["token_logprobs"] = tf.where(
+            valid[:, :, None], final[16][:, :returned, :out_time], tf.constant(0.0, tf.float32))
     return result
 
 

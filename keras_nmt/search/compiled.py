@@ -17,7 +17,7 @@ from keras_nmt.search.shortlist import Shortlist
 def make_translate_fn(
     model, nbest: int = 1, max_decode_ratio: float | None = None, autograph: bool = True,
     jit_compile: bool = False, lexicon_table: np.ndarray | None = None, attention: bool = True,
-    constrained: bool = False,
+    constrained: bool = False, token_logprobs: bool = False,
 ):
     """A ``tf.function`` around :func:`~keras_nmt.search.beam.beam_search` that traces once.
 
@@ -39,6 +39,9 @@ def make_translate_fn(
     ``avoid_ids`` (int32 [B, phrases, tokens]) and ``prefix_ids`` (int32 [B, tokens]),
     PAD-padded word ids (:class:`~keras_nmt.search.constrained.Constraints`), and the
     result ``unmet``. Without it the graph is the plain search's.
+
+    ``token_logprobs``: the result holds the ``token_logprobs`` output (``beam_search``),
+    what a translation's confidence is computed from.
 
     ``jit_compile`` compiles the model's ``encode`` and ``step`` with XLA: the decoder
     step (GRU, attention, deep output over the vocabulary) is where decoding spends its
@@ -82,6 +85,7 @@ def make_translate_fn(
             compact=not jit_compile,  # XLA compiles once per shape: keep the batch whole
             attention=attention,
             constraints=constraints,
+            token_logprobs=token_logprobs,
         )
 
     if lexicon_table is not None:
@@ -122,7 +126,8 @@ def rare_apart(search_fn: Callable, rare: np.ndarray, per_sentence: int = 0) -> 
         merged = {}
         for key, first in outputs[0].items():
             pair = [first, outputs[1][key]]
-            if key in ("ids", "attention"):  # [B, N, T, ...]: T, the output length, differs
+            # [B, N, T, ...]: T, the output length, differs
+            if key in ("ids", "attention", "token_logprobs"):
                 width = tf.maximum(tf.shape(pair[0])[2], tf.shape(pair[1])[2])
                 pair = [_pad_axis(x, 2, width) for x in pair]
             merged[key] = tf.gather(tf.concat(pair, axis=0), back)

@@ -193,6 +193,9 @@ class OnnxTranslator:
         self.dictionary = dictionary
         # Whether the search returns attention (an export made with --unk-replace).
         self.attends = any(o.name == "attention" for o in session.get_outputs())
+        # Whether the search returns its tokens' log-probabilities, which a confidence is
+        # computed from (exports before it force-decode the output instead).
+        self.scores_tokens = any(o.name == "token_logprobs" for o in session.get_outputs())
         if dictionary is not None and not self.attends:
             raise ExportError("an export that replaces <unk> needs a search that returns "
                               "attention: export the run again")
@@ -296,7 +299,8 @@ class OnnxTranslator:
             if self._constrained is None:
                 if not self.constrains:
                     raise ExportError(NO_CONSTRAINED_MODEL)
-                outputs = OUTPUTS + (("attention",) if self.attends else ())
+                outputs = (OUTPUTS + (("attention",) if self.attends else ())
+                           + (("token_logprobs",) if self.scores_tokens else ()))
                 self._constrained = _session(self.constrained_path, self.threads,
                                              CONSTRAINED_INPUTS, outputs,
                                              "translate_ids_constrained")
@@ -321,6 +325,12 @@ class OnnxTranslator:
     def aligns(self) -> bool:
         """Whether the export has a force-decoding model (alignments, scores)."""
         return self.forced_path is not None
+
+    @property
+    def gives_confidence(self) -> bool:
+        """Whether ``translate(..., confidence=True)`` works: the search returns its
+        tokens' log-probabilities, or an older export's force-decoding model gives them."""
+        return self.scores_tokens or self.aligns
 
     def _force(self, source_ids, target_ids, batch_size: int,
                progress: Callable[[int], None] | None = None):
@@ -361,7 +371,7 @@ class OnnxTranslator:
         """``translations`` with their best hypothesis force-decoded against the source as
         the search read it (cut to ``max_source_len``): as their ``alignment`` with
         ``align``, and their ``confidence`` (:mod:`keras_nmt.confidence`) with
-        ``confidence``."""
+        ``confidence`` (else the one they have is kept)."""
         todo = [i for i, source in enumerate(sources) if source.tokens]
         target_ids = [self.target_vocab.encode(translations[i].tokens) + [EOS_ID] for i in todo]
         results = self._force([sources[i].ids for i in todo], target_ids, batch_size)
@@ -370,7 +380,7 @@ class OnnxTranslator:
             pair = ForcedPair(sources[i].tokens, translations[i].tokens, logprobs, weights,
                               ids.count(UNK_ID))
             found = (confidence_of(logprobs, translations[i].tokens, self.target_codec.detokenize)
-                     if confidence else None)
+                     if confidence else translations[i].confidence)
             aligned[i] = dataclasses.replace(translations[i],
                                              alignment=pair if align else None,
                                              confidence=found)
@@ -408,9 +418,10 @@ class OnnxTranslator:
         hypothesis becomes the source word its step attended to most, through the
         export's dictionary (:mod:`keras_nmt.unk_replace`; every word copied without
         one), at the attention the search returns; None: as the export says
-        (``--unk-replace``). ``confidence``: each translation's ``confidence``, from its
-        best hypothesis force-decoded (NAME.forced.onnx; :class:`ExportError` for an
-        export without it), one more pass per sentence. ``constraints`` (per line) and
+        (``--unk-replace``). ``confidence``: each translation's ``confidence``, from the
+        log-probabilities the search gave its tokens (an export written before the search
+        returned them: its best hypothesis force-decoded by NAME.forced.onnx, one more
+        pass per sentence; :class:`ExportError` for an export with neither). ``constraints`` (per line) and
         ``glossary``: what each line's translation must include, avoid and start with, as
         for :meth:`Translator.translate`; the constrained sentences decode in batches of
         their own by NAME.constrained.onnx (:class:`ExportError` for an export without
@@ -439,14 +450,15 @@ class OnnxTranslator:
         if replace and not self.attends:
             raise ValueError("this export's search returns no attention to replace <unk> by "
                              "(export with --unk-replace)")
-        if confidence and not self.aligns:
-            raise ExportError("this export has no force-decoding model to compute a "
-                              "confidence with (it was written by an older keras-nmt): "
-                              "export the run again with --onnx")
+        if confidence and not self.gives_confidence:
+            raise ExportError("this export can compute no confidence (it was written by an "
+                              "older keras-nmt): export the run again with --onnx")
+        in_search = confidence and self.scores_tokens  # else force-decoded after
         output_rules.check_aligned(lines, constraints)
         constrain = (self.constraint_attacher(constraints, glossary)
                      if constraints is not None or glossary is not None else None)
-        outputs = list(OUTPUTS) + (["attention"] if replace else [])
+        outputs = (list(OUTPUTS) + (["attention"] if replace else [])
+                   + (["token_logprobs"] if in_search else []))
 
         def decode(sources: list[Source]) -> list[Translation]:
             rules, session = {}, self.session
@@ -464,17 +476,21 @@ class OnnxTranslator:
                 **rules,
             })
             ids, lengths, scores = found[:3]
+            logprobs = found[-1] if in_search else None
             return [beam_translation(self.target_codec, source, ids[row], lengths[row],
                                      scores[row], nbest, found[3][row] if replace else None,
                                      rewrite=unk_rewrite(source, self.dictionary) if replace
-                                     else None)
+                                     else None,
+                                     token_logprobs=None if logprobs is None else logprobs[row])
                     for row, source in enumerate(sources)]
+
+        forced = confidence and not in_search
 
         return output_rules.empty_lines_unmet(lines, constraints, translate_lines(
             lines, decode, batch_size, read=self.source, skip_empty=blank(nbest),
             lang=self.src_lang, target_lang=self.tgt_lang, split_sentences=split,
             progress=progress,
             revise=functools.partial(self._align_best, batch_size=batch_size, align=align,
-                                     confidence=confidence) if align or confidence else None,
+                                     confidence=forced) if align or forced else None,
             apart=output_rules.constrained_apart(apart), constrain=constrain,
         ))

@@ -46,8 +46,9 @@ What a request costs is bounded before any of it is queued: its lines are split 
 sentences here (the export's rules, :func:`keras_nmt.text.sentences.split_sentences`),
 and the sentences (``max_sentences``), their source tokens and the target tokens of their
 constraints (``max_tokens``) and the cells its alignments could hold, an output grown to
-fit its constraints included (``max_alignment_cells``; a confidence runs the same
-force-decoding pass as an alignment, and its cells count alike), are counted; constraints are
+fit its constraints included (``max_alignment_cells``; a confidence from an export
+whose search does not return its tokens' log-probabilities runs the same force-decoding
+pass as an alignment, and its cells count alike), are counted; constraints are
 checked (:class:`keras_nmt.constraints.Encoder`) before anything is queued. The sentences go through
 one :class:`~keras_nmt.serving.batcher.Batcher` (requests that arrive together share an
 onnxruntime run; a large request runs as several batches, and nothing more of it runs
@@ -176,7 +177,7 @@ class Search:
     alpha: float
     forbid_unk: bool = False
     align: bool = False  # also force-decode each best hypothesis (its attention matrix)
-    confidence: bool = False  # also its confidence, from the same force decoding
+    confidence: bool = False  # also its confidence (the search's log-probabilities)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -379,7 +380,7 @@ class TranslationServer:
             beam = translator.beam_size if call.beam is None else call.beam
             alpha = translator.alpha if call.alpha is None else call.alpha
             if call.confidence:
-                _check_forced(servable, "confidence")
+                _check_confidence(servable)
             search = self._search(servable, beam, alpha, nbest=1,
                                   confidence=call.confidence)
             # Split as the export's SavedModel splits.
@@ -445,7 +446,7 @@ class TranslationServer:
         if align:
             _check_forced(servable, "alignments")
         if confidence:
-            _check_forced(servable, "confidence")
+            _check_confidence(servable)
         search = self._search(servable, beam, alpha, nbest, no_unk, align, confidence)
         rules = rest.constraint_columns(body, len(lines))
         glossary = _glossary(body.get("glossary"))
@@ -522,7 +523,7 @@ class TranslationServer:
         beyond one, or the reason constraints cannot be decoded (``where`` names the
         lines in it)."""
         limits, translator = self.options, servable.translator
-        forced = _forced_work(align, confidence)
+        forced = _forced_work(align, confidence and not translator.scores_tokens)
         sentences, counts = [], []
         for line in lines:
             found = [line]
@@ -672,7 +673,7 @@ class TranslationServer:
         # "constraints": whether POST /translate and predict take them; "confidence":
         # whether they can give it (the force-decoding model). The page asks both.
         return _json({"models": [{**s.describe(), "constraints": s.translator.constrains,
-                                  "confidence": s.translator.aligns}
+                                  "confidence": s.translator.gives_confidence}
                                  for s in self.registry.servables()]})
 
     async def stats(self, request: web.Request) -> web.Response:
@@ -844,6 +845,13 @@ def _check_forced(servable: Servable, what: str) -> None:
         raise rest.bad(f"model {servable.name!r} version {servable.version} has no "
                        "force-decoding model (written by an older keras-nmt): export it "
                        f"again with --onnx for {what}")
+
+
+def _check_confidence(servable: Servable) -> None:
+    """400 when ``servable`` can compute no confidence."""
+    if not servable.translator.gives_confidence:
+        raise rest.bad(f"model {servable.name!r} version {servable.version} can compute no "
+                       "confidence (written by an older keras-nmt): export it again with --onnx")
 
 
 def _too_many_cells(cells: int, most: int, forced: str = "alignments") -> RequestError:

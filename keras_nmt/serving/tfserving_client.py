@@ -41,6 +41,7 @@ command's ``--confidence``) is asked of ``keras-nmt serve`` too, over REST
 ``confidence`` holds the line's figure and its words' and, for a line of several
 sentences, ``sentences`` holds one Translation per sentence with only its figure (the
 server sends no more of them), what :class:`keras_nmt.cli.translating.Output` writes.
+TF Serving answers the SavedModel's ``confidence`` output: the line's figure alone.
 
 The REST path needs only the standard library and the plain install's packages; gRPC
 imports TensorFlow (the tensorflow-serving-api protos are built on TensorFlow's).
@@ -79,9 +80,11 @@ LOOPBACK = ("localhost", "127.0.0.1", "::1")
 ROUGH_TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
-def _predictions(columns: dict, count: int) -> list[Translation]:
+def _predictions(columns: dict, count: int, confidence: bool = False) -> list[Translation]:
     """Per-sentence translations from output columns, checking that they fit (a model
-    without a ``scores`` output gives None scores)."""
+    without a ``scores`` output gives None scores); with ``confidence``, their
+    confidences: keras-nmt serve's figures (the line's, its sentences', its words'), or
+    the SavedModel's ``confidence`` alone (the line's; NaN for an empty line)."""
     if "translations" not in columns:
         raise ServingError(
             f"bad answer from server: no 'translations' output (got {sorted(columns)})"
@@ -90,7 +93,8 @@ def _predictions(columns: dict, count: int) -> list[Translation]:
     scores = columns.get("scores", [None] * count)
     truncated = columns.get("truncated", [0] * count)
     unmet = columns.get("unmet", [None] * count)
-    figures = {name: columns.get(name, [None] * count) for name in CONFIDENCE_OUTPUTS}
+    figures = {name: columns.get(name, [None] * count) for name in CONFIDENCE_OUTPUTS
+               if confidence}
     for name, values in (("translations", texts), ("scores", scores), ("truncated", truncated),
                          ("unmet", unmet), *figures.items()):
         if not isinstance(values, list) or len(values) != count:
@@ -111,10 +115,18 @@ def _predictions(columns: dict, count: int) -> list[Translation]:
         ]
     except (TypeError, ValueError) as error:
         raise ServingError(f"bad answer from server: {error}") from None
-    if "confidence" not in columns:
+    if not confidence:
         return found
+    if "word_confidences" not in columns:  # TF Serving: the SavedModel's line figure
+        return [t if _no_figure(value) else dataclasses.replace(t, confidence=_confidence(
+            _figure(value))) for t, value in zip(found, figures["confidence"])]
     return [_with_confidence(t, *values) for t, *values in zip(
         found, *(figures[name] for name in CONFIDENCE_OUTPUTS))]
+
+
+def _no_figure(value) -> bool:
+    """Whether an answer's line figure says the line has none (null, NaN)."""
+    return value is None or isinstance(value, float) and math.isnan(value)
 
 
 def _figure(value) -> float:
@@ -297,9 +309,9 @@ class RestTransport:
                 raise ServingError("bad answer from server: no 'outputs' object")
             columns = outputs
         if self.confidence and count and "confidence" not in columns:
-            raise ServingError("the server answered no confidence: only keras-nmt serve "
-                               "gives it, of an export with its force-decoding model")
-        return _predictions(columns, count)
+            raise ServingError("the server answered no confidence: keras-nmt serve gives it, "
+                               "and TF Serving of an export this keras-nmt wrote")
+        return _predictions(columns, count, self.confidence)
 
 
 class GrpcTransport:
