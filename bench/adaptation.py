@@ -86,7 +86,7 @@ def parent_scores(args, run: pathlib.Path) -> dict:
     """The parent's BLEU on the split ``run`` reported on (the new domain's test split, or
     the reported half of its development split) and on the further splits."""
     from keras_nmt.evaluation.scoring import bleu, read_parallel
-    from keras_nmt.translator import Translator
+    from keras_nmt.keras_translator import Translator
 
     translator = Translator.from_run_dir(args.parent)
     test = json.loads((run / "data.json").read_text(encoding="utf-8"))["splits"]["test"]

@@ -319,11 +319,11 @@ def main(argv=None) -> int:
     from sacrebleu.metrics import CHRF
 
     from keras_nmt.evaluation.scoring import read_parallel
-    from keras_nmt.translator import Translator
+    from keras_nmt.keras_translator import Translator
 
     sources, references = read_parallel(args.src, args.ref)
     if args.export:
-        from keras_nmt.serving.onnx_translator import OnnxTranslator
+        from keras_nmt.onnx_translator import OnnxTranslator
 
         translator = OnnxTranslator.from_export_dir(args.export, int8=args.int8)
         nbest = 1

@@ -11,11 +11,11 @@ Usage (one command; prints tables, writes JSON and a PNG)::
 
 Paths (``--paths``):
 
-- ``keras``: :class:`keras_nmt.translator.Translator` (the run's weights), Python
+- ``keras``: :class:`keras_nmt.keras_translator.Translator` (the run's weights), Python
   tokenization around the model's compiled beam search;
 - ``savedmodel``: the export's ``translate`` signature (raw text in and out, beam and
   alpha as inputs) through ``tf.saved_model.load``;
-- ``onnx``: :class:`keras_nmt.serving.onnx_translator.OnnxTranslator`, the export's id-in/id-out
+- ``onnx``: :class:`keras_nmt.onnx_translator.OnnxTranslator`, the export's id-in/id-out
   search in onnxruntime, Python tokenization;
 - ``onnx-int8``: the same with the export's int8 model (``--int8``).
 
@@ -73,7 +73,7 @@ HEADLINE_BEAM, HEADLINE_BATCH = 5, 64
 
 class KerasPath:
     def __init__(self, run_dir: str, weights: str, alpha: float, shortlist):
-        from keras_nmt.translator import Translator
+        from keras_nmt.keras_translator import Translator
 
         self.translator = Translator.from_run_dir(run_dir, weights=weights)
         self.alpha, self.shortlist = alpha, shortlist
@@ -114,7 +114,7 @@ class SavedModelPath:
 
 class OnnxPath:
     def __init__(self, export_dir: pathlib.Path, name: str, alpha: float, int8: bool, select: bool):
-        from keras_nmt.serving.onnx_translator import OnnxTranslator
+        from keras_nmt.onnx_translator import OnnxTranslator
 
         self.translator = OnnxTranslator.from_export_dir(export_dir, name, int8=int8)
         self.alpha, self.select = alpha, select

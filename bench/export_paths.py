@@ -10,7 +10,7 @@ Usage (one command; prints a table, writes JSON with --json)::
   SavedModel (ExportArchive) and converting translate_ids to ONNX (tf2onnx + checker);
 - size on disk: the SavedModel directory (NAME/1, less its onnx/) and NAME.onnx;
 - parity on ``--count`` non-empty lines spread through FILE at beam 1 and 5 (alpha = the run's),
-  against :class:`~keras_nmt.translator.Translator`: the SavedModel through
+  against :class:`~keras_nmt.keras_translator.Translator`: the SavedModel through
   ``tf.saved_model.load`` (TF2) and the TF1 session loader (TF1), each by its string
   signature ``translate`` (identical = same detokenized text) and by ``translate_ids``
   (identical = same tokens), and ONNX in onnxruntime (ids; tokenization and
@@ -48,7 +48,7 @@ print(json.dumps({{"import_s": t1 - t0, "load_s": t2 - t1, "first_request_s": t3
 """
 PROBES = {
     "keras": dict(
-        imports="from keras_nmt.translator import Translator",
+        imports="from keras_nmt.keras_translator import Translator",
         load="translator = Translator.from_run_dir(sys.argv[1])",
         request="result = translator.translate([sys.argv[3]], beam_size=int(sys.argv[4]))[0].text",
     ),
@@ -115,7 +115,7 @@ def measure(run_dir: str, sentences: list[str], work: pathlib.Path) -> dict:
 
     from keras_nmt.export import layout, onnx as onnx_export, parity, savedmodel
     from keras_nmt.export.loaders import SessionModel, TF2Model
-    from keras_nmt.translator import Translator, default_max_source_len
+    from keras_nmt.keras_translator import Translator, default_max_source_len
 
     translator = Translator.from_run_dir(run_dir)
     config = translator.model.config

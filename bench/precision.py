@@ -231,7 +231,7 @@ def decode(args, trainers: dict, scratch: pathlib.Path, info: dict) -> dict:
     """Decoding rates with --run's Translator in each precision of the grid, or with the
     grid's first float32 model."""
     from keras_nmt.rundir import RunDir
-    from keras_nmt.translator import Translator
+    from keras_nmt.keras_translator import Translator
 
     valid = RunDir(scratch / "run").split_files("valid", info, needed_for="--decode")
     lines = _common.spread([source for source, _ in valid.pairs()], args.count)

@@ -136,7 +136,7 @@ def evaluate(args, label: str, run_dir: pathlib.Path, out: pathlib.Path) -> dict
     from keras_nmt.evaluation import scoring
     from keras_nmt.progress import Progress
     from keras_nmt.rundir import RunDir
-    from keras_nmt.translator import Translator
+    from keras_nmt.keras_translator import Translator
 
     run = RunDir(run_dir)
     info, config = run.load_data_info(), run.load_config()

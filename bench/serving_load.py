@@ -49,7 +49,7 @@ import urllib.parse
 
 from bench import _common
 from keras_nmt.errors import ExportError
-from keras_nmt.serving.onnx_translator import OnnxTranslator
+from keras_nmt.onnx_translator import OnnxTranslator
 
 PROG = "serving_load"
 JSON_HEADERS = {"Content-Type": "application/json"}  # the server takes JSON bodies only

@@ -127,7 +127,7 @@ def main(argv=None) -> int:
     bench = _common.Bench(PROG, args, argv)
     from keras_nmt.constraints import Glossary, LineConstraints
     from keras_nmt.evaluation.scoring import bleu, chrf, read_parallel
-    from keras_nmt.translator import Translator
+    from keras_nmt.keras_translator import Translator
 
     sources, references = read_parallel(args.src, args.ref)
     keras_translator = Translator.from_run_dir(args.run_dir, weights=args.weights)
@@ -156,7 +156,7 @@ def main(argv=None) -> int:
 
     paths = [("keras", keras_translator, {})]
     if args.export_dir:
-        from keras_nmt.serving.onnx_translator import OnnxTranslator
+        from keras_nmt.onnx_translator import OnnxTranslator
 
         paths.append(("onnx", OnnxTranslator.from_export_dir(args.export_dir),
                       {"shortlist": False}))

@@ -31,7 +31,7 @@ from keras_nmt.train_options import (
     BUILTIN, TrainOptions, also_report_files, default_run_dir, new_run_config,
 )
 from keras_nmt.training import TrainingBudget, Trainer, check_budget
-from keras_nmt.translator import Translator
+from keras_nmt.keras_translator import Translator
 
 # Without limits, a run on the built-in corpus stops after this much training so that
 # the main command finishes in minutes on a laptop.

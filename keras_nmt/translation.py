@@ -1,8 +1,8 @@
 """A translation, whichever path computed it, and the loop every translator runs around
 its decoder.
 
-:class:`Translation` is what :class:`keras_nmt.translator.Translator` (Keras),
-:class:`keras_nmt.serving.onnx_translator.OnnxTranslator` (onnxruntime) and
+:class:`Translation` is what :class:`keras_nmt.keras_translator.Translator` (Keras),
+:class:`keras_nmt.onnx_translator.OnnxTranslator` (onnxruntime) and
 :class:`keras_nmt.serving.tfserving_client.TFServingClient` (a running TF Serving) give
 for each line. :func:`translate_lines` is their one front end: each line split into its
 sentences, the sentences decoded in batches of similar length by the backend's callable,

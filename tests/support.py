@@ -155,7 +155,7 @@ def check_selecting_export(export_dir, lines, selected, beam_size) -> list[str]:
 
     from keras_nmt.cli import onnx_translate
     from keras_nmt.export import parity
-    from keras_nmt.serving.onnx_translator import OnnxTranslator
+    from keras_nmt.onnx_translator import OnnxTranslator
 
     for name, model in savedmodel_loaders(export_dir).items():
         out = model.run("serving_default", sentences=lines)
@@ -174,7 +174,7 @@ def check_selecting_export(export_dir, lines, selected, beam_size) -> list[str]:
 
 
 def run_translator(run_dir):
-    from keras_nmt.translator import Translator
+    from keras_nmt.keras_translator import Translator
 
     return Translator.from_run_dir(run_dir)
 

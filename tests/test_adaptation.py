@@ -606,7 +606,7 @@ def test_serve_holds_the_parent_and_the_child_side_by_side(child, tiny_export, c
     """The child exported as "child" into the parent's export directory: its
     models.config lists both, and one server answers for each as its own ONNX
     translator does, the child with its new words known."""
-    from keras_nmt.serving.onnx_translator import OnnxTranslator
+    from keras_nmt.onnx_translator import OnnxTranslator
     from keras_nmt.serving.registry import Registry
 
     exports = tmp_path / "exports"

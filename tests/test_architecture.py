@@ -21,7 +21,8 @@ LAYERS = (
               "unk_replace", "unk_replace_graph", "confidence", "constraints")),
     ("model", ("layers/", "models", "search/")),
     ("run directory", ("rundir", "ensemble", "averaging")),
-    ("jobs", ("training/", "evaluation/", "translation", "translator", "train_options",
+    ("jobs", ("training/", "evaluation/", "translation", "keras_translator", "onnx_translator",
+              "train_options",
               "run_data", "resume", "adaptation", "export/", "serving/")),
     ("orchestration", ("experiment",)),
     ("entry points", ("cli/",)),
@@ -193,12 +194,12 @@ def test_the_helper_checks_see_every_way_of_reaching_bench(tmp_path):
         "    subprocess.run([sys.executable, '-m', 'bench.stdin_stream'])\n"
         "def test_c():\n"
         "    from keras_nmt import data\n"
-        "    from keras_nmt.translator import Translator\n"
+        "    from keras_nmt.keras_translator import Translator\n"
         "    subprocess.run([sys.executable, '-m', 'keras_nmt.cli'])\n", encoding="utf-8")
     assert imports_bench(module) == ["bench._common", "bench.pipeline", "bench.serving_load",
                                      "bench.stdin_stream"]
     assert package_imports(module, package_modules()) == {
-        "keras_nmt.data", "keras_nmt.translator", "keras_nmt.cli"}
+        "keras_nmt.data", "keras_nmt.keras_translator", "keras_nmt.cli"}
 
 
 def test_the_benchmarks_tests_carry_the_bench_marker():

@@ -51,7 +51,7 @@ def test_the_average_is_the_mean_of_every_weight(averaged_run):
 def test_the_averaged_run_translates_evaluates_and_exports(averaged_run, tiny_corpus, tmp_path):
     from keras_nmt.cli import evaluate, export, translate
     from keras_nmt.export.loaders import SessionModel
-    from keras_nmt.translator import Translator
+    from keras_nmt.keras_translator import Translator
 
     lines = ["The queen is strange .", ""]
     expected = [t.text for t in Translator.from_run_dir(averaged_run, weights="averaged")

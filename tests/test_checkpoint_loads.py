@@ -17,7 +17,7 @@ from keras_nmt.errors import CheckpointMismatchError, RunDirError
 from keras_nmt.models import TranslationModel
 from keras_nmt.rundir import RunDir
 from keras_nmt.train_options import TrainOptions
-from keras_nmt.translator import Translator
+from keras_nmt.keras_translator import Translator
 
 from support import TINY_SETTINGS
 

@@ -158,7 +158,7 @@ def test_text_and_onnx_paths_import_no_tensorflow():
         "keras_nmt.text.sentencepiece.SentencePieceCodec\n"
         "import keras_nmt.text.codecs, keras_nmt.vocab, keras_nmt.constants, keras_nmt.rundir\n"
         "import keras_nmt.cli, keras_nmt.cli.common, keras_nmt.cli.onnx_translate\n"
-        "import keras_nmt.serving.onnx_translator, keras_nmt.export\n"
+        "import keras_nmt.onnx_translator, keras_nmt.export\n"
         "import keras_nmt.cli.serve, keras_nmt.serving.server, keras_nmt.export.serving_files\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras'))\n"
         "print(heavy)\n"

@@ -249,7 +249,7 @@ def test_a_line_of_sentences_is_split_unless_told(tiny_run, tmp_path):
     """In-process: a line of two sentences is translated as Translator translates it, split
     (its attention record has EOS after each sentence) or, with --no-split-sentences, whole."""
     from keras_nmt.cli.translate import main
-    from keras_nmt.translator import Translator
+    from keras_nmt.keras_translator import Translator
 
     first, second = "The man is here.", "A dog sleeps under the table."
     lines = [f"{first} {second}", "A dog."]
@@ -277,7 +277,7 @@ def test_input_is_read_one_chunk_ahead_of_the_output_whatever_its_size():
     lines and their translations, never the input (a 10 GB file costs what a small one does)."""
     import itertools
 
-    from keras_nmt.cli.translating import CHUNK_BATCHES, Output, translate_in_chunks
+    from keras_nmt.cli.translation_io import CHUNK_BATCHES, Output, translate_in_chunks
     from keras_nmt.translation import Translation
 
     read = []

@@ -12,10 +12,10 @@ import pytest
 
 from support import as_older_export, onnx_files
 from keras_nmt.cli.common import LOW_CONFIDENCE_MARK
-from keras_nmt.cli.translating import Output
+from keras_nmt.cli.translation_io import Output
 from keras_nmt.confidence import Confidence, confidence_of, join_confidences, word_of_tokens
 from keras_nmt.errors import ExportError
-from keras_nmt.serving.onnx_translator import OnnxTranslator
+from keras_nmt.onnx_translator import OnnxTranslator
 from keras_nmt.text.word import detokenize, tokenize
 from keras_nmt.translation import Translation, join_translations
 
@@ -99,14 +99,14 @@ def test_min_confidence_marks_or_withholds_the_lines_below_it():
 
 @pytest.fixture(scope="module")
 def keras_translator(tiny_run):
-    from keras_nmt.translator import Translator
+    from keras_nmt.keras_translator import Translator
 
     return Translator.from_run_dir(tiny_run)
 
 
 @pytest.fixture(scope="module")
 def spm_translator(tiny_spm_run):
-    from keras_nmt.translator import Translator
+    from keras_nmt.keras_translator import Translator
 
     return Translator.from_run_dir(tiny_spm_run)
 
@@ -218,7 +218,7 @@ def test_translate_and_score_cli_agree_and_mark_the_lines_below(cli_runner, tiny
     decoded = [r for r in records if r["text"]]
     # score --confidence of the translations' tokens: exp(mean token log-probability), and
     # the Python API's figures for them.
-    from keras_nmt.translator import Translator
+    from keras_nmt.keras_translator import Translator
 
     made = Translator.from_run_dir(tiny_run).translate(LINES, confidence=True,
                                                        split_sentences=False)

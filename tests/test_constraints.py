@@ -19,7 +19,7 @@ from keras_nmt.constraints import (
 from keras_nmt.errors import ConstraintError
 from keras_nmt.search import constrained as guide
 from keras_nmt.search.constrained import Constraints
-from keras_nmt.translator import Translator
+from keras_nmt.keras_translator import Translator
 from support import SOURCES, build_model, peaked_weights_run
 
 VOCAB = 60

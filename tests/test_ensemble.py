@@ -11,7 +11,7 @@ from keras_nmt.ensemble import Ensemble, check_compatible
 from keras_nmt.errors import EnsembleError, RunDirError
 from keras_nmt.models import TranslationModel
 from keras_nmt.rundir import RunDir
-from keras_nmt.translator import Translator
+from keras_nmt.keras_translator import Translator
 
 LINES = ["The man is here.", "", "The round red Italian knives are on the table.", "A dog."]
 

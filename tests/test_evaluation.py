@@ -180,7 +180,7 @@ def test_a_summary_without_long_sentences_is_strict_json(tiny_run, tmp_path):
 
     from keras_nmt.atomic import write_json_atomic
     from keras_nmt.corpus.readers import ParallelFiles
-    from keras_nmt.translator import Translator
+    from keras_nmt.keras_translator import Translator
 
     (tmp_path / "test.en").write_text("the cat .\nthe small dog is here .\n", encoding="utf-8")
     (tmp_path / "test.fr").write_text("le chat .\nle petit chien est ici .\n", encoding="utf-8")
@@ -198,7 +198,7 @@ def test_a_summary_without_long_sentences_is_strict_json(tiny_run, tmp_path):
 
 
 def test_forced_attention_single_model_and_ensemble(tiny_run, tiny_corpus, tmp_path):
-    from keras_nmt.translator import Translator
+    from keras_nmt.keras_translator import Translator
 
     sources = (tiny_corpus / "test.en").read_text(encoding="utf-8").splitlines()[:3] + ["", "a b"]
     references = (tiny_corpus / "test.fr").read_text(encoding="utf-8").splitlines()[:3] + ["x", ""]
@@ -427,7 +427,7 @@ def test_tune_picks_the_best_pair_stores_it_and_the_commands_use_it(tiny_run, ti
     from keras_nmt.cli import export as export_cli
     from keras_nmt.cli import translate as translate_cli
     from keras_nmt.rundir import RunDir
-    from keras_nmt.translator import Translator
+    from keras_nmt.keras_translator import Translator
 
     run = tmp_path / "run"
     shutil.copytree(tiny_run, run)

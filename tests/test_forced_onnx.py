@@ -12,7 +12,7 @@ from support import ROOT, child_env, onnx_files, run_translator, scored_pairs
 from keras_nmt.evaluation.forced import ForcedPair, force_decode
 from keras_nmt.errors import ExportError
 from keras_nmt.export import parity
-from keras_nmt.serving.onnx_translator import OnnxTranslator
+from keras_nmt.onnx_translator import OnnxTranslator
 
 
 class TokensCodec:
@@ -150,7 +150,7 @@ def test_alignment_path_imports_no_tensorflow(tiny_export, translator, pairs):
         "import json, sys\n"
         "from keras_nmt.cli import TRAINING_PACKAGES\n"
         "for name in TRAINING_PACKAGES: sys.modules[name] = None\n"
-        "from keras_nmt.serving.onnx_translator import OnnxTranslator\n"
+        "from keras_nmt.onnx_translator import OnnxTranslator\n"
         f"served = OnnxTranslator.from_export_dir({str(tiny_export)!r})\n"
         f"pairs = served.align({sources!r}, {targets!r})\n"
         "best = served.translate(['a b c'], align=True)[0].alignment\n"

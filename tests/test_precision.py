@@ -81,7 +81,7 @@ def test_train_py_writes_the_summary(precision_runs, precision):
 
 @pytest.mark.parametrize("precision", PRECISIONS)
 def test_translator_decodes_in_the_runs_precision(precision_runs, tiny_corpus, precision):
-    from keras_nmt.translator import Translator
+    from keras_nmt.keras_translator import Translator
 
     translator = Translator.from_run_dir(precision_runs[precision])
     assert translator.model.compute_dtype == precision.replace("mixed_", "")
@@ -105,7 +105,7 @@ def test_translator_decodes_in_the_runs_precision(precision_runs, tiny_corpus, p
 def test_the_three_precisions_find_the_same_tokens(precision_runs, tiny_corpus):
     """The same float32 weights decoded in each precision: the same greedy output where
     the margins allow, so on most sentences of a trained model."""
-    from keras_nmt.translator import Translator
+    from keras_nmt.keras_translator import Translator
 
     lines = (tiny_corpus / "valid.en").read_text(encoding="utf-8").splitlines()
     outputs = {}
@@ -125,7 +125,7 @@ def test_a_mixed_precision_run_exports_and_serves(precision_runs, precision, tmp
     the run's model in float32 once, and both the SavedModel and the ONNX conversion are
     made of that model: tiny_export's ONNX covers the conversion (~20 s each)."""
     from keras_nmt.cli import export
-    from keras_nmt.translator import Translator
+    from keras_nmt.keras_translator import Translator
 
     run = precision_runs[precision]
     assert export.main([str(run), "--out", str(tmp_path)]) == 0
@@ -191,7 +191,7 @@ def test_jit_training_compiles_once_per_width(tmp_path, tiny_corpus):
 
 
 def test_translator_under_jit_decodes_whole_blocks_alike(tiny_run, tiny_corpus):
-    from keras_nmt.translator import Translator
+    from keras_nmt.keras_translator import Translator
 
     plain = Translator.from_run_dir(tiny_run)
     compiled = Translator(plain.model, plain.source_codec, plain.target_codec, jit_compile=True)

@@ -167,7 +167,7 @@ def _corrupted(path, tmp_path):
 
 def test_int8_check_refuses_a_degraded_model(int8_export, tiny_run, tmp_path, monkeypatch):
     from keras_nmt.rundir import RunDir
-    from keras_nmt.translator import Translator
+    from keras_nmt.keras_translator import Translator
 
     run = RunDir(tiny_run).inspect("best")
     translator = Translator.from_run_dir(tiny_run)

@@ -56,7 +56,7 @@ def test_graph_encoders_agree_with_the_python_codecs():
 
 
 def test_a_run_directory_of_version_0_1_0_translates_as_it_did():
-    from keras_nmt.translator import Translator
+    from keras_nmt.keras_translator import Translator
 
     expected = json.loads((FIXTURES / "run-0.1.0-translations.json").read_text(encoding="utf-8"))
     translator = Translator.from_run_dir(OLD_RUN)

@@ -120,7 +120,7 @@ def spm_run(tiny_spm_run):
 
 
 def test_sentencepiece_run_directory(spm_run):
-    from keras_nmt.translator import Translator
+    from keras_nmt.keras_translator import Translator
 
     out, summary = spm_run
     info = json.loads((out / "data.json").read_text())

@@ -39,7 +39,7 @@ from keras_nmt.errors import RequestError
 from keras_nmt.serving import tfserving_client
 from keras_nmt.serving.batcher import Batcher
 from keras_nmt.serving.metrics import PATH as METRICS_PATH
-from keras_nmt.serving.onnx_translator import OnnxTranslator
+from keras_nmt.onnx_translator import OnnxTranslator
 from keras_nmt.serving.registry import Registry
 from keras_nmt.serving.tfserving_rest import float32_json
 
@@ -305,7 +305,7 @@ def test_a_line_of_sentences_is_split_as_the_export_says_unless_told(served, tra
         t.text for t in translator.translate(lines)]
     # And the Python Translator agrees (scores; the barely trained model's tied hypotheses
     # may differ between onnxruntime and TensorFlow).
-    from keras_nmt.translator import Translator
+    from keras_nmt.keras_translator import Translator
 
     reference = Translator.from_run_dir(tiny_run).translate(lines, beam_size=3)
     assert [len(t.sentences) for t in reference] == [2, 0]

@@ -259,7 +259,7 @@ def test_lexicon_command_errors_are_one_line(tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def translator(tiny_run):
-    from keras_nmt.translator import Translator
+    from keras_nmt.keras_translator import Translator
 
     return Translator.from_run_dir(tiny_run)
 
@@ -308,7 +308,7 @@ def test_sentences_with_a_rare_word_decode_over_every_word_in_batches_of_their_o
 
 
 def test_shortlist_errors(translator, run_copy, tmp_path, capsys):
-    from keras_nmt.translator import Translator
+    from keras_nmt.keras_translator import Translator
 
     with pytest.raises(LexiconError, match="exceeds"):
         translator.translate(["a"], shortlist=(5, lexicon_lib.DEFAULT_BEST + 1))
@@ -392,7 +392,7 @@ def test_every_path_gives_the_keras_tokens_with_selection(shortlist_export, tran
 
 
 def test_onnx_translate_uses_the_export_shortlist(shortlist_export, translator, lines, capsys):
-    from keras_nmt.serving.onnx_translator import OnnxTranslator
+    from keras_nmt.onnx_translator import OnnxTranslator
 
     meta = json.loads((onnx_files(shortlist_export) / "nmt.onnx.json").read_text(encoding="utf-8"))
     assert meta["shortlist"] == [5, 2]

@@ -33,7 +33,7 @@ def translator(tiny_spm_run):
 
 @pytest.fixture(scope="module")
 def loaded(tiny_spm_export):
-    from keras_nmt.serving.onnx_translator import OnnxTranslator
+    from keras_nmt.onnx_translator import OnnxTranslator
 
     return {**savedmodel_loaders(tiny_spm_export),
             "onnx": OnnxTranslator.from_export_dir(tiny_spm_export)}
@@ -267,7 +267,7 @@ def test_selection_and_int8_export_of_a_sentencepiece_run(tiny_spm_selecting_exp
     """The open-vocabulary run through the fastest paths: a SavedModel and ONNX that decode
     over a shortlist of pieces, and the int8 ONNX model, all with the run's SentencePiece
     models."""
-    from keras_nmt.serving.onnx_translator import OnnxTranslator
+    from keras_nmt.onnx_translator import OnnxTranslator
 
     export = tiny_spm_selecting_export
     meta = json.loads((onnx_files(export) / "nmt.onnx.json").read_text(encoding="utf-8"))

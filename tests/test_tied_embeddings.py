@@ -19,9 +19,9 @@ from keras_nmt.errors import CheckpointMismatchError, ConfigError
 from keras_nmt.layers import Decoder
 from keras_nmt.models import TranslationModel
 from keras_nmt.rundir import RunDir
-from keras_nmt.serving.onnx_translator import OnnxTranslator
+from keras_nmt.onnx_translator import OnnxTranslator
 from keras_nmt.serving.registry import Registry
-from keras_nmt.translator import Translator
+from keras_nmt.keras_translator import Translator
 from support import (
     ROOT, TINY_SETTINGS, ServerThread, check_selecting_export, onnx_files, run_logged, tiny_args,
 )

@@ -1,4 +1,4 @@
-"""keras_nmt.translator: the Translator API on the tiny trained run (``tiny_run``).
+"""keras_nmt.keras_translator: the Translator API on the tiny trained run (``tiny_run``).
 
 The tiny run's model is barely trained, so its next-word distributions are almost flat
 and many hypotheses tie; tests that compare rankings redraw its weights with a fan-in
@@ -14,7 +14,7 @@ import tensorflow as tf
 from keras_nmt.models import TranslationModel
 from keras_nmt.constants import UNK, UNK_ID
 from keras_nmt.translation import Source, Translation
-from keras_nmt.translator import Translator, default_max_source_len
+from keras_nmt.keras_translator import Translator, default_max_source_len
 
 LINES = [
     "The man is here.",

@@ -226,9 +226,9 @@ def test_an_export_replaces_unk_as_translate_does(tiny_run, tmp_path, cli_runner
     the run's dictionary, over the whole vocabulary and with the export's shortlist; the
     export's own self-check compared the SavedModel already."""
     from keras_nmt.export.loaders import SessionModel
-    from keras_nmt.serving.onnx_translator import OnnxTranslator
+    from keras_nmt.onnx_translator import OnnxTranslator
     from keras_nmt.serving.registry import Registry
-    from keras_nmt.translator import Translator
+    from keras_nmt.keras_translator import Translator
     from support import ServerThread, edit_json, peaked_weights_run
 
     run = RunDir(peaked_weights_run(tiny_run, tmp_path / "run", unk_bias=UNK_BIAS))

@@ -250,7 +250,7 @@ def _evaluate(args: argparse.Namespace, console: Console) -> int:
         jobs.append(_Job(label, [run.run.path for run in runs], runs[0].config, None))
 
     quiet_tensorflow()
-    from keras_nmt.translator import Translator
+    from keras_nmt.keras_translator import Translator
 
     report = console.stderr if args.json else console.stdout
     if args.json and args.quiet:  # the JSON on stdout holds what the tables show

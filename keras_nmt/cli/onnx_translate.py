@@ -1,6 +1,6 @@
 """``keras-nmt onnx-translate`` (and ``python serving/onnx_translate.py``): translate stdin
 with an ONNX export and onnxruntime, without TensorFlow; see
-:mod:`keras_nmt.serving.onnx_translator`. One output line per input line, in order; with
+:mod:`keras_nmt.onnx_translator`. One output line per input line, in order; with
 ``--nbest N`` the Moses n-best format of ``keras-nmt translate``,
 ``INDEX ||| translation ||| score``. ``--constraints FILE``, ``--prefix FILE`` and
 ``--glossary TSV`` constrain the output as for ``keras-nmt translate``, with the export's
@@ -17,10 +17,10 @@ from keras_nmt.cli.common import (
     add_constraint_arguments, add_quiet_argument,
     add_split_sentences_argument, binary, non_negative_int, positive_int, run_main, shortlist,
 )
-from keras_nmt.cli.translating import LineRules, Output, translate_in_chunks
+from keras_nmt.cli.translation_io import LineRules, Output, translate_in_chunks
 from keras_nmt.corpus.readers import stream_lines
 from keras_nmt.errors import ExportError, UsageError
-from keras_nmt.serving.onnx_translator import OnnxTranslator
+from keras_nmt.onnx_translator import OnnxTranslator
 
 PROG = "keras-nmt onnx-translate"
 

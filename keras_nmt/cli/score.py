@@ -223,7 +223,7 @@ def _score(args, console: Console) -> int:
         quiet_tensorflow()
         from keras_nmt.evaluation.alignment import argmax_alignment, format_pharaoh
         from keras_nmt.evaluation.forced import force_decode
-        from keras_nmt.translator import Translator  # TensorFlow loads here
+        from keras_nmt.keras_translator import Translator  # TensorFlow loads here
 
         translator = Translator.from_run_dirs(args.run_dirs, weights=args.weights)
         total = len(targets)

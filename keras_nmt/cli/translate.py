@@ -21,7 +21,7 @@ from keras_nmt.cli.common import (
     add_split_sentences_argument, add_unk_replace_arguments, add_weights_argument, binary,
     non_negative_float, positive_int, quiet_tensorflow, run_main, unk_replacement,
 )
-from keras_nmt.cli.translating import LineRules, Output, translate_in_chunks
+from keras_nmt.cli.translation_io import LineRules, Output, translate_in_chunks
 from keras_nmt.corpus.readers import stream_lines
 from keras_nmt.ensemble import check_compatible
 from keras_nmt.errors import InputError
@@ -203,7 +203,7 @@ def _translate(args, console: Console) -> int:
     attention = _open_attention(args.attention)
     try:
         quiet_tensorflow()
-        from keras_nmt.translator import Translator  # TensorFlow loads here
+        from keras_nmt.keras_translator import Translator  # TensorFlow loads here
 
         translator = Translator.from_run_dirs(
             args.run_dirs, weights=args.weights, max_source_len=args.max_source_len

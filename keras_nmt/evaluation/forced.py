@@ -163,7 +163,7 @@ def force_decode(
     attention: bool = False, progress: Callable[[int], None] | None = None,
 ) -> list[ForcedPair]:
     """Force-decode each target given its source with ``translator``'s model and codecs
-    (a :class:`keras_nmt.translator.Translator`, or any object with ``model``,
+    (a :class:`keras_nmt.keras_translator.Translator`, or any object with ``model``,
     ``source_codec`` and ``target_codec``). One :class:`ForcedPair` per pair, in order;
     ``attention`` keeps the weights. ``progress`` is called with the number of pairs
     finished after each batch."""
@@ -289,7 +289,7 @@ def run_batches(
     [B, S] and target [B, T] -> (token log-probabilities [B, T], attention [B, T, S] or
     None). Per pair, in order: its log-probabilities and attention cut to its own lengths.
     The TensorFlow path (:func:`force_decode`) and the onnxruntime path
-    (:class:`keras_nmt.serving.onnx_translator.OnnxTranslator`) both go through here."""
+    (:class:`keras_nmt.onnx_translator.OnnxTranslator`) both go through here."""
     out: list[tuple[np.ndarray, np.ndarray | None] | None] = [None] * len(source_ids)
     for chosen in batches([len(s) for s in source_ids], [len(t) for t in target_ids],
                           batch_size, positions):

@@ -214,13 +214,13 @@ def onnx_check(onnx_path: pathlib.Path, translator, beam_size: int, alpha: float
 
 def forced_check(directory: pathlib.Path, name: str, translator) -> dict:
     """The force-decoding ONNX model, run by the onnxruntime path
-    (:meth:`~keras_nmt.serving.onnx_translator.OnnxTranslator.align`), gives the Keras
+    (:meth:`~keras_nmt.onnx_translator.OnnxTranslator.align`), gives the Keras
     model's token log-probabilities and attention
     (:func:`~keras_nmt.evaluation.forced.force_decode`) within float32 rounding, on the
     check sentences paired with their translations, an empty target and an empty pair."""
     from keras_nmt.evaluation.forced import force_decode
     from keras_nmt.export import parity
-    from keras_nmt.serving.onnx_translator import OnnxTranslator
+    from keras_nmt.onnx_translator import OnnxTranslator
 
     sources = [line for line in _check_sentences(translator.source_vocab)
                if line.strip() and len(line) < 200]
@@ -439,7 +439,7 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
 
     log(f"loading {run.run.path}")
     from keras_nmt.export import savedmodel
-    from keras_nmt.translator import Translator, default_max_source_len
+    from keras_nmt.keras_translator import Translator, default_max_source_len
 
     # Exports compute in float32 whatever the run trained in: the weights are float32,
     # CPUs serve float32 fastest, and onnxruntime has few bfloat16 kernels.

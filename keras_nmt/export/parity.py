@@ -3,7 +3,7 @@ self-check, the tests and ``bench/export_paths.py``.
 
 Every path is reduced to one :class:`Decoded` per sentence (best hypothesis: its target
 tokens, or only its text for the string signatures, and its score) and compared with
-:class:`~keras_nmt.translator.Translator`'s output on the same sentences.
+:class:`~keras_nmt.keras_translator.Translator`'s output on the same sentences.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from typing import Callable
 from keras_nmt.errors import ExportError, RequestError
 from keras_nmt.export import layout, serving_files
 from keras_nmt.export.serving_files import ModelEntry
-from keras_nmt.serving.onnx_translator import OnnxTranslator
+from keras_nmt.onnx_translator import OnnxTranslator
 
 DEFAULT_DECODE_RATIO = 2.0  # the config's max_decode_ratio, for exports that do not say
 

@@ -2,7 +2,7 @@
 Python codec out, and from a Python codec its graph twin.
 
 A run directory (:class:`keras_nmt.rundir.RunDir`) and an ONNX export
-(:mod:`keras_nmt.serving.onnx_translator`) both name their tokenizer and files and get
+(:mod:`keras_nmt.onnx_translator`) both name their tokenizer and files and get
 their codecs here. No TensorFlow import until :func:`graph_encoder` is called.
 """
 

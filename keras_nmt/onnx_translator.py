@@ -11,7 +11,7 @@ pure-Python twins of the SavedModel graph's: the word tokenizer
 (:mod:`keras_nmt.text.word`), or for a SentencePiece run its two models
 (``NAME.spm.SRC.model`` / ``NAME.spm.TGT.model``, run by the ``sentencepiece`` package).
 They are truncated to the export's ``max_source_len`` tokens (pieces) as
-the SavedModel and :class:`keras_nmt.translator.Translator` do (a warning at the end counts
+the SavedModel and :class:`keras_nmt.keras_translator.Translator` do (a warning at the end counts
 the truncated sentences). One output line per input line, in order; empty and
 whitespace-only lines give empty lines.
 
@@ -37,7 +37,7 @@ Lexically constrained decoding (``translate(..., constraints=, glossary=)``, ``o
 ``int8`` ``NAME.constrained.int8.onnx``), written by ``keras-nmt export --onnx
 --constrained`` and loaded when first needed, on the batches of constrained sentences; the
 other sentences keep ``NAME.onnx``. Constraints mean what they mean for
-:meth:`keras_nmt.translator.Translator.translate` (:mod:`keras_nmt.constraints`), with one
+:meth:`keras_nmt.keras_translator.Translator.translate` (:mod:`keras_nmt.constraints`), with one
 difference: the export holds no lexical table to place a bare phrase (one without a
 glossary's source term) in a line of several sentences, so such a line is translated whole.
 An export without the constrained model refuses constraints (:class:`ExportError`).
