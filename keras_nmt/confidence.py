@@ -89,20 +89,33 @@ def word_of_tokens(tokens: Sequence[str], detokenize: Callable[[Sequence[str]], 
 
 
 def confidence_of(token_logprobs: np.ndarray, tokens: Sequence[str],
-                  detokenize: Callable[[Sequence[str]], str]) -> Confidence:
-    """The Confidence of an output of ``tokens`` whose force-decoded log-probabilities are
-    ``token_logprobs`` (one per token, then EOS's); ``detokenize`` is the target codec's."""
+                  detokenize: Callable[[Sequence[str]], str],
+                  words_of: Callable[[Sequence[str]], list[tuple[int, ...]]] | None = None
+                  ) -> Confidence:
+    """The Confidence of an output of ``tokens`` whose log-probabilities are
+    ``token_logprobs`` (one per token, then EOS's); ``detokenize`` is the target codec's.
+    ``words_of``: the codec's own :func:`word_of_tokens` in one pass (the word codec's
+    ``token_words``: a detokenization per output rather than one per token); None: the
+    prefix rule of :func:`word_of_tokens`."""
     logprobs = np.asarray(token_logprobs, np.float64)
     if len(logprobs) != len(tokens) + 1:
         raise ValueError(f"{len(logprobs)} log-probabilities for {len(tokens)} tokens + EOS")
     words = tuple(detokenize(tokens).split())
     lowest = np.full(len(words), np.inf)
-    for logprob, owners in zip(logprobs, word_of_tokens(tokens, detokenize)):
+    owners_of = word_of_tokens(tokens, detokenize) if words_of is None else words_of(tokens)
+    for logprob, owners in zip(logprobs, owners_of):
         for word in owners:
             lowest[word] = min(lowest[word], logprob)
     lowest[np.isinf(lowest)] = 0.0  # a word no token made (none with the codecs here)
     return Confidence(float(np.mean(logprobs)), len(logprobs), words,
                       tuple(float(value) for value in np.exp(lowest)))
+
+
+def codec_confidence(token_logprobs: np.ndarray, tokens: Sequence[str], codec) -> Confidence:
+    """:func:`confidence_of` with a target codec's rules: its ``detokenize`` and, where
+    it has one (the word codec), its one-pass ``token_words``."""
+    return confidence_of(token_logprobs, tokens, codec.detokenize,
+                         getattr(codec, "token_words", None))
 
 
 def join_confidences(parts: Sequence[Confidence | None]) -> Confidence | None:

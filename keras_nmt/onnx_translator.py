@@ -63,7 +63,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from keras_nmt import constraints as output_rules
-from keras_nmt.confidence import confidence_of
+from keras_nmt.confidence import codec_confidence
 from keras_nmt.constants import EOS_ID, UNK_ID
 from keras_nmt.evaluation.forced import ForcedPair, pad_rows, run_batches, target_tokens
 from keras_nmt.errors import CodecError, ExportError
@@ -379,7 +379,7 @@ class OnnxTranslator:
         for i, ids, (logprobs, weights) in zip(todo, target_ids, results):
             pair = ForcedPair(sources[i].tokens, translations[i].tokens, logprobs, weights,
                               ids.count(UNK_ID))
-            found = (confidence_of(logprobs, translations[i].tokens, self.target_codec.detokenize)
+            found = (codec_confidence(logprobs, translations[i].tokens, self.target_codec)
                      if confidence else translations[i].confidence)
             aligned[i] = dataclasses.replace(translations[i],
                                              alignment=pair if align else None,

@@ -20,7 +20,7 @@ from typing import Callable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
-from keras_nmt.confidence import Confidence, confidence_of, join_confidences
+from keras_nmt.confidence import Confidence, codec_confidence, join_confidences
 from keras_nmt.constraints import SentenceConstraints, fill_placeholders, unmet_phrases
 from keras_nmt.constants import EOS, EOS_ID
 from keras_nmt.evaluation.forced import ForcedPair, join_pairs
@@ -223,7 +223,7 @@ def beam_translation(
     With ``source.constraints``, the ``<unk>`` standing for their words outside the
     vocabulary are filled first, and each hypothesis says which phrases it lacks.
     ``token_logprobs`` [slots, T] (the search's, EOS's included): each hypothesis gets
-    its ``confidence`` (:func:`keras_nmt.confidence.confidence_of`; none for a sentence
+    its ``confidence`` (:func:`keras_nmt.confidence.codec_confidence`; none for a sentence
     without tokens, whose search was not its own)."""
     constraints = source.constraints
     hypotheses = []
@@ -241,7 +241,7 @@ def beam_translation(
             codec.detokenize(tokens), tokens, float(scores[n]), source.tokens,
             weights if keep_attention else None, truncated=source.truncated,
             unmet=unmet_phrases(tokens, constraints) if constraints else (),
-            confidence=(confidence_of(token_logprobs[n, :length], tokens, codec.detokenize)
+            confidence=(codec_confidence(token_logprobs[n, :length], tokens, codec)
                         if token_logprobs is not None and source.tokens else None),
         ))
     return ranked(hypotheses, nbest)

@@ -9,6 +9,8 @@ import shutil
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from support import as_older_export, onnx_files
 from keras_nmt.cli.common import LOW_CONFIDENCE_MARK
@@ -16,7 +18,7 @@ from keras_nmt.cli.translation_io import Output
 from keras_nmt.confidence import Confidence, confidence_of, join_confidences, word_of_tokens
 from keras_nmt.errors import ExportError
 from keras_nmt.onnx_translator import OnnxTranslator
-from keras_nmt.text.word import detokenize, tokenize
+from keras_nmt.text.word import detokenize, token_words, tokenize
 from keras_nmt.translation import Translation, join_translations
 
 LINES = ["The man is here.", "", "She sees the small dog. The dog is big.",
@@ -45,6 +47,31 @@ def test_a_word_tokens_belong_to_the_word_the_detokenizer_makes_of_them():
     assert found.tokens == 11
     assert found.sentence == pytest.approx(
         math.exp(np.mean(np.log([0.9, 0.5, 0.8, 0.7, 0.6, 0.9, 0.4, 1.0, 0.3, 0.95, 0.5]))))
+
+
+# Tokens the word tokenizer makes, chosen for the rules that glue them: elisions and
+# clitics, quotes (paired or not), punctuation that attaches left or right, and empty ones.
+GLUED_TOKENS = ["a", "chat", "l'", "qu'", "'s", "n't", '"', ".", "...", ",", "!", "?", "(",
+                ")", "[", "«", "»", "“", "”", "/", "’", "$", "%", "…", "C’est", "3.5", ":",
+                "-", "'", "''", "€", "", "aujourd'hui", "km/h"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(GLUED_TOKENS), max_size=12),
+       st.sampled_from(["fr", "en", "de", "zh"]))
+def test_the_word_codecs_one_pass_gives_the_prefix_rules_words(tokens, lang):
+    assert token_words(tokens, lang) == word_of_tokens(tokens, lambda some: detokenize(some, lang))
+
+
+def test_a_token_holding_a_space_like_character_belongs_to_each_of_its_words():
+    """NBSP splits a word for str.split: the one-pass rule gives the token both words its
+    characters are in; the prefix rule gives only the one it added."""
+    from keras_nmt.text.word import token_words
+
+    tokens = ["“", "10\u00a0000", "km"]
+    assert detokenize(tokens, "fr").split() == ["“10", "000", "km"]
+    assert token_words(tokens, "fr") == [(0,), (0, 1), (2,)]
+    assert word_of_tokens(tokens, french) == [(0,), (1,), (2,)]
 
 
 def test_pieces_belong_to_the_word_their_first_piece_begins():

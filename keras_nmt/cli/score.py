@@ -22,7 +22,7 @@ from keras_nmt.cli.common import (
     Console, OneLineParser, add_quiet_argument, add_weights_argument, non_negative_float,
     positive_int, quiet_tensorflow, run_main,
 )
-from keras_nmt.confidence import confidence_of
+from keras_nmt.confidence import codec_confidence
 from keras_nmt.config import check_attention
 from keras_nmt.constants import EOS
 from keras_nmt.corpus.readers import file_lines
@@ -236,8 +236,8 @@ def _score(args, console: Console) -> int:
                                  args.batch_size, attention=bool(align or attention),
                                  progress=phase.advance)
             for index, target, pair in zip(indices[begin:end], targets[begin:end], pairs):
-                found = (confidence_of(pair.token_logprobs, pair.target_tokens,
-                                       translator.target_codec.detokenize)
+                found = (codec_confidence(pair.token_logprobs, pair.target_tokens,
+                                          translator.target_codec)
                          if args.confidence else None)
                 out.write(format_line(args.format, index, target, pair, alpha, found) + "\n")
                 if align is not None:
