@@ -1126,14 +1126,20 @@ sys.exit(code)
 
 def _serve_without_training_packages(export, *options):
     """``keras-nmt serve EXPORT --port 0 OPTIONS`` in a fresh interpreter where the training
-    packages cannot be imported: the process, and a queue of its stderr lines as they come."""
+    packages cannot be imported: the process, and a queue of its stderr lines as they come,
+    then None once it closed stderr (so a test reads every line, not those read so far)."""
     child = subprocess.Popen(
         [sys.executable, "-c", SERVE_WITHOUT_TRAINING_PACKAGES, str(export), "--port", "0",
          *options],
         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=child_env(), text=True,
     )
     lines: queue.Queue = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in child.stderr], daemon=True).start()
+    def read():
+        for line in child.stderr:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
     return child, lines
 
 
@@ -1164,9 +1170,8 @@ def test_signal_stops_gracefully_without_tensorflow(tiny_export, translator, sig
             child.wait()
     assert held[0] == (200, held[0][1]) and held[0][1]["translations"][0]["text"] == (
         translator.translate(["a dog runs ."])[0].text)
-    rest = []
-    while not lines.empty():
-        rest.append(lines.get())
+    # The process has exited, but its last lines may still be on their way to the queue.
+    rest = list(iter(lambda: lines.get(timeout=30), None))
     assert rest[0] == "keras-nmt serve: stopped\n", rest
     assert json.loads(rest[1]) == {"code": 0, "heavy": []}
 
