@@ -186,13 +186,13 @@ def prepare(options: TrainOptions, config: Config, run: RunDir, log: Callable[[s
         raise RunDirError(
             f"{run.path} already holds a run: pass --resume to continue it, or choose another --out"
         )
-    existed = run.path.exists()
+    made = _missing_folders(run.path)
     try:
         return _write_run_data(options, config, run, log, progress or Progress(enabled=False),
                                parent, mix)
     except BaseException:
         # A later start must not mistake what is left for a run.
-        _remove_run_data(run, existed)
+        _remove_run_data(run, made)
         raise
 
 
@@ -265,11 +265,28 @@ def left_out_most(counts: dict[str, int], vocabulary: Vocabulary) -> int:
     return max((count for token, count in counts.items() if token not in vocabulary), default=0)
 
 
-def _remove_run_data(run: RunDir, existed: bool) -> None:
-    """What a failed :func:`prepare` wrote: the whole directory if it made it, else only
-    the files and folders a run's set-up writes."""
-    if not existed:
+def _missing_folders(path: pathlib.Path) -> list[pathlib.Path]:
+    """``path`` and the folders above it that do not exist yet, innermost first: what
+    creating it makes (the default ``runs/`` of a first run, say)."""
+    missing = []
+    for folder in (path, *path.absolute().parents):
+        if folder.exists():
+            break
+        missing.append(folder)
+    return missing
+
+
+def _remove_run_data(run: RunDir, made: list[pathlib.Path]) -> None:
+    """What a failed :func:`prepare` wrote: the whole directory if it made it, and the
+    folders it made above it while they are empty (another run may have begun in one);
+    else only the files and folders a run's set-up writes."""
+    if made:
         shutil.rmtree(run.path, ignore_errors=True)
+        for folder in made[1:]:
+            try:
+                folder.rmdir()
+            except OSError:  # not empty: something else is in it now
+                break
         return
     for path in (run.config_path, run.data_path, *run.path.glob("vocab.*.txt"),
                  *run.path.glob("spm.*.model")):

@@ -211,7 +211,13 @@ def run_cli(capsys, *args):
     return lines[0]
 
 
-def test_train_cli_errors_name_the_files_to_place_by_hand(tmp_path, capsys, mirror):
+def test_train_cli_errors_name_the_files_to_place_by_hand(tmp_path, capsys, mirror,
+                                                          monkeypatch):
+    # Without --out a run goes to runs/VARIANT-TIME under the working directory: a
+    # failed start leaves neither the run nor the runs/ folder it made.
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
     cache = tmp_path / "cache"
     downloads = cache / "wmt14-en-fr" / "downloads"
     # Against the real manifest, every small file fails its size check.
@@ -227,6 +233,10 @@ def test_train_cli_errors_name_the_files_to_place_by_hand(tmp_path, capsys, mirr
     mirror.close()  # server down
     line = run_cli(capsys, "--cache-dir", str(cache), "--mirror", mirror.url)
     assert "cannot download" in line and "Connection refused" in line and "by hand" in line
+    assert list(work.iterdir()) == []
+    (work / "runs").mkdir()  # a runs/ that was there before stays
+    run_cli(capsys, "--cache-dir", str(cache), "--mirror", mirror.url)
+    assert list(work.iterdir()) == [work / "runs"] and list((work / "runs").iterdir()) == []
 
 
 def test_train_from_the_recipe(tmp_path, mirror, manifest, monkeypatch):
