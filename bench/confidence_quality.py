@@ -34,6 +34,10 @@ on other sentences) to these, and reports its figures beside the plain one's.
 (``OnnxTranslator``, with the export's vocabulary selection), whose confidence comes from
 the log-probabilities that search gave its tokens: the figures a server gives. Its best
 hypothesis only, so no other signals, no ``--fit`` and no ``--combination``.
+
+``--dropout-samples N`` gives the API's figures from N passes with the model's dropout on
+(Monte Carlo dropout, ``translate(..., dropout_samples=N)``); the report's
+``seconds_translating`` is what they cost, beside a run without.
 """
 
 from __future__ import annotations
@@ -303,6 +307,8 @@ def build_parser():
     parser.add_argument("--export", metavar="DIR",
                         help="translate with this ONNX export of the run (its selection)")
     parser.add_argument("--int8", action="store_true", help="with --export: its int8 model")
+    parser.add_argument("--dropout-samples", type=int, default=0, metavar="N",
+                        help="the confidence from N passes with the model's dropout on")
     parser.add_argument("--figure", metavar="PNG", help="draw the reliability plot here")
     parser.add_argument("--title", default="", help="the figure's title")
     return parser
@@ -315,6 +321,8 @@ def main(argv=None) -> int:
         parser.error("--export gives the confidence alone: no --fit, no --combination")
     if args.int8 and not args.export:
         parser.error("--int8 needs --export")
+    if args.dropout_samples and args.export:
+        parser.error("--dropout-samples needs the Keras model: an export has no dropout")
     bench = _common.Bench(PROG, args, argv)
     from sacrebleu.metrics import CHRF
 
@@ -332,7 +340,8 @@ def main(argv=None) -> int:
         nbest = args.beam
     seconds, translations = _common.timed(lambda: translator.translate(
         sources, beam_size=args.beam, nbest=nbest, batch_size=args.batch_size,
-        split_sentences=False, confidence=True))
+        split_sentences=False, confidence=True,
+        **({"dropout_samples": args.dropout_samples} if args.dropout_samples else {})))
     bench.log(f"translated {len(sources)} sentences with their confidence in {seconds:.0f} s")
     chrf = CHRF()
     quality = np.array([chrf.sentence_score(t.text, [ref]).score
@@ -389,7 +398,7 @@ def main(argv=None) -> int:
     bench.write(results, {"run_dir": args.run_dir, "export": args.export, "int8": args.int8,
                           "weights": args.weights, "src": args.src,
                           "ref": args.ref, "beam": args.beam, "batch_size": args.batch_size,
-                          "fit": args.fit,
+                          "fit": args.fit, "dropout_samples": args.dropout_samples,
                           "combination": args.combination, "figure": args.figure, "seconds_translating": seconds})
     return 0
 

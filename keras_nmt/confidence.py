@@ -70,39 +70,41 @@ def line_fields(line: Confidence | None, sentences: Sequence[Confidence | None])
 
 
 def word_of_tokens(tokens: Sequence[str], detokenize: Callable[[Sequence[str]], str]
-                   ) -> list[tuple[int, ...]]:
-    """For each of ``tokens``, the numbers of the words of ``detokenize(tokens).split()``
-    it belongs to (usually one). A token belongs to the last word of the text its prefix
-    detokenizes to, and to any words that text gained with it; this holds for any codec
-    whose detokenization of a prefix is a prefix of the text's words (the word
-    tokenizer's rules, SentencePiece's word-initial pieces). A token that adds no word
-    (text before any word) belongs to the first."""
-    count = len(detokenize(tokens).split())
+                   ) -> tuple[tuple[str, ...], list[tuple[int, ...]]]:
+    """The words of ``detokenize(tokens).split()`` and, for each of ``tokens``, the
+    numbers of the words it belongs to (usually one). A token belongs to the last word of
+    the text its prefix detokenizes to, and to any words that text gained with it; this
+    holds for any codec whose detokenization of a prefix is a prefix of the text's words
+    (the word tokenizer's rules, SentencePiece's word-initial pieces). A token that adds
+    no word (text before any word) belongs to the first."""
+    words = tuple(detokenize(tokens).split())
     owners: list[tuple[int, ...]] = []
     seen = 0
     for k in range(len(tokens)):
-        words = min(len(detokenize(tokens[: k + 1]).split()), count)
-        first = min(seen, words - 1) if words else 0
-        owners.append(tuple(range(max(first, 0), max(words, 1))) if count else ())
-        seen = max(seen, words)
-    return owners
+        made = min(len(detokenize(tokens[: k + 1]).split()), len(words))
+        first = min(seen, made - 1) if made else 0
+        owners.append(tuple(range(max(first, 0), max(made, 1))) if words else ())
+        seen = max(seen, made)
+    return words, owners
+
+
+WordsOf = Callable[[Sequence[str]], tuple[tuple[str, ...], list[tuple[int, ...]]]]
 
 
 def confidence_of(token_logprobs: np.ndarray, tokens: Sequence[str],
                   detokenize: Callable[[Sequence[str]], str],
-                  words_of: Callable[[Sequence[str]], list[tuple[int, ...]]] | None = None
-                  ) -> Confidence:
+                  words_of: WordsOf | None = None) -> Confidence:
     """The Confidence of an output of ``tokens`` whose log-probabilities are
     ``token_logprobs`` (one per token, then EOS's); ``detokenize`` is the target codec's.
     ``words_of``: the codec's own :func:`word_of_tokens` in one pass (the word codec's
-    ``token_words``: a detokenization per output rather than one per token); None: the
+    ``token_words``: one detokenization per output rather than one per token); None: the
     prefix rule of :func:`word_of_tokens`."""
     logprobs = np.asarray(token_logprobs, np.float64)
     if len(logprobs) != len(tokens) + 1:
         raise ValueError(f"{len(logprobs)} log-probabilities for {len(tokens)} tokens + EOS")
-    words = tuple(detokenize(tokens).split())
+    words, owners_of = (word_of_tokens(tokens, detokenize) if words_of is None
+                        else words_of(tokens))
     lowest = np.full(len(words), np.inf)
-    owners_of = word_of_tokens(tokens, detokenize) if words_of is None else words_of(tokens)
     for logprob, owners in zip(logprobs, owners_of):
         for word in owners:
             lowest[word] = min(lowest[word], logprob)

@@ -49,6 +49,7 @@ from keras_nmt.config import JIT_LENGTH_MULTIPLE, check_attention
 from keras_nmt.constants import EOS_ID
 from keras_nmt import constraints as output_rules
 from keras_nmt.ensemble import Ensemble, check_compatible
+from keras_nmt.evaluation.forced import check_dropout, dropout_logprobs
 from keras_nmt.lexicon import shortlist_inputs
 from keras_nmt.models import TranslationModel
 from keras_nmt.rundir import RunDir
@@ -207,6 +208,7 @@ class Translator:
         confidence: bool = False,
         constraints: Sequence[output_rules.LineConstraints | None] | None = None,
         glossary: output_rules.Glossary | None = None,
+        dropout_samples: int = 0,
     ) -> list[Translation]:
         """Translate ``lines``; the output has one Translation per line, in order.
 
@@ -243,7 +245,10 @@ class Translator:
         ``confidence``: each Translation's ``confidence`` says how sure the model is of
         it (:mod:`keras_nmt.confidence`), from the log-probabilities the search gave its
         tokens (the search then keeps them, a history of one float per token: no second
-        pass); each alternative of the n-best list has its own.
+        pass); each alternative of the n-best list has its own. ``dropout_samples`` N > 0:
+        from the mean of each token's log-probability over N force-decoding passes of
+        each hypothesis with the model's dropout on (Monte Carlo dropout: N more passes,
+        and figures that vary with the masks drawn; a run trained with dropout only).
 
         ``constraints``: per line (aligned with ``lines``; None: none), phrases its
         translation must include and avoid, and a prefix it must start with;
@@ -264,6 +269,12 @@ class Translator:
         _check_positive("batch_size", batch_size)
         if nbest > beam_size:
             raise ValueError(f"nbest ({nbest}) cannot exceed beam_size ({beam_size})")
+        if dropout_samples:
+            _check_positive("dropout_samples", dropout_samples)
+            if not confidence:
+                raise ValueError("dropout_samples is a way to compute the confidence: "
+                                 "ask for confidence=True too")
+            check_dropout(self.model)
         if not alpha >= 0:
             raise ValueError(f"alpha must be >= 0, got {alpha}")
         selection = shortlist_inputs(shortlist, self.lexicon) if shortlist else ()
@@ -299,6 +310,9 @@ class Translator:
             scores = out["scores"].numpy()
             attention = out["attention"].numpy() if need_attention else None
             logprobs = out["token_logprobs"].numpy() if confidence else None
+            if dropout_samples:
+                self._sample_dropout(sources, ids, lengths[:, :nbest], logprobs,
+                                     dropout_samples, batch_size)
             return [
                 beam_translation(
                     self.target_codec, source, ids[row], lengths[row], scores[row], nbest,
@@ -315,6 +329,20 @@ class Translator:
             progress=progress, constrain=constrain,
             apart=output_rules.constrained_apart(
                 self.rare_source() if selection and any(selection) else None)))
+
+    def _sample_dropout(self, sources: list[Source], ids: np.ndarray, lengths: np.ndarray,
+                        logprobs: np.ndarray, samples: int, batch_size: int) -> None:
+        """The token log-probabilities in ``logprobs`` [B, slots, T] of each hypothesis
+        ``lengths`` [B, n] counts (the first n slots: those kept) become their mean over
+        ``samples`` dropout passes (:func:`dropout_logprobs`)."""
+        where = [(row, slot) for row in range(len(sources))
+                 for slot in range(lengths.shape[1]) if lengths[row, slot] > 0]
+        means = dropout_logprobs(
+            self.model, [sources[row].ids for row, _ in where],
+            [ids[row, slot, : lengths[row, slot]] for row, slot in where], samples,
+            batch_size * lengths.shape[1])
+        for (row, slot), mean in zip(where, means):
+            logprobs[row, slot, : len(mean)] = mean
 
     def constraint_encoder(self) -> output_rules.Encoder:
         """Checks and encodes constraints as this translator decodes them: its target

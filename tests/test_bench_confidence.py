@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from support import edit_json
 from bench import confidence_quality as bench
 from keras_nmt.confidence import Confidence
 from keras_nmt.translation import Translation
@@ -125,3 +126,21 @@ def test_the_benchmark_on_the_tiny_export(tiny_run, tiny_export, tiny_corpus, tm
         bench.main([*common, "--export", str(tiny_export), "--fit"])
     with pytest.raises(SystemExit):
         bench.main([*common, "--int8"])
+    with pytest.raises(SystemExit):
+        bench.main([*common, "--export", str(tiny_export), "--dropout-samples", "2"])
+
+
+def test_the_benchmark_with_dropout_samples(run_copy, tiny_corpus, tmp_path):
+    """--dropout-samples: the API's figures from the passes with dropout on, beside the
+    signals of the plain pass (its mean log-probability now another figure)."""
+    edit_json(run_copy / "config.json", dropout=0.5)
+    out = tmp_path / "report.json"
+    assert bench.main([str(run_copy), "--src", str(tiny_corpus / "valid.en"), "--ref",
+                       str(tiny_corpus / "valid.fr"), "--beam", "2", "--matmul-rounds", "1",
+                       "--dropout-samples", "3", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["settings"]["dropout_samples"] == 3
+    results = report["results"]
+    assert results["scored"] == 30
+    assert results["confidence"]["pearson"] != pytest.approx(
+        results["signals"]["mean_logprob"]["pearson"], abs=1e-6)

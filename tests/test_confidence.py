@@ -12,10 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support import as_older_export, onnx_files
+from support import as_older_export, edit_json, onnx_files
 from keras_nmt.cli.common import LOW_CONFIDENCE_MARK
 from keras_nmt.cli.translation_io import Output
 from keras_nmt.confidence import Confidence, confidence_of, join_confidences, word_of_tokens
+from keras_nmt.constants import EOS_ID
 from keras_nmt.errors import ExportError
 from keras_nmt.onnx_translator import OnnxTranslator
 from keras_nmt.text.word import detokenize, token_words, tokenize
@@ -37,8 +38,8 @@ def pieces(tokens):
 def test_a_word_tokens_belong_to_the_word_the_detokenizer_makes_of_them():
     tokens = tokenize("L'homme, dit-il, n'est pas là.", "fr")
     assert tokens == ["L'", "homme", ",", "dit-il", ",", "n'", "est", "pas", "là", "."]
-    assert word_of_tokens(tokens, french) == [(0,), (0,), (0,), (1,), (1,), (2,), (2,),
-                                              (3,), (4,), (4,)]
+    assert word_of_tokens(tokens, french)[1] == [(0,), (0,), (0,), (1,), (1,), (2,), (2,),
+                                                 (3,), (4,), (4,)]
     found = confidence_of(np.log([0.9, 0.5, 0.8, 0.7, 0.6, 0.9, 0.4, 1.0, 0.3, 0.95, 0.5]),
                           tokens, french)
     assert found.words == ("L'homme,", "dit-il,", "n'est", "pas", "là.")
@@ -60,7 +61,9 @@ GLUED_TOKENS = ["a", "chat", "l'", "qu'", "'s", "n't", '"', ".", "...", ",", "!"
 @given(st.lists(st.sampled_from(GLUED_TOKENS), max_size=12),
        st.sampled_from(["fr", "en", "de", "zh"]))
 def test_the_word_codecs_one_pass_gives_the_prefix_rules_words(tokens, lang):
-    assert token_words(tokens, lang) == word_of_tokens(tokens, lambda some: detokenize(some, lang))
+    words, owners = token_words(tokens, lang)
+    assert words == tuple(detokenize(tokens, lang).split())
+    assert (words, owners) == word_of_tokens(tokens, lambda some: detokenize(some, lang))
 
 
 def test_a_token_holding_a_space_like_character_belongs_to_each_of_its_words():
@@ -70,8 +73,8 @@ def test_a_token_holding_a_space_like_character_belongs_to_each_of_its_words():
 
     tokens = ["“", "10\u00a0000", "km"]
     assert detokenize(tokens, "fr").split() == ["“10", "000", "km"]
-    assert token_words(tokens, "fr") == [(0,), (0, 1), (2,)]
-    assert word_of_tokens(tokens, french) == [(0,), (1,), (2,)]
+    assert token_words(tokens, "fr") == (("“10", "000", "km"), [(0,), (0, 1), (2,)])
+    assert word_of_tokens(tokens, french)[1] == [(0,), (1,), (2,)]
 
 
 def test_pieces_belong_to_the_word_their_first_piece_begins():
@@ -283,6 +286,77 @@ def test_translate_and_score_cli_agree_and_mark_the_lines_below(cli_runner, tiny
         assert marked.stdout.splitlines() == expected
     refused = cli_runner("translate", tiny_run, "--drop-below", stdin="a\n")
     assert refused.returncode == 2 and "--drop-below needs --min-confidence" in refused.stderr
+
+
+def dropout_translator(run_copy, rate):
+    """The tiny run with ``rate`` as its dropout (a layer without weights: the same
+    weights load)."""
+    from keras_nmt.keras_translator import Translator
+
+    edit_json(run_copy / "config.json", dropout=rate)
+    return Translator.from_run_dir(run_copy)
+
+
+def test_dropout_samples_average_passes_with_the_models_dropout_on(run_copy, keras_translator):
+    from keras_nmt.evaluation.forced import dropout_logprobs, force_ids
+
+    searched = keras_translator.translate(LINES, confidence=True, nbest=2, beam_size=2)
+    # A rate so small that no unit is dropped: the samples' mean is the search's own
+    # log-probabilities, hypothesis by hypothesis (each alternative of the n-best too).
+    faint = dropout_translator(run_copy, 1e-9).translate(LINES, confidence=True, nbest=2,
+                                                          beam_size=2, dropout_samples=3)
+    assert [t.text for t in faint] == [t.text for t in searched]
+    for got, want in zip(faint, searched):
+        pairs = list(zip([got, *got.alternatives], [want, *want.alternatives]))
+        for a, b in pairs + list(zip(got.sentences, want.sentences)):
+            if b.confidence is None:
+                assert a.confidence is None
+                continue
+            assert a.confidence.words == b.confidence.words
+            assert a.confidence.sentence == pytest.approx(b.confidence.sentence, abs=2e-5)
+            np.testing.assert_allclose(a.confidence.word_confidences,
+                                       b.confidence.word_confidences, atol=2e-5)
+    # At 0.5 the passes differ from one another, and their mean is what the figures are.
+    strong = dropout_translator(run_copy, 0.5)
+    found = strong.translate(LINES, confidence=True, dropout_samples=4)
+    assert [t.text for t in found] == [t.text for t in searched]  # the search is the same
+    check_words_line_up(found)
+    # (The barely trained model is near uniform: a pass moves a log-probability ~1e-3.)
+    assert all(abs(math.log(t.confidence.sentence) - math.log(s.confidence.sentence)) > 1e-6
+               for t, s in zip(found, searched) if t.text)
+    source = [strong.source_codec.encode(LINES[0]) + [EOS_ID]]
+    target = [strong.target_codec.encode(found[0].text) + [EOS_ID]]
+    one, two = (force_ids(strong.model, source, target, dropout=True)[0][0] for _ in range(2))
+    assert np.abs(one - two).max() > 2e-4
+    plain = force_ids(strong.model, source, target)[0][0]
+    np.testing.assert_array_equal(plain, force_ids(strong.model, source, target)[0][0])
+    mean = dropout_logprobs(strong.model, source, target, samples=64)[0]
+    assert mean.shape == plain.shape and np.all(mean < 0)
+    # 64 samples: their mean is near the mean of 64 others, further from the plain pass.
+    again = dropout_logprobs(strong.model, source, target, samples=64)[0]
+    assert np.abs(mean - again).mean() < np.abs(one - two).mean()
+
+
+def test_dropout_samples_bad_requests_get_one_line(run_copy, keras_translator, cli_runner):
+    with pytest.raises(ValueError, match="ask for confidence=True too"):
+        keras_translator.translate(["a"], dropout_samples=2)
+    with pytest.raises(ValueError, match="trained without dropout"):
+        keras_translator.translate(["a"], confidence=True, dropout_samples=2)
+    with pytest.raises(ValueError, match="dropout_samples must be a positive integer"):
+        keras_translator.translate(["a"], confidence=True, dropout_samples=-1)
+    ran = cli_runner("translate", run_copy, "--dropout-samples", 2, stdin="a\n")
+    assert ran.returncode == 2 and "needs --confidence or --min-confidence" in ran.stderr
+    ran = cli_runner("translate", run_copy, "--confidence", "--dropout-samples", 2,
+                     stdin="a\n")
+    assert ran.returncode == 2 and len(ran.stderr.strip().splitlines()) == 1
+    assert "trained without dropout: --dropout-samples has nothing to sample" in ran.stderr
+    edit_json(run_copy / "config.json", dropout=0.3)
+    ran = cli_runner("translate", run_copy, "--confidence", "--dropout-samples", 2, "--quiet",
+                     stdin="\n".join(LINES) + "\n")
+    assert ran.returncode == 0, ran.stderr
+    records = [json.loads(line) for line in ran.stdout.splitlines()]
+    assert len(records) == len(LINES) and records[1]["confidence"] is None
+    assert all(0 < r["confidence"] <= 1 for r in records if r["text"])
 
 
 def test_sentence_signals_by_hand():

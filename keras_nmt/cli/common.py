@@ -320,7 +320,7 @@ def add_confidence_arguments(parser: OneLineParser) -> None:
         "--confidence", action="store_true",
         help="write one JSON object per input line instead of its text: {\"index\", \"text\", "
         "\"confidence\" (0-1), \"sentences\" (each sentence's), \"words\" ([word, 0-1] per "
-        "word)}; one more force-decoding pass per sentence (see docs/decoding.md)",
+        "word)}, from the token probabilities the search scored (see docs/decoding.md)",
     )
     parser.add_argument(
         "--min-confidence", type=_number(float, lambda v: 0 <= v <= 1, "a number in [0, 1]"),

@@ -69,6 +69,8 @@ space-separated word (the least probable of the word's tokens). --confidence wri
 input line (an empty line: null and empty lists). --min-confidence X marks the lines
 below X: their text starts with "[low confidence] " (with --confidence: "low": true);
 --drop-below withholds them instead: an empty line ("text": "", "withheld": true).
+--dropout-samples N computes the figures from N more passes over each translation with
+the model's dropout on (Monte Carlo dropout: slower, and for a run trained with dropout).
 
 constraints (--constraints FILE, --prefix FILE, --glossary TSV): each translation holds
 its line's phrases and starts with its prefix (decoded inside the beam search; see
@@ -115,11 +117,24 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     add_shortlist_argument(parser)
     add_split_sentences_argument(parser)
     add_confidence_arguments(parser)
+    parser.add_argument(
+        "--dropout-samples", type=positive_int, metavar="N",
+        help="with --confidence or --min-confidence: the figures from the mean of each "
+        "token's log-probability over N force-decoding passes with the model's dropout on "
+        "(N more passes; a run trained with dropout)",
+    )
     add_constraint_arguments(parser)
     add_weights_argument(parser)
     add_quiet_argument(parser, "no progress line on stderr")
     parser.add_check(_check_nbest)
+    parser.add_check(_check_dropout_samples)
     return parser
+
+
+def _check_dropout_samples(args: argparse.Namespace) -> None:
+    if args.dropout_samples and not (args.confidence or args.min_confidence is not None):
+        raise ValueError("--dropout-samples computes the confidence: it needs --confidence "
+                         "or --min-confidence X")
 
 
 def _check_nbest(args: argparse.Namespace) -> None:
@@ -189,6 +204,9 @@ def _translate(args, console: Console) -> int:
     runs = [RunDir(path).inspect(args.weights) for path in args.run_dirs]
     check_compatible(runs)
     config = runs[0].config
+    if args.dropout_samples and not any(run.config.dropout for run in runs):
+        raise InputError(f"{args.run_dirs[0]} was trained without dropout: --dropout-samples "
+                         "has nothing to sample")
     settings = runs[0].run.search_settings(config)  # tuned on a development set, or the config's
     nbest = args.nbest or 1
     beam = args.beam if args.beam is not None else max(settings["beam_size"], nbest)
@@ -213,6 +231,7 @@ def _translate(args, console: Console) -> int:
             with_attention=bool(args.attention), nbest=nbest, unk_replace=unk_replace,
             dictionary=dictionary, shortlist=args.shortlist, split_sentences=args.split_sentences,
             confidence=args.confidence or args.min_confidence is not None,
+            dropout_samples=args.dropout_samples or 0,
         )
         writer = _Writer(console.stdout, bool(args.nbest), attention, interactive,
                          confidence=args.confidence, min_confidence=args.min_confidence,

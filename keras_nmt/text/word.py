@@ -194,10 +194,11 @@ def marked_detokenize_rules(lang: str) -> tuple[tuple[str, str], ...]:
     return _COMMON_DETOKENIZE_RULES + LANGUAGE_DETOKENIZE_RULES.get(lang, ())
 
 
-def token_words(tokens: Sequence[str], lang: str) -> list[tuple[int, ...]]:
-    """For each of ``tokens``, the numbers of the words of ``detokenize(tokens,
-    lang).split()`` its characters are in, read from one detokenization that keeps the
-    tokens marked (rules only ever remove the spaces between tokens). A token with no
+def token_words(tokens: Sequence[str], lang: str
+                ) -> tuple[tuple[str, ...], list[tuple[int, ...]]]:
+    """The words of ``detokenize(tokens, lang).split()`` and, for each of ``tokens``, the
+    numbers of the words its characters are in, read from one detokenization that keeps
+    the tokens marked (rules only ever remove the spaces between tokens). A token with no
     character in a word (an empty one) belongs to the word before it, or to the first.
     What :func:`keras_nmt.confidence.word_of_tokens` gives by detokenizing every prefix,
     in one pass (tested against it)."""
@@ -205,28 +206,33 @@ def token_words(tokens: Sequence[str], lang: str) -> list[tuple[int, ...]]:
     marked = rewrite(mark_tokens(TOKEN_SEPARATOR.join(tokens[k] for k in kept)),
                      marked_detokenize_rules, lang)
     found: list[list[int]] = [[] for _ in tokens]
-    words, in_word, current = 0, False, -1  # current: the position in ``kept``
+    words: list[list[str]] = []
+    current = -1  # the position in ``kept``
+    in_word = False
     for char in marked:
         if char == _START or char in (_OPEN, _CLOSE):
             current += 1
             if char == _START:
                 continue
+            char = '"'
         elif char == _END:
             continue
         if char.isspace():
             in_word = False
             continue
         if not in_word:
-            words, in_word = words + 1, True
+            words.append([])
+            in_word = True
+        words[-1].append(char)
         owners = found[kept[current]]
-        if not owners or owners[-1] != words - 1:
-            owners.append(words - 1)
+        if not owners or owners[-1] != len(words) - 1:
+            owners.append(len(words) - 1)
     last = 0
     for owners in found:
         if not owners and words:
             owners.append(last)
         last = owners[-1] if owners else last
-    return [tuple(owners) for owners in found]
+    return tuple("".join(chars) for chars in words), [tuple(owners) for owners in found]
 
 
 def mark_tokens(joined: str) -> str:
@@ -262,7 +268,7 @@ class WordCodec:
     def detokenize(self, tokens: Sequence[str]) -> str:
         return detokenize(tokens, self.lang)
 
-    def token_words(self, tokens: Sequence[str]) -> list[tuple[int, ...]]:
+    def token_words(self, tokens: Sequence[str]) -> tuple[tuple[str, ...], list[tuple[int, ...]]]:
         return token_words(tokens, self.lang)
 
     def encode(self, line: str) -> list[int]:
