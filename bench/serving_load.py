@@ -16,6 +16,12 @@ else NAME.onnx), at the export's beam (the one its serving_default signature use
   --overload-clients clients sending requests of --per-overload sentences for
   --overload-seconds: how many got 503 and how fast (p50, p99, max), and whether any
   other error or hang happened;
+- swap: a third server on a copy of the export (its files linked, not copied) with
+  --poll-seconds, loaded by the same clients for --swap-seconds; a third of the way in, a
+  new version of the model appears in its directory (written beside it, then renamed in,
+  as an export writes one): the seconds until the server's status lists the new version
+  alone, the requests that failed during the swap (target: none), and the p99 latency
+  before and after it;
 - fuzz: --fuzz bad requests (invalid UTF-8, broken JSON, wrong shapes and types, bad
   beams and n-best sizes, unknown models and paths, oversize bodies, deep nesting,
   random bytes), drawn with a fixed seed, against the load server: the count of each
@@ -38,11 +44,14 @@ import asyncio
 import collections
 import json
 import math
+import os
 import random
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -136,14 +145,16 @@ async def _exchange(reader, writer, head: bytes, body: bytes) -> tuple[int, byte
     return status, answer, fields.get(b"connection") == b"close" or b"content-length" not in fields
 
 
-async def _clients(url: str, bodies, count: int, seconds: float, check=None) -> dict:
+async def _clients(url: str, bodies, count: int, seconds: float, check=None,
+                   ends: list | None = None) -> dict:
     """``count`` clients posting ``bodies()`` to ``url`` for ``seconds``, each on its own
     keep-alive connection, the next request as soon as the last is answered.
 
     Plain asyncio streams with the request head written once: a request costs the
     client tens of microseconds, where an HTTP client library costs about ten times
     that. The clients share the machine's cores with the server they load, so what they
-    spend is taken from it."""
+    spend is taken from it. ``ends``: a list that gets each answer's perf_counter time,
+    in the order of the latencies."""
     parts = urllib.parse.urlsplit(url)
     head = (f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
             "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n").encode("ascii")
@@ -172,6 +183,8 @@ async def _clients(url: str, bodies, count: int, seconds: float, check=None) -> 
             if status is None:
                 continue
             latencies.append((status, time.perf_counter() - start))
+            if ends is not None:
+                ends.append(time.perf_counter())
             statuses[status] = statuses.get(status, 0) + 1
             if status == 200:
                 sentences[0] += len(lines)
@@ -212,11 +225,8 @@ def load_phase(server: Server, name: str, sentences: list[str], expected: dict, 
         """A well-formed answer; counts those equal to the offline translations (not all
         need be: vocabulary selection and int8 activations are computed over a batch, so
         a sentence's translation may change with its batch companions)."""
-        try:
-            got = [p["translations"] for p in json.loads(answer)["predictions"]]
-        except (ValueError, KeyError, TypeError):
-            return False
-        if len(got) != len(lines) or not all(isinstance(text, str) for text in got):
+        got = _translations(lines, answer)
+        if got is None:
             return False
         same[0] += sum(text == expected[line] for text, line in zip(got, lines))
         return True
@@ -269,6 +279,86 @@ def overload_phase(export_dir: str, name: str, sentences: list[str], common: lis
                                      if k not in ("200", "503"))
     return {**result, "queue_sentences": args.overload_queue, "rejected": len(busy),
             "other_errors": other, "time_to_503": _percentiles(busy), **stopped}
+
+
+def swap_phase(export_dir: str, name: str, sentences: list[str], common: list[str],
+               args) -> dict:
+    """Clients as in the load phase while a new version of the model is written into a
+    copy of the export (hard links: 0 bytes copied when the file system allows them)."""
+    import urllib.request
+
+    beside = os.path.dirname(os.path.abspath(export_dir))  # links need the same file system
+    with tempfile.TemporaryDirectory(
+            prefix="swap-", dir=beside if os.access(beside, os.W_OK) else None) as work:
+        model_dir = os.path.join(work, name)
+        versions = sorted(int(v) for v in os.listdir(os.path.join(export_dir, name))
+                          if v.isdigit())
+        old, new = versions[-1], versions[-1] + 1
+        link = lambda source, target: _link_or_copy(source, target)  # noqa: E731
+        shutil.copytree(os.path.join(export_dir, name, str(old)),
+                        os.path.join(model_dir, str(old)), copy_function=link)
+        server = Server(work, name, common + ["--poll-seconds", str(args.poll_seconds)])
+        found: dict = {}
+        ends: list[float] = []
+
+        def swap():
+            time.sleep(args.swap_seconds / 3)
+            staging = os.path.join(work, f".staging-{new}")
+            shutil.copytree(os.path.join(model_dir, str(old)), staging, copy_function=link)
+            found["written_at"] = time.perf_counter()
+            os.rename(staging, os.path.join(model_dir, str(new)))
+            deadline = found["written_at"] + args.poll_seconds + 60
+            while time.perf_counter() < deadline:
+                with urllib.request.urlopen(f"{server.url}/v1/models/{name}", timeout=30) as r:
+                    served = [int(v["version"])
+                              for v in json.loads(r.read())["model_version_status"]]
+                if served == [new]:
+                    found["served_at"] = time.perf_counter()
+                    return
+                time.sleep(0.05)
+
+        swapper = threading.Thread(target=swap)
+        try:
+            url = f"{server.url}/v1/models/{name}:predict"
+            swapper.start()
+            result = asyncio.run(_clients(url, predict_bodies(sentences, args.per_request),
+                                          args.clients, args.swap_seconds, _well_formed, ends))
+            swapper.join(args.poll_seconds + 60)
+        finally:
+            stopped = server.stop()
+    written = found.get("written_at", math.inf)
+    latencies = result.pop("latencies")
+    before = [s for (status, s), end in zip(latencies, ends) if status == 200 and end < written]
+    after = [s for (status, s), end in zip(latencies, ends) if status == 200 and end >= written]
+    errors = result["failures"] + sum(v for k, v in result["statuses"].items() if k != "200")
+    return {**result, "errors": errors, "poll_seconds": args.poll_seconds,
+            "old_version": old, "new_version": new,
+            "seconds_to_serve": found["served_at"] - written if "served_at" in found else None,
+            "before": _percentiles(before), "after": _percentiles(after),
+            "exit_status": stopped["exit_status"]}
+
+
+def _link_or_copy(source: str, target: str) -> str:
+    try:
+        os.link(source, target)
+        return target
+    except OSError:  # another file system, or one without links
+        return shutil.copy2(source, target)
+
+
+def _translations(lines: list[str], answer: bytes) -> list[str] | None:
+    """The translations of a predict answer for ``lines``; None: not well formed."""
+    try:
+        got = [p["translations"] for p in json.loads(answer)["predictions"]]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if len(got) != len(lines) or not all(isinstance(text, str) for text in got):
+        return None
+    return got
+
+
+def _well_formed(lines: list[str], answer: bytes) -> bool:
+    return _translations(lines, answer) is not None
 
 
 def bad_requests(name: str, count: int, seed: int = 0) -> list[tuple[str, str, bytes]]:
@@ -375,6 +465,10 @@ def main(argv=None) -> int:
     parser.add_argument("--overload-queue", type=int, default=64, help="its queue, sentences")
     parser.add_argument("--per-overload", type=int, default=16, help="sentences a request")
     parser.add_argument("--fuzz", type=int, default=2000, help="bad requests (default 2000)")
+    parser.add_argument("--swap-seconds", type=float, default=30.0,
+                        help="the swap phase's length; 0: no swap phase (default 30)")
+    parser.add_argument("--poll-seconds", type=float, default=1.0,
+                        help="the swap server's --poll-seconds (default 1)")
     args = parser.parse_args(argv)
     bench = _common.Bench(PROG, args, argv)
 
@@ -411,6 +505,8 @@ def main(argv=None) -> int:
     finally:
         stopped = server.stop()
     overload = overload_phase(args.export_dir, args.name, sentences, common, args)
+    swapped = (swap_phase(args.export_dir, args.name, sentences, common, args)
+               if args.swap_seconds > 0 else None)
     model = {"export_dir": str(args.export_dir), "name": args.name, "int8": int8,
              "shortlist": list(translator.shortlist) if translator.shortlist else None,
              "beam": beam, "alpha": translator.alpha}
@@ -425,6 +521,7 @@ def main(argv=None) -> int:
                  **stopped},
         "overload": overload,
         "fuzz": fuzz,
+        "swap": swapped,
     }
     rows = [
         {"phase": "offline", "rate": off["sentences_per_second"]},
@@ -434,6 +531,12 @@ def main(argv=None) -> int:
          "p99": overload["time_to_503"]["p99_ms"], "errors": overload["other_errors"]},
         {"phase": "fuzz", "errors": fuzz["5xx_not_503"] + fuzz["connection_failures"]},
     ]
+    if swapped is not None:
+        rows.append({"phase": f"swap (served in {swapped['seconds_to_serve']:.2f} s)"
+                     if swapped["seconds_to_serve"] is not None else "swap (never served)",
+                     "rate": swapped["sentences"] / swapped["seconds"],
+                     "p50": swapped["after"]["p50_ms"], "p99": swapped["after"]["p99_ms"],
+                     "errors": swapped["errors"]})
     print(_common.table(rows, [("phase", "phase", ""), ("rate", "sentences/s", ".1f"),
                                ("p50", "p50 ms", ".1f"), ("p99", "p99 ms", ".1f"),
                                ("errors", "errors", ""), ("batch", "mean batch", ".1f")]))

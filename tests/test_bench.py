@@ -507,6 +507,7 @@ def test_serving_load_phases_on_the_tiny_export(tiny_export, tmp_path, capsys):
     assert bench.main([str(tiny_export), "--count", "12", "--clients", "2", "--seconds", "1",
                        "--overload-clients", "8", "--overload-seconds", "1",
                        "--overload-queue", "8", "--per-overload", "4", "--fuzz", "60",
+                       "--swap-seconds", "3", "--poll-seconds", "0.2",
                        "--matmul-rounds", "1", "--json", str(out)]) == 0
     report = report_of(out, "serving_load")
     model = report["settings"]["model"]
@@ -526,7 +527,12 @@ def test_serving_load_phases_on_the_tiny_export(tiny_export, tmp_path, capsys):
     fuzz = report["fuzz"]
     assert sum(fuzz["statuses"].values()) == 60 and fuzz["5xx_not_503"] == 0
     assert fuzz["connection_failures"] == 0 and fuzz["alive"] and fuzz["correct_afterwards"]
-    assert "overload 503" in capsys.readouterr().out
+    swap = report["swap"]  # a new version appears a second in: served, nothing failed
+    assert swap["new_version"] == swap["old_version"] + 1 and swap["errors"] == 0
+    assert 0 < swap["seconds_to_serve"] < 0.2 + 5 and swap["exit_status"] == 0
+    assert swap["before"]["p99_ms"] > 0 and swap["after"]["p99_ms"] > 0
+    printed = capsys.readouterr().out
+    assert "overload 503" in printed and "swap (served in" in printed
 
 
 def test_stdin_stream_answers_before_its_input_ends(tiny_export, tmp_path, capsys):
