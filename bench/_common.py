@@ -436,6 +436,17 @@ def run_child(name: str, *args: str, **env: str) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------- sentences
 
+def corpus_files(directories: Sequence[pathlib.Path], splits: Sequence[str],
+                 languages: Sequence[str] | None = None) -> list[pathlib.Path]:
+    """The SPLIT.LANG files of each corpus directory in ``directories``, or of the
+    corpora one level under it, sorted; ``languages``: only those suffixes (else any
+    two-letter one)."""
+    return sorted({path for directory in directories for split in splits
+                   for pattern in (f"{split}.*", f"*/{split}.*")
+                   for path in pathlib.Path(directory).glob(pattern)
+                   if (path.suffix[1:] in languages if languages else len(path.suffix) == 3)})
+
+
 def spread(lines: Sequence[str], count: int) -> list[str]:
     """``count`` lines evenly spaced through ``lines``, in file order (all of them when
     there are no more): a file sorted by length still gives every length."""

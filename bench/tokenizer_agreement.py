@@ -71,8 +71,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     bench = _common.Bench(PROG, args, argv)
 
-    files = sorted(p for pattern in (f"{args.split}.*", f"*/{args.split}.*")
-                   for p in args.data.glob(pattern) if p.suffix in (".en", ".fr"))
+    files = _common.corpus_files([args.data], [args.split], ("en", "fr"))
     if not files:
         parser.error(f"no {args.split}.en or {args.split}.fr in or under {args.data}")
     shown: list = []

@@ -733,3 +733,23 @@ def test_completion_latency_through_the_server(tiny_run, tiny_corpus, tmp_path):
     assert found["sentences"] == 4 and found["starts_with_prefix"] == 1.0
     assert 0 < found["completion"]["p50_ms"] <= found["completion"]["max_ms"]
     assert found["exit_status"] == 0
+
+
+def test_text_agreement_on_the_tiny_corpus(tiny_corpus, tmp_path, capsys):
+    from keras_nmt.text.twin_check import KNOWN_DIFFERENCES
+
+    bench = load("text_agreement")
+    out = tmp_path / "agreement.json"
+    assert bench.main(["--data", str(tiny_corpus), "--splits", "valid", "--matmul-rounds", "1",
+                       "--json", str(out)]) == 0
+    results = report_of(out, "text_agreement")["results"]
+    assert [(row["file"], row["lines"]) for row in results["files"]] == [
+        (f"{tiny_corpus.name}/valid.en", 30), (f"{tiny_corpus.name}/valid.fr", 30)]
+    assert results["total"] == {"lines": 60, "tokenize": 0, "detokenize": 0,
+                                "split_sentences": 0}
+    assert set(results["classes"]) >= {"L", "N", "Z"}
+    assert {name: found["assigned_in_python"] for name, found in results["classes"].items()
+            if found["assigned_in_python"]} == {
+        name: [f"U+{c:04X}" for c in points] for name, points in KNOWN_DIFFERENCES.items()}
+    assert "split_sentences differs" in capsys.readouterr().out
+

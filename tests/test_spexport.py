@@ -176,14 +176,14 @@ def test_the_loaders_load_an_export_in_a_fresh_process(tiny_spm_export, translat
     assert json.loads(result.stdout.strip().splitlines()[-1]) == [[expected], [expected]]
 
 
-def test_token_words_maps_pieces_to_gold_words():
-    assert alignment.token_words(["▁The", "▁ma", "n", "▁is", "."], ["The", "man", "is", "."]) == [0, 1, 1, 2, 3]
-    assert alignment.token_words(["▁l", "'", "homme"], ["l'", "homme"]) == [0, 0, 1]
+def test_gold_words_of_tokens_maps_pieces_to_gold_words():
+    assert alignment.gold_words_of_tokens(["▁The", "▁ma", "n", "▁is", "."], ["The", "man", "is", "."]) == [0, 1, 1, 2, 3]
+    assert alignment.gold_words_of_tokens(["▁l", "'", "homme"], ["l'", "homme"]) == [0, 0, 1]
     # SentencePiece's NFKC made "…" three characters.
-    assert alignment.token_words(["▁ah", "...", "▁oui"], ["ah", "…", "oui"]) == [0, 1, 2]
+    assert alignment.gold_words_of_tokens(["▁ah", "...", "▁oui"], ["ah", "…", "oui"]) == [0, 1, 2]
     # Texts of different lengths: positions scaled (4 piece characters on 2 words of 1).
-    assert alignment.token_words(["▁ab", "cd"], ["x", "y"]) == [0, 1]
-    assert alignment.token_words(["▁", "x"], ["x"]) == [0, 0]
+    assert alignment.gold_words_of_tokens(["▁ab", "cd"], ["x", "y"]) == [0, 1]
+    assert alignment.gold_words_of_tokens(["▁", "x"], ["x"]) == [0, 0]
     assert alignment.word_links({(0, 1), (1, 1), (2, 0)}, [0, 0, 1], [0, 1]) == {(0, 1), (1, 0)}
 
 

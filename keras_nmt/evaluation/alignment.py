@@ -20,7 +20,7 @@ forcing); each reference token is linked to the source token with the highest at
 weight (EOS row and column left out), and the links are scored against the gold
 alignment. Gold alignments link words of :func:`keras_nmt.text.word.tokenize`: for a
 SentencePiece run, each piece link is mapped to the words holding the two pieces
-(:func:`token_words`) before scoring.
+(:func:`gold_words_of_tokens`) before scoring.
 
 Reading and scoring links is pure Python and NumPy; only :func:`forced_attention`
 imports TensorFlow, when it is called.
@@ -174,7 +174,7 @@ def check_in_range(gold: GoldAlignment, source_length: int, target_length: int) 
 
 # ---------------------------------------------------------------------------- a model's alignments
 
-def token_words(tokens: Sequence[str], words: Sequence[str]) -> list[int]:
+def gold_words_of_tokens(tokens: Sequence[str], words: Sequence[str]) -> list[int]:
     """For each of a run's tokens of a sentence, the index of the word (of
     :func:`keras_nmt.word.tokenize`, the gold alignments' tokens) it lies in.
 
@@ -199,7 +199,8 @@ def token_words(tokens: Sequence[str], words: Sequence[str]) -> list[int]:
 
 
 def word_links(links, source_words: Sequence[int], target_words: Sequence[int]) -> set[Link]:
-    """Token links -> the links of the words holding the two tokens (see token_words)."""
+    """Token links -> the links of the words holding the two tokens
+    (:func:`gold_words_of_tokens`)."""
     return {(source_words[i], target_words[j]) for i, j in links}
 
 
@@ -239,7 +240,7 @@ def alignment_report(
         if translator.source_codec.kind != codecs.WORD or translator.target_codec.kind != codecs.WORD:
             # Gold links join words: a piece link stands for the link of its two words.
             links = word_links(links, *(
-                token_words(c.tokenize(line), word.tokenize(line, c.lang))
+                gold_words_of_tokens(c.tokenize(line), word.tokenize(line, c.lang))
                 for c, line in ((translator.source_codec, sources[i]),
                                 (translator.target_codec, references[i]))
             ))

@@ -1,0 +1,93 @@
+"""The text rules' two runtimes agree byte for byte: the Python tokenizer, detokenizer and
+sentence splitter (``regex``) and their TensorFlow twins in the SavedModel (RE2), which
+run the same rewrite tables (compared by :mod:`keras_nmt.text.twin_check`).
+
+The two regex engines carry their own Unicode tables:
+:func:`test_the_engines_read_the_unicode_classes_alike` holds the assigned code points
+where they read a class differently to the listed one, so a new drift fails it; the
+generated lines leave that one out. The lines are drawn with a fixed seed from
+pools chosen for the rules (:func:`generated_lines`); ``-m slow`` draws 200,000 of them,
+the default run 20,000. ``python -m bench.text_agreement`` compares real corpora.
+"""
+
+import random
+import sys
+import unicodedata
+
+import pytest
+
+from keras_nmt.text import sentences
+from keras_nmt.text.twin_check import (KNOWN_DIFFERENCES, assigned_differences,
+                                       class_differences, twin_differences)
+
+
+def test_the_engines_read_the_unicode_classes_alike():
+    """Every class a rule uses holds the same assigned characters in both engines, but
+    the ones listed in KNOWN_DIFFERENCES (what they are, and what they change, is said
+    there): a new one fails here, naming it."""
+    found = assigned_differences(class_differences())
+    named = {name: [f"U+{c:04X} {unicodedata.name(chr(c), '?')}" for c in points]
+             for name, points in found.items()}
+    assert found == {name: list(points) for name, points in KNOWN_DIFFERENCES.items()}, named
+
+
+def test_the_known_difference_shows_where_the_docs_say():
+    """U+0295 after ". ": a sentence start to the Python splitter (Lo), not to RE2 (Ll)."""
+    line = "Il dit oui. \u0295a est là."
+    differences = twin_differences([line, "Il dit oui. Il est là."], "fr")
+    assert differences["split_sentences"] == [0]
+    assert sentences.split_sentences(line, "fr") == ["Il dit oui.", "\u0295a est là."]
+
+
+# What the rules look at, for the generated lines.
+_WORDS = ["the", "man", "is", "Mr", "Dr", "No", "M", "MM", "etc", "vol", "p", "a", "J", "U.S",
+          "p.m", "i.e", "qu'on", "l'homme", "aujourd'hui", "don't", "John's", "rock'n'roll",
+          "C’est", "e-mail", "km/h", "IHNED.cz", "3.5", "1,000", "100 000", "2", "Ça", "État",
+          "Ελληνικά", "Русский", "中文", "日本語", "ひらがな", "カタカナ", "עברית", "العربية",
+          "😀", "👨\u200d👩\u200d👧", "🇫🇷", "e\u0301", "H₂O", "½", "Ⅻ", "ǅ"]
+_PUNCTUATION = list(".,;:!?…．。｡！？'\"`’‘“”«»‹›„()[]{}「」『』（）［］｛｝〈〉《》【】〔〕〖〗¿¡"
+                    "-–—/\\%$€&@#*+=<>|~^_") + ["...", "....", ". . .", "?!"]
+_SPACES = list(" \t\r\n\x00\x01\x0b\x0c\x1c\x1f\x7f\x85\u00a0\u1680\u2000\u2007\u200a\u200b"
+               "\u2028\u2029\u202f\u205f\u3000\ufeff")
+
+
+def _assigned_characters() -> list[str]:
+    """Every assigned character but those the engines are known to read apart."""
+    apart = {c for points in KNOWN_DIFFERENCES.values() for c in points}
+    return [chr(c) for c in range(sys.maxunicode + 1)
+            if unicodedata.category(chr(c)) not in ("Cn", "Cs") and c not in apart]
+
+
+def generated_lines(count: int, seed: int) -> list[str]:
+    """``count`` lines drawn with ``seed``: words and abbreviations the rules name, every
+    kind of punctuation and quote they treat, every kind of space and control character,
+    and any assigned character, glued together or spaced, up to 40 pieces a line."""
+    rng = random.Random(seed)
+    anything = _assigned_characters()
+    pools = (_WORDS, _PUNCTUATION, _SPACES, anything)
+    lines = []
+    for _ in range(count):
+        pieces = []
+        for _ in range(rng.randint(0, 40)):
+            pool = pools[rng.choices(range(4), weights=(6, 4, 2, 1))[0]]
+            pieces.append(rng.choice(pool))
+            pieces.append(rng.choice(("", " ", " ", " ")))
+        lines.append("".join(pieces))
+    return lines
+
+
+def check_agreement(count: int, seed: int) -> None:
+    lines = generated_lines(count, seed)
+    for lang in ("en", "fr", "zh"):
+        differences = twin_differences(lines, lang)
+        assert differences == {"tokenize": [], "detokenize": [], "split_sentences": []}, {
+            rule: [lines[i] for i in where[:5]] for rule, where in differences.items()}
+
+
+def test_the_twins_agree_on_generated_lines():
+    check_agreement(20_000, seed=0)
+
+
+@pytest.mark.slow
+def test_the_twins_agree_on_many_more_generated_lines():
+    check_agreement(200_000, seed=1)
