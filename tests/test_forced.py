@@ -87,7 +87,8 @@ def test_forced_fn_is_traced_once(tiny_run, tiny_corpus):
     sources, targets = scored_pairs(tiny_corpus, count=6)
     forced.force_decode(translator, sources, targets, batch_size=2)
     forced.force_decode(translator, sources[:3], targets[:3], batch_size=3)
-    assert forced._FNS[translator.model].experimental_get_tracing_count() == 1
+    assert forced._forced_fn(translator.model).experimental_get_tracing_count() == 1
+    assert set(forced._FNS[translator.model]) == {False}  # the mode with dropout: unused
     with pytest.raises(ValueError, match="2 sources for 1 targets"):
         forced.force_decode(translator, ["a", "b"], ["c"])
 
