@@ -197,10 +197,7 @@ def force_ids(
     forced = _forced_fn(model, dropout)
 
     def run(source, target_out):
-        target_in = np.zeros_like(target_out)
-        target_in[:, 0] = BOS_ID
-        target_in[:, 1:] = np.where(target_out[:, 1:] > 0, target_out[:, :-1], 0)
-        logprobs, weights = forced(tf.constant(source), tf.constant(target_in),
+        logprobs, weights = forced(tf.constant(source), tf.constant(decoder_inputs(target_out)),
                                    tf.constant(target_out))
         return logprobs.numpy(), weights.numpy() if attention else None
 
@@ -216,13 +213,31 @@ def dropout_logprobs(
     dropout on of each token's log-probability: Monte Carlo dropout (Gal & Ghahramani
     2016), whose agreement Fomicheva et al. (TACL 2020) found a better predictor of
     quality than the single pass. A pass costs one force decoding of every pair."""
+    import tensorflow as tf
+
     check_dropout(model)
-    total = [np.zeros(len(row), np.float64) for row in target_ids]
-    for _ in range(samples):
-        for sums, (logprobs, _) in zip(total, force_ids(model, source_ids, target_ids,
-                                                        batch_size, dropout=True)):
-            sums += logprobs
-    return [(sums / samples).astype(np.float32) for sums in total]
+    forced = _forced_fn(model, dropout=True)
+
+    def run(source, target_out):  # the samples of a batch, padded and batched once
+        inputs = [tf.constant(value)
+                  for value in (source, decoder_inputs(target_out), target_out)]
+        total = np.zeros(target_out.shape, np.float64)
+        for _ in range(samples):
+            total += forced(*inputs)[0].numpy()
+        return (total / samples).astype(np.float32), None
+
+    positions = batch_size * (int(model.config.max_len) + 1)
+    return [logprobs for logprobs, _ in run_batches(run, source_ids, target_ids, batch_size,
+                                                      positions)]
+
+
+def decoder_inputs(target_out: np.ndarray) -> np.ndarray:
+    """Padded target rows [B, T] -> the decoder's inputs: BOS, then each row's tokens
+    shifted right one place (padding kept)."""
+    target_in = np.zeros_like(target_out)
+    target_in[:, 0] = BOS_ID
+    target_in[:, 1:] = np.where(target_out[:, 1:] > 0, target_out[:, :-1], 0)
+    return target_in
 
 
 def check_dropout(model) -> None:
@@ -285,9 +300,7 @@ def force_signals(
                           batch_size, positions):
         source = pad_rows([source_ids[i] for i in chosen])
         target_out = pad_rows([target_ids[i] for i in chosen])
-        target_in = np.zeros_like(target_out)
-        target_in[:, 0] = BOS_ID
-        target_in[:, 1:] = np.where(target_out[:, 1:] > 0, target_out[:, :-1], 0)
+        target_in = decoder_inputs(target_out)
         logprobs, entropies, weights = (value.numpy() for value in forced(
             tf.constant(source), tf.constant(target_in), tf.constant(target_out)))
         for row, i in enumerate(chosen):
