@@ -66,6 +66,58 @@ def test_the_word_codecs_one_pass_gives_the_prefix_rules_words(tokens, lang):
     assert (words, owners) == word_of_tokens(tokens, lambda some: detokenize(some, lang))
 
 
+@pytest.fixture(scope="module")
+def glued_decoders():
+    """Graph word decoders (keras_nmt.text.word_graph, what a SavedModel writes with) over
+    a vocabulary of GLUED_TOKENS and a few that hold space-like characters."""
+    from keras_nmt.text.word_graph import WordEncoder
+    from keras_nmt.vocab import RESERVED, Vocabulary
+
+    vocabulary = Vocabulary(list(RESERVED) + [t for t in GLUED_TOKENS if t] + SPACED_TOKENS)
+    return vocabulary, {lang: WordEncoder(vocabulary, lang) for lang in ("fr", "en", "zh")}
+
+
+# Tokens with characters str.split() splits on and TensorFlow's ASCII-only split does not.
+SPACED_TOKENS = ["10\u00a0000", "a\u2009b", "x\u3000y"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([t for t in GLUED_TOKENS if t] + SPACED_TOKENS),
+                         max_size=9), min_size=1, max_size=4),
+       st.sampled_from(["fr", "en", "zh"]))
+def test_the_savedmodels_word_figures_are_the_prefix_rules(glued_decoders, outputs, lang):
+    """keras_nmt.confidence_graph gives each output the words and figures
+    keras_nmt.confidence gives it from the same log-probabilities (a batch of outputs of
+    different lengths, space-like characters and glued tokens included)."""
+    import tensorflow as tf
+
+    from keras_nmt.confidence_graph import word_confidences
+
+    vocabulary, decoders = glued_decoders
+    decoder = decoders[lang]
+    longest = max(len(tokens) for tokens in outputs) + 1
+    ids = np.zeros([len(outputs), longest], np.int32)
+    logprobs = np.zeros([len(outputs), longest], np.float32)
+    rng = np.random.default_rng(len(outputs) * 100 + longest)
+    for row, tokens in enumerate(outputs):
+        ids[row, :len(tokens) + 1] = vocabulary.encode(tokens) + [EOS_ID]
+        logprobs[row, :len(tokens) + 1] = np.log(rng.uniform(0.05, 1.0, len(tokens) + 1))
+
+    def decode_text(some):
+        shape = tf.shape(some)
+        return tf.reshape(decoder.decode(tf.reshape(some, [-1, shape[2]])), shape[:2])
+
+    texts = decode_text(tf.constant(ids)[:, None, :])[:, 0]
+    words, figures = word_confidences(tf.constant(ids), tf.constant(logprobs),
+                                      tf.constant([len(t) for t in outputs], tf.int32),
+                                      texts, decode_text)
+    for row, tokens in enumerate(outputs):
+        expected = confidence_of(logprobs[row, :len(tokens) + 1], tokens,
+                                 lambda some: detokenize(some, lang))
+        assert tuple(w.decode("utf-8") for w in words[row].numpy()) == expected.words
+        np.testing.assert_allclose(figures[row].numpy(), expected.word_confidences, rtol=1e-5)
+
+
 def test_a_token_holding_a_space_like_character_belongs_to_each_of_its_words():
     """NBSP splits a word for str.split: the one-pass rule gives the token both words its
     characters are in; the prefix rule gives only the one it added."""

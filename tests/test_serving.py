@@ -750,7 +750,9 @@ def test_the_savedmodel_gives_each_lines_confidence(tiny_standin, tiny_expected,
                                                     tiny_export):
     """serving_default's ``confidence`` (TF Serving users' only way to it) is the line's
     figure the Python API gives: exp of the mean log-probability of all its sentences'
-    tokens; NaN for a line without tokens, never a made-up number."""
+    tokens; NaN for a line without tokens, never a made-up number. Its ``words`` and
+    ``word_confidence`` are the API's words and their figures, a line's sentences' one
+    after the other, padded with "" and 0."""
     import urllib.request
 
     from keras_nmt.keras_translator import Translator
@@ -772,7 +774,18 @@ def test_the_savedmodel_gives_each_lines_confidence(tiny_standin, tiny_expected,
             assert got == pytest.approx(translation.confidence.sentence, abs=1e-4)
     assert sum(math.isnan(got) for got in outputs["confidence"]) == 2  # the empty lines
     assert sum(len(t.sentences) > 1 for t in ours) >= 2  # lines joined from sentences
-    # tfserving-client --confidence reads it: the line's figure, no words (none sent).
+    width = max(len(t.confidence.words) for t in ours if t.confidence is not None)
+    assert {len(row) for row in outputs["words"]} == {width}
+    for words, figures, translation in zip(outputs["words"], outputs["word_confidence"], ours):
+        found = translation.confidence
+        count = 0 if found is None else len(found.words)
+        assert words[count:] == [""] * (width - count) and figures[count:] == [0.0] * (width - count)
+        if found is not None:
+            assert tuple(words[:count]) == found.words == tuple(translation.text.split())
+            np.testing.assert_allclose(figures[:count], found.word_confidences, rtol=1e-4)
+    # Words of several tokens get their least sure token's figure, not the mean.
+    assert any(len(t.tokens) > len(t.text.split()) for t in ours)
+    # tfserving-client --confidence reads it: the line's figure and its words'.
     client = TFServingClient(RestTransport(tiny_standin.rest_url, "nmt", confidence=True),
                              batch_size=8)
     for got, translation in zip(client.translate(sentences), ours):
@@ -780,4 +793,6 @@ def test_the_savedmodel_gives_each_lines_confidence(tiny_standin, tiny_expected,
         if got.confidence is not None:
             assert got.confidence.sentence == pytest.approx(translation.confidence.sentence,
                                                             abs=1e-4)
-            assert got.confidence.words == ()
+            assert got.confidence.words == translation.confidence.words
+            np.testing.assert_allclose(got.confidence.word_confidences,
+                                       translation.confidence.word_confidences, rtol=1e-4)

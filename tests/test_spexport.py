@@ -99,6 +99,34 @@ def test_savedmodel_and_onnx_match_keras_beam_search(loaded, translator, sentenc
     assert sum(same) >= 0.9 * len(sentences)
 
 
+def test_the_savedmodel_onnx_and_keras_give_the_same_word_confidences(loaded, translator,
+                                                                       sentences):
+    """A SentencePiece target's words are made of pieces: the SavedModel's ``words`` and
+    ``word_confidence`` (TF Serving's session loader), onnx-translate's and the Keras
+    API's are the same words with the same figures."""
+    lines = sentences[:40] + ["", "The man is here. The woman is there."]
+    keras_side = translator.translate(lines, beam_size=EXPORT_BEAM, alpha=1.0, confidence=True)
+    onnx_side = loaded["onnx"].translate(lines, beam_size=EXPORT_BEAM, alpha=1.0,
+                                         confidence=True)
+    out = loaded["tf1"].run("translate", sentences=lines, beam_size=EXPORT_BEAM, alpha=1.0)
+    words = [[word.decode("utf-8") for word in row] for row in out["words"]]
+    pieces_in_words = 0
+    for row, figures, ours, theirs in zip(words, out["word_confidence"], keras_side, onnx_side):
+        if ours.confidence is None:  # the empty line
+            assert not any(row) and not figures.any()
+            continue
+        count = len(ours.confidence.words)
+        assert tuple(row[:count]) == ours.confidence.words == tuple(ours.text.split())
+        assert not any(row[count:])
+        np.testing.assert_allclose(figures[:count], ours.confidence.word_confidences, rtol=1e-4)
+        pieces_in_words += len(ours.tokens) - count
+        if theirs.text == ours.text:  # onnxruntime may pick another of two tied hypotheses
+            assert theirs.confidence.words == ours.confidence.words
+            np.testing.assert_allclose(theirs.confidence.word_confidences,
+                                       ours.confidence.word_confidences, rtol=1e-4)
+    assert pieces_in_words > 0
+
+
 def test_bad_input_through_savedmodel_and_onnx_translate(loaded, translator):
     reference = translator.translate(BAD_INPUTS, beam_size=EXPORT_BEAM)
     truncated = [t.truncated for t in reference]

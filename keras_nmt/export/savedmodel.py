@@ -3,8 +3,10 @@
 Signatures (see the export contract in the README):
 
 - ``serving_default``: raw sentences (tf.string [None]) -> detokenized ``translations``,
-  ``scores``, ``truncated`` (and ``nbest_translations`` / ``nbest_scores`` with nbest > 1,
-  ``attention`` when asked), with the beam size and alpha fixed at export time;
+  ``scores``, ``truncated``, the model's ``confidence`` in each line, its ``words`` and
+  their ``word_confidence`` (:mod:`keras_nmt.confidence_graph`; and ``nbest_translations``
+  / ``nbest_scores`` with nbest > 1, ``attention`` when asked), with the beam size and
+  alpha fixed at export time;
 - ``translate``: the same with ``beam_size`` and ``alpha`` as inputs;
 - ``translate_ids``: token ids -> token ids and scores, the signature of
   :func:`keras_nmt.search.make_translate_fn` (the function ONNX is made from);
@@ -47,7 +49,7 @@ from typing import Callable
 import keras
 import tensorflow as tf
 
-from keras_nmt import search
+from keras_nmt import confidence_graph, search
 from keras_nmt.constants import PAD_ID
 from keras_nmt.lexicon import RARE_COUNT, marked_sources
 from keras_nmt.models import TranslationModel
@@ -161,7 +163,12 @@ def make_string_translate(
         empty_scores = tf.where(first_slot, 0.0, float("-inf"))
         scores = tf.where(empty[:, None], empty_scores, out["scores"])
         filled = tf.where(empty[:, None], first_slot, out["lengths"] > 0)
+        # Each word of the best translation and its figure (keras_nmt.confidence_graph).
+        words, word_figures = confidence_graph.word_confidences(
+            out["ids"][:, 0], out["token_logprobs"][:, 0],
+            tf.where(empty, 0, out["lengths"][:, 0] - 1), texts[:, 0], decode_text)
         result = {"texts": texts, "scores": scores, "filled": filled, "truncated": truncated,
+                  "words": words, "word_confidence": word_figures,
                   "weights": tf.cast(tf.minimum(counts, max_len) + 1, tf.float32),
                   # The best hypothesis' summed log-probability and its tokens (EOS
                   # included), what its confidence is made of; none for an empty sentence.
@@ -184,7 +191,10 @@ def make_string_translate(
             target_lang)
         joined = {"texts": texts, "scores": scores,
                   **{key: sentences_graph.join_sums(found[key], row_splits)
-                     for key in ("truncated", "log_prob", "tokens")}}
+                     for key in ("truncated", "log_prob", "tokens")},
+                  # A line's words: its sentences', one after the other.
+                  **{key: tf.RaggedTensor.from_row_splits(found[key], row_splits).merge_dims(1, 2)
+                     for key in ("words", "word_confidence")}}
         if settings.attention:
             joined["attention"] = sentences_graph.join_attention(
                 found["attention"], found["rows"], found["columns"], row_splits)
@@ -207,7 +217,9 @@ def make_string_translate(
         confidence = tf.where(tokens > 0, tf.exp(found["log_prob"] / tf.maximum(tokens, 1.0)),
                               float("nan"))
         result = {"translations": texts[:, 0], "scores": scores[:, 0],
-                  "truncated": found["truncated"], "confidence": confidence}
+                  "truncated": found["truncated"], "confidence": confidence,
+                  "words": found["words"].to_tensor(""),
+                  "word_confidence": found["word_confidence"].to_tensor(0.0)}
         if settings.nbest > 1:
             result["nbest_translations"] = texts
             result["nbest_scores"] = scores
@@ -249,7 +261,7 @@ def build_archive(
     # The string signatures' search keeps attention only when they return it.
     search_fn = search.make_translate_fn(
         model, nbest=max(1, settings.nbest), autograph=False, lexicon_table=table,
-        attention=settings.attention or settings.unk_replace,
+        attention=settings.attention or settings.unk_replace, token_logprobs=True,
     ).python_function
     if table is not None:
         # Sentences with a rare source word decode apart, over the whole vocabulary.
@@ -302,6 +314,7 @@ def build_archive(
         guided_fn = search.make_translate_fn(
             model, nbest=max(1, settings.nbest), autograph=False, lexicon_table=table,
             attention=settings.attention or settings.unk_replace, constrained=True,
+            token_logprobs=True,
         ).python_function
         if table is not None:
             guided_fn = search.rare_apart(guided_fn, marked_sources(table), per_sentence=3)
@@ -337,7 +350,10 @@ def signature_summary(settings: ExportSettings) -> dict[str, str]:
                "log-probability), `truncated` int32 [N] (source tokens dropped beyond "
                f"{settings.max_source_len}), `confidence` float32 [N] (exp of the mean "
                "log-probability of the translation's tokens and EOS, its sentences' tokens "
-               "together; NaN for an empty line)" + extra)
+               "together; NaN for an empty line), `words` string [N, W] (the translation's "
+               "space-separated words, \"\" after the last) and `word_confidence` float32 "
+               "[N, W] (each word's figure: the smallest probability of its tokens; 0 after "
+               "the last word)" + extra)
     selection, inputs = "", ""
     if settings.shortlist:
         frequent, best = settings.shortlist
