@@ -3,18 +3,21 @@
 Vocabulary selection (:func:`keras_nmt.search.output_columns`) needs, for every source
 word, the target words it is most likely translated by: Jean et al. (2015) took them
 from word alignments, Marian from a ``lex.s2t`` table. Here they come from IBM Model 1
-(Brown et al., 1993), trained by EM on the run's own training pairs, tokenized by the
-run's codecs, so that the table speaks the ids the model speaks. No external aligner.
+(Brown et al., 1993), trained by EM on the run's own training pairs as its prepared
+split holds them (:mod:`keras_nmt.prepared`: the ids training read, from the one
+tokenization pass), so that the table speaks the ids the model speaks; a run without a
+prepared split is tokenized again by its codecs. No external aligner.
 The table keeps the ``best`` most probable targets of each source word (reserved ids
 excluded), best first; the reserved source ids (padding, BOS, EOS) get no translations,
 so a batch's padding adds nothing to its shortlist.
 
 Memory is bounded whatever the corpus size, by three limits (:class:`TableLimits`):
 
-- **The sample.** EM runs on at most ``sample_pairs`` lines (default 300,000), spread
-  evenly through the training split (line i, from 0, is taken when ``(i + 1) S // N``
-  passes ``i S // N``, N the split's lines): deterministic, and from every part of the
-  file, not its first lines. A split no longer than the sample is taken whole. Pairs
+- **The sample.** EM runs on at most ``sample_pairs`` pairs (default 300,000), spread
+  evenly through the prepared split's pairs (pair i, from 0, is taken when
+  ``(i + 1) S // N`` passes ``i S // N``, N its pairs): deterministic, and from every
+  part of the corpus, not its first lines. A split no larger than the sample is taken
+  whole. Without a prepared split, the same rule picks lines of the text, and pairs
   empty or longer than ``max_len`` are left out, as training leaves them out. The
   sample's ids stay in memory: 4 bytes a token (8 while they are gathered).
 - **The chunk.** An EM round streams the sample in chunks of about ``chunk_entries``
@@ -35,7 +38,8 @@ at 1M or 36M pairs. On Anki (161,124 pairs, 1.4M word pairs) the whole corpus fi
 table is the EM of the whole corpus, as before the limits, at 184 MB peak RSS instead of
 1.05 GB.
 
-Cost: one pass reading the split (O(N) lines; only the sampled ones are tokenized, in
+Cost: the sample's pairs gathered from the prepared split (O(sample), whatever N; a run
+without one reads its text in one pass, O(N) lines, and tokenizes the sampled ones in
 Python), then per EM round O(E log P) for the E alignment entries of the sample and the P
 pairs of the table. Nothing but the reading pass grows once N passes the sample (Anki:
 12.3M entries; 300,000 news pairs of 30 words: about 280M, some 23 times more EM work).
@@ -183,6 +187,16 @@ def sampled_lines(total: int, sample: int) -> Callable[[int], bool]:
     return lambda i: (i + 1) * sample // total > i * sample // total
 
 
+def sampled_indices(total: int, sample: int) -> np.ndarray:
+    """The numbers of the lines :func:`sampled_lines` takes, int64 ascending, computed
+    without visiting the others: the k-th (from 0) is the first ``i`` at which
+    ``(i + 1) * sample // total`` reaches ``k + 1``."""
+    if total <= sample:
+        return np.arange(total, dtype=np.int64)
+    k = np.arange(1, sample + 1, dtype=np.int64)
+    return -(-k * total // sample) - 1
+
+
 class TokenizedPairs:
     """Id pairs held compactly: every source id in one int32 array, every target id in
     another, and the lengths (4 bytes a token, 8 a pair)."""
@@ -215,6 +229,14 @@ class TokenizedPairs:
                            else np.zeros(0, np.int32) for k in range(4))
             self._blocks = [joined]
         return self._blocks[0]
+
+    def add_block(self, source: np.ndarray, target: np.ndarray, source_lengths: np.ndarray,
+                  target_lengths: np.ndarray) -> None:
+        """Pairs already flat: their ids one side after the other, and their lengths."""
+        self._flush()
+        self._blocks.append((np.asarray(source, np.int32), np.asarray(target, np.int32),
+                             np.asarray(source_lengths, np.int32),
+                             np.asarray(target_lengths, np.int32)))
 
     def __len__(self) -> int:
         return sum(b[2].size for b in self._blocks) + len(self._pending[2])
@@ -423,16 +445,19 @@ def build_for_run(run, iterations: int = DEFAULT_ITERATIONS, best: int = DEFAULT
                   progress: Progress | None = None, limits: TableLimits = TableLimits(),
                   sample: tuple[TokenizedPairs, int, int] | None = None) -> Lexicon:
     """Build the table of a run directory (a :class:`~keras_nmt.rundir.RunDir`) from a
-    sample of its training split (``limits.sample_pairs`` lines spread through it, all
-    of a smaller split), tokenized by its codecs, pairs empty or longer than its
-    ``max_len`` left out as training leaves them out, and write it there. ``progress``
-    shows the tokenization and the EM rounds, each with an ETA. ``sample``: that
-    sample's ids when already read (:func:`sampled_training_pairs`'s value)."""
+    sample of its training pairs and write it there: ``limits.sample_pairs`` of the pairs
+    its prepared split holds (:func:`prepared_training_pairs`: training's own ids), or,
+    for a run without one, as many lines spread through its training split, tokenized by
+    its codecs, pairs empty or longer than its ``max_len`` left out as training leaves
+    them out (``sample``: those ids when already read, :func:`sampled_training_pairs`'s
+    value). ``progress`` shows the reading and the EM rounds, each with an ETA."""
     started = time.perf_counter()
     progress = progress or Progress(enabled=False)
     source_codec, target_codec = run.codecs()
-    pairs, lines, sampled = sample or sampled_training_pairs(
-        run, source_codec.encode, target_codec.encode, limits, progress, "lexical table")
+    pairs, lines, sampled = (prepared_training_pairs(run, limits, progress) or sample
+                             or sampled_training_pairs(run, source_codec.encode,
+                                                       target_codec.encode, limits, progress,
+                                                       "lexical table"))
     lexicon = train_model1(pairs, len(source_codec.vocabulary), len(target_codec.vocabulary),
                            iterations, best, progress, limits)
     lexicon, counts_from = _with_training_counts(run, lexicon, whole=sampled == lines)
@@ -442,6 +467,35 @@ def build_for_run(run, iterations: int = DEFAULT_ITERATIONS, best: int = DEFAULT
                         total_seconds=time.perf_counter() - started)
     run.write_lexicon(lexicon)
     return lexicon
+
+
+PREPARED_CHUNK = 8192  # pairs gathered at a time from a prepared split
+
+
+def prepared_training_pairs(run, limits: TableLimits, progress: Progress
+                            ) -> tuple[TokenizedPairs, int, int] | None:
+    """(the id pairs, the split's lines, the pairs sampled) from the run's prepared split:
+    ``limits.sample_pairs`` of the pairs training kept, spread evenly through them (all of
+    a smaller split), with the ids training reads, so the table and the model see the
+    same tokens. None for a run without one (made before it, or moved without it)."""
+    try:
+        split = run.prepared_split(needed_for="the lexical table")
+    except RunDirError:  # removed or damaged: the text is read instead
+        return None
+    if split is None:
+        return None
+    with contextlib.closing(split):
+        chosen = sampled_indices(split.count, limits.sample_pairs)
+        phase = Phase(progress, f"lexical table: reading {len(chosen):,} of {split.count:,} "
+                      "prepared training pairs", total=len(chosen), unit="pairs")
+        pairs = TokenizedPairs()
+        for start in range(0, len(chosen), PREPARED_CHUNK):
+            source, source_lengths, target, target_lengths = split.gather(
+                chosen[start:start + PREPARED_CHUNK])
+            pairs.add_block(source, target, source_lengths, target_lengths)
+            phase.advance(len(source_lengths))
+        phase.finish(f"{len(pairs):,} pairs")
+        return pairs, int(split.info["train"]["pairs"]), len(chosen)
 
 
 def sampled_training_pairs(

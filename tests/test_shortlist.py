@@ -149,6 +149,8 @@ def test_the_lexicon_memory_is_bounded_by_its_sample(tiny_run, tmp_path):
 
     run_copy = tmp_path / "run"
     shutil.copytree(tiny_run, run_copy, ignore=shutil.ignore_patterns("tensorboard"))
+    # The text is read (a run without its prepared split): the splits below replace it.
+    shutil.rmtree(run_copy / "prepared")
     run = RunDir(run_copy)
     source_vocab, target_vocab = run.load_vocabularies()
     words = [source_vocab.decode([i])[0] for i in range(4, len(source_vocab))]
@@ -228,6 +230,43 @@ def test_training_built_the_table_and_the_command_rebuilds_it(tiny_run, run_copy
     source, target = RunDir(run_copy).load_vocabularies()
     with pytest.raises(LexiconError, match="rebuild it"):
         rebuilt.check(len(source) + 1, len(target))
+
+
+@pytest.mark.parametrize("total, sample", [(10, 3), (7, 7), (5, 9), (1000, 333), (997, 1),
+                                           (12_345, 678)])
+def test_the_sampled_indices_are_the_sampled_lines(total, sample):
+    expected = [i for i in range(total) if lexicon_lib.sampled_lines(total, sample)(i)]
+    assert lexicon_lib.sampled_indices(total, sample).tolist() == expected
+    assert len(expected) == min(total, sample)
+
+
+def test_the_table_reads_the_ids_training_read(tiny_run, tmp_path):
+    """The lexical table's pairs are the prepared split's (training's own ids): the same
+    table as tokenizing the text again, where the two tokenizations agree, and a sample
+    of the prepared pairs spread through them."""
+    from keras_nmt.prepared import PreparedSplit
+    from keras_nmt.progress import Progress
+
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run, ignore=shutil.ignore_patterns("tensorboard"))
+    limits = lexicon_lib.TableLimits(sample_pairs=40)
+    ids, lines, sampled = lexicon_lib.prepared_training_pairs(
+        RunDir(run), limits, Progress(enabled=False))
+    split = PreparedSplit(run / "prepared", "en", "fr")
+    chosen = lexicon_lib.sampled_indices(split.count, 40)
+    source, source_lengths, target, target_lengths = split.gather(chosen)
+    got = ids.arrays()
+    for have, want in zip(got, (source, target, source_lengths, target_lengths)):
+        np.testing.assert_array_equal(have, want)
+    assert (lines, sampled) == (400, 40) and split.count < 400  # some pairs dropped
+    from_prepared = lexicon_lib.build_for_run(RunDir(run), iterations=2, best=3)
+    shutil.rmtree(run / "prepared")
+    assert lexicon_lib.prepared_training_pairs(RunDir(run), limits,
+                                               Progress(enabled=False)) is None
+    from_text = lexicon_lib.build_for_run(RunDir(run), iterations=2, best=3)
+    assert from_prepared.info["pairs"] == from_text.info["pairs"] == split.count
+    np.testing.assert_array_equal(from_prepared.targets, from_text.targets)
+    np.testing.assert_allclose(from_prepared.probs, from_text.probs, rtol=1e-6)
 
 
 def test_without_the_prepared_split_the_counts_come_from_the_whole_split_or_not_at_all(
