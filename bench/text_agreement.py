@@ -27,21 +27,32 @@ PROG = "text_agreement"
 CHUNK = 20_000
 
 
+def chunks(path: pathlib.Path, size: int = CHUNK):
+    """The file's lines (split at "\\n" only, as the corpus readers split), ``size`` at a
+    time: memory holds one chunk, whatever the file's size."""
+    chunk: list[str] = []
+    with open(path, encoding="utf-8", newline="\n") as f:
+        for line in f:
+            chunk.append(line[:-1] if line.endswith("\n") else line)
+            if len(chunk) == size:
+                yield chunk
+                chunk = []
+    if chunk:
+        yield chunk
+
+
 def compare(path: pathlib.Path, show: int) -> dict:
     lang = path.suffix[1:]
-    with open(path, encoding="utf-8", newline="\n") as f:
-        lines = f.read().split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
     differing = {rule: 0 for rule in RULES}
     shown = []
-    for start in range(0, len(lines), CHUNK):
-        chunk = lines[start:start + CHUNK]
+    lines = 0
+    for chunk in chunks(path):
         for rule, where in twin_differences(chunk, lang).items():
             differing[rule] += len(where)
-            shown += [{"rule": rule, "line": start + i + 1, "text": chunk[i]}
+            shown += [{"rule": rule, "line": lines + i + 1, "text": chunk[i]}
                       for i in where[:max(0, show - len(shown))]]
-    return {"file": f"{path.parent.name}/{path.name}", "lang": lang, "lines": len(lines),
+        lines += len(chunk)
+    return {"file": f"{path.parent.name}/{path.name}", "lang": lang, "lines": lines,
             "differing": differing, "examples": shown}
 
 

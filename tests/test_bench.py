@@ -753,3 +753,11 @@ def test_text_agreement_on_the_tiny_corpus(tiny_corpus, tmp_path, capsys):
         name: [f"U+{c:04X}" for c in points] for name, points in KNOWN_DIFFERENCES.items()}
     assert "split_sentences differs" in capsys.readouterr().out
 
+
+
+def test_text_agreement_streams_lines_as_the_corpus_readers_split_them(tmp_path):
+    bench = load("text_agreement")
+    path = tmp_path / "train.fr"
+    path.write_text("a\rb\nc\u2028d\n\ne", encoding="utf-8", newline="")
+    assert list(bench.chunks(path, size=2)) == [["a\rb", "c\u2028d"], ["", "e"]]
+    assert list(bench.chunks(path, size=10)) == [["a\rb", "c\u2028d", "", "e"]]
