@@ -17,7 +17,8 @@ else NAME.onnx), at the export's beam (the one its serving_default signature use
   --overload-seconds: how many got 503 and how fast (p50, p99, max), and whether any
   other error or hang happened;
 - swap: a third server on a copy of the export (its files linked, not copied) with
-  --poll-seconds, loaded by the same clients for --swap-seconds; a third of the way in, a
+  --poll-seconds, answering one request, then loaded by the same clients for
+  --swap-seconds; a third of the way in, a
   new version of the model appears in its directory (written beside it, then renamed in,
   as an export writes one): the seconds until the server's status lists the new version
   alone, the requests that failed during the swap (target: none), and the p99 latency
@@ -320,6 +321,13 @@ def swap_phase(export_dir: str, name: str, sentences: list[str], common: list[st
         swapper = threading.Thread(target=swap)
         try:
             url = f"{server.url}/v1/models/{name}:predict"
+            # One answer first: the old version has answered (and warmed up) before the
+            # clock of the swap starts, so some answers come before the new version.
+            _, body = predict_bodies(sentences, args.per_request)(0)
+            with urllib.request.urlopen(urllib.request.Request(
+                    url, body.encode("utf-8"), {"Content-Type": "application/json"}),
+                    timeout=120) as answer:
+                answer.read()
             swapper.start()
             result = asyncio.run(_clients(url, predict_bodies(sentences, args.per_request),
                                           args.clients, args.swap_seconds, _well_formed, ends))
