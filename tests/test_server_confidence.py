@@ -199,3 +199,15 @@ def test_tfserving_client_confidence_needs_rest_and_a_server_that_gives_it(serve
         transport._parse(json.dumps({"predictions": [{
             "translations": "x", "confidence": 2.0, "sentence_confidences": [2.0],
             "word_confidences": [["x", 2.0]]}]}).encode(), 1)
+    # TF Serving's answer of an export with word figures: rows of words ("" after the last)
+    # and their figures; rows that do not fit are an error.
+    [got] = transport._parse(json.dumps({"predictions": [{
+        "translations": "a b", "confidence": 0.5, "words": ["a", "b", ""],
+        "word_confidence": [0.25, 1.0, 0.0]}]}).encode(), 1)
+    assert got.confidence.words == ("a", "b") and got.confidence.word_confidences == (0.25, 1.0)
+    assert got.confidence.sentence == pytest.approx(0.5)
+    for words, figures in ((["a", "b"], [0.25]), ("a b", [0.25, 1.0]), (["a"], [1.5])):
+        with pytest.raises(ServingError, match="words and word_confidence must be|not a conf"):
+            transport._parse(json.dumps({"predictions": [{
+                "translations": "a b", "confidence": 0.5, "words": words,
+                "word_confidence": figures}]}).encode(), 1)
