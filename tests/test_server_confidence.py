@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import shutil
 
 import pytest
@@ -201,13 +202,18 @@ def test_tfserving_client_confidence_needs_rest_and_a_server_that_gives_it(serve
             "word_confidences": [["x", 2.0]]}]}).encode(), 1)
     # TF Serving's answer of an export with word figures: rows of words ("" after the last)
     # and their figures; rows that do not fit are an error.
-    [got] = transport._parse(json.dumps({"predictions": [{
-        "translations": "a b", "confidence": 0.5, "words": ["a", "b", ""],
-        "word_confidence": [0.25, 1.0, 0.0]}]}).encode(), 1)
-    assert got.confidence.words == ("a", "b") and got.confidence.word_confidences == (0.25, 1.0)
+    [got, empty] = transport._parse(json.dumps({"predictions": [
+        {"translations": "a. b", "confidence": 0.5, "sentence_confidence": [0.4, 0.6],
+         "words": ["a.", "b", ""], "word_confidence": [0.25, 1.0, 0.0]},
+        {"translations": "", "confidence": math.nan, "sentence_confidence": [0.0, 0.0],
+         "words": ["", "", ""], "word_confidence": [0.0, 0.0, 0.0]}]}).encode(), 2)
+    assert got.confidence.words == ("a.", "b") and got.confidence.word_confidences == (0.25, 1.0)
     assert got.confidence.sentence == pytest.approx(0.5)
-    for words, figures in ((["a", "b"], [0.25]), ("a b", [0.25, 1.0]), (["a"], [1.5])):
-        with pytest.raises(ServingError, match="words and word_confidence must be|not a conf"):
+    assert [part.confidence.sentence for part in got.sentences] == pytest.approx([0.4, 0.6])
+    assert empty.confidence is None
+    for sentences, words, figures in (([0.5], ["a", "b"], [0.25]), ([0.5], "a b", [0.25, 1.0]),
+                                      ([0.5], ["a"], [1.5]), (0.5, ["a"], [0.5])):
+        with pytest.raises(ServingError, match="must be 1 rows|not a conf"):
             transport._parse(json.dumps({"predictions": [{
-                "translations": "a b", "confidence": 0.5, "words": words,
-                "word_confidence": figures}]}).encode(), 1)
+                "translations": "a b", "confidence": 0.5, "sentence_confidence": sentences,
+                "words": words, "word_confidence": figures}]}).encode(), 1)

@@ -783,6 +783,12 @@ def test_the_savedmodel_gives_each_lines_confidence(tiny_standin, tiny_expected,
         if found is not None:
             assert tuple(words[:count]) == found.words == tuple(translation.text.split())
             np.testing.assert_allclose(figures[:count], found.word_confidences, rtol=1e-4)
+    for figures, translation in zip(outputs["sentence_confidence"], ours):
+        parts = ([] if translation.confidence is None else
+                 [translation.confidence] if not translation.sentences else
+                 [part.confidence for part in translation.sentences if part.confidence])
+        assert figures[len(parts):] == [0.0] * (len(figures) - len(parts))
+        np.testing.assert_allclose(figures[:len(parts)], [c.sentence for c in parts], rtol=1e-4)
     # Words of several tokens get their least sure token's figure, not the mean.
     assert any(len(t.tokens) > len(t.text.split()) for t in ours)
     # tfserving-client --confidence reads it: the line's figure and its words'.
@@ -794,5 +800,6 @@ def test_the_savedmodel_gives_each_lines_confidence(tiny_standin, tiny_expected,
             assert got.confidence.sentence == pytest.approx(translation.confidence.sentence,
                                                             abs=1e-4)
             assert got.confidence.words == translation.confidence.words
+            assert len(got.sentences) == len([p for p in translation.sentences if p.confidence])
             np.testing.assert_allclose(got.confidence.word_confidences,
                                        translation.confidence.word_confidences, rtol=1e-4)

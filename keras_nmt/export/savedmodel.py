@@ -3,8 +3,9 @@
 Signatures (see the export contract in the README):
 
 - ``serving_default``: raw sentences (tf.string [None]) -> detokenized ``translations``,
-  ``scores``, ``truncated``, the model's ``confidence`` in each line, its ``words`` and
-  their ``word_confidence`` (:mod:`keras_nmt.confidence_graph`; and ``nbest_translations``
+  ``scores``, ``truncated``, the model's ``confidence`` in each line and in each of its
+  sentences (``sentence_confidence``), its ``words`` and their ``word_confidence``
+  (:mod:`keras_nmt.confidence_graph`; and ``nbest_translations``
   / ``nbest_scores`` with nbest > 1, ``attention`` when asked), with the beam size and
   alpha fixed at export time;
 - ``translate``: the same with ``beam_size`` and ``alpha`` as inputs;
@@ -184,6 +185,14 @@ def make_string_translate(
             result["columns"] = tf.where(empty, 0, tf.minimum(counts, max_len) + 1)
         return result
 
+    def sentence_figures(found: dict, row_splits) -> tf.RaggedTensor:
+        """Each line's sentences' confidences (keras_nmt.confidence), of the sentences
+        that have tokens (an empty one has none), ragged [lines, (sentences)]."""
+        tokens = tf.cast(found["tokens"], tf.float32)
+        figures = tf.exp(found["log_prob"] / tf.maximum(tokens, 1.0))
+        return tf.ragged.boolean_mask(tf.RaggedTensor.from_row_splits(figures, row_splits),
+                                      tf.RaggedTensor.from_row_splits(tokens > 0, row_splits))
+
     def join_lines(found: dict, row_splits) -> dict:
         """The sentences' outputs -> their lines' (keras_nmt.text.sentences' join)."""
         texts, scores = sentences_graph.join_nbest(
@@ -194,7 +203,8 @@ def make_string_translate(
                      for key in ("truncated", "log_prob", "tokens")},
                   # A line's words: its sentences', one after the other.
                   **{key: tf.RaggedTensor.from_row_splits(found[key], row_splits).merge_dims(1, 2)
-                     for key in ("words", "word_confidence")}}
+                     for key in ("words", "word_confidence")},
+                  "sentence_confidence": sentence_figures(found, row_splits)}
         if settings.attention:
             joined["attention"] = sentences_graph.join_attention(
                 found["attention"], found["rows"], found["columns"], row_splits)
@@ -210,6 +220,9 @@ def make_string_translate(
                 split.row_splits)
         else:
             found = translate_sentences(sentences, beam_size, alpha, shortlist)
+        if "sentence_confidence" not in found:  # each line translated whole: one sentence
+            found["sentence_confidence"] = sentence_figures(
+                found, tf.range(tf.shape(found["tokens"], out_type=tf.int64)[0] + 1))
         texts, scores = found["texts"], found["scores"]
         # The line's confidence (keras_nmt.confidence): exp of the mean log-probability of
         # all its tokens; NaN for a line without any (empty), never a made-up figure.
@@ -218,6 +231,7 @@ def make_string_translate(
                               float("nan"))
         result = {"translations": texts[:, 0], "scores": scores[:, 0],
                   "truncated": found["truncated"], "confidence": confidence,
+                  "sentence_confidence": found["sentence_confidence"].to_tensor(0.0),
                   "words": found["words"].to_tensor(""),
                   "word_confidence": found["word_confidence"].to_tensor(0.0)}
         if settings.nbest > 1:
@@ -350,7 +364,9 @@ def signature_summary(settings: ExportSettings) -> dict[str, str]:
                "log-probability), `truncated` int32 [N] (source tokens dropped beyond "
                f"{settings.max_source_len}), `confidence` float32 [N] (exp of the mean "
                "log-probability of the translation's tokens and EOS, its sentences' tokens "
-               "together; NaN for an empty line), `words` string [N, W] (the translation's "
+               "together; NaN for an empty line), `sentence_confidence` float32 [N, S] (the "
+               "figure of each of its sentences that has tokens; 0 after the last), `words` "
+               "string [N, W] (the translation's "
                "space-separated words, \"\" after the last) and `word_confidence` float32 "
                "[N, W] (each word's figure: the smallest probability of its tokens; 0 after "
                "the last word)" + extra)

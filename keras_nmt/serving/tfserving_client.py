@@ -41,8 +41,8 @@ command's ``--confidence``) is asked of ``keras-nmt serve`` too, over REST
 ``confidence`` holds the line's figure and its words' and, for a line of several
 sentences, ``sentences`` holds one Translation per sentence with only its figure (the
 server sends no more of them), what :class:`keras_nmt.cli.translation_io.Output` writes.
-TF Serving answers the SavedModel's ``confidence`` (the line's figure), ``words`` and
-``word_confidence`` outputs: the line's figure and its words'.
+TF Serving answers the same figures as the SavedModel's ``confidence`` (the line's),
+``sentence_confidence``, ``words`` and ``word_confidence`` outputs.
 
 The REST path needs only the standard library and the plain install's packages; gRPC
 imports TensorFlow (the tensorflow-serving-api protos are built on TensorFlow's).
@@ -85,7 +85,7 @@ def _predictions(columns: dict, count: int, confidence: bool = False) -> list[Tr
     """Per-sentence translations from output columns, checking that they fit (a model
     without a ``scores`` output gives None scores); with ``confidence``, their
     confidences: keras-nmt serve's figures (the line's, its sentences', its words'), or
-    the SavedModel's (the line's, NaN for an empty line, and its words')."""
+    the SavedModel's outputs of the same (the line's NaN for an empty line)."""
     if "translations" not in columns:
         raise ServingError(
             f"bad answer from server: no 'translations' output (got {sorted(columns)})"
@@ -119,29 +119,33 @@ def _predictions(columns: dict, count: int, confidence: bool = False) -> list[Tr
     if not confidence:
         return found
     if "word_confidences" not in columns:  # TF Serving: the SavedModel's figures
-        words = _savedmodel_words(columns, count)
-        return [t if _no_figure(value) else dataclasses.replace(t, confidence=_confidence(
-            _figure(value), pairs)) for t, value, pairs in zip(found, figures["confidence"], words)]
+        figures.update(_savedmodel_figures(columns, count))
     return [_with_confidence(t, *values) for t, *values in zip(
         found, *(figures[name] for name in CONFIDENCE_OUTPUTS))]
 
 
-def _savedmodel_words(columns: dict, count: int) -> list[list[tuple[str, float]]]:
-    """Each line's [word, figure] pairs from the SavedModel's ``words`` [N, W] ("" after
-    the last) and ``word_confidence`` [N, W] outputs; none from an export written before
-    it had them."""
-    if "words" not in columns or "word_confidence" not in columns:
-        return [[] for _ in range(count)]
-    words, figures = columns["words"], columns["word_confidence"]
-    if not (isinstance(words, list) and isinstance(figures, list)
-            and len(words) == len(figures) == count
-            and all(isinstance(row, list) and isinstance(values, list)
-                    and len(row) == len(values) and all(isinstance(w, str) for w in row)
-                    for row, values in zip(words, figures))):
-        raise ServingError("bad answer from server: words and word_confidence must be "
-                           f"{count} rows of words and their figures")
-    return [[(word, _figure(value)) for word, value in zip(row, values) if word]
-            for row, values in zip(words, figures)]
+def _savedmodel_figures(columns: dict, count: int) -> dict:
+    """The SavedModel's ``sentence_confidence`` [N, S] (0 after a line's last sentence),
+    ``words`` [N, W] ("" after its last word) and ``word_confidence`` [N, W], as the
+    ``sentence_confidences`` and ``word_confidences`` keras-nmt serve answers; an empty
+    line's NaN figure as null. An export written before it had them: the line's figure
+    alone."""
+    lines = [None if _no_figure(value) else value for value in columns["confidence"]]
+    if not {"sentence_confidence", "words", "word_confidence"} <= set(columns):
+        return {"confidence": lines, "sentence_confidences": [[]] * count,
+                "word_confidences": [[]] * count}
+    rows = [columns[name] for name in ("sentence_confidence", "words", "word_confidence")]
+    if not (all(isinstance(row, list) and len(row) == count for row in rows) and all(
+            isinstance(sentences, list) and isinstance(words, list)
+            and isinstance(values, list) and len(words) == len(values)
+            for sentences, words, values in zip(*rows))):
+        raise ServingError("bad answer from server: sentence_confidence, words and "
+                           f"word_confidence must be {count} rows, words as many as figures")
+    return {"confidence": lines,
+            "sentence_confidences": [[value for value in sentences if value != 0]
+                                     for sentences in rows[0]],
+            "word_confidences": [[[word, value] for word, value in zip(words, values)
+                                  if word != ""] for words, values in zip(*rows[1:])]}
 
 
 def _no_figure(value) -> bool:
