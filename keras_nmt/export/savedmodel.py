@@ -185,13 +185,18 @@ def make_string_translate(
             result["columns"] = tf.where(empty, 0, tf.minimum(counts, max_len) + 1)
         return result
 
-    def sentence_figures(found: dict, row_splits) -> tf.RaggedTensor:
-        """Each line's sentences' confidences (keras_nmt.confidence), of the sentences
-        that have tokens (an empty one has none), ragged [lines, (sentences)]."""
+    def figures_of(found: dict) -> tuple[tf.Tensor, tf.Tensor]:
+        """The confidence (keras_nmt.confidence) of each row of ``found``: exp of the
+        mean log-probability of its tokens, and whether it has any (else no figure)."""
         tokens = tf.cast(found["tokens"], tf.float32)
-        figures = tf.exp(found["log_prob"] / tf.maximum(tokens, 1.0))
+        return tf.exp(found["log_prob"] / tf.maximum(tokens, 1.0)), tokens > 0
+
+    def sentence_figures(found: dict, row_splits) -> tf.RaggedTensor:
+        """Each line's sentences' confidences, of the sentences that have tokens (an
+        empty one has none), ragged [lines, (sentences)]."""
+        figures, has_tokens = figures_of(found)
         return tf.ragged.boolean_mask(tf.RaggedTensor.from_row_splits(figures, row_splits),
-                                      tf.RaggedTensor.from_row_splits(tokens > 0, row_splits))
+                                      tf.RaggedTensor.from_row_splits(has_tokens, row_splits))
 
     def join_lines(found: dict, row_splits) -> dict:
         """The sentences' outputs -> their lines' (keras_nmt.text.sentences' join)."""
@@ -224,11 +229,10 @@ def make_string_translate(
             found["sentence_confidence"] = sentence_figures(
                 found, tf.range(tf.shape(found["tokens"], out_type=tf.int64)[0] + 1))
         texts, scores = found["texts"], found["scores"]
-        # The line's confidence (keras_nmt.confidence): exp of the mean log-probability of
-        # all its tokens; NaN for a line without any (empty), never a made-up figure.
-        tokens = tf.cast(found["tokens"], tf.float32)
-        confidence = tf.where(tokens > 0, tf.exp(found["log_prob"] / tf.maximum(tokens, 1.0)),
-                              float("nan"))
+        # The line's confidence, over all its sentences' tokens; NaN for a line without
+        # any (empty), never a made-up figure.
+        figures, has_tokens = figures_of(found)
+        confidence = tf.where(has_tokens, figures, float("nan"))
         result = {"translations": texts[:, 0], "scores": scores[:, 0],
                   "truncated": found["truncated"], "confidence": confidence,
                   "sentence_confidence": found["sentence_confidence"].to_tensor(0.0),
