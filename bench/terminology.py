@@ -21,8 +21,11 @@ lexicon``) so that a term's source side is always in its sentence:
   with that glossary.
 
 For each path (the Keras ``Translator``; with ``--export-dir``, an export made with
-``--onnx --constrained`` (``--int8 --shortlist F,B``), its ONNX model decoding exactly and its
-int8 model with the export's vocabulary selection) it reports the share of the first 200
+``--onnx --constrained`` (``--int8 --shortlist F,B``): its SavedModel in the TF1 session
+loader, TF Serving's (``serving_default`` and ``translate_constrained``, text in and out,
+with the export's beam and vocabulary selection; a glossary's terms are matched here and
+sent as phrases, as a client would), its ONNX model decoding exactly and its int8 model
+with the export's vocabulary selection) it reports the share of the first 200
 constrained lines translated as the Keras path translates them, the share of terms
 in the output (term use), BLEU and chrF with and without the constraints, and the time of
 both decodes of the terminology set's sentences with two terms (beam ``--beam``, batches of
@@ -35,6 +38,7 @@ from __future__ import annotations
 import json
 import pathlib
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -112,6 +116,53 @@ def glossary_pairs(translator, sources, references, count, best, skip, rng):
     return [(terms[i], pairs[terms[i]][1]) for i in sorted(chosen)]
 
 
+class SavedModelPath:
+    """The newest SavedModel of EXPORT_DIR/NAME as TF Serving runs it, behind the part of
+    the translators' interface this bench calls. Its answers are text: their tokens, for
+    counting terms, are the run's target tokenizer's (``like``'s codecs)."""
+
+    def __init__(self, export_dir, name, like):
+        from keras_nmt.export import layout
+        from keras_nmt.export.loaders import SessionModel
+
+        model_dir = pathlib.Path(export_dir) / name
+        self.session = SessionModel(model_dir / str(layout.versions(model_dir)[-1]))
+        self.source_codec, self.source = like.source_codec, like.source
+        self.target_codec = like.target_codec
+
+    def translate(self, lines, constraints=None, glossary=None, batch_size=64, **_):
+        from keras_nmt.constraints import LineConstraints
+
+        if glossary is not None:
+            terms_of = glossary.matcher(self.source_codec.tokenize)
+            constraints = [terms_of(self.source(line).tokens) for line in lines]
+        found = []
+        for start in range(0, len(lines), batch_size):
+            batch = np.array(lines[start : start + batch_size], object)
+            if constraints is None:
+                answer = self.session.run("serving_default", sentences=batch)
+                unmet = [0] * len(batch)
+            else:
+                rules = [c or LineConstraints() for c in constraints[start : start + batch_size]]
+                answer = self.session.run(
+                    "translate_constrained", sentences=batch,
+                    include=padded([c.include for c in rules]),
+                    avoid=padded([c.avoid for c in rules]),
+                    prefix=np.array([c.prefix for c in rules], object))
+                unmet = answer["unmet"].tolist()
+            for text, missing in zip(answer["translations"], unmet):
+                text = text.decode("utf-8")
+                found.append(SimpleNamespace(text=text, unmet=missing,
+                                             tokens=tuple(self.target_codec.tokenize(text))))
+        return found
+
+
+def padded(phrases) -> np.ndarray:
+    """Each row's phrases, "" after its last: a string matrix at least one wide."""
+    widest = max(1, *map(len, phrases))
+    return np.array([list(row) + [""] * (widest - len(row)) for row in phrases], object)
+
+
 def term_use(translations, asked) -> tuple[int, int]:
     """(terms in their output, terms asked)."""
     met = total = 0
@@ -158,6 +209,8 @@ def main(argv=None) -> int:
     if args.export_dir:
         from keras_nmt.onnx_translator import OnnxTranslator
 
+        paths.append(("savedmodel-selection", SavedModelPath(args.export_dir, "nmt",
+                                                             keras_translator), {}))
         paths.append(("onnx", OnnxTranslator.from_export_dir(args.export_dir),
                       {"shortlist": False}))
         selecting = OnnxTranslator.from_export_dir(args.export_dir, int8=True)

@@ -439,6 +439,31 @@ def test_selection_bleu_against_the_exact_search(tiny_run, tiny_corpus, tmp_path
     assert "vs exact" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # a SavedModel export with the constrained search
+def test_terminology_s_savedmodel_path_translates_as_keras_does(tiny_run, tmp_path):
+    from keras_nmt.cli import export as cli
+    from keras_nmt.constraints import LineConstraints
+    from keras_nmt.keras_translator import Translator
+
+    out = tmp_path / "export"
+    assert cli.main([str(tiny_run), "--out", str(out), "--beam", "3", "--constrained",
+                     "--quiet"]) == 0
+    translator = Translator.from_run_dir(tiny_run)
+    lines = ["The man is here.", "A dog sleeps on the table.", "The cat eats ."]
+    plain = translator.translate(lines, beam_size=3)
+    word = next(w for w in translator.target_vocab.tokens[4:]
+                if w.isalpha() and all(w not in t.tokens for t in plain))
+    found = [LineConstraints((word,)), LineConstraints(prefix=word, avoid=(plain[1].tokens[0],)),
+             None]
+    path = load("terminology").SavedModelPath(out, "nmt", translator)
+    got = path.translate(lines, constraints=found, batch_size=2)
+    want = translator.translate(lines, beam_size=3, constraints=found, split_sentences=False)
+    assert [t.text for t in got] == [t.text for t in want]
+    assert word in got[0].tokens and got[1].tokens[0] == word
+    assert [t.unmet for t in got] == [0, 0, 0]
+    assert [t.text for t in path.translate(lines)] == [t.text for t in plain]
+
+
 def test_terminology_sets_use_every_term_and_write_the_sets(tiny_run, tiny_corpus, tmp_path):
     bench = load("terminology")
     out, sets = tmp_path / "terminology.json", tmp_path / "sets"

@@ -105,6 +105,35 @@ def test_the_output_starts_with_the_prefix_and_its_score_covers_it(model):
         assert out["log_probs"].numpy()[b, 0] == pytest.approx(total, abs=1e-4)
 
 
+@pytest.mark.parametrize("compact", [True, False])
+def test_a_greedy_completion_of_the_greedy_output_s_own_start_is_that_output(model, compact):
+    # The prefix is decoded before the beam loop, once per sentence: from the start of the
+    # plain greedy output (each sentence cut elsewhere, none at all for one), greedy search
+    # must give back that output with its score, attention and token log-probabilities.
+    source = tf.constant(SOURCES, tf.int32)
+    kwargs = dict(compact=compact, token_logprobs=True, alpha=0.6)
+    plain = search.beam_search(model, source, 1, **kwargs)
+    cuts = [(b * 3) % (plain["lengths"].numpy()[b, 0]) for b in range(len(SOURCES))]
+    assert 0 in cuts and max(cuts) >= 3
+    prefixes = [Phrase(("x",) * cut, tuple(int(i) for i in plain["ids"].numpy()[b, 0, :cut]))
+                for b, cut in enumerate(cuts)]
+    completed = search.beam_search(model, source, 1, constraints=Constraints(*padded_arrays(
+        [SentenceConstraints((), (), prefix) for prefix in prefixes])), **kwargs)
+    np.testing.assert_array_equal(completed["ids"], plain["ids"])
+    np.testing.assert_array_equal(completed["lengths"], plain["lengths"])
+    for key in ("scores", "log_probs", "attention", "token_logprobs"):
+        np.testing.assert_allclose(completed[key], plain[key], atol=1e-5, err_msg=key)
+
+
+def test_a_prefix_past_the_length_limit_is_cut_for_the_limit_s_eos(model):
+    source = tf.constant(SOURCES, tf.int32)
+    prefix = [30, 31, 32, 33, 34]
+    out = search.beam_search(model, source, 3, max_length=3, constraints=rules(prefix=prefix))
+    assert (out["lengths"].numpy()[:, 0] == 3).all()
+    for row in out["ids"].numpy()[:, 0]:
+        assert list(row) == [30, 31, EOS_ID]
+
+
 def test_a_constraint_the_length_limit_keeps_out_is_reported_unmet(model):
     source = tf.constant(SOURCES, tf.int32)
     out = search.beam_search(model, source, 3, max_length=3,

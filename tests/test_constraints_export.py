@@ -211,3 +211,13 @@ def test_the_int8_selecting_constrained_model_meets_the_constraints(tiny_run, tm
     out8 = int8.translate(LINES[:3], constraints=found)
     assert all(meets(t.tokens, c) for t, c in zip(out8, found)), [t.text for t in out8]
     assert all(t.unmet == () for t in out8)
+    # The prefix's loop reads the encoder's memory too: no weight the plain int8 model
+    # quantizes stays float in the constrained one.
+    import onnx
+
+    def float_matrices(path):
+        return {i.name for i in onnx.load(str(path)).graph.initializer
+                if i.data_type == onnx.TensorProto.FLOAT and len(i.dims) == 2}
+
+    plain = float_matrices(onnx_files(out) / "nmt.int8.onnx")
+    assert float_matrices(onnx_files(out) / "nmt.constrained.int8.onnx") <= plain

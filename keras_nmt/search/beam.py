@@ -53,6 +53,7 @@ import tensorflow as tf
 from keras_nmt.constants import BOS_ID, EOS_ID
 from keras_nmt.layers.beam_rows import rows_of, tile_rows
 from keras_nmt.search import constrained as guide
+from keras_nmt.search.prefix import after_prefix, forced_prefix
 from keras_nmt.search.candidates import ALIVE, DEAD, row_candidates
 from keras_nmt.search.lengths import decode_limits
 from keras_nmt.search.shortlist import Shortlist, output_columns
@@ -165,6 +166,7 @@ def beam_search(
 
     state, memory = model.encode(source_ids)
     columns = count = projection = None  # every word: the model's own output layer
+    prefix_words = constraints.prefix if guided else None
     if shortlist is not None:
         # The output layer's rows of the batch's words, gathered once for every step. Not
         # without a shortlist: a batch of one sentence would copy the whole layer.
@@ -173,13 +175,20 @@ def beam_search(
         projection = model.output_projection(columns, count)
         if guided:  # the search matches phrases on the columns it generates
             constraints = guide.phrase_columns(constraints, columns)
+    # Without ``attention`` the two histories are empty and pass through the loop unchanged.
+    attention_time = source_time if attention else 0
+    first_token = tf.fill([batch], BOS_ID)
+    first_lp = tf.zeros([batch], tf.float32)
+    if guided:  # the beam starts where the prefix, decoded once per sentence, ends
+        prefix = forced_prefix(model, state, memory, projection, count, prefix_words,
+                               constraints.prefix, limits, constraints, attention,
+                               source_time)
+        state, first_token, first_lp = prefix.state, prefix.last, prefix.log_prob
     state = tf.nest.map_structure(lambda x: tile_rows(x, k), state)
 
     returned = tf.minimum(tf.constant(nbest, tf.int32), k)  # N: hypotheses returned
-    first_live = tf.where(tf.equal(tf.range(k), 0), 0.0, dead)
+    first_live = tf.where(tf.equal(tf.range(k), 0)[None, :], first_lp[:, None], dead)
     hypotheses = batch * k
-    # Without ``attention`` the two histories are empty and pass through the loop unchanged.
-    attention_time = source_time if attention else 0
     # The live part of the search covers the A sentences still decoded ("active", their
     # numbers in the batch): A = B at the start, fewer as sentences stop when ``compact``.
     # The pool of finished hypotheses always covers the whole batch.
@@ -187,10 +196,10 @@ def beam_search(
         tf.constant(0, tf.int32),  # t: tokens generated so far
         tf.range(batch),  # active: the batch rows of the decoded sentences [A]
         tf.zeros([batch], tf.bool),  # done [A]
-        tf.fill([hypotheses], BOS_ID),  # previous ids [A*K]
+        tile_rows(first_token, k),  # previous ids [A*K]
         state,  # decoder state [A*K, n]
         memory,  # the encoder's memory for every sentence [A, ...]
-        tf.tile(first_live[None, :], [batch, 1]),  # live log-probs [A, K]
+        first_live,  # live log-probs [A, K]
         tf.zeros([hypotheses, 0], tf.int32),  # live ids [A*K, t]
         tf.zeros([hypotheses, 0, attention_time], tf.float32),  # live attention [A*K, t, Tx]
         tf.fill([batch, k], dead),  # pool scores [B, K], sorted
@@ -200,8 +209,8 @@ def beam_search(
         tf.zeros([batch, k, 0, attention_time], tf.float32),  # pool attention [B, K, t, Tx]
         # With constraints: each live hypothesis' matches (MatchState) [A*K, ...] and the
         # pool's unmet phrases [B, K]; nothing otherwise.
-        (guide.start_state(constraints.rows(k)).as_tuple(), tf.zeros([batch, k], tf.int32))
-        if guided else (),
+        (tuple(tile_rows(x, k) for x in prefix.matches.as_tuple()),
+         tf.zeros([batch, k], tf.int32)) if guided else (),
         # With ``token_logprobs``: live [A*K, t] and pool [B, K, t] histories of the
         # tokens' log-probabilities; empty and passed through unchanged otherwise.
         tf.zeros([hypotheses, 0], tf.float32),
@@ -242,17 +251,15 @@ def beam_search(
         logits, new_state, weights = model.step(previous_ids, state, memory, projection)
         logits = tf.cast(logits, tf.float32)  # [A*K, C]
         length = t + 1  # tokens of the hypotheses made by this step
-        forced = length >= tf.gather(limits, active)  # [A]: only EOS allowed at the limit
+        # With a prefix, a sentence's hypotheses are as long as their prefix and more.
+        made = length + tf.gather(prefix.length, active) if guided else length  # [A] or scalar
+        forced = made >= tf.gather(limits, active)  # [A]: only EOS allowed at the limit
+        made = made[:, None] if guided else made
         if guided:
             matches, pool_unmet = guided_vars
             matches = guide.MatchState(*matches)
             rules = constraints.gather(active).rows(k)  # [A*K, ...]
-            # The prefix's token t, EOS at the limit, or any token (-1).
-            prefix_token = tf.gather(rules.prefix, tf.minimum(t, tf.shape(rules.prefix)[1] - 1),
-                                     axis=1)
-            forced_column = tf.where(
-                tile_rows(forced, k), EOS_ID,
-                tf.where(t < guide.phrase_lengths(rules.prefix), prefix_token, -1))
+            forced_column = tf.where(tile_rows(forced, k), EOS_ID, -1)  # EOS at the limit
             row_lp, row_columns = guide.guided_candidates(
                 logits, k, forced_column, tf.equal(guide.unmet(matches), 0),
                 guide.banned_tokens(matches, rules), guide.next_tokens(matches, rules),
@@ -291,14 +298,14 @@ def beam_search(
 
         ended = tf.equal(tokens, EOS_ID) & (top_lp > ALIVE)  # [A, K]
         ended_lp = tf.where(ended, top_lp, dead)
-        ranking = top_lp / tf.pow(tf.cast(length, tf.float32), alpha)
+        ranking = top_lp / tf.pow(tf.cast(made, tf.float32), alpha)
         if guided:
             chosen = take_along_rows(tf.reshape(row_columns, [sentences, k * width]), top_index)
             matches = guide.advance(matches.gather(parents), rules, tf.reshape(chosen, [-1]))
             ended_unmet = tf.where(ended, tf.reshape(guide.unmet(matches), [sentences, k]), 0)
             ranking -= guide.UNMET_PENALTY * tf.cast(ended_unmet, tf.float32)
         ended_scores = tf.where(ended, ranking, dead)
-        ended_lengths = tf.where(ended, length, 0)
+        ended_lengths = tf.where(ended, made, 0)
         live_lp = tf.where(tf.equal(tokens, EOS_ID), dead, top_lp)
 
         # Merge the new finished hypotheses into the active sentences' pools (pool first:
@@ -379,7 +386,13 @@ def beam_search(
     # cond * x + (1 - cond) * y, which would turn 0 * -inf into NaN.
     empty = tf.math.log(tf.cast(valid, tf.float32))  # 0 or -inf
     out_time = tf.maximum(tf.reduce_max(lengths), 0)
-    ids = tf.where(valid[:, :, None], pool_ids[:, :returned, :out_time], 0)
+    histories = [pool_ids[:, :returned], final[16][:, :returned],
+                 pool_attn[:, :returned] if attention else None]
+    if guided:  # the prefix, then what the beam made after it
+        histories = [None if h is None else after_prefix(p, h, prefix.length, lengths, out_time)
+                     for p, h in zip((prefix.ids, prefix.token_logprobs, prefix.attention),
+                                     histories)]
+    ids = tf.where(valid[:, :, None], histories[0][:, :, :out_time], 0)
     result = {
         "ids": ids,
         "lengths": lengths,
@@ -393,11 +406,11 @@ def beam_search(
         result["scores"] = tf.where(valid, true_scores, 0.0) + empty
         result["unmet"] = tf.where(valid, final[14][1][:, :returned], 0)
     if attention:
-        result["attention"] = tf.where(valid[:, :, None, None], pool_attn[:, :returned, :out_time, :],
+        result["attention"] = tf.where(valid[:, :, None, None], histories[2][:, :, :out_time, :],
                                        tf.constant(0.0, tf.float32))
     if token_logprobs:
         result["token_logprobs"] = tf.where(
-            valid[:, :, None], final[16][:, :returned, :out_time], tf.constant(0.0, tf.float32))
+            valid[:, :, None], histories[1][:, :, :out_time], tf.constant(0.0, tf.float32))
     return result
 
 
