@@ -192,8 +192,8 @@ def train(options: TrainOptions) -> dict[str, Any]:
         result(line)
     if options.lexicon:
         # After the report: the training is safe before this extra minute starts.
-        ids = None if sample is None else sample.in_vocabularies(translator.source_vocab,
-                                                                  translator.target_vocab)
+        ids = None if sample is None else lambda: sample.in_vocabularies(
+            translator.source_vocab, translator.target_vocab)
         table = lexicon.build_for_run(run, progress=progress, sample=ids)
         log(f"lexical table for --shortlist: {run.lexicon_path} "
             f"({table.info['total_seconds']:.1f} s)")

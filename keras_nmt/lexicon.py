@@ -443,24 +443,28 @@ def train_model1(
 
 def build_for_run(run, iterations: int = DEFAULT_ITERATIONS, best: int = DEFAULT_BEST,
                   progress: Progress | None = None, limits: TableLimits = TableLimits(),
-                  sample: tuple[TokenizedPairs, int, int] | None = None) -> Lexicon:
+                  sample: Callable[[], tuple[TokenizedPairs, int, int]] | None = None) -> Lexicon:
     """Build the table of a run directory (a :class:`~keras_nmt.rundir.RunDir`) from a
     sample of its training pairs and write it there: ``limits.sample_pairs`` of the pairs
     its prepared split holds (:func:`prepared_training_pairs`: training's own ids), or,
     for a run without one, as many lines spread through its training split, tokenized by
     its codecs, pairs empty or longer than its ``max_len`` left out as training leaves
-    them out (``sample``: those ids when already read, :func:`sampled_training_pairs`'s
-    value). ``progress`` shows the reading and the EM rounds, each with an ETA."""
+    them out (``sample``: gives those ids when they are already read, as
+    :func:`sampled_training_pairs` does; called only for a run without a prepared split).
+    ``progress`` shows the reading and the EM rounds, each with an ETA."""
     started = time.perf_counter()
     progress = progress or Progress(enabled=False)
     source_codec, target_codec = run.codecs()
-    pairs, lines, sampled = (prepared_training_pairs(run, limits, progress) or sample
-                             or sampled_training_pairs(run, source_codec.encode,
-                                                       target_codec.encode, limits, progress,
-                                                       "lexical table"))
-    lexicon = train_model1(pairs, len(source_codec.vocabulary), len(target_codec.vocabulary),
-                           iterations, best, progress, limits)
-    lexicon, counts_from = _with_training_counts(run, lexicon, whole=sampled == lines)
+    split = _prepared_split(run)
+    with contextlib.closing(split) if split is not None else contextlib.nullcontext():
+        pairs, lines, sampled = (
+            _prepared_sample(split, limits, progress) if split is not None
+            else sample() if sample is not None
+            else sampled_training_pairs(run, source_codec.encode, target_codec.encode, limits,
+                                        progress, "lexical table"))
+        lexicon = train_model1(pairs, len(source_codec.vocabulary),
+                               len(target_codec.vocabulary), iterations, best, progress, limits)
+        lexicon, counts_from = _with_training_counts(split, lexicon, whole=sampled == lines)
     left_out_most = run.load_data_info().get("source_left_out_most")  # None: older runs
     lexicon.info.update(corpus_lines=lines, sampled_lines=sampled, counts_from=counts_from,
                         unk_rare=left_out_most is not None and left_out_most <= RARE_COUNT,
@@ -478,24 +482,35 @@ def prepared_training_pairs(run, limits: TableLimits, progress: Progress
     ``limits.sample_pairs`` of the pairs training kept, spread evenly through them (all of
     a smaller split), with the ids training reads, so the table and the model see the
     same tokens. None for a run without one (made before it, or moved without it)."""
-    try:
-        split = run.prepared_split(needed_for="the lexical table")
-    except RunDirError:  # removed or damaged: the text is read instead
-        return None
+    split = _prepared_split(run)
     if split is None:
         return None
     with contextlib.closing(split):
-        chosen = sampled_indices(split.count, limits.sample_pairs)
-        phase = Phase(progress, f"lexical table: reading {len(chosen):,} of {split.count:,} "
-                      "prepared training pairs", total=len(chosen), unit="pairs")
-        pairs = TokenizedPairs()
-        for start in range(0, len(chosen), PREPARED_CHUNK):
-            source, source_lengths, target, target_lengths = split.gather(
-                chosen[start:start + PREPARED_CHUNK])
-            pairs.add_block(source, target, source_lengths, target_lengths)
-            phase.advance(len(source_lengths))
-        phase.finish(f"{len(pairs):,} pairs")
-        return pairs, int(split.info["train"]["pairs"]), len(chosen)
+        return _prepared_sample(split, limits, progress)
+
+
+def _prepared_split(run):
+    """The run's prepared training split, open; None without one (or a damaged one: the
+    text is read instead)."""
+    try:
+        return run.prepared_split(needed_for="the lexical table")
+    except RunDirError:
+        return None
+
+
+def _prepared_sample(split, limits: TableLimits, progress: Progress
+                     ) -> tuple[TokenizedPairs, int, int]:
+    chosen = sampled_indices(split.count, limits.sample_pairs)
+    phase = Phase(progress, f"lexical table: reading {len(chosen):,} of {split.count:,} "
+                  "prepared training pairs", total=len(chosen), unit="pairs")
+    pairs = TokenizedPairs()
+    for start in range(0, len(chosen), PREPARED_CHUNK):
+        source, source_lengths, target, target_lengths = split.gather(
+            chosen[start:start + PREPARED_CHUNK])
+        pairs.add_block(source, target, source_lengths, target_lengths)
+        phase.advance(len(source_lengths))
+    phase.finish(f"{len(pairs):,} pairs")
+    return pairs, int(split.info["train"]["pairs"]), len(chosen)
 
 
 def sampled_training_pairs(
@@ -527,18 +542,13 @@ def sampled_training_pairs(
     return pairs, lines, sampled
 
 
-def _with_training_counts(run, lexicon: Lexicon, whole: bool) -> tuple[Lexicon, str | None]:
+def _with_training_counts(split, lexicon: Lexicon, whole: bool) -> tuple[Lexicon, str | None]:
     """``lexicon`` with the source counts the rare-word rule reads, and where they come
-    from: every pair training kept (the prepared split, one streamed pass), else the EM's
-    pairs when they are the whole split. Else none, and no word is rare: a sample's counts
-    would call a word rare that the split holds many times."""
-    try:
-        split = run.prepared_split(needed_for="the lexical table")
-    except RunDirError:  # removed or damaged: training has no use for it any more
-        split = None
+    from: every pair training kept (the prepared ``split``, one streamed pass), else the
+    EM's pairs when they are the whole split. Else none, and no word is rare: a sample's
+    counts would call a word rare that the split holds many times."""
     if split is not None:
-        with contextlib.closing(split):
-            counts = split.token_counts(0, lexicon.targets.shape[0])
+        counts = split.token_counts(0, lexicon.targets.shape[0])
         return dataclasses.replace(lexicon, source_counts=counts), "prepared split"
     if whole:
         return lexicon, "training split"

@@ -259,7 +259,11 @@ def test_the_table_reads_the_ids_training_read(tiny_run, tmp_path):
     for have, want in zip(got, (source, target, source_lengths, target_lengths)):
         np.testing.assert_array_equal(have, want)
     assert (lines, sampled) == (400, 40) and split.count < 400  # some pairs dropped
-    from_prepared = lexicon_lib.build_for_run(RunDir(run), iterations=2, best=3)
+    def unread():
+        raise AssertionError("a run with a prepared split reads no text sample")
+
+    from_prepared = lexicon_lib.build_for_run(RunDir(run), iterations=2, best=3, sample=unread)
+    assert from_prepared.info["counts_from"] == "prepared split"
     shutil.rmtree(run / "prepared")
     assert lexicon_lib.prepared_training_pairs(RunDir(run), limits,
                                                Progress(enabled=False)) is None

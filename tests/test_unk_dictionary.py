@@ -183,7 +183,7 @@ def test_one_reading_of_the_sample_serves_both_tables(tiny_run, tiny_spm_run, tm
     source_ids = ids.arrays()[0]
     assert UNK_ID in source_ids and source_ids.max() < len(source_vocab)
     apart = lexicon.build_for_run(run, iterations=2)
-    shared = lexicon.build_for_run(run, iterations=2, sample=(ids, lines, sampled))
+    shared = lexicon.build_for_run(run, iterations=2, sample=lambda: (ids, lines, sampled))
     np.testing.assert_array_equal(shared.targets, apart.targets)
     np.testing.assert_array_equal(shared.probs, apart.probs)
     assert shared.info["pairs"] == apart.info["pairs"] == len(pairs)

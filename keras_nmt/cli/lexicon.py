@@ -52,7 +52,7 @@ def _build(args, console: Console) -> int:
     limits = TableLimits(sample_pairs=args.sample, max_word_pairs=args.max_word_pairs)
     # A run that gets a dictionary reads its training sample once, for both tables.
     sample = WordSample.if_needed(run, limits, progress)
-    ids = None if sample is None else sample.in_vocabularies(
+    ids = None if sample is None else lambda: sample.in_vocabularies(
         *(codec.vocabulary for codec in run.codecs()))
     lexicon = build_for_run(run, args.iterations, args.best, progress, limits, ids)
     dictionary = write_for_run(run, args.iterations, progress, limits, sample)
