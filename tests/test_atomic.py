@@ -91,3 +91,55 @@ def test_replace_folder_moves_the_old_one_aside(tmp_path):
     work.mkdir()
     replace_folder(work, fresh, aside)  # no old folder: nothing is moved aside
     assert fresh.is_dir() and (aside / "a").read_text() == "old"
+
+
+def test_a_taken_temporary_name_is_passed_over_and_a_hundred_give_up(tmp_path, monkeypatch):
+    from keras_nmt import atomic
+
+    names = iter(["aaaa", "aaaa", "bbbb"])
+    monkeypatch.setattr(atomic.secrets, "token_hex", lambda _: next(names))
+    path = tmp_path / "out.txt"
+    (tmp_path / ".out.txt.aaaa.tmp").write_text("another writer's")
+    write_text_atomic(path, "mine")
+    assert path.read_text() == "mine"
+    assert (tmp_path / ".out.txt.aaaa.tmp").read_text() == "another writer's"
+    monkeypatch.setattr(atomic.secrets, "token_hex", lambda _: "aaaa")
+    with pytest.raises(FileExistsError, match="no free temporary name"):
+        write_text_atomic(path, "again")
+    assert path.read_text() == "mine"
+
+
+def test_a_mode_that_cannot_be_kept_leaves_no_temporary(tmp_path, monkeypatch):
+    from keras_nmt import atomic
+
+    path = tmp_path / "out.txt"
+    path.write_text("old")
+
+    def refuse(*args):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(atomic.os, "chmod", refuse)
+    with pytest.raises(PermissionError):
+        write_text_atomic(path, "new")
+    assert path.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
+
+
+@pytest.mark.parametrize("code, raised", [("EINVAL", False), ("ENOTSUP", False), ("EIO", True)])
+def test_a_folder_sync_refused_by_the_file_system_is_no_error(tmp_path, monkeypatch, code,
+                                                              raised):
+    import errno
+
+    from keras_nmt import atomic
+
+    def fsync(fd):
+        raise OSError(getattr(errno, code), code)
+
+    monkeypatch.setattr(atomic.os, "fsync", fsync)
+    before = len(os.listdir("/proc/self/fd"))
+    if raised:
+        with pytest.raises(OSError, match="EIO"):
+            atomic._sync_folder(tmp_path)
+    else:
+        atomic._sync_folder(tmp_path)
+    assert len(os.listdir("/proc/self/fd")) == before  # the folder's descriptor is closed

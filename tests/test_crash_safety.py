@@ -207,3 +207,64 @@ def test_no_complete_checkpoint_is_a_clear_error(tmp_path):
     with pytest.raises(RunDirError, match="no complete checkpoint in .*checkpoints"):
         again.restore(log=lambda text: None)
     assert int(again.step.numpy()) == 0  # nothing was restored from garbage
+
+
+def test_a_torn_newest_checkpoint_gives_way_to_the_one_before_it(tmp_path):
+    from support import fixed_batch_trainer as _trainer
+
+    from keras_nmt.training import TrainingBudget
+
+    trainer = _trainer(tmp_path, checkpoint_every=2)
+    trainer.save()
+    trainer.fit(TrainingBudget(max_steps=2))  # ckpt-0 and ckpt-2
+    checkpoints = tmp_path / "checkpoints"
+    for data in checkpoints.glob("ckpt-2.data-*"):
+        data.write_bytes(b"torn")
+    (checkpoints / "ckpt-4_temp").mkdir()  # what a killed save leaves
+    (checkpoints / "checkpoint.tmp1234").write_text("half")
+    said = []
+    again = _trainer(tmp_path, checkpoint_every=2)
+    assert again.restore(log=said.append)
+    assert int(again.step.numpy()) == 0
+    assert len(said) == 1 and "ckpt-2 is incomplete or unreadable" in said[0]
+    # The state file names ckpt-0 alone again; the torn files and the left-overs are gone.
+    state = tf.train.get_checkpoint_state(str(checkpoints))
+    assert [Path(p).name for p in state.all_model_checkpoint_paths] == ["ckpt-0"]
+    assert Path(state.model_checkpoint_path).name == "ckpt-0"
+    assert sorted(p.name.split(".")[0] for p in checkpoints.iterdir()) == [
+        "checkpoint", "ckpt-0", "ckpt-0"]
+
+
+def test_a_failed_checkpoint_write_is_one_line_in_the_systems_words(tmp_path, monkeypatch):
+    from support import fixed_batch_trainer as _trainer
+
+    from keras_nmt.errors import RunWriteError
+    from keras_nmt.training import checkpoints as checkpoints_lib
+
+    assert checkpoints_lib._os_reason(OSError(28, "No space left on device")) == (
+        "No space left on device")
+    torn = tf.errors.ResourceExhaustedError(
+        None, None, "{{function_node __wrapped__SaveV2}} /r/ckpt-4_temp/part-00000; "
+                    "File too large [Op:SaveV2]\nmore")
+    assert checkpoints_lib._os_reason(torn) == "File too large"
+    assert checkpoints_lib._os_reason(ValueError("")) == "ValueError"
+
+    trainer = _trainer(tmp_path, checkpoint_every=2)
+    store = trainer.checkpoints
+
+    def full(*args, **kwargs):
+        raise torn
+
+    monkeypatch.setattr(store.manager, "save", full)
+    with pytest.raises(RunWriteError) as first:
+        trainer.save()
+    assert str(first.value) == (
+        f"cannot write the checkpoint of step 0 in {tmp_path}: File too large; no checkpoint "
+        "was written")
+    monkeypatch.undo()
+    trainer.save()
+    monkeypatch.setattr(store.best_manager, "save", full)
+    with pytest.raises(RunWriteError, match=r"^cannot write the best weights of step 3 in .*: "
+                       r"File too large; the last complete checkpoint is step 0; free space "
+                       r"\(or fix the permissions\) and continue with --resume$"):
+        store.save_best(3)
