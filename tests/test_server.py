@@ -534,25 +534,38 @@ def test_a_batch_runs_once_arrivals_stop_and_fills_while_they_go_on():
     async def scenario():
         batches = []
         batcher = Batcher(lambda key, items: batches.append(list(items)) or list(items),
-                          batch_size=8, max_wait=5.0, queue_size=100, gap=0.05)
+                          batch_size=8, max_wait=5.0, queue_size=100, gap=0.05,
+                          company_seconds=0.3)
         batcher.start()
         loop = asyncio.get_running_loop()
-        start = loop.time()
-        # A lone request: it runs after the gap, not after the 5 s wait.
-        assert await batcher.submit("k", ["a"]) == ["a"]
-        alone = loop.time() - start
-        # Requests 10 ms apart keep the batch open: one batch of 5.
+
+        async def timed(*submits):
+            start = loop.time()
+            answers = await asyncio.gather(*(batcher.submit("k", items) for items in submits))
+            return answers, loop.time() - start
+
+        # One request at a time, as one user typing: each runs at once, no gap.
+        assert await timed(["a"]) == ([["a"]], pytest.approx(0.0, abs=0.04))
+        assert (await timed(["b"]))[0] == [["b"]]
+        # Two at once: they run together after the gap, not after the 5 s wait.
+        together = await timed(["c"], ["d"])
+        # With company lately, a lone request waits the gap for more; requests 10 ms
+        # apart keep the batch open: one batch of 5.
         tasks = []
-        for item in "bcdef":
+        for item in "efghi":
             tasks.append(asyncio.ensure_future(batcher.submit("k", [item])))
             await asyncio.sleep(0.01)
-        assert [await task for task in tasks] == [["b"], ["c"], ["d"], ["e"], ["f"]]
+        assert [await task for task in tasks] == [["e"], ["f"], ["g"], ["h"], ["i"]]
+        # One request at a time for longer than company_seconds: at once again.
+        await asyncio.sleep(0.35)
+        alone_again = await timed(["j"])
         await batcher.close()
-        return alone, batches
+        return together, alone_again, batches
 
-    alone, batches = asyncio.run(scenario())
-    assert 0.05 <= alone < 1.0, alone
-    assert batches == [["a"], ["b", "c", "d", "e", "f"]]
+    together, alone_again, batches = asyncio.run(scenario())
+    assert together[0] == [["c"], ["d"]] and 0.05 <= together[1] < 1.0, together
+    assert alone_again[1] < 0.04, alone_again
+    assert batches == [["a"], ["b"], ["c", "d"], ["e", "f", "g", "h", "i"], ["j"]]
 
 
 def test_batcher_stops_a_request_at_a_batch_boundary_and_drops_what_was_queued():

@@ -57,8 +57,9 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser.add_argument("--batch-gap-ms", type=non_negative_float, default=d.batch_gap * 1000,
                         metavar="MS", help="a batch runs once no request has arrived for MS "
                         "(clients answered together send their next requests together), or "
-                        f"at --max-wait-ms; 0: always wait --max-wait-ms (default "
-                        f"{d.batch_gap * 1000:g})")
+                        "at --max-wait-ms; a request on a server that has held one request "
+                        "at a time for the last second runs at once; 0: always wait "
+                        f"--max-wait-ms (default {d.batch_gap * 1000:g})")
     parser.add_argument("--queue-size", type=positive_int, default=d.queue_size, metavar="N",
                         help="sentences waiting, at most; a request beyond gets 503 at once "
                              f"(default {d.queue_size})")

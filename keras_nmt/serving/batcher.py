@@ -7,7 +7,10 @@ of at most ``batch_size`` sentences with the waiting sentences of its key, until
 is full, or the oldest request has waited ``max_wait`` seconds, or (with ``gap``) no
 request has arrived for ``gap`` seconds: requests that come together (clients answered by
 one batch send their next ones within a few milliseconds of each other) share a batch,
-and a lone request does not wait the whole ``max_wait`` for company that is not coming. A request larger than a
+and a lone request does not wait the whole ``max_wait`` for company that is not coming.
+With ``gap``, a request on a server that has held one request at a time for
+``company_seconds`` (one user typing, a client sending its lines in turn) runs at once: it
+would wait the gap for company that never comes. A request larger than a
 batch runs as several batches, one after another: the requests that arrived while it ran
 go first in the next batch (a large request does not hold the small ones behind it for
 all its batches), and it goes on with what is left. Between two batches, nothing of a
@@ -28,6 +31,7 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
+import math
 import threading
 from typing import Callable, Hashable, Sequence
 
@@ -111,14 +115,19 @@ class Batcher:
     computed in batches of at most ``batch_size`` with other requests of the same key."""
 
     def __init__(self, run: Callable[[Hashable, list], list], batch_size: int,
-                 max_wait: float, queue_size: int, threads: int = 1, gap: float = 0.0):
-        if batch_size < 1 or queue_size < 1 or threads < 1 or max_wait < 0 or gap < 0:
-            raise ValueError("batch_size, queue_size and threads must be >= 1, max_wait and "
-                             "gap >= 0")
+                 max_wait: float, queue_size: int, threads: int = 1, gap: float = 0.0,
+                 company_seconds: float = 1.0):
+        if (batch_size < 1 or queue_size < 1 or threads < 1 or max_wait < 0 or gap < 0
+                or company_seconds < 0):
+            raise ValueError("batch_size, queue_size and threads must be >= 1, max_wait, "
+                             "gap and company_seconds >= 0")
         self._run = run
         self.batch_size = batch_size
         self.max_wait = max_wait
         self.gap = gap  # 0: a batch waits for max_wait whether requests come or not
+        self.company_seconds = company_seconds
+        self._held = 0  # requests submitted and not yet answered, failed or cancelled
+        self._company_at = -math.inf  # when two requests or more were last held at once
         self.queue_size = queue_size
         self.threads = threads
         self.stats = BatchStats()
@@ -150,6 +159,9 @@ class Batcher:
         loop = asyncio.get_running_loop()
         job = _Job(key, items, loop.time(), loop.create_future(), [None] * len(items))
         job.future.add_done_callback(lambda _: self._forget(job))
+        self._held += 1
+        if self._held > 1:
+            self._company_at = job.arrived
         self._jobs.append(job)
         self.stats.requests += 1
         self.stats.waiting += len(items)
@@ -163,6 +175,7 @@ class Batcher:
     def _forget(self, job: _Job) -> None:
         """A job is answered, failed or cancelled: its sentences not yet running leave
         the queue at once."""
+        self._held -= 1
         left = len(job.items) - job.started
         self.stats.waiting -= left
         if job.future.cancelled():
@@ -236,6 +249,8 @@ class Batcher:
                 remaining = deadline - loop.time()
                 if size >= self.batch_size or self._hurry or remaining <= 0:
                     break
+                if self.gap and loop.time() - self._company_at > self.company_seconds:
+                    break  # one request at a time lately: no company to wait for
                 self._arrived.clear()
                 wait = min(remaining, self.gap) if self.gap else remaining
                 try:
