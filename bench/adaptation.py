@@ -116,12 +116,19 @@ def source_oov(run: pathlib.Path, test_run: pathlib.Path) -> float:
 
 
 def draw(rows: list[dict], parent: dict, path: pathlib.Path) -> None:
+    """BLEU against minutes: on the new domain, adapted and from scratch, the parent's as
+    a line; beside it, with --also-report, each further split's BLEU of the adapted runs
+    against the parent's (what adaptation forgets of the parent's domain)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(figsize=(6, 4))
+    names = sorted({key[len("bleu_"):] for row in rows for key in row
+                    if key.startswith("bleu_")})
+    figure, panels = plt.subplots(1, 2 if names else 1, figsize=(11 if names else 6, 4),
+                                  squeeze=False)
+    axes = panels[0][0]
     for kind, marker in (("adapted", "o"), ("scratch", "s")):
         points = sorted((r["minutes"], r["bleu"]) for r in rows if r["kind"] == kind)
         if points:
@@ -131,6 +138,20 @@ def draw(rows: list[dict], parent: dict, path: pathlib.Path) -> None:
     axes.set_ylabel("BLEU, new domain (reported half)")
     axes.legend()
     axes.grid(alpha=0.3)
+    if names:
+        axes = panels[0][1]
+        for i, name in enumerate(names):
+            color = f"C{i + 2}"
+            points = sorted((r["minutes"], r[f"bleu_{name}"]) for r in rows
+                            if r["kind"] == "adapted" and f"bleu_{name}" in r)
+            axes.plot(*zip(*points), marker="o", color=color, label=f"{name}, adapted")
+            if f"bleu_{name}" in parent:
+                axes.axhline(parent[f"bleu_{name}"], color=color, linestyle=":",
+                             label=f"{name}, parent")
+        axes.set_xlabel("training minutes")
+        axes.set_ylabel("BLEU, further splits (--also-report)")
+        axes.legend()
+        axes.grid(alpha=0.3)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)

@@ -733,7 +733,10 @@ def test_adaptation_trains_children_and_scratch_runs_and_draws_the_curve(
     assert set(found["parent"]) == {"bleu", "bleu_parent"}
     # The same corpus: the child's vocabulary is the parent's, its OOV rate the same.
     assert 0 <= found["source_oov"]["child"] == found["source_oov"]["parent"] < 1
-    assert (out / "adaptation.png").stat().st_size > 0
+    from PIL import Image
+
+    with Image.open(out / "adaptation.png") as figure:  # the further split's panel beside
+        assert figure.size == (1320, 480)
     child = json.loads((out / "runs" / "adapted-0.05min" / "data.json").read_text())
     assert child["mix"]["fraction"] == 0.25 and child["parent"]
     # Resumable: finished runs are not trained again.
