@@ -21,6 +21,19 @@ import urllib.parse
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
+# TensorFlow's start-up noise as its native libraries write it before any Python runs:
+# what keras_nmt.progress.NATIVE_NOISE matches and its filter drops.
+STARTUP_NOISE = (
+    b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
+    b"I0000 00:00:1795470963.568782    4580 cudart_stub.cc:31] Could not find cuda drivers on "
+    b"your machine, GPU will not be used.\n"
+)
+
+
+def open_descriptors() -> int:
+    """How many file descriptors this process holds open (Linux)."""
+    return len(os.listdir("/proc/self/fd"))
+
 # The tiny model most tests train: a few seconds for a few updates on the tiny corpus.
 TINY_SETTINGS = {
     "embedding": 16, "hidden": 16, "attention": 16, "maxout": 8,

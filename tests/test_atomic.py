@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from support import ROOT, child_env
+from support import ROOT, child_env, open_descriptors
 
 from keras_nmt.atomic import (
     json_text, open_atomic, replace_folder, write_bytes_atomic, write_json_atomic,
@@ -136,10 +136,10 @@ def test_a_folder_sync_refused_by_the_file_system_is_no_error(tmp_path, monkeypa
         raise OSError(getattr(errno, code), code)
 
     monkeypatch.setattr(atomic.os, "fsync", fsync)
-    before = len(os.listdir("/proc/self/fd"))
+    before = open_descriptors()
     if raised:
         with pytest.raises(OSError, match="EIO"):
             atomic._sync_folder(tmp_path)
     else:
         atomic._sync_folder(tmp_path)
-    assert len(os.listdir("/proc/self/fd")) == before  # the folder's descriptor is closed
+    assert open_descriptors() == before  # the folder's descriptor is closed

@@ -14,7 +14,7 @@ import pytest
 from keras_nmt import cli
 from keras_nmt.cli.common import run_command
 from keras_nmt.errors import ConfigError
-from support import ROOT
+from support import ROOT, STARTUP_NOISE
 
 OLD_RUN = ROOT / "tests" / "fixtures" / "run-0.1.0"
 SUBCOMMANDS = ("train", "translate", "evaluate", "score", "average", "lexicon", "export",
@@ -87,13 +87,8 @@ def test_translate_starts_quietly_and_a_users_log_level_wins():
     assert _run(["-c", code]).stdout.strip() == "ok"
 
 
-# A stand-in for TensorFlow whose import writes start-up noise, then a real message, then
-# dies the way a missing CUDA library or an illegal instruction makes it die.
-NOISE = (
-    b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
-    b"I0000 00:00:1795470963.568782    4580 cudart_stub.cc:31] Could not find cuda drivers on "
-    b"your machine, GPU will not be used.\n"
-)
+# A stand-in for TensorFlow whose import writes start-up noise (STARTUP_NOISE), then a real
+# message, then dies the way a missing CUDA library or an illegal instruction makes it die.
 FATAL = b"F0000 00:00:1795470963.569001    4580 dso_loader.cc:42] Check failed: libcudnn.so.9 not found"
 
 
@@ -104,7 +99,7 @@ FATAL = b"F0000 00:00:1795470963.569001    4580 dso_loader.cc:42] Check failed: 
 def test_a_failing_tensorflow_import_still_shows_its_messages(tmp_path, death, status):
     package = tmp_path / "tensorflow"
     package.mkdir()
-    written = NOISE + FATAL + b"\n"
+    written = STARTUP_NOISE + FATAL + b"\n"
     (package / "__init__.py").write_text(f"import os\nos.write(2, {written!r})\n{death}\n")
     code = "from keras_nmt.cli.common import quiet_tensorflow; quiet_tensorflow(); print('loaded')"
     result = _run(["-c", code], env={"PYTHONPATH": str(tmp_path)})
@@ -120,7 +115,7 @@ def test_a_failing_tensorflow_import_still_shows_its_messages(tmp_path, death, s
 def test_native_noise_is_recognised_line_by_line():
     from keras_nmt.progress import NATIVE_NOISE
 
-    for line in NOISE.splitlines() + [
+    for line in STARTUP_NOISE.splitlines() + [
         b"I0523 14:02:03.123456 12345 cpu_feature_guard.cc:227] This TensorFlow binary is "
         b"optimized to use available CPU instructions in performance-critical operations.",
         b"To enable the following instructions: AVX2 FMA, in other operations, rebuild "
@@ -219,30 +214,3 @@ def test_pyproject_keeps_tensorflow_out_of_the_plain_install():
                      "prometheus-client", "sacremoses"}
     train = " ".join(project["optional-dependencies"]["train"])
     assert "tensorflow>=" in train and "keras>=" in train
-
-
-def test_a_phase_shows_its_progress_elapsed_time_and_eta(monkeypatch):
-    import io
-
-    from keras_nmt import progress as progress_lib
-
-    clock = [100.0]
-    monkeypatch.setattr(progress_lib.time, "monotonic", lambda: clock[0])
-    stream = io.StringIO()
-    phase = progress_lib.Phase(progress_lib.Progress(stream, log_seconds=0.0), "scanning",
-                               total=400, unit="pairs")
-    clock[0] += 30
-    phase.advance(100)  # a quarter in 30 s: 90 s left
-    clock[0] += 30
-    phase.reached(400)  # done: no ETA
-    assert phase.finish() == 60
-    unknown = progress_lib.Phase(progress_lib.Progress(stream, log_seconds=0.0), "reading",
-                                 unit="lines")
-    clock[0] += 5
-    unknown.advance(7)
-    assert stream.getvalue().splitlines() == [
-        "scanning: 100/400 pairs  elapsed 00:30  ETA 01:30",
-        "scanning: 400/400 pairs  elapsed 01:00",
-        "scanning: 400 pairs in 01:00",
-        "reading: 7 lines  elapsed 00:05",
-    ]

@@ -30,7 +30,6 @@ def test_the_docs_table_is_the_parsers(tables):
     assert tables["export"]["--quiet"] == table.FLAG
 
 
-
 def test_the_table_command_prints_or_rewrites_the_docs_table(tmp_path, monkeypatch, capsys,
                                                              tables):
     expected = table.markdown(tables)
@@ -41,10 +40,12 @@ def test_the_table_command_prints_or_rewrites_the_docs_table(tmp_path, monkeypat
                    encoding="utf-8")
     monkeypatch.setattr(table, "DOC", doc)
     assert table.main(["--write"]) == 0
-    assert doc.read_text("utf-8") == f"# Options\n\n{table.BEGIN}\n{expected}{table.END}\n\nafter\n"
+    assert doc.read_text("utf-8") == (
+        f"# Options\n\n{table.BEGIN}\n{expected}{table.END}\n\nafter\n")
     assert capsys.readouterr().out == ""
     with pytest.raises(ValueError, match="lacks the markers"):
         table.replace_table("# Options without a table\n", expected)
+
 
 def test_every_shared_spelling_has_one_rule_and_one_kind(tables):
     rules = DOC.read_text("utf-8").split("## One meaning per spelling")[1].split("\n## ")[0]

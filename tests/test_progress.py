@@ -1,4 +1,4 @@
-"""The terminal's progress line and the filter that keeps native start-up noise off it."""
+"""The terminal's progress line, the phases shown on it, and the filter that keeps native start-up noise off it."""
 
 import io
 import os
@@ -8,12 +8,8 @@ import threading
 import pytest
 
 from keras_nmt import progress as progress_lib
+from support import STARTUP_NOISE as NOISE, open_descriptors
 
-NOISE = (
-    b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
-    b"I0000 00:00:1795470963.568782    4580 cudart_stub.cc:31] Could not find cuda drivers on "
-    b"your machine, GPU will not be used.\n"
-)
 
 
 class Terminal(io.StringIO):
@@ -68,6 +64,27 @@ def test_a_disabled_progress_writes_nothing(clock):
     assert log.getvalue() == ""
 
 
+def test_a_phase_shows_its_progress_elapsed_time_and_eta(clock):
+    stream = io.StringIO()
+    phase = progress_lib.Phase(progress_lib.Progress(stream, log_seconds=0.0), "scanning",
+                               total=400, unit="pairs")
+    clock[0] += 30
+    phase.advance(100)  # a quarter in 30 s: 90 s left
+    clock[0] += 30
+    phase.reached(400)  # done: no ETA
+    assert phase.finish() == 60
+    unknown = progress_lib.Phase(progress_lib.Progress(stream, log_seconds=0.0), "reading",
+                                 unit="lines")
+    clock[0] += 5
+    unknown.advance(7)
+    assert stream.getvalue().splitlines() == [
+        "scanning: 100/400 pairs  elapsed 00:30  ETA 01:30",
+        "scanning: 400/400 pairs  elapsed 01:00",
+        "scanning: 400 pairs in 01:00",
+        "reading: 7 lines  elapsed 00:05",
+    ]
+
+
 def _filtered(chunks: list[bytes], close_reader: bool = False) -> bytes:
     """What the noise filter passes on of ``chunks`` written to its pipe."""
     source_read, source_write = os.pipe()
@@ -108,10 +125,6 @@ def test_the_filter_drains_its_pipe_when_its_reader_is_gone():
     assert _filtered([b"a line that cannot be shown\n" * 5000], close_reader=True) == b""
 
 
-def _open_descriptors() -> int:
-    return len(os.listdir("/proc/self/fd"))
-
-
 @pytest.mark.parametrize("broken", ["dup", "pipe", "popen"])
 def test_without_a_filter_nothing_is_filtered_and_no_descriptor_leaks(monkeypatch, broken):
     def fail(*args, **kwargs):
@@ -119,17 +132,18 @@ def test_without_a_filter_nothing_is_filtered_and_no_descriptor_leaks(monkeypatc
 
     target = {"dup": (os, "dup"), "pipe": (os, "pipe"), "popen": (subprocess, "Popen")}[broken]
     monkeypatch.setattr(*target, fail)
+
     def stderr():
         found = os.fstat(2)
         return found.st_dev, found.st_ino
 
-    before, stderr_before = _open_descriptors(), stderr()
+    before, stderr_before = open_descriptors(), stderr()
     ran = []
     with progress_lib.native_stderr_filtered():
         ran.append(stderr())
     assert ran == [stderr_before]  # the body ran on the real stderr
     assert stderr() == stderr_before
-    assert _open_descriptors() == before
+    assert open_descriptors() == before
 
 
 def test_with_the_filter_the_noise_is_dropped_on_its_way_to_stderr(capfd):
