@@ -15,12 +15,14 @@ import importlib.abc
 import importlib.util
 import io
 import os
+import pathlib
 import sys
 
 import pytest
 from hypothesis import settings as hypothesis_settings
 
-from support import ROOT, TINY_SETTINGS, Background, child_env, edit_json, run_logged, tiny_args
+from support import (ROOT, TINY_SETTINGS, Background, PublishedJobs, child_env, claim, claimed_by,
+                     edit_json, run_logged, tiny_args)
 
 # Property-based tests draw the same examples on every run (seeded from each test), so a
 # red CI run is one anyone can repeat and nothing fails by chance; nothing is stored in
@@ -60,6 +62,13 @@ class _WhenTensorFlowLoads(importlib.abc.MetaPathFinder):
 
         spec.loader.exec_module = exec_then_configure
         return spec
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: a worker a core this process may use, at most 4 (each imports
+    TensorFlow; the session's background jobs run beside them)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(4, cores or 1))
 
 
 def pytest_configure(config):
@@ -150,15 +159,41 @@ def tiny_settings():
     return dict(TINY_SETTINGS)
 
 
+def _xdist_worker(config) -> tuple[str, int] | None:
+    """(this worker's id, the number of workers) when pytest-xdist runs the suite in
+    several processes, else None."""
+    given = getattr(config, "workerinput", None)
+    return None if given is None else (given["workerid"], int(given["workercount"]))
+
+
+def _shared_folder(tmp_path_factory) -> pathlib.Path:
+    """A folder every pytest-xdist worker of this run sees (each has its own basetemp
+    inside the run's)."""
+    folder = tmp_path_factory.getbasetemp().parent / "shared"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
 @pytest.fixture(scope="session")
-def tiny_corpus(tmp_path_factory):
-    """A built-in corpus of 400 / 30 / 40 pairs with gold alignments (*.align)."""
+def tiny_corpus(request, tmp_path_factory):
+    """A built-in corpus of 400 / 30 / 40 pairs with gold alignments (*.align); one for
+    all pytest-xdist workers, since the runs made in the background record its path."""
+    import fcntl
+
     from keras_nmt.corpus import builtin
 
     spec = builtin.BuiltinCorpusSpec(
         seed=7, train_size=400, valid_size=30, test_size=40, max_source_tokens=40
     )
-    return builtin.write_corpus(tmp_path_factory.mktemp("corpus"), spec)
+    if _xdist_worker(request.config) is None:
+        return builtin.write_corpus(tmp_path_factory.mktemp("corpus"), spec)
+    shared = _shared_folder(tmp_path_factory)
+    with open(shared / "corpus.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the first worker writes it, the others wait
+        if not (shared / "corpus.done").exists():
+            builtin.write_corpus(shared / "corpus", spec)
+            (shared / "corpus.done").touch()
+    return shared / "corpus"
 
 
 # The session's trained runs and exports, and the child processes of test_distributed and
@@ -264,20 +299,34 @@ def _background(request, tmp_path_factory):
         for name in getattr(item, "fixturenames", ()):
             if name in makers:
                 first_use.setdefault(name, index)
-    jobs = Background()
-    if first_use:
-        runs = tmp_path_factory.mktemp("runs")
-        context = BackgroundContext(tmp_path_factory, request.getfixturevalue("tiny_corpus"),
-                                    child_env(), runs / "search30", runs / "spm")
-        # A fixture's dependencies are needed by the same tests, so no later than it.
-        for name in sorted(first_use, key=lambda name: (first_use[name], rank[name])):
-            jobs.add(name, makers[name](context), after=_AFTER.get(name, ()),
-                     early=name in _EARLY)
-        jobs.start()
+    # Under pytest-xdist the workers collect the same tests: the first to claim the
+    # board runs every job, the others read the outcomes it publishes there.
+    worker, board = _xdist_worker(request.config), None
+    if worker is not None and first_use:
+        board = _shared_folder(tmp_path_factory) / "background"
+        board.mkdir(exist_ok=True)
+    if board is not None and not claim(board / "owner"):
+        jobs = PublishedJobs(board, first_use, claimed_by(board / "owner"))
+    else:
+        others = [f"gw{index}" for index in range(worker[1]) if f"gw{index}" != worker[0]
+                  ] if board is not None else ()
+        jobs = Background(board, others)
+        if first_use:
+            runs = tmp_path_factory.mktemp("runs")
+            context = BackgroundContext(tmp_path_factory,
+                                        request.getfixturevalue("tiny_corpus"),
+                                        child_env(), runs / "search30", runs / "spm")
+            # A fixture's dependencies are needed by the same tests, so no later than it.
+            for name in sorted(first_use, key=lambda name: (first_use[name], rank[name])):
+                jobs.add(name, makers[name](context), after=_AFTER.get(name, ()),
+                         early=name in _EARLY)
+            jobs.start()
     try:
         yield jobs
     finally:
         jobs.stop()
+        if board is not None:
+            (board / f"finished-{worker[0]}").touch()
 
 
 def _precision_runs(directory, corpus, env):

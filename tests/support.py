@@ -297,17 +297,24 @@ class Background:
     results it needs. Jobs run one after the other in the order added (the order in
     which the tests first need them), except ``early`` ones: long jobs needed late,
     which start at once beside them with a low priority (niceness 15 and up, the later
-    needed the lower), so that they take mostly CPU time nothing else wants."""
+    needed the lower), so that they take mostly CPU time nothing else wants.
+
+    When the suite runs in several pytest-xdist workers, one of them runs the jobs and
+    ``board`` is a folder they share: each job's outcome is published there as it ends
+    (:class:`PublishedJobs` reads it in the others), and :meth:`stop` waits until the
+    other workers, ``others``, have said that they are done (``finished-WORKER``) before
+    it kills what still runs: a job is needed by a test that may not have run yet."""
 
     LANE_NICE, EARLY_NICE = 1, 15
 
-    def __init__(self):
+    def __init__(self, board=None, others=()):
         import threading
 
         self._threading = threading
         self._jobs: dict = {}
         self._stopping = False
         self._threads: list = []
+        self._board, self._others = board, tuple(others)
         self.processes: list = []
 
     def add(self, name, work, after=(), early=False) -> None:
@@ -341,6 +348,8 @@ class Background:
             except BaseException as error:  # noqa: BLE001 (given to the fixture that waits)
                 job["error"] = error
             finally:
+                if self._board is not None:
+                    _publish(self._board, name, job)
                 job["done"].set()
 
     def _launch(self, nice, command, **options):
@@ -364,6 +373,11 @@ class Background:
         return job["value"]
 
     def stop(self) -> None:
+        import time
+
+        while not all(job["done"].is_set() for job in self._jobs.values()) and not all(
+                (self._board / f"finished-{other}").exists() for other in self._others):
+            time.sleep(0.5)
         self._stopping = True
         for process in list(self.processes):
             if process.poll() is None:
@@ -371,6 +385,73 @@ class Background:
         for thread in self._threads:
             thread.join()
 
+
+def _publish(board, name, job) -> None:
+    """Write a finished job's value or error to ``board/NAME.pickle``, whole or not at
+    all (a reader polls for the name)."""
+    import pickle
+
+    try:
+        outcome = pickle.dumps(("error", job["error"]) if "error" in job else ("value", job["value"]))
+    except Exception as error:  # noqa: BLE001 (an error that does not pickle: its words)
+        outcome = pickle.dumps(("error", RuntimeError(f"{job.get('error', error)!r}")))
+    temporary = board / f".{name}.pickle.{os.getpid()}"
+    temporary.write_bytes(outcome)
+    temporary.replace(board / f"{name}.pickle")
+
+
+class PublishedJobs:
+    """The jobs of :class:`Background` as another pytest-xdist worker runs them, read from
+    the ``board`` where it publishes each outcome: :meth:`result` waits for it. ``owner``
+    is that worker's process id: if it ends before a job does, the wait ends with an
+    error instead of lasting for ever."""
+
+    def __init__(self, board, names, owner: int):
+        self._board, self._names, self._owner = board, set(names), owner
+
+    def result(self, name):
+        import pickle
+        import time
+
+        if name not in self._names:
+            raise LookupError(f"fixture {name} is made in the background for the tests that "
+                              "name it among their arguments: name it")
+        published = self._board / f"{name}.pickle"
+        while not published.exists():
+            try:
+                os.kill(self._owner, 0)
+            except ProcessLookupError:
+                if published.exists():
+                    break
+                raise RuntimeError(f"the pytest-xdist worker that made {name} ended first")
+            time.sleep(0.2)
+        kind, outcome = pickle.loads(published.read_bytes())
+        if kind == "error":
+            raise outcome
+        return outcome
+
+    def stop(self) -> None:
+        """Nothing runs here: the owner's :meth:`Background.stop` ends the jobs."""
+
+
+def claim(path) -> bool:
+    """Create the file ``path`` holding this process's id, if no process did first."""
+    try:
+        descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(descriptor, "w") as claimed:
+        claimed.write(str(os.getpid()))
+    return True
+
+
+def claimed_by(path) -> int:
+    """The process id that :func:`claim` wrote to ``path`` (waiting for it to be written)."""
+    import time
+
+    while not (text := pathlib.Path(path).read_text().strip()):
+        time.sleep(0.05)
+    return int(text)
 
 # Lines that have broken translators before: empty, blank, control characters, emoji,
 # combining marks, a 10,000-character line, a right-to-left script.

@@ -398,12 +398,13 @@ def test_every_path_gives_the_keras_tokens_with_selection(shortlist_export, tran
     from keras_nmt.export.onnx import OnnxModel
 
     source_ids = translator.encode(lines)
+    loaders = savedmodel_loaders(shortlist_export)  # loading takes seconds: once
     for shortlist in (SHORTLIST, (3, 1), None):
         reference = parity.from_translations(
             translator.translate(lines, beam_size=BEAM, shortlist=shortlist))
         sizes = shortlist or (0, 0)  # both 0: the whole vocabulary
         runs = {"onnx": OnnxModel(onnx_files(shortlist_export) / "nmt.onnx").run}
-        for name, model in savedmodel_loaders(shortlist_export).items():
+        for name, model in loaders.items():
             runs[name] = lambda feeds, model=model: model.run("translate_ids", **feeds)
         for name, run in runs.items():
             decoded = parity.run_ids(run, source_ids, translator.target_vocab, BEAM, 1.0,
@@ -428,7 +429,7 @@ def test_every_path_gives_the_keras_tokens_with_selection(shortlist_export, tran
     common = [line for line in lines if not apart(translator.source(line))]
     for part in (lines, rare, common, [common[0], rare[0]]):
         reference = translator.translate(part, beam_size=BEAM, shortlist=SHORTLIST)
-        for name, model in savedmodel_loaders(shortlist_export).items():
+        for name, model in loaders.items():
             out = model.run("serving_default", sentences=part)
             assert [x.decode("utf-8") for x in out["translations"]] == [t.text for t in reference]
             np.testing.assert_allclose(out["scores"], [t.score for t in reference], atol=1e-4)
