@@ -165,7 +165,10 @@ def main(strategy_name: str, out: str, run_dir: str, logical_cpus: int = 1) -> N
                         for i, w in enumerate(weights)})
 
 
-TIMEOUT = 600
+# A bound on a hang, not on the work: the matrix starts with the suite at a low priority
+# and gets the CPU the test processes leave (little, with one a core; under coverage.py's
+# tracing a process took past 10 minutes).
+TIMEOUT = 1800
 PORT_TAKEN = ("Address already in use", "Could not start gRPC server")
 
 
