@@ -363,9 +363,7 @@ class Background:
 
     def result(self, name):
         if name not in self._jobs:
-            raise LookupError(f"fixture {name} is made in the background for the tests that "
-                              "name it among their arguments; request.getfixturevalue() asks "
-                              "too late: name it")
+            raise _unknown_job(name)
         job = self._jobs[name]
         job["done"].wait()
         if "error" in job:
@@ -386,18 +384,23 @@ class Background:
             thread.join()
 
 
+def _unknown_job(name) -> LookupError:
+    return LookupError(f"fixture {name} is made in the background for the tests that name it "
+                       "among their arguments; request.getfixturevalue() asks too late: name it")
+
+
 def _publish(board, name, job) -> None:
     """Write a finished job's value or error to ``board/NAME.pickle``, whole or not at
     all (a reader polls for the name)."""
     import pickle
 
+    from keras_nmt.atomic import write_bytes_atomic
+
     try:
         outcome = pickle.dumps(("error", job["error"]) if "error" in job else ("value", job["value"]))
     except Exception as error:  # noqa: BLE001 (an error that does not pickle: its words)
         outcome = pickle.dumps(("error", RuntimeError(f"{job.get('error', error)!r}")))
-    temporary = board / f".{name}.pickle.{os.getpid()}"
-    temporary.write_bytes(outcome)
-    temporary.replace(board / f"{name}.pickle")
+    write_bytes_atomic(board / f"{name}.pickle", outcome)
 
 
 class PublishedJobs:
@@ -414,8 +417,7 @@ class PublishedJobs:
         import time
 
         if name not in self._names:
-            raise LookupError(f"fixture {name} is made in the background for the tests that "
-                              "name it among their arguments: name it")
+            raise _unknown_job(name)
         published = self._board / f"{name}.pickle"
         while not published.exists():
             try:
