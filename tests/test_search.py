@@ -193,8 +193,13 @@ TINY_TABLE = np.array([[0, 0]] * 4 + [[4 + s % 4, 4 + (s + 1) % 4] for s in rang
                       np.int32)
 
 
-def selected(model, source, beam, alpha, forbid_unk, frequent, best, nbest=3, max_length=0):
-    fn = search.make_translate_fn(model, nbest=nbest, lexicon_table=TINY_TABLE, autograph=False)
+def selecting_fn(model, nbest=3):
+    """The translate function of ``model`` with TINY_TABLE's vocabulary selection: a test
+    traces it once (a second each) and calls it for every case."""
+    return search.make_translate_fn(model, nbest=nbest, lexicon_table=TINY_TABLE, autograph=False)
+
+
+def selected(fn, source, beam, alpha, forbid_unk, frequent, best, max_length=0):
     out = fn(tf.constant(source, tf.int32), tf.constant(beam), tf.constant(alpha, tf.float32),
              tf.constant(forbid_unk), tf.constant(max_length), tf.constant(frequent),
              tf.constant(best))
@@ -266,11 +271,12 @@ def test_rare_apart_decodes_the_marked_sentences_alone_over_every_word():
 @pytest.mark.parametrize("arch", ["search50", "encdec50"])
 def test_selection_with_every_word_is_the_exact_search(arch):
     model = build_model(arch, seed=5, tgt_vocab_size=9)
+    fn = selecting_fn(model)
     for beam, alpha, forbid in [(1, 1.0, False), (3, 0.0, True), (5, 1.0, False)]:
         exact = translate(model, SOURCES, beam, alpha, forbid)
         # Every word is a frequent one, or (off) the sizes are 0: the same search.
         for frequent, best in [(model.config.tgt_vocab_size, 1), (0, 0)]:
-            got = selected(model, SOURCES, beam, alpha, forbid, frequent, best)
+            got = selected(fn, SOURCES, beam, alpha, forbid, frequent, best)
             for key in ("ids", "lengths"):
                 np.testing.assert_array_equal(got[key], exact[key])
             np.testing.assert_allclose(got["scores"], exact["scores"], atol=1e-6)
@@ -281,6 +287,7 @@ def test_selection_with_every_word_is_the_exact_search(arch):
 def test_selected_search_matches_brute_force_over_the_candidates(arch):
     model = build_model(arch, seed=3, tgt_vocab_size=8, gain=1.5)
     nbest = 6
+    fn = selecting_fn(model, nbest)
     for source, (frequent, best) in [(SOURCES[0], (0, 1)), (SOURCES[1], (0, 2)),
                                      (SOURCES[4], (1, 1))]:
         words = set(range(EOS_ID + 1, EOS_ID + 1 + frequent))
@@ -290,8 +297,8 @@ def test_selected_search_matches_brute_force_over_the_candidates(arch):
             for alpha in (0.0, 1.0):
                 ranked, count = brute_force(model, source, forbid_unk, alpha, candidates=words)
                 beam = count ** (MAX_LENGTH - 2) * (count + 1)  # never prunes
-                out = selected(model, [source], beam, alpha, forbid_unk, frequent, best,
-                               nbest=nbest, max_length=MAX_LENGTH)
+                out = selected(fn, [source], beam, alpha, forbid_unk, frequent, best,
+                               max_length=MAX_LENGTH)
                 want = ranked[:nbest]
                 got = [tuple(hypothesis(out, 0, n)) for n in range(len(want))]
                 assert got == [seq for seq, _, _ in want]
