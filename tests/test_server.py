@@ -658,6 +658,46 @@ def test_batcher_close_answers_what_is_left_at_its_timeout():
     assert all(isinstance(r, RequestError) and r.status == 503 for r in results), results
 
 
+def test_a_thread_that_only_hands_its_result_over_is_not_running(monkeypatch):
+    """DaemonThreads.running (what tells `keras-nmt serve` to end at once, with os._exit,
+    at its stop) is about the function, not the thread: while the function runs it is
+    True; once it has returned it is False, though its thread is still alive, held here
+    where it hands the result to the loop. Counting such a thread ended a stopped server
+    before its last words under load."""
+    from keras_nmt.serving.batcher import DaemonThreads
+
+    inside, handing = threading.Event(), threading.Event()
+
+    def work():
+        inside.wait(30)
+        return 7
+
+    async def scenario():
+        loop = asyncio.get_running_loop()
+        hand_over = loop.call_soon_threadsafe
+
+        def held(*args):
+            handing.wait(30)
+            return hand_over(*args)
+
+        monkeypatch.setattr(loop, "call_soon_threadsafe", held)
+        threads = DaemonThreads("test")
+        future = threads.run(work)
+        thread = next(t for t in threading.enumerate() if t.name == "test")
+        seen = [threads.running()]
+        inside.set()
+        for _ in range(300):  # until the function has returned, the thread held after it
+            if not threads.running():
+                break
+            await asyncio.sleep(0.01)
+        seen += [threads.running(), thread.is_alive()]
+        handing.set()
+        return seen, await future
+
+    (running_inside, running_after, alive_after), result = asyncio.run(scenario())
+    assert (running_inside, running_after, alive_after, result) == (True, False, True, 7)
+
+
 def test_a_one_line_sentence_bomb_is_refused_quickly_while_health_answers(served):
     """Bodies of ~1 MB holding one line of 75,000 short sentences, or of 2,000 long ones:
     refused 400 (the limit counts sentences after splitting) within seconds, from a part

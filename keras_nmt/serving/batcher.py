@@ -48,7 +48,11 @@ class DaemonThreads:
 
     def __init__(self, name: str):
         self.name = name
-        self._alive: set[threading.Thread] = set()
+        # Functions not yet returned. Not the threads alive: one that has returned and
+        # only hands its result over may outlive the loop's shutdown by a moment, and
+        # counting it would end the process early for nothing.
+        self._inside = 0
+        self._lock = threading.Lock()
 
     def run(self, function: Callable, *args) -> asyncio.Future:
         """``function(*args)`` in a new daemon thread: a future of the running loop that
@@ -69,16 +73,27 @@ class DaemonThreads:
                 result, error = function(*args), None
             except BaseException as caught:  # noqa: BLE001 (handed to the waiting coroutine)
                 result, error = None, caught
+            finally:
+                with self._lock:
+                    self._inside -= 1
             with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
                 loop.call_soon_threadsafe(settle, result, error)
 
         thread = threading.Thread(target=run, name=self.name, daemon=True)
-        self._alive = {t for t in self._alive if t.is_alive()} | {thread}
-        thread.start()
+        with self._lock:
+            self._inside += 1
+        try:
+            thread.start()
+        except BaseException:
+            with self._lock:
+                self._inside -= 1
+            raise
         return future
 
     def running(self) -> bool:
-        return any(thread.is_alive() for thread in self._alive)
+        """Whether a function still runs in one of the threads."""
+        with self._lock:
+            return self._inside > 0
 
 
 @dataclasses.dataclass(eq=False)
