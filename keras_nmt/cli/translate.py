@@ -14,7 +14,6 @@ import argparse
 import functools
 from typing import Sequence, TextIO
 
-from keras_nmt.atomic import json_text
 from keras_nmt.cli.common import (
     Console, OneLineParser, add_confidence_arguments, add_constraint_arguments,
     add_quiet_argument, add_shortlist_argument,
@@ -144,47 +143,6 @@ def _check_nbest(args: argparse.Namespace) -> None:
         )
 
 
-class _Writer(Output):
-    """:class:`Output` that also writes each line's attention record, and flushes each
-    line when a person types the input."""
-
-    def __init__(self, stdout: TextIO, nbest: bool, attention: TextIO | None,
-                 interactive: bool, **confidence):
-        super().__init__(stdout, nbest=nbest, **confidence)
-        self.attention = attention
-        self.interactive = interactive
-
-    def write(self, t) -> int:
-        index = super().write(t)
-        if self.attention is not None:
-            record = _attention_record(index, t)
-            self.attention.write(json_text(record, ensure_ascii=False) + "\n")
-        if self.interactive:
-            self.flush()
-        return index
-
-    def flush(self) -> None:
-        super().flush()
-        if self.attention is not None:
-            self.attention.flush()
-
-
-def _attention_record(index: int, t) -> dict:
-    if t.attention is None:  # empty input: nothing was decoded
-        return {"index": index, "source": [], "target": [], "attention": [], "score": 0.0,
-                "truncated": 0}
-    weights = t.attention.astype(float).round(6)
-    target, source = t.attention_labels()
-    return {
-        "index": index,
-        "source": source,
-        "target": target,
-        "attention": weights.tolist(),
-        "score": round(t.score, 6),
-        "truncated": t.truncated,
-    }
-
-
 def main(argv: Sequence[str] | None = None, stdin=None, stdout: TextIO | None = None,
          stderr: TextIO | None = None, prog: str = PROG) -> int:
     return run_main(build_parser(prog), _translate, argv, stdin, stdout, stderr)
@@ -233,9 +191,9 @@ def _translate(args, console: Console) -> int:
             confidence=args.confidence or args.min_confidence is not None,
             dropout_samples=args.dropout_samples or 0,
         )
-        writer = _Writer(console.stdout, bool(args.nbest), attention, interactive,
-                         confidence=args.confidence, min_confidence=args.min_confidence,
-                         drop_below=args.drop_below)
+        writer = Output(console.stdout, nbest=bool(args.nbest), confidence=args.confidence,
+                        min_confidence=args.min_confidence, drop_below=args.drop_below,
+                        attention=attention, flush_each=interactive)
         lines = stream_lines(binary(console.stdin))
         translate = rules.translating(translator.translate)
         read = 0

@@ -126,12 +126,19 @@ class Output:
     With ``min_confidence``, a line whose confidence is below it is marked: its text
     starts with :data:`~keras_nmt.cli.common.LOW_CONFIDENCE_MARK` (JSON: ``"low": true``),
     or with ``drop_below`` it is withheld: an empty line (JSON: ``"text": ""``,
-    ``"withheld": true``). A line without a confidence (empty input) is never marked."""
+    ``"withheld": true``). A line without a confidence (empty input) is never marked.
+
+    With ``attention``, each line's attention record (:meth:`attention_record`) goes to
+    that stream as a JSON line; with ``flush_each``, both streams are flushed after every
+    line (a person typing the input sees each translation at once)."""
 
     def __init__(self, stream: TextIO, nbest: bool = False, scores: bool = False,
                  confidence: bool = False, min_confidence: float | None = None,
-                 drop_below: bool = False):
+                 drop_below: bool = False, attention: TextIO | None = None,
+                 flush_each: bool = False):
         self.stream = stream
+        self.attention = attention
+        self.flush_each = flush_each
         self.nbest = nbest
         self.scores = scores
         self.confidence = confidence
@@ -146,6 +153,8 @@ class Output:
 
     def flush(self) -> None:
         self.stream.flush()
+        if self.attention is not None:
+            self.attention.flush()
 
     def write(self, t: Translation) -> int:
         """Write one line's translation; returns its index."""
@@ -160,9 +169,25 @@ class Output:
             low = self.below(t)
             text = "" if low and self.drop_below else LOW_CONFIDENCE_MARK * low + t.text
             self.stream.write(text + "\n")
+        if self.attention is not None:
+            record = self.attention_record(t)
+            self.attention.write(json_text(record, ensure_ascii=False) + "\n")
+        if self.flush_each:
+            self.flush()
         self.truncated += t.truncated_sentences
         self.index += 1
         return self.index - 1
+
+    def attention_record(self, t: Translation) -> dict:
+        """``{"index", "source", "target", "attention" (a row per target token), "score",
+        "truncated"}`` of line ``t``; all empty for an empty input (nothing decoded)."""
+        if t.attention is None:
+            return {"index": self.index, "source": [], "target": [], "attention": [],
+                    "score": 0.0, "truncated": 0}
+        target, source = t.attention_labels()
+        return {"index": self.index, "source": source, "target": target,
+                "attention": t.attention.astype(float).round(6).tolist(),
+                "score": round(t.score, 6), "truncated": t.truncated}
 
     def below(self, t: Translation) -> bool:
         """Whether ``t``'s confidence is below ``min_confidence``."""
