@@ -33,7 +33,8 @@ def test_tidy_reads_invariants_from_outside_the_loop():
     weight, columns, x = _model_and_input()
     model = loop_model(weight, columns)
     before = _run(model, x)[0]
-    assert onnx_graph.tidy(model) == {"hoisted": 3, "carried_dropped": 3, "pruned": 0}
+    assert onnx_graph.tidy(model) == {"hoisted": 3, "carried_dropped": 3,
+                                      "columns_as_rows": 1, "pruned": 0}
     onnx.checker.check_model(model)
     loop = _loop(model)
     assert list(loop.input) == ["trips", "cond"] and list(loop.output) == ["y"]
@@ -69,9 +70,40 @@ def test_sort_puts_what_a_body_reads_before_its_loop():
     with pytest.raises(onnx.checker.ValidationError):
         onnx.checker.check_model(model)
     onnx_graph.sort_nodes(model)
-    assert [n.op_type for n in model.graph.node] == ["Gather", "Loop"]
+    assert [n.op_type for n in model.graph.node] == ["Gather", "Transpose", "Loop"]
     onnx.checker.check_model(model)
     np.testing.assert_allclose(_run(model, x)[0][0], x @ weight[:, columns], rtol=1e-5)
+
+
+@pytest.mark.parametrize("axis", [1, -1])
+def test_columns_of_a_constant_are_gathered_as_rows_of_its_transpose(axis):
+    """Gather(W, i, axis=1) of a constant W becomes Transpose(Gather(W^T, i, axis=0)),
+    with the same values; W itself goes when nothing else reads it. A Gather of rows, or
+    of a value that is not a constant, stays as it is."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight, columns, _ = _model_and_input()
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["w", "i"], ["cols"], name="cols", axis=axis),
+         helper.make_node("Gather", ["w", "r"], ["rows"], name="rows", axis=0),
+         helper.make_node("Gather", ["v", "i"], ["vcols"], name="vcols", axis=1)],
+        "g", [helper.make_tensor_value_info("i", TensorProto.INT32, [None]),
+              helper.make_tensor_value_info("v", TensorProto.FLOAT, [2, 20])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+         for n in ("cols", "rows", "vcols")],
+        [numpy_helper.from_array(weight, "w"), numpy_helper.from_array(np.array([1], np.int32), "r")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    assert onnx_graph.gather_rows_not_columns(model) == 1
+    assert [(n.name, n.op_type) for n in model.graph.node] == [
+        ("cols_rows", "Gather"), ("cols", "Transpose"), ("rows", "Gather"), ("vcols", "Gather")]
+    import onnxruntime as ort
+
+    v = np.arange(40, dtype=np.float32).reshape(2, 20)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = session.run(["cols", "rows", "vcols"], {"i": columns, "v": v})
+    np.testing.assert_array_equal(got[0], weight[:, columns])
+    np.testing.assert_array_equal(got[1], weight[[1]])
+    np.testing.assert_array_equal(got[2], v[:, columns])
 
 
 def test_prune_removes_dead_nodes_and_initializers():

@@ -10,6 +10,8 @@ the body's weights as the constants they are.
 
 from __future__ import annotations
 
+import numpy as np
+
 
 def node_subgraphs(node):
     """The graphs a node holds (a Loop's body, an If's branches)."""
@@ -259,14 +261,43 @@ def sort_nodes(model) -> None:
     visit(model.graph)
 
 
+def gather_rows_not_columns(model) -> int:
+    """Rewrite, in every graph, each Gather of columns from a constant matrix,
+    Gather(W, i, axis=1), as Transpose(Gather(W^T, i, axis=0)): the same values, with
+    W^T a new initializer of the node's graph. Returns how many were rewritten.
+
+    onnxruntime gathers along axis 1 one element at a time: the selecting search's
+    output layer (2,176 of 12,728 columns of a 128-row matrix, once per batch) took
+    2.3 ms that way against 0.09 ms as whole rows and a transpose, and 13 ms of a
+    54 ms batch-1 completion inside the search graph."""
+    from onnx import helper, numpy_helper
+
+    def rewrite(node, graph, scope):
+        attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        weight = scope.get(node.input[0]) if node.op_type == "Gather" else None
+        if weight is None or weight.ndim != 2 or attributes.get("axis", 0) not in (1, -1):
+            return None
+        name = node.name or node.output[0]
+        table, rows = f"{name}_transposed", f"{node.output[0]}_rows"
+        graph.initializer.append(numpy_helper.from_array(np.ascontiguousarray(weight.T), table))
+        scope[table] = weight.T
+        return [helper.make_node("Gather", [table, node.input[1]], [rows], name=f"{name}_rows",
+                                 axis=0),
+                helper.make_node("Transpose", [rows], [node.output[0]], name=name, perm=[1, 0])]
+
+    return rewrite_nodes(model, rewrite)
+
+
 def tidy(model) -> dict[str, int]:
     """The loop invariants read from outside the loop, their carried copies and every
-    dead node removed, the nodes in order: what each step did."""
+    dead node removed, columns gathered as rows, the nodes in order: what each step did."""
     hoisted = hoist_loop_invariants(model)
     dropped = drop_unused_carried(model)
+    as_rows = gather_rows_not_columns(model)
     pruned = prune(model)
     sort_nodes(model)
-    return {"hoisted": hoisted, "carried_dropped": dropped, "pruned": pruned}
+    return {"hoisted": hoisted, "carried_dropped": dropped, "columns_as_rows": as_rows,
+            "pruned": pruned}
 
 
 def op_counts(model) -> dict[str, int]:

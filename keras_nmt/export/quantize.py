@@ -13,8 +13,9 @@ stand in its way, and this module removes them:
   (:func:`keras_nmt.export.onnx_graph.tidy`); tf2onnx also splits the GRU's kernel by
   gate inside the body, and :func:`fold_constants` precomputes Split / Transpose of a
   constant;
-- a selecting search's output layer is gathered from the whole one once per batch, so
-  its product's weight is no constant: :func:`quantize_gathered_columns` gathers it
+- a selecting search's output layer is gathered from the whole one once per batch (as
+  rows of its transpose: :func:`keras_nmt.export.onnx_graph.gather_rows_not_columns`),
+  so its product's weight is no constant: :func:`quantize_gathered_columns` gathers it
   from an int8 copy instead.
 
 Whether the result still translates well is the export's business
@@ -103,14 +104,15 @@ def fold_constants(model) -> int:
 
 
 def quantize_gathered_columns(model) -> tuple[int, list[str]]:
-    """A product with columns gathered from a constant, MatMul(x, Gather(W, columns,
-    axis=1)), becomes an int8 one: the columns are gathered from W in int8 (symmetric,
-    one scale per column) with their scales, and the product is onnxruntime's
-    DynamicQuantizeMatMul, which quantizes x per call. This is the selecting search's
-    output layer: its rows are gathered once per batch, so they are not a constant the
-    quantizer would see. Returns how many products were rewritten, and the names of the
-    nodes it wrote, which the quantizer must leave as they are (it would quantize the
-    scales' Gather)."""
+    """A product with columns gathered from a constant, MatMul(x, W[:, columns]) written
+    as :func:`~keras_nmt.export.onnx_graph.gather_rows_not_columns` leaves it,
+    MatMul(x, Transpose(Gather(W^T, columns, axis=0))), becomes an int8 one: the rows of
+    W^T are gathered in int8 (symmetric, one scale per row, a column of W) with their
+    scales, and the product is onnxruntime's DynamicQuantizeMatMul, which quantizes x per
+    call. This is the selecting search's output layer: its columns are gathered once per
+    batch, so they are not a constant the quantizer would see. Returns how many products
+    were rewritten, and the names of the nodes it wrote, which the quantizer must leave as
+    they are (it would quantize the scales' Gather)."""
     from onnx import helper, numpy_helper
 
     producers = {}  # name -> (node, its graph, the constants that graph sees)
@@ -123,39 +125,50 @@ def quantize_gathered_columns(model) -> tuple[int, list[str]]:
         for subgraph in onnx_graph.subgraphs(graph):
             collect(subgraph, scope)
 
+    def attributes(node) -> dict:
+        return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
     collect(model.graph, {})
     matches = []
     for name, (node, graph, _) in list(producers.items()):
         if node.op_type != "MatMul" or name != node.output[0] or node.input[1] not in producers:
             continue
-        gather, home, scope = producers[node.input[1]]
-        attributes = {a.name: helper.get_attribute_value(a) for a in gather.attribute}
-        weight = scope.get(gather.input[0])
-        if (gather.op_type == "Gather" and attributes.get("axis") == 1 and weight is not None
-                and weight.ndim == 2 and weight.dtype == np.float32):
-            matches.append((node, graph, gather, home, weight))
+        transpose, _, _ = producers[node.input[1]]
+        if (transpose.op_type != "Transpose" or attributes(transpose).get("perm") != [1, 0]
+                or transpose.input[0] not in producers):
+            continue
+        gather, home, scope = producers[transpose.input[0]]
+        rows = scope.get(gather.input[0])
+        if (gather.op_type == "Gather" and attributes(gather).get("axis", 0) == 0
+                and rows is not None and rows.ndim == 2 and rows.dtype == np.float32):
+            matches.append((node, transpose, gather, home, rows))
     # Edited in place: rebuilding a graph's node list would copy the Loop nodes, and the
     # bodies held in ``matches`` with them.
     done: dict[str, tuple[str, str]] = {}
     written = []
-    for node, _, gather, home, weight in matches:
-        if gather.output[0] not in done:
-            base = gather.name or gather.output[0]
-            scales = np.abs(weight).max(axis=0) / WEIGHT_LEVELS
+    for node, transpose, gather, home, rows in matches:
+        if transpose.output[0] not in done:
+            base = transpose.name or transpose.output[0]
+            scales = np.abs(rows).max(axis=1) / WEIGHT_LEVELS
             scales[scales == 0] = 1.0
-            table = np.clip(np.rint(weight / scales), -WEIGHT_LEVELS, WEIGHT_LEVELS).astype(np.int8)
+            table = np.clip(np.rint(rows / scales[:, None]), -WEIGHT_LEVELS,
+                            WEIGHT_LEVELS).astype(np.int8)
             names = (f"{base}_int8", f"{base}_int8_scale")
             home.initializer.extend([numpy_helper.from_array(table, f"{names[0]}_table"),
                                      numpy_helper.from_array(scales.astype(np.float32),
                                                              f"{names[1]}_table")])
-            at = list(home.node).index(gather) + 1
-            home.node.insert(at, helper.make_node(
-                "Gather", [f"{names[1]}_table", gather.input[1]], [names[1]], name=names[1], axis=0))
-            home.node.insert(at, helper.make_node(
-                "Gather", [f"{names[0]}_table", gather.input[1]], [names[0]], name=names[0], axis=1))
-            done[gather.output[0]] = names
-            written += names
-        quantized, scale = done[gather.output[0]]
+            at = list(home.node).index(transpose) + 1
+            new = [helper.make_node("Gather", [f"{names[0]}_table", gather.input[1]],
+                                    [f"{names[0]}_rows"], name=f"{names[0]}_rows", axis=0),
+                   helper.make_node("Transpose", [f"{names[0]}_rows"], [names[0]],
+                                    name=names[0], perm=[1, 0]),
+                   helper.make_node("Gather", [f"{names[1]}_table", gather.input[1]],
+                                    [names[1]], name=names[1], axis=0)]
+            for offset, added in enumerate(new):
+                home.node.insert(at + offset, added)
+            done[transpose.output[0]] = names
+            written += [added.name for added in new]
+        quantized, scale = done[transpose.output[0]]
         x = node.input[0]
         node.op_type, node.domain = "DynamicQuantizeMatMul", "com.microsoft"
         node.name = f"{node.name}_int8_columns"
