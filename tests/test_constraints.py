@@ -125,6 +125,30 @@ def test_a_greedy_completion_of_the_greedy_output_s_own_start_is_that_output(mod
         np.testing.assert_allclose(completed[key], plain[key], atol=1e-5, err_msg=key)
 
 
+@pytest.mark.parametrize("compact", [True, False])
+def test_a_prefix_alone_takes_the_plain_steps_with_the_same_result(model, compact,
+                                                                   monkeypatch):
+    # Without a phrase to include or avoid, the beam after the prefix runs the plain
+    # search's steps (no banks, no matches): the same hypotheses as the constrained
+    # steps give, here made to run by avoiding UNK, which forbid_unk bans anyway.
+    source = tf.constant(SOURCES, tf.int32)
+    prefix = [30, 31]
+    kwargs = dict(nbest=2, compact=compact, forbid_unk=True, token_logprobs=True, alpha=0.6)
+    banked = search.beam_search(model, source, 4, constraints=rules(avoid=[[UNK_ID]],
+                                                                    prefix=prefix), **kwargs)
+
+    def no_banks(*args):
+        raise AssertionError("a prefix alone ran the constrained steps")
+
+    monkeypatch.setattr(guide, "bank_select", no_banks)  # eager: only the branch taken runs
+    alone = search.beam_search(model, source, 4, constraints=rules(prefix=prefix), **kwargs)
+    for key in ("ids", "lengths", "unmet"):
+        np.testing.assert_array_equal(alone[key], banked[key], err_msg=key)
+    assert not alone["unmet"].numpy().any()
+    for key in ("scores", "log_probs", "attention", "token_logprobs"):
+        np.testing.assert_allclose(alone[key], banked[key], atol=1e-5, err_msg=key)
+
+
 def test_a_prefix_past_the_length_limit_is_cut_for_the_limit_s_eos(model):
     source = tf.constant(SOURCES, tf.int32)
     prefix = [30, 31, 32, 33, 34]

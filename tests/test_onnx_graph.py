@@ -91,7 +91,8 @@ def test_columns_of_a_constant_are_gathered_as_rows_of_its_transpose(axis):
               helper.make_tensor_value_info("v", TensorProto.FLOAT, [2, 20])],
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
          for n in ("cols", "rows", "vcols")],
-        [numpy_helper.from_array(weight, "w"), numpy_helper.from_array(np.array([1], np.int32), "r")])
+        [numpy_helper.from_array(weight, "w"),
+         numpy_helper.from_array(np.array([1], np.int32), "r")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     assert onnx_graph.gather_rows_not_columns(model) == 1
     assert [(n.name, n.op_type) for n in model.graph.node] == [

@@ -111,6 +111,42 @@ def test_the_quantizer_leaves_what_the_loop_reads_from_outside(tmp_path, monkeyp
     assert (np.abs(got - want) / np.abs(weight).max()).max() < 0.05
 
 
+def test_the_main_graph_is_quantized_in_place_of_the_quantizer(tmp_path):
+    """A product with a constant matrix becomes DynamicQuantizeMatMul with one scale per
+    column, a Gather of an embedding's rows gathers int8 rows and their scales: within
+    int8 rounding of the float values, with no float matrix left once pruned."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(8)
+    weight = rng.normal(size=(4, 6)).astype(np.float32)
+    weight[:, 2] *= 50.0  # a large column costs the others nothing
+    table = rng.normal(size=(9, 4)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["table", "ids"], ["rows"], name="embed"),
+         helper.make_node("MatMul", ["rows", "w"], ["y"], name="product")],
+        "g", [helper.make_tensor_value_info("ids", TensorProto.INT64, [2, 3])],
+        [helper.make_tensor_value_info("rows", TensorProto.FLOAT, [2, 3, 4]),
+         helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 6])],
+        [numpy_helper.from_array(weight, "w"), numpy_helper.from_array(table, "table")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    written = quantize.quantize_main_graph(model)
+    assert "product" in written and "embed" in written
+    onnx_graph.prune(model)
+    onnx.checker.check_model(model)
+    assert not [i.name for i in model.graph.initializer if i.data_type == TensorProto.FLOAT
+                and len(i.dims) == 2]
+    ids = np.array([[0, 4, 8], [3, 3, 1]], np.int64)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    rows, y = session.run(["rows", "y"], {"ids": ids})
+    want_rows = table[ids]
+    assert np.abs(rows - want_rows).max() <= np.abs(table).max(axis=1).max() / 63 / 2 + 1e-6
+    assert np.abs(rows - want_rows).max() > 0  # int8, not the float table
+    error = np.abs(y - want_rows @ weight) / (np.abs(weight).max(axis=0) * 4)
+    assert error.max() < 0.05, error
+
+
 @pytest.fixture(scope="module")
 def int8_export(tiny_selecting_export):
     """tiny_run exported once (conftest) with --onnx --shortlist 5,2 --int8."""

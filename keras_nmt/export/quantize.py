@@ -16,7 +16,10 @@ stand in its way, and this module removes them:
 - a selecting search's output layer is gathered from the whole one once per batch (as
   rows of its transpose: :func:`keras_nmt.export.onnx_graph.gather_rows_not_columns`),
   so its product's weight is no constant: :func:`quantize_gathered_columns` gathers it
-  from an int8 copy instead.
+  from an int8 copy instead;
+- the constrained search chooses between two loops with an ``If``, and onnxruntime 1.31
+  cannot load a model whose main graph holds an ``If`` once its quantizer has rewritten a
+  node there: :func:`quantize_main_graph` quantizes that graph's weights itself.
 
 Whether the result still translates well is the export's business
 (:func:`keras_nmt.export.exporter.int8_check`): it compares BLEU on a sample and refuses
@@ -38,6 +41,17 @@ import numpy as np
 WEIGHT_LEVELS = 63
 
 from keras_nmt.export import onnx_graph
+
+
+def int8_table(weight: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """``weight`` (2-D) as symmetric int8 steps of ``WEIGHT_LEVELS`` levels, with one
+    float32 scale per column (``axis=0``: the maximum over each column) or per row
+    (``axis=1``); an all-zero column or row gets scale 1."""
+    scales = np.abs(weight).max(axis=axis) / WEIGHT_LEVELS
+    scales[scales == 0] = 1.0
+    shaped = scales[None, :] if axis == 0 else scales[:, None]
+    steps = np.clip(np.rint(weight / shaped), -WEIGHT_LEVELS, WEIGHT_LEVELS).astype(np.int8)
+    return steps, scales.astype(np.float32)
 
 
 def split_gemm(model) -> int:
@@ -115,29 +129,41 @@ def quantize_gathered_columns(model) -> tuple[int, list[str]]:
     they are (it would quantize the scales' Gather)."""
     from onnx import helper, numpy_helper
 
-    producers = {}  # name -> (node, its graph, the constants that graph sees)
+    products = []  # each MatMul, with what its graph sees: name -> (node, graph, constants)
 
-    def collect(graph, outer: dict) -> None:
+    def collect(graph, outer: dict, seen: dict) -> None:
+        # Sibling subgraphs (a conditional's branches) may name their values alike: each
+        # graph sees its own values and those of the graphs around it, no others.
         scope = onnx_graph.initializer_scope(graph, outer)
+        seen = dict(seen)
         for node in graph.node:
             for name in node.output:
-                producers[name] = (node, graph, scope)
+                seen[name] = (node, graph, scope)
+        products.extend((node, seen) for node in graph.node if node.op_type == "MatMul")
         for subgraph in onnx_graph.subgraphs(graph):
-            collect(subgraph, scope)
+            collect(subgraph, scope, seen)
 
     def attributes(node) -> dict:
         return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
-    collect(model.graph, {})
+    def source(name: str, seen: dict):
+        """The node that computes ``name``, through the Identity nodes that pass it into a
+        conditional's branch."""
+        node = seen[name][0]
+        while node.op_type == "Identity" and node.input[0] in seen:
+            node = seen[node.input[0]][0]
+        return node
+
+    collect(model.graph, {}, {})
     matches = []
-    for name, (node, graph, _) in list(producers.items()):
-        if node.op_type != "MatMul" or name != node.output[0] or node.input[1] not in producers:
+    for node, seen in products:
+        if node.input[1] not in seen:
             continue
-        transpose, _, _ = producers[node.input[1]]
+        transpose = source(node.input[1], seen)
         if (transpose.op_type != "Transpose" or attributes(transpose).get("perm") != [1, 0]
-                or transpose.input[0] not in producers):
+                or transpose.input[0] not in seen):
             continue
-        gather, home, scope = producers[transpose.input[0]]
+        gather, home, scope = seen[transpose.input[0]]
         rows = scope.get(gather.input[0])
         if (gather.op_type == "Gather" and attributes(gather).get("axis", 0) == 0
                 and rows is not None and rows.ndim == 2 and rows.dtype == np.float32):
@@ -149,10 +175,7 @@ def quantize_gathered_columns(model) -> tuple[int, list[str]]:
     for node, transpose, gather, home, rows in matches:
         if transpose.output[0] not in done:
             base = transpose.name or transpose.output[0]
-            scales = np.abs(rows).max(axis=1) / WEIGHT_LEVELS
-            scales[scales == 0] = 1.0
-            table = np.clip(np.rint(rows / scales[:, None]), -WEIGHT_LEVELS,
-                            WEIGHT_LEVELS).astype(np.int8)
+            table, scales = int8_table(rows, axis=1)
             names = (f"{base}_int8", f"{base}_int8_scale")
             home.initializer.extend([numpy_helper.from_array(table, f"{names[0]}_table"),
                                      numpy_helper.from_array(scales.astype(np.float32),
@@ -180,6 +203,68 @@ def quantize_gathered_columns(model) -> tuple[int, list[str]]:
     return len(matches), written
 
 
+def quantize_main_graph(model) -> list[str]:
+    """The main graph's weights in int8, written here rather than by onnxruntime's
+    quantizer: each product with a constant matrix, MatMul(x, W), becomes
+    DynamicQuantizeMatMul (one scale per column of W), and each Gather of rows of a constant
+    matrix (an embedding) gathers int8 rows and their scales, one per row. For a model
+    whose main graph holds an If (the constrained search's choice of loop): onnxruntime 1.31
+    aborts loading such a model once its own quantizer has rewritten a node of the main
+    graph. Returns the names of the nodes written."""
+    from onnx import helper, numpy_helper
+
+    scope = onnx_graph.initializer_scope(model.graph, {})
+    written = []
+
+    def rewrite(node, graph):
+        if not node.input:
+            return None
+        weight = scope.get(node.input[1] if node.op_type == "MatMul" else node.input[0])
+        if weight is None or weight.ndim != 2 or weight.dtype != np.float32:
+            return None
+        attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        name = node.name or node.output[0]
+        if node.op_type == "MatMul":
+            quantized, scales = int8_table(weight, axis=0)
+            graph.initializer.extend([numpy_helper.from_array(quantized, f"{name}_int8"),
+                                      numpy_helper.from_array(scales, f"{name}_int8_scale")])
+            written.append(name)
+            return [helper.make_node("DynamicQuantizeMatMul",
+                                     [node.input[0], f"{name}_int8", f"{name}_int8_scale"],
+                                     list(node.output), name=name, domain="com.microsoft")]
+        if node.op_type != "Gather" or attributes.get("axis", 0) != 0:
+            return None
+        quantized, scales = int8_table(weight, axis=1)
+        graph.initializer.extend([numpy_helper.from_array(quantized, f"{name}_int8"),
+                                  numpy_helper.from_array(scales, f"{name}_int8_scale"),
+                                  numpy_helper.from_array(np.array([-1], np.int64),
+                                                          f"{name}_last_axis")])
+        ids, out = node.input[1], node.output[0]
+        nodes = [
+            helper.make_node("Gather", [f"{name}_int8", ids], [f"{out}_int8"],
+                             name=f"{name}_int8"),
+            helper.make_node("Cast", [f"{out}_int8"], [f"{out}_steps"], name=f"{name}_steps",
+                             to=1),  # float
+            helper.make_node("Gather", [f"{name}_int8_scale", ids], [f"{out}_scale"],
+                             name=f"{name}_scale"),
+            helper.make_node("Unsqueeze", [f"{out}_scale", f"{name}_last_axis"],
+                             [f"{out}_scales"], name=f"{name}_scales"),
+            helper.make_node("Mul", [f"{out}_steps", f"{out}_scales"], [out], name=name),
+        ]
+        written.extend(n.name for n in nodes)
+        return nodes
+
+    nodes = []
+    for node in model.graph.node:  # the main graph's, not its subgraphs'
+        replacement = rewrite(node, model.graph)
+        nodes.extend([node] if replacement is None else replacement)
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    if written and not any(o.domain == "com.microsoft" for o in model.opset_import):
+        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    return written
+
+
 def quantize(float_path: str | pathlib.Path, int8_path: str | pathlib.Path) -> dict:
     """Write the dynamically quantized (int8 weights) twin of ``float_path``; returns
     what was done (Gemm nodes split, node counts by type before and after)."""
@@ -195,6 +280,9 @@ def quantize(float_path: str | pathlib.Path, int8_path: str | pathlib.Path) -> d
     split = split_gemm(model)
     columns, written = quantize_gathered_columns(model)
     onnx_graph.prune(model)  # the float columns' Gather, now read by nobody
+    # With an If in the main graph, its nodes are left to quantize_main_graph, after
+    # onnxruntime's quantizer (whose shape inference must see them as they were).
+    conditional = any(node.op_type == "If" for node in model.graph.node)
     with tempfile.TemporaryDirectory(prefix="keras_nmt_int8_") as tmp:
         prepared = pathlib.Path(tmp) / "split.onnx"
         onnx.save_model(model, str(prepared))
@@ -202,18 +290,23 @@ def quantize(float_path: str | pathlib.Path, int8_path: str | pathlib.Path) -> d
         # its shape inference cannot tell (most of the loop's): nothing a user can act on.
         # It must leave alone what the loop body reads from outside: it loses the values
         # of the outer nodes it rewrites that only a subgraph reads.
+        excluded = written + onnx_graph.read_by_subgraphs(model)
+        if conditional:
+            excluded += [node.name for node in model.graph.node]
         logging.disable(logging.WARNING)
         try:
             quantize_dynamic(str(prepared), str(int8_path), weight_type=QuantType.QInt8,
                              reduce_range=True,  # WEIGHT_LEVELS
-                             nodes_to_exclude=written + onnx_graph.read_by_subgraphs(model),
+                             nodes_to_exclude=excluded,
                              extra_options={"EnableSubgraph": True})
         finally:
             logging.disable(logging.NOTSET)
     quantized = onnx.load(str(int8_path))
+    main_graph = quantize_main_graph(quantized) if conditional else []
+    onnx_graph.prune(quantized)  # the main graph's float weights, when rewritten
     onnx_graph.sort_nodes(quantized)
     onnx.checker.check_model(quantized)
     onnx.save_model(quantized, str(int8_path))
     return {"gemm_split": split, "folded": folded, **tidied,
-            "int8_columns": columns,
+            "int8_columns": columns, "main_graph_int8": len(main_graph),
             "float_ops": onnx_graph.op_counts(model), "int8_ops": onnx_graph.op_counts(quantized)}

@@ -50,7 +50,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from keras_nmt.constants import BOS_ID, EOS_ID
+from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID
 from keras_nmt.layers.beam_rows import rows_of, tile_rows
 from keras_nmt.search import constrained as guide
 from keras_nmt.search.prefix import after_prefix, forced_prefix
@@ -155,6 +155,9 @@ def beam_search(
         constraints = guide.Constraints.of(constraints.include, constraints.avoid,
                                            constraints.prefix)
         prefix_lengths = guide.phrase_lengths(constraints.prefix)  # [B]
+        # Counts, not reduce_any: ONNX's reductions of an empty tensor are not all defined.
+        has_phrases = sum(tf.reduce_sum(tf.cast(tf.not_equal(x, PAD_ID), tf.int32))
+                          for x in (constraints.include, constraints.avoid)) > 0
         needed = (prefix_lengths + tf.reduce_sum(guide.phrase_lengths(constraints.include), 1)
                   + 1)
         ratio_rule = (tf.constant(True) if max_length is None
@@ -189,195 +192,216 @@ def beam_search(
     returned = tf.minimum(tf.constant(nbest, tf.int32), k)  # N: hypotheses returned
     first_live = tf.where(tf.equal(tf.range(k), 0)[None, :], first_lp[:, None], dead)
     hypotheses = batch * k
-    # The live part of the search covers the A sentences still decoded ("active", their
-    # numbers in the batch): A = B at the start, fewer as sentences stop when ``compact``.
-    # The pool of finished hypotheses always covers the whole batch.
-    loop_vars = (
-        tf.constant(0, tf.int32),  # t: tokens generated so far
-        tf.range(batch),  # active: the batch rows of the decoded sentences [A]
-        tf.zeros([batch], tf.bool),  # done [A]
-        tile_rows(first_token, k),  # previous ids [A*K]
-        state,  # decoder state [A*K, n]
-        memory,  # the encoder's memory for every sentence [A, ...]
-        first_live,  # live log-probs [A, K]
-        tf.zeros([hypotheses, 0], tf.int32),  # live ids [A*K, t]
-        tf.zeros([hypotheses, 0, attention_time], tf.float32),  # live attention [A*K, t, Tx]
-        tf.fill([batch, k], dead),  # pool scores [B, K], sorted
-        tf.fill([batch, k], dead),  # pool log-probs [B, K]
-        tf.zeros([batch, k], tf.int32),  # pool lengths [B, K]; 0 = empty slot
-        tf.zeros([batch, k, 0], tf.int32),  # pool ids [B, K, t]
-        tf.zeros([batch, k, 0, attention_time], tf.float32),  # pool attention [B, K, t, Tx]
-        # With constraints: each live hypothesis' matches (MatchState) [A*K, ...] and the
-        # pool's unmet phrases [B, K]; nothing otherwise.
-        (tuple(tile_rows(x, k) for x in prefix.matches.as_tuple()),
-         tf.zeros([batch, k], tf.int32)) if guided else (),
-        # With ``token_logprobs``: live [A*K, t] and pool [B, K, t] histories of the
-        # tokens' log-probabilities; empty and passed through unchanged otherwise.
-        tf.zeros([hypotheses, 0], tf.float32),
-        tf.zeros([batch, k, 0], tf.float32),
-    )
-    shape_invariants = (
-        tf.TensorShape([]),
-        tf.TensorShape([None]),
-        tf.TensorShape([None]),
-        tf.TensorShape([None]),
-        tf.nest.map_structure(lambda x: _loose_shape(x, [0]), state),
-        tf.nest.map_structure(lambda x: _loose_shape(x, [0]), memory),
-        tf.TensorShape([None, None]),
-        tf.TensorShape([None, None]),
-        tf.TensorShape([None, None, None]),
-        tf.TensorShape([None, None]),
-        tf.TensorShape([None, None]),
-        tf.TensorShape([None, None]),
-        tf.TensorShape([None, None, None]),
-        tf.TensorShape([None, None, None, None]),
-        ((tf.TensorShape([None, None, None]), tf.TensorShape([None, None, None]),
-          tf.TensorShape([None, None])), tf.TensorShape([None, None])) if guided else (),
-        tf.TensorShape([None, None]),
-        tf.TensorShape([None, None, None]),
-    )
+    def search_loop(phrases: bool):
+        """The beam's loop; with ``phrases``, the constrained search's candidates, banks
+        and matches (module ``constrained``), else the plain search's steps (after a
+        prefix, when ``guided``)."""
+        # The live part of the search covers the A sentences still decoded ("active", their
+        # numbers in the batch): A = B at the start, fewer as sentences stop when ``compact``.
+        # The pool of finished hypotheses always covers the whole batch.
+        loop_vars = (
+            tf.constant(0, tf.int32),  # t: tokens generated so far
+            tf.range(batch),  # active: the batch rows of the decoded sentences [A]
+            tf.zeros([batch], tf.bool),  # done [A]
+            tile_rows(first_token, k),  # previous ids [A*K]
+            state,  # decoder state [A*K, n]
+            memory,  # the encoder's memory for every sentence [A, ...]
+            first_live,  # live log-probs [A, K]
+            tf.zeros([hypotheses, 0], tf.int32),  # live ids [A*K, t]
+            tf.zeros([hypotheses, 0, attention_time], tf.float32),  # live attention [A*K, t, Tx]
+            tf.fill([batch, k], dead),  # pool scores [B, K], sorted
+            tf.fill([batch, k], dead),  # pool log-probs [B, K]
+            tf.zeros([batch, k], tf.int32),  # pool lengths [B, K]; 0 = empty slot
+            tf.zeros([batch, k, 0], tf.int32),  # pool ids [B, K, t]
+            tf.zeros([batch, k, 0, attention_time], tf.float32),  # pool attention [B, K, t, Tx]
+            # With constraints: each live hypothesis' matches (MatchState) [A*K, ...] and the
+            # pool's unmet phrases [B, K]; nothing otherwise.
+            (tuple(tile_rows(x, k) for x in prefix.matches.as_tuple()),
+             tf.zeros([batch, k], tf.int32)) if phrases else (),
+            # With ``token_logprobs``: live [A*K, t] and pool [B, K, t] histories of the
+            # tokens' log-probabilities; empty and passed through unchanged otherwise.
+            tf.zeros([hypotheses, 0], tf.float32),
+            tf.zeros([batch, k, 0], tf.float32),
+        )
+        shape_invariants = (
+            tf.TensorShape([]),
+            tf.TensorShape([None]),
+            tf.TensorShape([None]),
+            tf.TensorShape([None]),
+            tf.nest.map_structure(lambda x: _loose_shape(x, [0]), state),
+            tf.nest.map_structure(lambda x: _loose_shape(x, [0]), memory),
+            tf.TensorShape([None, None]),
+            tf.TensorShape([None, None]),
+            tf.TensorShape([None, None, None]),
+            tf.TensorShape([None, None]),
+            tf.TensorShape([None, None]),
+            tf.TensorShape([None, None]),
+            tf.TensorShape([None, None, None]),
+            tf.TensorShape([None, None, None, None]),
+            ((tf.TensorShape([None, None, None]), tf.TensorShape([None, None, None]),
+              tf.TensorShape([None, None])), tf.TensorShape([None, None])) if phrases else (),
+            tf.TensorShape([None, None]),
+            tf.TensorShape([None, None, None]),
+        )
 
-    def cond(t, active, done, *_):
-        # A count, not reduce_all: with every sentence gone ``done`` is empty, and ONNX's
-        # reductions of an empty tensor are not all defined.
-        running = tf.reduce_sum(tf.cast(tf.logical_not(done), tf.int32))
-        return tf.logical_and(t < max_steps, running > 0)
+        def cond(t, active, done, *_):
+            # A count, not reduce_all: with every sentence gone ``done`` is empty, and ONNX's
+            # reductions of an empty tensor are not all defined.
+            running = tf.reduce_sum(tf.cast(tf.logical_not(done), tf.int32))
+            return tf.logical_and(t < max_steps, running > 0)
 
-    def body(t, active, done, previous_ids, state, memory, live_lp, live_ids, live_attn,
-             pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn, guided_vars,
-             live_tlp, pool_tlp):
-        sentences = tf.shape(active)[0]  # A
-        row_offsets = tf.range(sentences)[:, None]  # [A, 1]
-        logits, new_state, weights = model.step(previous_ids, state, memory, projection)
-        logits = tf.cast(logits, tf.float32)  # [A*K, C]
-        length = t + 1  # tokens of the hypotheses made by this step
-        # With a prefix, a sentence's hypotheses are as long as their prefix and more.
-        made = length + tf.gather(prefix.length, active) if guided else length  # [A] or scalar
-        forced = made >= tf.gather(limits, active)  # [A]: only EOS allowed at the limit
-        made = made[:, None] if guided else made
-        if guided:
-            matches, pool_unmet = guided_vars
-            matches = guide.MatchState(*matches)
-            rules = constraints.gather(active).rows(k)  # [A*K, ...]
-            forced_column = tf.where(tile_rows(forced, k), EOS_ID, -1)  # EOS at the limit
-            row_lp, row_columns = guide.guided_candidates(
-                logits, k, forced_column, tf.equal(guide.unmet(matches), 0),
-                guide.banned_tokens(matches, rules), guide.next_tokens(matches, rules),
-                forbid_unk, count)  # [A*K, R + P]
-            banks = guide.progress_after(matches, rules, row_columns)
-        else:
-            row_lp, row_columns = row_candidates(
-                logits, k, tile_rows(forced, k), forbid_unk, count
-            )  # [A*K, R]
-        row_tokens = row_columns if columns is None else tf.gather(columns, row_columns)
-        width = tf.shape(row_lp)[1]
+        def body(t, active, done, previous_ids, state, memory, live_lp, live_ids, live_attn,
+                 pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn, guided_vars,
+                 live_tlp, pool_tlp):
+            sentences = tf.shape(active)[0]  # A
+            row_offsets = tf.range(sentences)[:, None]  # [A, 1]
+            logits, new_state, weights = model.step(previous_ids, state, memory, projection)
+            logits = tf.cast(logits, tf.float32)  # [A*K, C]
+            length = t + 1  # tokens of the hypotheses made by this step
+            # With a prefix, a sentence's hypotheses are as long as their prefix and more.
+            made = length + tf.gather(prefix.length, active) if guided else length  # [A] or scalar
+            forced = made >= tf.gather(limits, active)  # [A]: only EOS allowed at the limit
+            made = made[:, None] if guided else made
+            if phrases:
+                matches, pool_unmet = guided_vars
+                matches = guide.MatchState(*matches)
+                rules = constraints.gather(active).rows(k)  # [A*K, ...]
+                forced_column = tf.where(tile_rows(forced, k), EOS_ID, -1)  # EOS at the limit
+                row_lp, row_columns = guide.guided_candidates(
+                    logits, k, forced_column, tf.equal(guide.unmet(matches), 0),
+                    guide.banned_tokens(matches, rules), guide.next_tokens(matches, rules),
+                    forbid_unk, count)  # [A*K, R + P]
+                banks = guide.progress_after(matches, rules, row_columns)
+            else:
+                row_lp, row_columns = row_candidates(
+                    logits, k, tile_rows(forced, k), forbid_unk, count
+                )  # [A*K, R]
+            row_tokens = row_columns if columns is None else tf.gather(columns, row_columns)
+            width = tf.shape(row_lp)[1]
 
-        candidates = tf.reshape(tf.reshape(live_lp, [-1, 1]) + row_lp, [sentences, k * width])
-        if guided:  # a share of the beam for each count of constraint tokens covered
-            top_lp, top_index = guide.bank_select(
-                candidates, tf.reshape(banks, [sentences, k * width]), k)
-        else:
-            top_lp, top_index = tf.math.top_k(candidates, k=k)  # [A, K]
-        top_lp = tf.maximum(top_lp, dead)  # dead stays exactly dead, never drifts lower
-        tokens = take_along_rows(tf.reshape(row_tokens, [sentences, k * width]), top_index)
-        parents = rows_of(row_offsets, top_index // width, k)  # [A*K]
-        flat_tokens = tf.reshape(tokens, [-1])
+            candidates = tf.reshape(tf.reshape(live_lp, [-1, 1]) + row_lp, [sentences, k * width])
+            if phrases:  # a share of the beam for each count of constraint tokens covered
+                top_lp, top_index = guide.bank_select(
+                    candidates, tf.reshape(banks, [sentences, k * width]), k)
+            else:
+                top_lp, top_index = tf.math.top_k(candidates, k=k)  # [A, K]
+            top_lp = tf.maximum(top_lp, dead)  # dead stays exactly dead, never drifts lower
+            tokens = take_along_rows(tf.reshape(row_tokens, [sentences, k * width]), top_index)
+            parents = rows_of(row_offsets, top_index // width, k)  # [A*K]
+            flat_tokens = tf.reshape(tokens, [-1])
 
-        # One gather per tensor reorders the state and the history by parent.
-        new_state = tf.nest.map_structure(lambda x: tf.gather(x, parents), new_state)
-        seq_ids = tf.concat([tf.gather(live_ids, parents), flat_tokens[:, None]], axis=1)
-        seq_attn = live_attn
-        if attention:
-            step_attn = tf.cast(weights, tf.float32)[:, None, :]
-            seq_attn = tf.gather(tf.concat([live_attn, step_attn], axis=1), parents)
-        seq_tlp = live_tlp
-        if token_logprobs:  # the chosen candidates' own log-probabilities, not differences
-            step_lp = take_along_rows(tf.reshape(row_lp, [sentences, k * width]), top_index)
-            seq_tlp = tf.concat([tf.gather(live_tlp, parents), tf.reshape(step_lp, [-1, 1])],
-                                axis=1)
-
-        ended = tf.equal(tokens, EOS_ID) & (top_lp > ALIVE)  # [A, K]
-        ended_lp = tf.where(ended, top_lp, dead)
-        ranking = top_lp / tf.pow(tf.cast(made, tf.float32), alpha)
-        if guided:
-            chosen = take_along_rows(tf.reshape(row_columns, [sentences, k * width]), top_index)
-            matches = guide.advance(matches.gather(parents), rules, tf.reshape(chosen, [-1]))
-            ended_unmet = tf.where(ended, tf.reshape(guide.unmet(matches), [sentences, k]), 0)
-            ranking -= guide.UNMET_PENALTY * tf.cast(ended_unmet, tf.float32)
-        ended_scores = tf.where(ended, ranking, dead)
-        ended_lengths = tf.where(ended, made, 0)
-        live_lp = tf.where(tf.equal(tokens, EOS_ID), dead, top_lp)
-
-        # Merge the new finished hypotheses into the active sentences' pools (pool first:
-        # top_k keeps the lower index on ties, so a stopped sentence's pool stays as it
-        # is), then write those pools back into the batch's.
-        pool_ids = tf.pad(pool_ids, [[0, 0], [0, 0], [0, 1]])
-        merged_scores = tf.concat([tf.gather(pool_scores, active), ended_scores], axis=1)
-        active_scores, pick = tf.math.top_k(merged_scores, k=k)  # [A, K]
-        pick = tf.stack([tf.broadcast_to(row_offsets, tf.shape(pick)), pick], axis=-1)
-        seq_shape = tf.shape(seq_ids)
-        active_ids = tf.gather_nd(tf.concat(
-            [tf.gather(pool_ids, active), tf.reshape(seq_ids, [sentences, k, seq_shape[1]])],
-            axis=1), pick)
-        active_lp = tf.gather_nd(tf.concat([tf.gather(pool_lp, active), ended_lp], axis=1), pick)
-        active_lengths = tf.gather_nd(
-            tf.concat([tf.gather(pool_lengths, active), ended_lengths], axis=1), pick)
-        rows = active[:, None]
-        pool_scores = tf.tensor_scatter_nd_update(pool_scores, rows, active_scores)
-        pool_lp = tf.tensor_scatter_nd_update(pool_lp, rows, active_lp)
-        pool_lengths = tf.tensor_scatter_nd_update(pool_lengths, rows, active_lengths)
-        pool_ids = tf.tensor_scatter_nd_update(pool_ids, rows, active_ids)
-        if guided:
-            active_unmet = tf.gather_nd(
-                tf.concat([tf.gather(pool_unmet, active), ended_unmet], axis=1), pick)
-            pool_unmet = tf.tensor_scatter_nd_update(pool_unmet, rows, active_unmet)
-        if attention:
-            pool_attn = tf.pad(pool_attn, [[0, 0], [0, 0], [0, 1], [0, 0]])
-            active_attn = tf.gather_nd(tf.concat(
-                [tf.gather(pool_attn, active),
-                 tf.reshape(seq_attn, [sentences, k, seq_shape[1], source_time])], axis=1), pick)
-            pool_attn = tf.tensor_scatter_nd_update(pool_attn, rows, active_attn)
-        if token_logprobs:
-            pool_tlp = tf.pad(pool_tlp, [[0, 0], [0, 0], [0, 1]])
-            active_tlp = tf.gather_nd(tf.concat(
-                [tf.gather(pool_tlp, active), tf.reshape(seq_tlp, [sentences, k, seq_shape[1]])],
-                axis=1), pick)
-            pool_tlp = tf.tensor_scatter_nd_update(pool_tlp, rows, active_tlp)
-
-        # Stop a sentence when no live hypothesis is left or, exactly, when none can
-        # still enter the N best finished ones that are returned: log-probs only fall
-        # and, with alpha >= 0, lp / L**alpha is largest at the longest length, the limit.
-        best_live = tf.reduce_max(live_lp, axis=1)
-        settled = best_live <= ALIVE
-        if early_stopping:
-            # The pool is sorted and empty slots come last: slot N-1 is the N-th best.
-            full = tf.gather(active_lengths, returned - 1, axis=1) > 0
-            bound = best_live / tf.gather(limit_penalty, active)
-            settled = settled | (full & (bound <= tf.gather(active_scores, returned - 1, axis=1)))
-        done = done | forced | settled
-        live_lp = tf.where(done[:, None], dead, live_lp)
-        if compact:
-            # Sentences that stopped leave: every later step costs what the ones still
-            # decoded need, not what the batch's longest one does.
-            keep = tf.cast(tf.reshape(tf.where(tf.logical_not(done)), [-1]), tf.int32)
-            keep_rows = rows_of(keep[:, None], tf.range(k)[None, :], k)
-            active, done, live_lp = (tf.gather(x, keep) for x in (active, done, live_lp))
-            flat_tokens, seq_ids = (tf.gather(x, keep_rows) for x in (flat_tokens, seq_ids))
+            # One gather per tensor reorders the state and the history by parent.
+            new_state = tf.nest.map_structure(lambda x: tf.gather(x, parents), new_state)
+            seq_ids = tf.concat([tf.gather(live_ids, parents), flat_tokens[:, None]], axis=1)
+            seq_attn = live_attn
             if attention:
-                seq_attn = tf.gather(seq_attn, keep_rows)
-            if token_logprobs:
-                seq_tlp = tf.gather(seq_tlp, keep_rows)
-            new_state = tf.nest.map_structure(lambda x: tf.gather(x, keep_rows), new_state)
-            memory = tf.nest.map_structure(lambda x: tf.gather(x, keep), memory)
-            if guided:
-                matches = matches.gather(keep_rows)
-        if guided:
-            guided_vars = (matches.as_tuple(), pool_unmet)
-        return (length, active, done, flat_tokens, new_state, memory, live_lp, seq_ids,
-                seq_attn, pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn, guided_vars,
-                seq_tlp, pool_tlp)
+                step_attn = tf.cast(weights, tf.float32)[:, None, :]
+                seq_attn = tf.gather(tf.concat([live_attn, step_attn], axis=1), parents)
+            seq_tlp = live_tlp
+            if token_logprobs:  # the chosen candidates' own log-probabilities, not differences
+                step_lp = take_along_rows(tf.reshape(row_lp, [sentences, k * width]), top_index)
+                seq_tlp = tf.concat([tf.gather(live_tlp, parents), tf.reshape(step_lp, [-1, 1])],
+                                    axis=1)
 
-    final = tf.while_loop(cond, body, loop_vars, shape_invariants=shape_invariants)
+            ended = tf.equal(tokens, EOS_ID) & (top_lp > ALIVE)  # [A, K]
+            ended_lp = tf.where(ended, top_lp, dead)
+            ranking = top_lp / tf.pow(tf.cast(made, tf.float32), alpha)
+            if phrases:
+                chosen = take_along_rows(tf.reshape(row_columns, [sentences, k * width]),
+                                         top_index)
+                matches = guide.advance(matches.gather(parents), rules, tf.reshape(chosen, [-1]))
+                ended_unmet = tf.where(ended, tf.reshape(guide.unmet(matches), [sentences, k]), 0)
+                ranking -= guide.UNMET_PENALTY * tf.cast(ended_unmet, tf.float32)
+            ended_scores = tf.where(ended, ranking, dead)
+            ended_lengths = tf.where(ended, made, 0)
+            live_lp = tf.where(tf.equal(tokens, EOS_ID), dead, top_lp)
+
+            # Merge the new finished hypotheses into the active sentences' pools (pool first:
+            # top_k keeps the lower index on ties, so a stopped sentence's pool stays as it
+            # is), then write those pools back into the batch's.
+            pool_ids = tf.pad(pool_ids, [[0, 0], [0, 0], [0, 1]])
+            merged_scores = tf.concat([tf.gather(pool_scores, active), ended_scores], axis=1)
+            active_scores, pick = tf.math.top_k(merged_scores, k=k)  # [A, K]
+            pick = tf.stack([tf.broadcast_to(row_offsets, tf.shape(pick)), pick], axis=-1)
+            seq_shape = tf.shape(seq_ids)
+            active_ids = tf.gather_nd(tf.concat(
+                [tf.gather(pool_ids, active), tf.reshape(seq_ids, [sentences, k, seq_shape[1]])],
+                axis=1), pick)
+            active_lp = tf.gather_nd(
+                tf.concat([tf.gather(pool_lp, active), ended_lp], axis=1), pick)
+            active_lengths = tf.gather_nd(
+                tf.concat([tf.gather(pool_lengths, active), ended_lengths], axis=1), pick)
+            rows = active[:, None]
+            pool_scores = tf.tensor_scatter_nd_update(pool_scores, rows, active_scores)
+            pool_lp = tf.tensor_scatter_nd_update(pool_lp, rows, active_lp)
+            pool_lengths = tf.tensor_scatter_nd_update(pool_lengths, rows, active_lengths)
+            pool_ids = tf.tensor_scatter_nd_update(pool_ids, rows, active_ids)
+            if phrases:
+                active_unmet = tf.gather_nd(
+                    tf.concat([tf.gather(pool_unmet, active), ended_unmet], axis=1), pick)
+                pool_unmet = tf.tensor_scatter_nd_update(pool_unmet, rows, active_unmet)
+            if attention:
+                pool_attn = tf.pad(pool_attn, [[0, 0], [0, 0], [0, 1], [0, 0]])
+                active_attn = tf.gather_nd(tf.concat(
+                    [tf.gather(pool_attn, active),
+                     tf.reshape(seq_attn, [sentences, k, seq_shape[1], source_time])],
+                    axis=1), pick)
+                pool_attn = tf.tensor_scatter_nd_update(pool_attn, rows, active_attn)
+            if token_logprobs:
+                pool_tlp = tf.pad(pool_tlp, [[0, 0], [0, 0], [0, 1]])
+                active_tlp = tf.gather_nd(tf.concat(
+                    [tf.gather(pool_tlp, active),
+                     tf.reshape(seq_tlp, [sentences, k, seq_shape[1]])],
+                    axis=1), pick)
+                pool_tlp = tf.tensor_scatter_nd_update(pool_tlp, rows, active_tlp)
+
+            # Stop a sentence when no live hypothesis is left or, exactly, when none can
+            # still enter the N best finished ones that are returned: log-probs only fall
+            # and, with alpha >= 0, lp / L**alpha is largest at the longest length, the limit.
+            best_live = tf.reduce_max(live_lp, axis=1)
+            settled = best_live <= ALIVE
+            if early_stopping:
+                # The pool is sorted and empty slots come last: slot N-1 is the N-th best.
+                full = tf.gather(active_lengths, returned - 1, axis=1) > 0
+                bound = best_live / tf.gather(limit_penalty, active)
+                nth = tf.gather(active_scores, returned - 1, axis=1)
+                settled = settled | (full & (bound <= nth))
+            done = done | forced | settled
+            live_lp = tf.where(done[:, None], dead, live_lp)
+            if compact:
+                # Sentences that stopped leave: every later step costs what the ones still
+                # decoded need, not what the batch's longest one does.
+                keep = tf.cast(tf.reshape(tf.where(tf.logical_not(done)), [-1]), tf.int32)
+                keep_rows = rows_of(keep[:, None], tf.range(k)[None, :], k)
+                active, done, live_lp = (tf.gather(x, keep) for x in (active, done, live_lp))
+                flat_tokens, seq_ids = (tf.gather(x, keep_rows) for x in (flat_tokens, seq_ids))
+                if attention:
+                    seq_attn = tf.gather(seq_attn, keep_rows)
+                if token_logprobs:
+                    seq_tlp = tf.gather(seq_tlp, keep_rows)
+                new_state = tf.nest.map_structure(lambda x: tf.gather(x, keep_rows), new_state)
+                memory = tf.nest.map_structure(lambda x: tf.gather(x, keep), memory)
+                if phrases:
+                    matches = matches.gather(keep_rows)
+            if phrases:
+                guided_vars = (matches.as_tuple(), pool_unmet)
+            return (length, active, done, flat_tokens, new_state, memory, live_lp, seq_ids,
+                    seq_attn, pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn,
+                    guided_vars, seq_tlp, pool_tlp)
+
+        final = tf.while_loop(cond, body, loop_vars, shape_invariants=shape_invariants)
+        # The pool's unmet phrases [B, K] (zeros without phrases) in place of the guided vars.
+        unmet = final[14][1] if phrases else tf.zeros([batch, k], tf.int32)
+        return final[:14] + (unmet,) + final[15:]
+
+
+    if guided:
+        # A batch with a prefix but no phrase to include or avoid (what a user typing on
+        # the page asks) takes the plain search's steps after its prefix: the same
+        # hypotheses, without the banks' and matches' work at every step.
+        final = tf.cond(has_phrases, lambda: search_loop(True), lambda: search_loop(False))
+    else:
+        final = search_loop(False)
     pool_scores, pool_lp, pool_lengths, pool_ids, pool_attn = final[9:14]
 
     lengths = pool_lengths[:, :returned]
@@ -404,7 +428,7 @@ def beam_search(
         true_scores = pool_lp[:, :returned] / tf.pow(
             tf.cast(tf.maximum(lengths, 1), tf.float32), alpha)
         result["scores"] = tf.where(valid, true_scores, 0.0) + empty
-        result["unmet"] = tf.where(valid, final[14][1][:, :returned], 0)
+        result["unmet"] = tf.where(valid, final[14][:, :returned], 0)
     if attention:
         result["attention"] = tf.where(valid[:, :, None, None], histories[2][:, :, :out_time, :],
                                        tf.constant(0.0, tf.float32))
