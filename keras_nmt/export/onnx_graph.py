@@ -24,6 +24,13 @@ def node_subgraphs(node):
             yield from attribute.graphs
 
 
+def attributes(node) -> dict:
+    """A node's attributes by name, as Python values."""
+    from onnx import helper
+
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
 def subgraphs(graph):
     """The graphs held by ``graph``'s nodes (not those nested deeper)."""
     for node in graph.node:
@@ -273,14 +280,12 @@ def gather_rows_not_columns(model) -> int:
     from onnx import helper, numpy_helper
 
     def rewrite(node, graph, scope):
-        attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         weight = scope.get(node.input[0]) if node.op_type == "Gather" else None
-        if weight is None or weight.ndim != 2 or attributes.get("axis", 0) not in (1, -1):
+        if weight is None or weight.ndim != 2 or attributes(node).get("axis", 0) not in (1, -1):
             return None
         name = node.name or node.output[0]
         table, rows = f"{name}_transposed", f"{node.output[0]}_rows"
         graph.initializer.append(numpy_helper.from_array(np.ascontiguousarray(weight.T), table))
-        scope[table] = weight.T
         return [helper.make_node("Gather", [table, node.input[1]], [rows], name=f"{name}_rows",
                                  axis=0),
                 helper.make_node("Transpose", [rows], [node.output[0]], name=name, perm=[1, 0])]

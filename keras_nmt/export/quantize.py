@@ -61,7 +61,7 @@ def split_gemm(model) -> int:
     from onnx import helper, numpy_helper
 
     def rewrite(node, graph, scope):
-        attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        attributes = onnx_graph.attributes(node)
         if (node.op_type != "Gemm" or attributes.get("alpha", 1.0) != 1.0
                 or attributes.get("beta", 1.0) != 1.0 or attributes.get("transA", 0)):
             return None
@@ -89,13 +89,13 @@ def split_gemm(model) -> int:
 def fold_constants(model) -> int:
     """Replace Split and Transpose nodes of constants by their results (initializers of
     the same graph), in every graph. Returns how many nodes were folded."""
-    from onnx import helper, numpy_helper
+    from onnx import numpy_helper
 
     def rewrite(node, graph, scope):
         value = scope.get(node.input[0]) if node.input else None
         if value is None or node.op_type not in ("Split", "Transpose"):
             return None
-        attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        attributes = onnx_graph.attributes(node)
         if node.op_type == "Transpose":
             results = [np.transpose(value, attributes.get("perm"))]
         else:
@@ -143,9 +143,6 @@ def quantize_gathered_columns(model) -> tuple[int, list[str]]:
         for subgraph in onnx_graph.subgraphs(graph):
             collect(subgraph, scope, seen)
 
-    def attributes(node) -> dict:
-        return {a.name: helper.get_attribute_value(a) for a in node.attribute}
-
     def source(name: str, seen: dict):
         """The node that computes ``name``, through the Identity nodes that pass it into a
         conditional's branch."""
@@ -160,12 +157,13 @@ def quantize_gathered_columns(model) -> tuple[int, list[str]]:
         if node.input[1] not in seen:
             continue
         transpose = source(node.input[1], seen)
-        if (transpose.op_type != "Transpose" or attributes(transpose).get("perm") != [1, 0]
+        if (transpose.op_type != "Transpose"
+                or onnx_graph.attributes(transpose).get("perm") != [1, 0]
                 or transpose.input[0] not in seen):
             continue
         gather, home, scope = seen[transpose.input[0]]
         rows = scope.get(gather.input[0])
-        if (gather.op_type == "Gather" and attributes(gather).get("axis", 0) == 0
+        if (gather.op_type == "Gather" and onnx_graph.attributes(gather).get("axis", 0) == 0
                 and rows is not None and rows.ndim == 2 and rows.dtype == np.float32):
             matches.append((node, transpose, gather, home, rows))
     # Edited in place: rebuilding a graph's node list would copy the Loop nodes, and the
@@ -216,13 +214,14 @@ def quantize_main_graph(model) -> list[str]:
     scope = onnx_graph.initializer_scope(model.graph, {})
     written = []
 
-    def rewrite(node, graph):
+    graph = model.graph
+
+    def rewrite(node):
         if not node.input:
             return None
         weight = scope.get(node.input[1] if node.op_type == "MatMul" else node.input[0])
         if weight is None or weight.ndim != 2 or weight.dtype != np.float32:
             return None
-        attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         name = node.name or node.output[0]
         if node.op_type == "MatMul":
             quantized, scales = int8_table(weight, axis=0)
@@ -232,7 +231,7 @@ def quantize_main_graph(model) -> list[str]:
             return [helper.make_node("DynamicQuantizeMatMul",
                                      [node.input[0], f"{name}_int8", f"{name}_int8_scale"],
                                      list(node.output), name=name, domain="com.microsoft")]
-        if node.op_type != "Gather" or attributes.get("axis", 0) != 0:
+        if node.op_type != "Gather" or onnx_graph.attributes(node).get("axis", 0) != 0:
             return None
         quantized, scales = int8_table(weight, axis=1)
         graph.initializer.extend([numpy_helper.from_array(quantized, f"{name}_int8"),
@@ -255,11 +254,11 @@ def quantize_main_graph(model) -> list[str]:
         return nodes
 
     nodes = []
-    for node in model.graph.node:  # the main graph's, not its subgraphs'
-        replacement = rewrite(node, model.graph)
+    for node in graph.node:  # the main graph's, not its subgraphs'
+        replacement = rewrite(node)
         nodes.extend([node] if replacement is None else replacement)
-    del model.graph.node[:]
-    model.graph.node.extend(nodes)
+    del graph.node[:]
+    graph.node.extend(nodes)
     if written and not any(o.domain == "com.microsoft" for o in model.opset_import):
         model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     return written
