@@ -80,10 +80,10 @@ async def _status(reader: asyncio.StreamReader) -> int:
 
 
 async def _exchange(port: int, data: bytes, deadline: float,
-                    trickle: bytes = b"", every: float = 0.5) -> int | None:
+                    trickle: bytes = b"", every: float = 0.5) -> int | str:
     """Send ``data`` on a new connection (then ``trickle``, a byte every ``every``
-    seconds) and read the answer's status within ``deadline`` seconds; None: no answer
-    (a timeout, or the connection closed)."""
+    seconds) and read the answer's status within ``deadline`` seconds; without an
+    answer, why: "timeout", or the name of the error that closed the exchange."""
     writer = answer = None
     try:
         async with asyncio.timeout(deadline):
@@ -96,9 +96,11 @@ async def _exchange(port: int, data: bytes, deadline: float,
                     break
                 writer.write(bytes([byte]))
             return await answer
-    except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError,
-            ValueError, IndexError):
-        return None
+    except TimeoutError:
+        return "timeout"
+    except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError,
+            IndexError) as error:
+        return type(error).__name__
     finally:
         if answer is not None and not answer.done():
             answer.cancel()
@@ -114,6 +116,7 @@ class Attack:
         self.statuses: dict[int, int] = {}
         self.seconds: list[float] = []
         self.failed = 0  # no 4xx, 503 or 504 within the deadline
+        self.unanswered: dict[str, int] = {}  # why, for those with no answer
         self.sent = 0
 
     async def loop(self, stop_at: float, make, trickle: bytes = b"", port: int = 0) -> None:
@@ -125,15 +128,19 @@ class Attack:
             elapsed = time.perf_counter() - start
             self.sent += 1
             self.seconds.append(elapsed)
-            if status is not None:
-                self.statuses[status] = self.statuses.get(status, 0) + 1
-            if status is None or not (400 <= status < 500 or status in (503, 504)):
+            if isinstance(status, str):
+                self.unanswered[status] = self.unanswered.get(status, 0) + 1
+                self.failed += 1
+                continue
+            self.statuses[status] = self.statuses.get(status, 0) + 1
+            if not (400 <= status < 500 or status in (503, 504)):
                 self.failed += 1
 
     def report(self) -> dict:
         return {"requests": self.sent, "deadline_s": self.deadline,
                 "statuses": {str(k): v for k, v in sorted(self.statuses.items())},
-                "not_refused_in_time": self.failed, **_percentiles(self.seconds)}
+                "not_refused_in_time": self.failed, "unanswered": self.unanswered,
+                **_percentiles(self.seconds)}
 
 
 async def _disconnecting(port: int, body: bytes, stop_at: float, count: list) -> None:
