@@ -21,11 +21,12 @@ lexicon``) so that a term's source side is always in its sentence:
   with that glossary.
 
 For each path (the Keras ``Translator``; with ``--export-dir``, an export made with
-``--onnx --constrained`` (``--int8 --shortlist F,B``): its SavedModel in the TF1 session
-loader, TF Serving's (``serving_default`` and ``translate_constrained``, text in and out,
-with the export's beam and vocabulary selection; a glossary's terms are matched here and
-sent as phrases, as a client would), its ONNX model decoding exactly and its int8 model
-with the export's vocabulary selection) it reports the share of the first 200
+``--onnx --int8 --constrained``, with ``--shortlist F,B`` or without: its SavedModel in
+the TF1 session loader, as TF Serving runs it (``serving_default`` and
+``translate_constrained``, text in and out, with the export's beam and vocabulary
+selection if it has one; a glossary's terms are matched here and sent as phrases, as a
+client would), its ONNX model decoding exactly and its int8 model with the export's
+vocabulary selection if it has one; the rows' names say which) it reports the share of the first 200
 constrained lines translated as the Keras path translates them, the share of terms
 in the output (term use), BLEU and chrF with and without the constraints, and the time of
 both decodes of the terminology set's sentences with two terms (beam ``--beam``, batches of
@@ -212,12 +213,15 @@ def main(argv=None) -> int:
     if args.export_dir:
         from keras_nmt.onnx_translator import OnnxTranslator
 
-        paths.append(("savedmodel-selection", SavedModelPath(args.export_dir, "nmt",
+        int8 = OnnxTranslator.from_export_dir(args.export_dir, int8=True)
+        # The SavedModel and the int8 model select words when the export was made with
+        # --shortlist, and decode exactly otherwise: the rows say which.
+        selects = "-selection" if int8.shortlist else "-exact"
+        paths.append(("savedmodel" + selects, SavedModelPath(args.export_dir, "nmt",
                                                              keras_translator), {}))
         paths.append(("onnx", OnnxTranslator.from_export_dir(args.export_dir),
                       {"shortlist": False}))
-        selecting = OnnxTranslator.from_export_dir(args.export_dir, int8=True)
-        paths.append(("onnx-int8-selection", selecting, {"shortlist": True}))
+        paths.append(("onnx-int8" + selects, int8, {"shortlist": True}))
 
     def lines_of(indices):
         return [sources[i] for i in indices]
