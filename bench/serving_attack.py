@@ -8,7 +8,8 @@ halves:
 - without the attack: --clients normal clients as ``bench.serving_load``'s load phase
   (TF Serving predict requests of --per-request sentences on keep-alive connections, the
   next as soon as the last is answered);
-- with the attack: the same normal clients, and at once
+- with the attack: the same normal clients, and at once, from a process of their own
+  (as attackers are: their event loop never delays the measured clients' and /health's)
   - alignment bombs: ``POST /translate`` of one line of --bomb-sentences sentences with
     ``"alignment": true`` (refused: too many sentences once split);
   - sentence bombs: one line of short sentences as large as the body limit allows;
@@ -20,7 +21,8 @@ halves:
 Throughout, ``/health`` is asked every 50 ms. Reported: the normal clients' latency (p50,
 p99, max) and sentences/s in each half, /health's latency in each, the server's peak RSS
 (its VmHWM), the 5xx answers other than 503 and 504 (none expected), and for each kind of
-attack how many requests got a 4xx, 503 or 504 within its deadline, how many did not,
+attack how many requests got a 4xx, 503 or 504 within its deadline, how many did not
+(and for those with no answer, why: a timeout, or the error that closed the connection),
 and how slowly.
 
 Then --fuzz bad requests (``bench.serving_load.bad_requests``: random bodies, keys,
@@ -41,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import multiprocessing
 import random
 import sys
 import time
@@ -211,20 +214,19 @@ def _stats(port: int) -> dict:
         connection.close()
 
 
-def phase(server: Server, name: str, sentences: list[str], seconds: float, args,
-          attack: bool) -> dict:
-    """The normal clients and /health for ``seconds``, with the attack mix or not."""
-    port = urllib.parse.urlsplit(server.url).port
-    url = f"{server.url}/v1/models/{name}:predict"
-    bodies = predict_bodies(sentences, args.per_request)
+def _attacks(args) -> dict[str, Attack]:
+    return {
+        "alignment_bomb": Attack("alignment_bomb", args.bomb_deadline),
+        "sentence_bomb": Attack("sentence_bomb", args.bomb_deadline),
+        "slow_body": Attack("slow_body", args.read_timeout + args.slow_margin),
+        "text_plain": Attack("text_plain", args.refusal_deadline),
+        "cross_origin": Attack("cross_origin", args.refusal_deadline),
+    }
 
-    def well_formed(lines, answer) -> bool:
-        try:
-            got = json.loads(answer)["predictions"]
-        except (ValueError, KeyError, TypeError):
-            return False
-        return len(got) == len(lines)
 
+async def _attack_mix(port: int, sentences: list[str], stop_at: float, args,
+                      attacks: dict[str, Attack], left: list) -> None:
+    """Every kind of attack at once until ``stop_at`` (a ``time.perf_counter`` time)."""
     bomb_line = " ".join(["Tom is here."] * args.bomb_sentences)
     alignment_bomb = json.dumps({"text": [bomb_line], "alignment": True}).encode()
     filler = "Tom is here. " * (args.max_body_bytes // len("Tom is here. "))
@@ -236,53 +238,98 @@ def phase(server: Server, name: str, sentences: list[str], seconds: float, args,
                           "alignment": True}).encode()
     slow_body = json.dumps({"text": sentences[:1]}).encode()
     slow_head = _head(port, "/translate", len(slow_body) + 1000)
-    attacks = {
-        "alignment_bomb": Attack("alignment_bomb", args.bomb_deadline),
-        "sentence_bomb": Attack("sentence_bomb", args.bomb_deadline),
-        "slow_body": Attack("slow_body", args.read_timeout + args.slow_margin),
-        "text_plain": Attack("text_plain", args.refusal_deadline),
-        "cross_origin": Attack("cross_origin", args.refusal_deadline),
-    }
-    left = [0]
+    tasks = [asyncio.ensure_future(attacks["alignment_bomb"].loop(
+        stop_at, lambda: _head(port, "/translate", len(alignment_bomb)) + alignment_bomb,
+        port=port)) for _ in range(args.bombers)]
+    tasks += [asyncio.ensure_future(attacks["sentence_bomb"].loop(
+        stop_at, lambda: _head(port, "/translate", len(sentence_bomb)) + sentence_bomb,
+        port=port)) for _ in range(args.bombers)]
+    tasks += [asyncio.ensure_future(attacks["slow_body"].loop(
+        stop_at, lambda: slow_head + slow_body, trickle=b" " * 1000, port=port))
+        for _ in range(args.slow)]
+    tasks += [asyncio.ensure_future(attacks["text_plain"].loop(
+        stop_at, lambda: _head(port, "/translate", len(plain), "text/plain") + plain,
+        port=port)) for _ in range(args.bombers)]
+    tasks += [asyncio.ensure_future(attacks["cross_origin"].loop(
+        stop_at, lambda: _head(port, "/translate", len(plain), origin=EVIL_ORIGIN)
+        + plain, port=port)) for _ in range(args.bombers)]
+    tasks += [asyncio.ensure_future(_disconnecting(port, leaving, stop_at, left))
+              for _ in range(args.bombers)]
+    # The loops end with the phase; a request under way ends by its deadline.
+    await asyncio.gather(*tasks)
+
+
+def _attacker(port: int, sentences: list[str], args, seconds: float, channel) -> None:
+    """The attack mix in a process of its own: says it is ready, takes the wall-clock
+    time to start at, attacks for ``seconds``, and sends back each attack's counts."""
+    attacks, left = _attacks(args), [0]
+    channel.send("ready")
+    start_at = channel.recv()
+    time.sleep(max(0.0, start_at - time.time()))
+    stop_at = time.perf_counter() + seconds
+    asyncio.run(_attack_mix(port, sentences, stop_at, args, attacks, left))
+    channel.send(({name: (kind.report(), kind.statuses) for name, kind in attacks.items()},
+                  left[0]))
+
+
+def phase(server: Server, name: str, sentences: list[str], seconds: float, args,
+          attack: bool) -> dict:
+    """The normal clients and /health for ``seconds``, with the attack mix or not. The
+    attackers run in a process of their own, as attackers do: their event loop's work
+    never delays the measured clients' (both still share the machine's cores)."""
+    port = urllib.parse.urlsplit(server.url).port
+    url = f"{server.url}/v1/models/{name}:predict"
+    bodies = predict_bodies(sentences, args.per_request)
+
+    def well_formed(lines, answer) -> bool:
+        try:
+            got = json.loads(answer)["predictions"]
+        except (ValueError, KeyError, TypeError):
+            return False
+        return len(got) == len(lines)
+
     health: list[float] = []
     health_statuses: dict = {}
+    attacker = channel = None
+    if attack:
+        context = multiprocessing.get_context("spawn")
+        channel, theirs = context.Pipe()
+        attacker = context.Process(target=_attacker, daemon=True,
+                                   args=(port, sentences, args, seconds, theirs))
+        attacker.start()
+        if not channel.poll(60) or channel.recv() != "ready":
+            attacker.kill()
+            raise RuntimeError("the attacking process did not start")
 
     async def run() -> dict:
         stop_at = time.perf_counter() + seconds
         tasks = [asyncio.ensure_future(_health(port, stop_at, health, health_statuses))]
-        if attack:
-            tasks += [asyncio.ensure_future(attacks["alignment_bomb"].loop(
-                stop_at, lambda: _head(port, "/translate", len(alignment_bomb)) + alignment_bomb,
-                port=port)) for _ in range(args.bombers)]
-            tasks += [asyncio.ensure_future(attacks["sentence_bomb"].loop(
-                stop_at, lambda: _head(port, "/translate", len(sentence_bomb)) + sentence_bomb,
-                port=port)) for _ in range(args.bombers)]
-            tasks += [asyncio.ensure_future(attacks["slow_body"].loop(
-                stop_at, lambda: slow_head + slow_body, trickle=b" " * 1000, port=port))
-                for _ in range(args.slow)]
-            tasks += [asyncio.ensure_future(attacks["text_plain"].loop(
-                stop_at, lambda: _head(port, "/translate", len(plain), "text/plain") + plain,
-                port=port)) for _ in range(args.bombers)]
-            tasks += [asyncio.ensure_future(attacks["cross_origin"].loop(
-                stop_at, lambda: _head(port, "/translate", len(plain), origin=EVIL_ORIGIN)
-                + plain, port=port)) for _ in range(args.bombers)]
-            tasks += [asyncio.ensure_future(_disconnecting(port, leaving, stop_at, left))
-                      for _ in range(args.bombers)]
         normal = await _clients(url, bodies, args.clients, seconds, well_formed)
-        # The attack loops end with the phase; a request under way ends by its deadline.
         await asyncio.gather(*tasks)
         return normal
 
     before = _stats(port)
+    if attack:
+        start_at = time.time() + 0.1
+        channel.send(start_at)
+        time.sleep(max(0.0, start_at - time.time()))
     normal = asyncio.run(run())
+    attacks, left = {}, 0
+    if attack:
+        # Past the phase, a request under way ends by its deadline.
+        deadline = max(args.bomb_deadline, args.read_timeout + args.slow_margin) + 30
+        if not channel.poll(deadline):
+            attacker.kill()
+            raise RuntimeError("the attacking process did not finish")
+        attacks, left = channel.recv()
+        attacker.join(10)
     after = _stats(port)
     latencies = normal.pop("latencies")
     ok = [s for status, s in latencies if status == 200]
     other_5xx = sum(v for k, v in normal["statuses"].items()
                     if int(k) >= 500 and int(k) not in (503, 504))
-    for kind in attacks.values():
-        other_5xx += sum(v for k, v in kind.statuses.items()
-                         if k >= 500 and k not in (503, 504))
+    for _, statuses in attacks.values():
+        other_5xx += sum(v for k, v in statuses.items() if k >= 500 and k not in (503, 504))
     other_5xx += sum(v for k, v in health_statuses.items()
                      if k is not None and k >= 500 and k not in (503, 504))
     result = {
@@ -297,11 +344,12 @@ def phase(server: Server, name: str, sentences: list[str], seconds: float, args,
         **_server_memory(server.process.pid),
     }
     if attack:
-        result["attacks"] = {name: kind.report() for name, kind in attacks.items()}
+        result["attacks"] = {name: report for name, (report, _) in attacks.items()}
+        result["all_refused_in_time"] = all(
+            report["not_refused_in_time"] == 0 for report in result["attacks"].values())
         result["attacks"]["disconnect"] = {
-            "requests": left[0],
+            "requests": left,
             "sentences_dropped": after.get("dropped", 0) - before.get("dropped", 0)}
-        result["all_refused_in_time"] = all(k.failed == 0 for k in attacks.values())
     return result
 
 

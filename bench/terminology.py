@@ -26,13 +26,13 @@ the TF1 session loader, as TF Serving runs it (``serving_default`` and
 ``translate_constrained``, text in and out, with the export's beam and vocabulary
 selection if it has one; a glossary's terms are matched here and sent as phrases, as a
 client would), its ONNX model decoding exactly and its int8 model with the export's
-vocabulary selection if it has one; the rows' names say which) it reports the share of the first 200
-constrained lines translated as the Keras path translates them, the share of terms
-in the output (term use), BLEU and chrF with and without the constraints, and the time of
-both decodes of the terminology set's sentences with two terms (beam ``--beam``, batches of
-``--batch-size``), timed side by side: ``--rounds`` rounds of the two in turn, the ratio
-the median of the rounds'. ``--sets-dir`` writes the sets (JSON lines aligned
-with the split, and the glossary TSV) for other tools.
+vocabulary selection if it has one; the rows' names say which) it reports the share of
+the first 200 constrained lines translated as the Keras path translates them, the share
+of terms in the output (term use), BLEU and chrF with and without the constraints, and
+the time of both decodes of the terminology set's sentences with two terms (beam
+``--beam``, batches of ``--batch-size``), timed side by side: ``--rounds`` rounds of the
+two in turn, the ratio the median of the rounds'. ``--sets-dir`` writes the sets (JSON
+lines aligned with the split, and the glossary TSV) for other tools.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def build_parser():
                         help="glossary terms are not among the N most frequent source words "
                         "(default 100)")
     parser.add_argument("--sets-dir", help="write the test sets here")
-    parser.add_argument("--rounds", type=int, default=3,
+    parser.add_argument("--rounds", type=_common.positive_int, default=3,
                         help="timed rounds, each both decodes in turn (default 3)")
     return parser
 
