@@ -145,11 +145,10 @@ def int_list(text: str) -> list[int]:
     return values
 
 
-def positive_int(text: str) -> int:
-    """The commands' positive integer option type (keras_nmt loaded when it is used)."""
-    from keras_nmt.cli.common import positive_int as parse
+def _positive_int(text: str) -> int:
+    from keras_nmt.cli.common import positive_int
 
-    return parse(text)
+    return positive_int(text)
 
 
 def _size_list(text: str) -> list[tuple[str, dict[str, Any]]]:
@@ -192,12 +191,12 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any], tuple[str, ...]]] = {
         ()),
     "vocab_size": (
         ("--vocab-size",),
-        dict(type=positive_int, default=30000, metavar="N",
+        dict(type=_positive_int, default=30000, metavar="N",
              help="shortlist per side (default %(default)s)"),
         ()),
     "max_len": (
         ("--max-len",),
-        dict(type=positive_int, default=50, metavar="N",
+        dict(type=_positive_int, default=50, metavar="N",
              help="training pairs longer than this are dropped (default %(default)s)"),
         ()),
     "size": (
@@ -214,7 +213,7 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any], tuple[str, ...]]] = {
         ()),
     "batch_size": (
         ("--batch-size",),
-        dict(type=positive_int, metavar="N", help="sentences a batch"),
+        dict(type=_positive_int, metavar="N", help="sentences a batch"),
         ("--batch",)),
     "batch_sizes": (
         ("--batch-sizes",),
@@ -222,11 +221,11 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any], tuple[str, ...]]] = {
         ()),
     "batches": (
         ("--batches",),
-        dict(type=positive_int, metavar="N", help="batches taken"),
+        dict(type=_positive_int, metavar="N", help="batches taken"),
         ()),
     "beam": (
         ("--beam",),
-        dict(type=positive_int, default=5, metavar="N", help="beam size (default %(default)s)"),
+        dict(type=_positive_int, default=5, metavar="N", help="beam size (default %(default)s)"),
         ()),
     "beams": (
         ("--beams",),
@@ -234,16 +233,16 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any], tuple[str, ...]]] = {
         ()),
     "rounds": (
         ("--rounds",),
-        dict(type=positive_int, default=1, metavar="N",
+        dict(type=_positive_int, default=1, metavar="N",
              help="times each measurement is repeated (default %(default)s)"),
         ("--repeats",)),
     "warmup": (
         ("--warmup",),
-        dict(type=positive_int, metavar="N", help="untimed steps first (tracing)"),
+        dict(type=_positive_int, metavar="N", help="untimed steps first (tracing)"),
         ()),
     "steps": (
         ("--steps",),
-        dict(type=positive_int, metavar="N", help="timed steps"),
+        dict(type=_positive_int, metavar="N", help="timed steps"),
         ()),
     "sentences": (
         ("--sentences",),
@@ -251,7 +250,7 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any], tuple[str, ...]]] = {
         ()),
     "count": (
         ("--count",),
-        dict(type=positive_int, metavar="N", help="sentences used, spread evenly through the file"),
+        dict(type=_positive_int, metavar="N", help="sentences used, spread evenly through the file"),
         ()),
     "weights": (
         ("--weights",),
@@ -297,7 +296,7 @@ def add_report_options(parser: argparse.ArgumentParser) -> None:
     """``--json FILE``, ``--note`` and ``--matmul-rounds``: the report's options."""
     parser.add_argument("--json", metavar="FILE", help="write the report (JSON) here")
     parser.add_argument("--note", default="", help="stored in the report (e.g. 'under load')")
-    parser.add_argument("--matmul-rounds", type=positive_int, default=5, metavar="N",
+    parser.add_argument("--matmul-rounds", type=_positive_int, default=5, metavar="N",
                         help="numpy matmul timings, the best of which is the machine's rate "
                              "in the report (default %(default)s)")
     parser.rename("--matmul-repeats", "--matmul-rounds")

@@ -268,8 +268,7 @@ def _attacker(port: int, sentences: list[str], args, seconds: float, channel) ->
     time.sleep(max(0.0, start_at - time.time()))
     stop_at = time.perf_counter() + seconds
     asyncio.run(_attack_mix(port, sentences, stop_at, args, attacks, left))
-    channel.send(({name: (kind.report(), kind.statuses) for name, kind in attacks.items()},
-                  left[0]))
+    channel.send(({name: kind.report() for name, kind in attacks.items()}, left[0]))
 
 
 def phase(server: Server, name: str, sentences: list[str], seconds: float, args,
@@ -328,8 +327,9 @@ def phase(server: Server, name: str, sentences: list[str], seconds: float, args,
     ok = [s for status, s in latencies if status == 200]
     other_5xx = sum(v for k, v in normal["statuses"].items()
                     if int(k) >= 500 and int(k) not in (503, 504))
-    for _, statuses in attacks.values():
-        other_5xx += sum(v for k, v in statuses.items() if k >= 500 and k not in (503, 504))
+    for report in attacks.values():
+        other_5xx += sum(v for k, v in report["statuses"].items()
+                         if int(k) >= 500 and int(k) not in (503, 504))
     other_5xx += sum(v for k, v in health_statuses.items()
                      if k is not None and k >= 500 and k not in (503, 504))
     result = {
@@ -344,9 +344,9 @@ def phase(server: Server, name: str, sentences: list[str], seconds: float, args,
         **_server_memory(server.process.pid),
     }
     if attack:
-        result["attacks"] = {name: report for name, (report, _) in attacks.items()}
+        result["attacks"] = dict(attacks)
         result["all_refused_in_time"] = all(
-            report["not_refused_in_time"] == 0 for report in result["attacks"].values())
+            report["not_refused_in_time"] == 0 for report in attacks.values())
         result["attacks"]["disconnect"] = {
             "requests": left,
             "sentences_dropped": after.get("dropped", 0) - before.get("dropped", 0)}

@@ -61,8 +61,8 @@ def build_parser():
                         help="glossary terms are not among the N most frequent source words "
                         "(default 100)")
     parser.add_argument("--sets-dir", help="write the test sets here")
-    parser.add_argument("--rounds", type=_common.positive_int, default=3,
-                        help="timed rounds, each both decodes in turn (default 3)")
+    _common.add(parser, "rounds", default=3,
+                help="timed rounds, each both decodes in turn (default %(default)s)")
     return parser
 
 
