@@ -261,6 +261,11 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any], tuple[str, ...]]] = {
         ("--name",),
         dict(default="nmt", help="the model's name in the export (default nmt)"),
         ()),
+    "no_spin": (
+        ("--no-spin",),
+        dict(dest="spin", action="store_false",
+             help="serve with keras-nmt serve --no-spin (onnxruntime's idle threads sleep)"),
+        ()),
     "copies": (
         ("--copies",),
         dict(type=int_list, default="1,10", metavar="R,...",

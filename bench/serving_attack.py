@@ -411,6 +411,7 @@ def main(argv=None) -> int:
     _common.add(parser, "count", default=500, help="sentences the normal clients send "
                 "(default 500)")
     parser.add_argument("--int8", action="store_true", help="serve NAME.int8.onnx")
+    _common.add(parser, "no_spin")
     _common.add(parser, "batch_size", default=32, help="sentences a batch (default 32)")
     parser.add_argument("--duration", type=float, default=120.0,
                         help="seconds in all: half without the attack, half with (default 120)")
@@ -443,6 +444,7 @@ def main(argv=None) -> int:
                str(args.max_body_bytes), "--read-timeout", str(args.read_timeout),
                "--request-timeout", str(args.request_timeout), "--poll-seconds", "0"]
     options += ["--int8"] if args.int8 else []
+    options += [] if args.spin else ["--no-spin"]
     server = Server(args.export_dir, args.name, options)
     try:
         quiet = phase(server, args.name, sentences, args.duration / 2, args, attack=False)
@@ -452,6 +454,7 @@ def main(argv=None) -> int:
     finally:
         stopped = server.stop()
     settings = {"export_dir": str(args.export_dir), "name": args.name, "int8": args.int8,
+                "spin": args.spin,
                 "batch_size": args.batch_size, "clients": args.clients,
                 "per_request": args.per_request, "slow": args.slow, "bombers": args.bombers,
                 "bomb_sentences": args.bomb_sentences, "max_body_bytes": args.max_body_bytes,

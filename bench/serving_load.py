@@ -12,6 +12,11 @@ else NAME.onnx), at the export's beam (the one its serving_default signature use
   latency (p50, p99, max), errors (anything but a well-formed 200) and the share of
   translations equal to offline's (below 1 with vocabulary selection or int8, whose
   candidate words and activation ranges are computed over a batch);
+- offline in arrival order: the same sentences, in the order the clients sent them, in
+  consecutive batches of the server's mean batch, a call each (lengths mixed, rare-word
+  sentences decoded apart per batch, as the server's batches are): the load phase's rate
+  over this one is what HTTP and the clients cost, the rest of its gap to offline is the
+  batches' make-up;
 - overload: a second server with a small queue (--overload-queue sentences) and
   --overload-clients clients sending requests of --per-overload sentences for
   --overload-seconds: how many got 503 and how fast (p50, p99, max), and whether any
@@ -89,6 +94,25 @@ def offline(translator: OnnxTranslator, sentences: list[str], beam: int,
             "rates": [len(sentences) / s for s, _ in passes],
             "sentences_per_second": len(sentences) / seconds,
             "texts": {s: r.text for s, r in zip(sentences, passes[0][1])}}
+
+
+def offline_in_arrival_order(translator: OnnxTranslator, sentences: list[str], beam: int,
+                             batch_size: int, rounds: int = 3) -> dict:
+    """The sentences in the order the load phase's clients send them, translated in
+    consecutive batches of ``batch_size`` (the server's mean batch), each batch a call of
+    its own as a server batch is: the lengths a batch mixes and its rare-word sentences
+    decoded apart are the server's, without HTTP or clients. The load phase's rate over
+    this one is what serving costs beyond the batches' make-up."""
+    def translate():
+        for start in range(0, len(sentences), batch_size):
+            translator.translate(sentences[start:start + batch_size], beam_size=beam,
+                                 batch_size=batch_size)
+
+    passes = [_common.timed(translate)[0] for _ in range(rounds)]
+    seconds = statistics.median(passes)
+    return {"batch_size": batch_size, "seconds": seconds, "rounds": rounds,
+            "rates": [len(sentences) / s for s in passes],
+            "sentences_per_second": len(sentences) / seconds}
 
 
 class Server:
@@ -463,6 +487,7 @@ def main(argv=None) -> int:
     parser.add_argument("--batch-gap-ms", type=float,
                         help="the server's --batch-gap-ms (default: the server's default)")
     parser.add_argument("--threads", type=int, help="onnxruntime intra-op threads")
+    _common.add(parser, "no_spin")
     parser.add_argument("--batch-threads", type=int, default=1,
                         help="batches the server runs at once (default 1)")
     parser.add_argument("--clients", type=int, default=32)
@@ -501,6 +526,7 @@ def main(argv=None) -> int:
     common += ["--int8"] if int8 else []
     common += ["--threads", str(args.threads)] if args.threads else []
     common += ["--batch-threads", str(args.batch_threads)]
+    common += [] if args.spin else ["--no-spin"]
 
     off = offline(translator, sentences, beam, args.batch_size)
     expected = off.pop("texts")
@@ -512,6 +538,8 @@ def main(argv=None) -> int:
         fuzz = fuzz_phase(server, args.name, args.fuzz, sentences[0], probe)
     finally:
         stopped = server.stop()
+    arrival = offline_in_arrival_order(translator, sentences, beam,
+                                       max(1, round(load["mean_batch"] or args.batch_size)))
     overload = overload_phase(args.export_dir, args.name, sentences, common, args)
     swapped = (swap_phase(args.export_dir, args.name, sentences, common, args)
                if args.swap_seconds > 0 else None)
@@ -521,11 +549,15 @@ def main(argv=None) -> int:
     settings = {"model": model, "batch_size": args.batch_size, "max_wait_ms": args.max_wait_ms,
                 "batch_gap_ms": args.batch_gap_ms,
                 "batch_threads": args.batch_threads, "threads": args.threads,
+                "spin": args.spin,
                 "clients": args.clients, "seconds": args.seconds,
                 "per_request": args.per_request, "sentences": len(sentences)}
     results = {
         "offline": off,
+        "offline_in_arrival_order": arrival,
         "load": {**load, "ratio_to_offline": load["sentences_per_second"] / off["sentences_per_second"],
+                 "ratio_to_arrival_order": (load["sentences_per_second"]
+                                            / arrival["sentences_per_second"]),
                  **stopped},
         "overload": overload,
         "fuzz": fuzz,
@@ -533,6 +565,8 @@ def main(argv=None) -> int:
     }
     rows = [
         {"phase": "offline", "rate": off["sentences_per_second"]},
+        {"phase": "offline, arrival order", "rate": arrival["sentences_per_second"],
+         "batch": arrival["batch_size"]},
         {"phase": "load", "rate": load["sentences_per_second"], "p50": load["p50_ms"],
          "p99": load["p99_ms"], "errors": load["errors"], "batch": load["mean_batch"]},
         {"phase": "overload 503", "p50": overload["time_to_503"]["p50_ms"],

@@ -132,7 +132,7 @@ def _load_codecs(export_dir: pathlib.Path, metadata: dict):
 
 
 def _session(path: pathlib.Path, threads: int | None, inputs=INPUTS, outputs=OUTPUTS,
-             kind: str = "translate_ids"):
+             kind: str = "translate_ids", spin: bool = True):
     import onnxruntime
 
     if not path.is_file():
@@ -140,6 +140,11 @@ def _session(path: pathlib.Path, threads: int | None, inputs=INPUTS, outputs=OUT
     options = onnxruntime.SessionOptions()
     if threads:
         options.intra_op_num_threads = threads
+    if not spin:
+        # A thread without work sleeps instead of spinning: beside other work on the same
+        # cores (a server's HTTP under attack), spinning takes the CPU that work needs.
+        for pool in ("intra_op", "inter_op"):
+            options.add_session_config_entry(f"session.{pool}.allow_spinning", "0")
     try:
         session = onnxruntime.InferenceSession(
             str(path), options, providers=["CPUExecutionProvider"]
@@ -166,7 +171,7 @@ class OnnxTranslator:
                  split_sentences: bool = False, rare_sources: Sequence[int] = (),
                  dictionary: dict[str, str] | None = None,
                  constrained_path: pathlib.Path | None = None,
-                 max_decode_ratio: float | None = None):
+                 max_decode_ratio: float | None = None, spin: bool = True):
         self.session = session
         # keras_nmt.text codecs: the word tokenizer or SentencePiece, as exported.
         self.source_codec = source_codec
@@ -202,6 +207,7 @@ class OnnxTranslator:
         # NAME.forced.onnx, loaded by the first alignment (translation alone never needs it).
         self.forced_path = forced_path
         self.threads = threads
+        self.spin = spin  # whether the sessions' idle threads spin (_session)
         self._forced = None
         self._forced_lock = threading.Lock()  # a server's batch threads may race to load it
         # NAME.constrained.onnx (export --constrained), loaded by the first constrained
@@ -214,11 +220,13 @@ class OnnxTranslator:
     @classmethod
     def from_export_dir(cls, export_dir: str | os.PathLike, name: str = "nmt",
                         threads: int | None = None, int8: bool = False,
-                        version: int | None = None) -> "OnnxTranslator":
+                        version: int | None = None, spin: bool = True) -> "OnnxTranslator":
         """Load NAME.onnx.json of the newest version of ``name`` in EXPORT_DIR (or of
         ``version``; :func:`keras_nmt.export.layout.find_onnx_dir`), its vocabularies (and
         SentencePiece models), then NAME.onnx, or with ``int8`` NAME.int8.onnx (raises
-        :class:`ExportError` or VocabularyError naming what is missing or broken)."""
+        :class:`ExportError` or VocabularyError naming what is missing or broken).
+        ``spin``: whether onnxruntime's threads spin while they wait for work (faster
+        alone; without, the CPU goes sooner to other work on the same cores)."""
         export_dir = layout.find_onnx_dir(export_dir, name, version)
         metadata = _load_metadata(export_dir / layout.metadata_name(name))
         source_codec, target_codec = _load_codecs(export_dir, metadata)
@@ -242,7 +250,7 @@ class OnnxTranslator:
             if not isinstance(metadata.get("int8"), dict) or "model" not in metadata["int8"]:
                 raise ExportError(f"{name}.onnx.json names no int8 model (export with --int8)")
             model = metadata["int8"]["model"]
-        session = _session(export_dir / str(model), threads)
+        session = _session(export_dir / str(model), threads, spin=spin)
         # The graph's n-best width is fixed when it is traced: read it off the output
         # shape when the converter kept it static, else from the metadata.
         width = next(o.shape for o in session.get_outputs() if o.name == "lengths")
@@ -273,7 +281,7 @@ class OnnxTranslator:
             dictionary = load_dictionary(export_dir / str(metadata["dictionary"]))
         return cls(session, source_codec, target_codec, max_source_len, beam_size, alpha,
                    max_nbest, shortlist, forced_path, threads, split, rare, dictionary,
-                   constrained_path, ratio)
+                   constrained_path, ratio, spin)
 
     def forced_session(self):
         """The onnxruntime session of NAME.forced.onnx (loaded once); :class:`ExportError`
@@ -284,7 +292,7 @@ class OnnxTranslator:
                     raise ExportError("this export has no force-decoding model (it was written "
                                       "by an older keras-nmt): export the run again with --onnx")
                 self._forced = _session(self.forced_path, self.threads, FORCED_INPUTS,
-                                        FORCED_OUTPUTS, "force-decoding")
+                                        FORCED_OUTPUTS, "force-decoding", self.spin)
         return self._forced
 
     @property
@@ -303,7 +311,7 @@ class OnnxTranslator:
                            + (("token_logprobs",) if self.scores_tokens else ()))
                 self._constrained = _session(self.constrained_path, self.threads,
                                              CONSTRAINED_INPUTS, outputs,
-                                             "translate_ids_constrained")
+                                             "translate_ids_constrained", self.spin)
         return self._constrained
 
     def constraint_encoder(self) -> output_rules.Encoder:

@@ -539,10 +539,17 @@ def test_serving_load_phases_on_the_tiny_export(tiny_export, tmp_path, capsys):
     report = report_of(out, "serving_load")
     model = report["settings"]["model"]
     assert model["int8"] is False and model["beam"] == 5  # no int8 model
+    assert report["settings"]["spin"] is True
     report = report["results"]
     assert report["offline"]["sentences"] == 12 and report["offline"]["sentences_per_second"] > 0
     load_phase = report["load"]
     assert load_phase["errors"] == 0 and load_phase["sentences"] > 0
+    # The yardstick in the server's batches: its mean batch, the same 12 sentences.
+    arrival = report["offline_in_arrival_order"]
+    assert arrival["batch_size"] == max(1, round(load_phase["mean_batch"]))
+    assert len(arrival["rates"]) == 3 and arrival["sentences_per_second"] > 0
+    assert load_phase["ratio_to_arrival_order"] == pytest.approx(
+        load_phase["sentences_per_second"] / arrival["sentences_per_second"])
     # Full vocabulary, float: a batch's neighbours change only rounding (matrix products
     # of another shape), which a barely trained model's near ties can still turn.
     assert load_phase["same_as_offline"] >= 0.75
@@ -619,8 +626,9 @@ def test_attack_bench_on_the_tiny_export(tiny_export, tmp_path, capsys):
     assert serving_attack.main([
         str(tiny_export), "--duration", "4", "--clients", "4", "--count", "40", "--slow", "10",
         "--bombers", "1", "--read-timeout", "1", "--slow-margin", "3", "--fuzz", "200",
-        "--matmul-rounds", "1", "--json", str(out)]) == 0
+        "--no-spin", "--matmul-rounds", "1", "--json", str(out)]) == 0
     report = json.loads(out.read_text())
+    assert report["settings"]["spin"] is False  # the server ran with --no-spin
     assert report["benchmark"] == "serving_attack" and report["settings"]["slow"] == 10
     results = report["results"]
     for name in ("without_attack", "with_attack"):

@@ -940,25 +940,47 @@ def test_cross_site_and_rebound_requests_are_refused(served, headers, status, re
         assert served.call("/health", headers=headers)[0] == (421 if status == 421 else 200)
 
 
-def test_undecodable_bodies_log_one_line_and_are_counted(registry):
-    """A body declared gzip that is not: refused 415 unread, then its rest fails to
-    decode while it is read and dropped. aiohttp logs that with a traceback each time, a
-    flood a client can repeat at will (a pipe nobody reads then blocks the event loop):
-    the server logs each kind of such error once, in one line, and counts them all."""
+def _raw_exchange(port: int, head: str, body: bytes) -> bytes:
+    """What the server answers to ``head`` (its lines, without the blank line that ends
+    it) and ``body``, sent as they are on a connection of their own."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+        connection.sendall(head.encode("ascii") + b"\r\n\r\n" + body)
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            chunk = connection.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+        return answer
+
+
+def test_compressed_bodies_are_refused_unread_and_broken_ones_log_one_line(registry):
+    """A body declared gzip that is not: refused 415, and its rest dropped as sent, never
+    inflated (a failure to inflate it reset the connection before some clients read the
+    refusal). A body whose chunk sizes do not parse fails in aiohttp's parser, which logs
+    that with a traceback each time, a flood a client can repeat at will (a pipe nobody
+    reads then blocks the event loop): the server logs each kind of such error once, in
+    one line, and counts them all."""
     with ServerThread(registry) as server:
+        head = (f"POST /translate HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+                "Content-Type: application/json")
         for _ in range(5):
-            got, answer = server.call("/translate", b"not gzip at all" * 100,
-                                      headers={"Content-Encoding": "gzip"})
-            assert got == 415, answer
+            body = b"not gzip at all" * 100
+            answer = _raw_exchange(server.port, head + "\r\nContent-Encoding: gzip\r\n"
+                                   f"Content-Length: {len(body)}", body)
+            assert answer.startswith(b"HTTP/1.1 415 "), answer
+            answer = _raw_exchange(server.port, head + "\r\nTransfer-Encoding: chunked",
+                                   b"zz\r\nabc\r\n0\r\n\r\n")
+            assert answer.startswith(b"HTTP/1.0 400 "), answer
         assert server.call("/health")[0] == 200
         status, _, metrics = call_raw(server.port, "/monitoring/prometheus/metrics")
         log = server.log.getvalue()
     assert "Traceback" not in log
     lines = [line for line in log.splitlines() if "on a connection" in line]
-    assert len(lines) == 1 and "RequestPayloadError" in lines[0], log
+    assert len(lines) == 1 and "BadHttpMessage" in lines[0], log
     counted = [line for line in metrics.decode().splitlines()
                if line.startswith("keras_nmt_serve_connection_errors_total{")]
-    assert counted == ['keras_nmt_serve_connection_errors_total{kind="RequestPayloadError"} 5.0']
+    assert counted == ['keras_nmt_serve_connection_errors_total{kind="BadHttpMessage"} 5.0']
 
 
 # ---- new versions, metrics -------------------------------------------------------------
@@ -976,7 +998,8 @@ def _add_version(model_dir: pathlib.Path, source: pathlib.Path, version: int, **
 def test_new_versions_are_picked_up_while_requests_keep_succeeding(tiny_export, tmp_path):
     export = tmp_path / "export"
     shutil.copytree(tiny_export, export)
-    registry = Registry.from_export_dir(export)  # models.config: the newest version
+    # models.config: the newest version; its onnxruntime threads sleep when idle.
+    registry = Registry.from_export_dir(export, spin=False)
     answers, stop = [], threading.Event()
     with ServerThread(registry, poll_seconds=0.1) as server:
         def ask():
@@ -1012,6 +1035,8 @@ def test_new_versions_are_picked_up_while_requests_keep_succeeding(tiny_export, 
             stop.set()
             asker.join(30)
         metrics = _metrics(server)
+        # A polled version's threads sleep as the first one's do.
+        assert [_spinning(s.translator) for s in registry.servables()] == ["0"]
         log = server.log.getvalue()
     assert answers and all(status == 200 for status, _ in answers), answers
     versions = [version for _, version in answers]
@@ -1162,6 +1187,42 @@ def test_port_in_use_is_one_line(tiny_export, capsys):
     err = capsys.readouterr().err
     assert err.startswith(f"keras-nmt serve: error: cannot listen on 127.0.0.1:{port}")
     assert err.count("\n") == 1
+
+
+def _spinning(translator) -> str | None:
+    """What the translator's session says of its idle intra-op threads: "0", they sleep;
+    None, nothing (onnxruntime's default: they spin)."""
+    options = translator.session.get_session_options()
+    try:
+        return options.get_session_config_entry("session.intra_op.allow_spinning")
+    except RuntimeError:  # onnxruntime's word for a key never set
+        return None
+
+
+@pytest.mark.parametrize("spin", [True, False], ids=["default", "--no-spin"])
+def test_the_server_runs_with_a_short_switch_interval_and_threads_that_may_sleep(
+        tiny_export, monkeypatch, spin):
+    """While the command serves, the event loop gets the GIL back from busy threads every
+    0.5 ms, not every 5, and with --no-spin onnxruntime's idle threads sleep rather than
+    spin; the interpreter's interval is the caller's again afterwards. An offline
+    OnnxTranslator keeps onnxruntime's spinning."""
+    import sys
+
+    from keras_nmt.onnx_translator import OnnxTranslator
+    from keras_nmt.serving.server import TranslationServer
+
+    seen = []
+
+    async def run(self, ready):
+        seen.append((sys.getswitchinterval(),
+                     [_spinning(s.translator) for s in self.registry.servables()]))
+
+    monkeypatch.setattr(TranslationServer, "run", run)
+    before = sys.getswitchinterval()
+    assert serve_cli.main([str(tiny_export), "--port", "0", *([] if spin else ["--no-spin"])]) == 0
+    assert seen == [(pytest.approx(serve_cli.SWITCH_INTERVAL), [None if spin else "0"])]
+    assert serve_cli.SWITCH_INTERVAL < before and sys.getswitchinterval() == before
+    assert _spinning(OnnxTranslator.from_export_dir(tiny_export)) is None
 
 
 SERVE_WITHOUT_TRAINING_PACKAGES = """

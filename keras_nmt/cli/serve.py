@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
-from typing import Sequence, TextIO
+import sys
+from typing import Iterator, Sequence, TextIO
 
 from keras_nmt.cli.common import (
     Console, OneLineParser, non_negative_float, non_negative_int, positive_float, positive_int,
@@ -16,6 +18,23 @@ from keras_nmt.cli.common import (
 from keras_nmt.errors import UsageError
 
 PROG = "keras-nmt serve"
+# The event loop waits for the GIL whenever another thread holds it (a large body parsed off
+# the loop, the Python of a batch between onnxruntime's calls), and Python hands it over
+# once a switch interval, 5 ms by default: under attack that added some 40 ms to /health's
+# p99 (docs/export-serving.md, "Under attack").
+SWITCH_INTERVAL = 0.0005
+
+
+@contextlib.contextmanager
+def switching_often(seconds: float = SWITCH_INTERVAL) -> Iterator[None]:
+    """The interpreter's thread switch interval set to ``seconds`` inside, then restored
+    (the command may run inside another program's process)."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(seconds)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
 
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
@@ -49,6 +68,10 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                         help="run each model's NAME.int8.onnx (exported with --int8)")
     parser.add_argument("--threads", type=positive_int, metavar="N",
                         help="onnxruntime intra-op threads (default: onnxruntime's choice)")
+    parser.add_argument("--no-spin", dest="spin", action="store_false",
+                        help="onnxruntime's idle threads sleep instead of spinning: less "
+                        "throughput, but the CPU goes to HTTP work sooner, for a server whose "
+                        "cores are shared or under attack")
     parser.add_argument("--batch-size", type=positive_int, default=d.batch_size, metavar="B",
                         help=f"sentences in one onnxruntime run, at most (default {d.batch_size})")
     parser.add_argument("--max-wait-ms", type=non_negative_float, default=d.max_wait * 1000,
@@ -133,7 +156,7 @@ def _serve(args, console: Console) -> int:
     except ValueError as error:
         raise UsageError(str(error)) from None
     registry = Registry.from_export_dir(args.export_dir, args.name, args.model_config_file,
-                                        int8=args.int8, threads=args.threads)
+                                        int8=args.int8, threads=args.threads, spin=args.spin)
     served = ", ".join(f"{s.name} (version {s.version}{', int8' if s.int8 else ''})"
                        for s in registry.servables())
     server = TranslationServer(registry, options, log=console.stderr, prog=console.prog)
@@ -142,7 +165,8 @@ def _serve(args, console: Console) -> int:
         print(f"{console.prog}: serving {served} on {url}", file=console.stderr, flush=True)
 
     try:
-        asyncio.run(server.run(ready))
+        with switching_often():
+            asyncio.run(server.run(ready))
     except OSError as error:  # the address is taken or cannot be bound
         raise UsageError(f"cannot listen on {args.host}:{args.port}: "
                          f"{error.strerror or error}") from None

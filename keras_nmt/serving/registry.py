@@ -104,11 +104,14 @@ def _decode_ratio(metadata: pathlib.Path) -> float:
 
 
 def load_servable(name: str, base_path: pathlib.Path, version: int, int8: bool = False,
-                  threads: int | None = None) -> Servable:
-    """Version ``version`` of the model whose versions lie in ``base_path``."""
+                  threads: int | None = None, spin: bool = True) -> Servable:
+    """Version ``version`` of the model whose versions lie in ``base_path``; ``spin``:
+    whether its onnxruntime threads spin while they wait for work
+    (:meth:`OnnxTranslator.from_export_dir`)."""
     directory = layout.onnx_dir(base_path.parent, base_path.name, version)
     stem = _metadata_stem(directory, name)
-    translator = OnnxTranslator.from_export_dir(directory, stem, threads, int8=int8)
+    translator = OnnxTranslator.from_export_dir(directory, stem, threads, int8=int8,
+                                                spin=spin)
     return Servable(name, version, translator, int8,
                     _decode_ratio(directory / layout.metadata_name(stem)))
 
@@ -128,7 +131,7 @@ class Registry:
 
     def __init__(self, servables: list[Servable], labels: dict[str, dict[str, int]] | None = None,
                  sources: tuple[ModelEntry, ...] = (), int8: bool = False,
-                 threads: int | None = None):
+                 threads: int | None = None, spin: bool = True):
         models: dict[str, dict[int, Servable]] = {}
         for servable in servables:
             models.setdefault(servable.name, {})[servable.version] = servable
@@ -143,12 +146,13 @@ class Registry:
         self.sources = tuple(sources)  # where poll() looks for versions
         self.int8 = int8
         self.threads = threads
+        self.spin = spin  # load_servable's, for the versions a poll loads
         self._failed: dict[tuple[str, int], tuple] = {}  # (name, version) -> its files then
 
     @classmethod
     def from_export_dir(cls, export_dir: str | os.PathLike, name: str | None = None,
                         config: str | os.PathLike | None = None, int8: bool = False,
-                        threads: int | None = None) -> "Registry":
+                        threads: int | None = None, spin: bool = True) -> "Registry":
         """The models of ``config`` (default: EXPORT_DIR/models.config when there is
         one), or with ``name`` (or without a models.config) the newest version of that
         model (default ``nmt``) of EXPORT_DIR. :class:`ExportError` (one line) for
@@ -165,10 +169,10 @@ class Registry:
                 raise ExportError(f"{export_dir / name} holds no exported version")
         else:
             entries = serving_files.read_models_config(config)
-        servables = [load_servable(entry.name, entry.base_path, version, int8, threads)
+        servables = [load_servable(entry.name, entry.base_path, version, int8, threads, spin)
                      for entry in entries for version in entry.chosen_versions()]
         return cls(servables, {entry.name: entry.labels for entry in entries}, tuple(entries),
-                   int8, threads)
+                   int8, threads, spin)
 
     def find(self, name: str, version: int | None = None, label: str | None = None) -> Servable:
         """The servable asked for (the newest version by default); 404 as TF Serving
@@ -240,7 +244,7 @@ class Registry:
             return None  # failed before, and nothing has changed since
         try:
             servable = load_servable(entry.name, entry.base_path, version, self.int8,
-                                     self.threads)
+                                     self.threads, self.spin)
             if check is not None:
                 check(servable)
         except Exception as error:  # noqa: BLE001 (a half-copied version may raise anything)

@@ -702,8 +702,11 @@ class TranslationServer:
         # keepalive_timeout also closes a connection that has not sent a whole request head
         # within it (aiohttp starts it when the connection opens); the rest of a body
         # refused unread is read and dropped for at most lingering_time, then the
-        # connection is closed.
+        # connection is closed. Bodies are read as sent, never inflated: a compressed one
+        # is refused (415), and its rest is dropped without being decoded, where a failure
+        # to inflate it would reset the connection before the client read the refusal.
         self._runner = web.AppRunner(self.application(), access_log=None,
+                                     auto_decompress=False,
                                      handle_signals=False, handler_cancellation=True,
                                      shutdown_timeout=options.shutdown_timeout,
                                      keepalive_timeout=options.read_timeout,
