@@ -20,8 +20,8 @@ from keras_nmt.errors import UsageError
 PROG = "keras-nmt serve"
 # The event loop waits for the GIL whenever another thread holds it (a large body parsed off
 # the loop, the Python of a batch between onnxruntime's calls), and Python hands it over
-# once a switch interval, 5 ms by default: under attack that added some 40 ms to /health's
-# p99 (docs/export-serving.md, "Under attack").
+# once a switch interval, 5 ms by default: under attack that added some 20-30 ms to
+# /health's p99 (docs/export-serving.md, "Under attack").
 SWITCH_INTERVAL = 0.0005
 
 
