@@ -89,11 +89,16 @@ def offline(translator: OnnxTranslator, sentences: list[str], beam: int,
 
     translate(sentences[:batch_size])
     passes = [_common.timed(lambda: translate(sentences)) for _ in range(rounds)]
-    seconds = statistics.median(s for s, _ in passes)
-    return {"sentences": len(sentences), "seconds": seconds, "rounds": rounds,
-            "rates": [len(sentences) / s for s, _ in passes],
-            "sentences_per_second": len(sentences) / seconds,
+    return {"sentences": len(sentences), **_rates(len(sentences), [s for s, _ in passes]),
             "texts": {s: r.text for s, r in zip(sentences, passes[0][1])}}
+
+
+def _rates(count: int, passes: list[float]) -> dict:
+    """The figures of ``count`` sentences translated once in each of ``passes`` (their
+    seconds): the median pass, and each pass's rate."""
+    seconds = statistics.median(passes)
+    return {"seconds": seconds, "rounds": len(passes), "rates": [count / s for s in passes],
+            "sentences_per_second": count / seconds}
 
 
 def offline_in_arrival_order(translator: OnnxTranslator, sentences: list[str], beam: int,
@@ -109,10 +114,7 @@ def offline_in_arrival_order(translator: OnnxTranslator, sentences: list[str], b
                                  batch_size=batch_size)
 
     passes = [_common.timed(translate)[0] for _ in range(rounds)]
-    seconds = statistics.median(passes)
-    return {"batch_size": batch_size, "seconds": seconds, "rounds": rounds,
-            "rates": [len(sentences) / s for s in passes],
-            "sentences_per_second": len(sentences) / seconds}
+    return {"batch_size": batch_size, **_rates(len(sentences), passes)}
 
 
 class Server:
