@@ -266,6 +266,12 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any], tuple[str, ...]]] = {
         dict(dest="spin", action="store_false",
              help="serve with keras-nmt serve --no-spin (onnxruntime's idle threads sleep)"),
         ()),
+    "work_niceness": (
+        ("--work-niceness",),
+        dict(type=int, default=0, metavar="N",
+             help="serve with keras-nmt serve --work-niceness N: decoding below the event "
+                  "loop's priority (default 0)"),
+        ()),
     "copies": (
         ("--copies",),
         dict(type=int_list, default="1,10", metavar="R,...",

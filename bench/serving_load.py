@@ -490,6 +490,7 @@ def main(argv=None) -> int:
                         help="the server's --batch-gap-ms (default: the server's default)")
     parser.add_argument("--threads", type=int, help="onnxruntime intra-op threads")
     _common.add(parser, "no_spin")
+    _common.add(parser, "work_niceness")
     parser.add_argument("--batch-threads", type=int, default=1,
                         help="batches the server runs at once (default 1)")
     parser.add_argument("--clients", type=int, default=32)
@@ -529,6 +530,7 @@ def main(argv=None) -> int:
     common += ["--threads", str(args.threads)] if args.threads else []
     common += ["--batch-threads", str(args.batch_threads)]
     common += [] if args.spin else ["--no-spin"]
+    common += ["--work-niceness", str(args.work_niceness)] if args.work_niceness else []
 
     off = offline(translator, sentences, beam, args.batch_size)
     expected = off.pop("texts")
@@ -551,7 +553,7 @@ def main(argv=None) -> int:
     settings = {"model": model, "batch_size": args.batch_size, "max_wait_ms": args.max_wait_ms,
                 "batch_gap_ms": args.batch_gap_ms,
                 "batch_threads": args.batch_threads, "threads": args.threads,
-                "spin": args.spin,
+                "spin": args.spin, "work_niceness": args.work_niceness,
                 "clients": args.clients, "seconds": args.seconds,
                 "per_request": args.per_request, "sentences": len(sentences)}
     results = {

@@ -539,7 +539,7 @@ def test_serving_load_phases_on_the_tiny_export(tiny_export, tmp_path, capsys):
     report = report_of(out, "serving_load")
     model = report["settings"]["model"]
     assert model["int8"] is False and model["beam"] == 5  # no int8 model
-    assert report["settings"]["spin"] is True
+    assert report["settings"]["spin"] is True and report["settings"]["work_niceness"] == 0
     report = report["results"]
     assert report["offline"]["sentences"] == 12 and report["offline"]["sentences_per_second"] > 0
     load_phase = report["load"]
@@ -626,9 +626,10 @@ def test_attack_bench_on_the_tiny_export(tiny_export, tmp_path, capsys):
     assert serving_attack.main([
         str(tiny_export), "--duration", "4", "--clients", "4", "--count", "40", "--slow", "10",
         "--bombers", "1", "--read-timeout", "1", "--slow-margin", "3", "--fuzz", "200",
-        "--no-spin", "--matmul-rounds", "1", "--json", str(out)]) == 0
+        "--no-spin", "--work-niceness", "3", "--matmul-rounds", "1", "--json", str(out)]) == 0
     report = json.loads(out.read_text())
-    assert report["settings"]["spin"] is False  # the server ran with --no-spin
+    # The server ran with --no-spin and its work threads 3 nice levels down.
+    assert report["settings"]["spin"] is False and report["settings"]["work_niceness"] == 3
     assert report["benchmark"] == "serving_attack" and report["settings"]["slow"] == 10
     results = report["results"]
     for name in ("without_attack", "with_attack"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import http.client
 import io
 import json
@@ -36,11 +37,12 @@ from support import (
 from keras_nmt.cli import serve as serve_cli
 from keras_nmt.constraints import Glossary, LineConstraints
 from keras_nmt.errors import RequestError
-from keras_nmt.serving import tfserving_client
+from keras_nmt.serving import priority, tfserving_client
 from keras_nmt.serving.batcher import Batcher
 from keras_nmt.serving.metrics import PATH as METRICS_PATH
 from keras_nmt.onnx_translator import OnnxTranslator
 from keras_nmt.serving.registry import Registry
+from keras_nmt.serving.server import ServerOptions
 from keras_nmt.serving.tfserving_rest import float32_json
 
 LINES = [
@@ -501,6 +503,28 @@ def test_requests_that_arrive_together_share_one_batch(registry, translator):
     assert [a[1]["translations"][0]["text"] for a in answers] == [t.text for t in expected]
     np.testing.assert_allclose([a[1]["translations"][0]["score"] for a in answers],
                                [t.score for t in expected], rtol=1e-5)
+
+
+def test_work_threads_run_below_the_event_loops_priority(registry, translator, monkeypatch):
+    """With work_niceness, a batch runs in a thread that many nice levels below the event
+    loop's (a thread's nice value is its own on Linux), and the loop keeps its priority."""
+    servable = registry.servables()[0]
+    translate, seen = servable.translator.translate, []
+
+    def noted(*args, **kwargs):
+        seen.append(priority.nice_of())
+        return translate(*args, **kwargs)
+
+    monkeypatch.setattr(servable.translator, "translate", noted)
+    base = priority.nice_of()
+    with ServerThread(registry, work_niceness=3) as server:
+        status, answer = server.call("/translate", {"text": ["a dog runs ."]})
+        loop = priority.nice_of(server.thread.native_id)
+    assert status == 200, answer
+    assert answer["translations"][0]["text"] == translator.translate(["a dog runs ."])[0].text
+    assert (seen, loop) == ([base + 3], base)
+    with pytest.raises(ValueError, match="work_niceness must be between 0 and 19"):
+        ServerOptions(work_niceness=20).check()
 
 
 def test_full_queue_answers_503_at_once(registry, translator):
@@ -1155,6 +1179,7 @@ model_config_list {
     # The export's own beam (5) above --max-beam: every default request would be a 400.
     (["--max-beam", "4"], "model 'nmt' version 1 searches with beam 5, above --max-beam 4"),
     (["--max-body-bytes", "2000", "--max-body-memory", "1000"], "cannot exceed max_body_memory"),
+    (["--work-niceness", "20"], "work_niceness must be between 0 and 19"),
 ])
 def test_command_errors_are_one_line(tiny_export, args, reason, capsys):
     assert serve_cli.main([str(tiny_export), "--port", "0", *args]) == 2
@@ -1224,6 +1249,17 @@ sys.exit(code)
 """
 
 
+def _thread_nice_values(pid: int) -> dict[int, int]:
+    """{thread id: nice value} of every thread of process ``pid`` (Linux's /proc)."""
+    found = {}
+    for task in pathlib.Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a thread that has just ended
+            stat = (task / "stat").read_text()
+            # Field 19 is the nice value; the command name (2) is in parentheses.
+            found[int(task.name)] = int(stat.rsplit(")", 1)[1].split()[16])
+    return found
+
+
 def _serve_without_training_packages(export, *options):
     """``keras-nmt serve EXPORT --port 0 OPTIONS`` in a fresh interpreter where the training
     packages cannot be imported: the process, and a queue of its stderr lines as they come,
@@ -1248,8 +1284,12 @@ def test_signal_stops_gracefully_without_tensorflow(tiny_export, translator, sig
     """The command in a fresh interpreter where the training packages cannot be
     imported: it serves; a signal while a request waits for its batch still answers
     that request; then it exits 0, having loaded no TensorFlow or Keras."""
+    # SIGTERM's server also runs its work threads 5 nice levels down, onnxruntime's pool
+    # (made while the model loaded; --threads 2 makes one on any machine) among them.
+    lowered = ["--work-niceness", "5", "--threads", "2"] if signum == signal.SIGTERM else []
     child, lines = _serve_without_training_packages(
-        tiny_export, "--max-wait-ms", "3000", "--batch-gap-ms", "0", "--batch-size", "64")
+        tiny_export, "--max-wait-ms", "3000", "--batch-gap-ms", "0", "--batch-size", "64",
+        *lowered)
     try:
         first = lines.get(timeout=60)
         assert first.startswith("keras-nmt serve: serving nmt (version 1) on http://127.0.0.1:"), first
@@ -1261,6 +1301,13 @@ def test_signal_stops_gracefully_without_tensorflow(tiny_export, translator, sig
         deadline = time.monotonic() + 10
         while call(port, "/stats")[1]["waiting"] < 1 and time.monotonic() < deadline:
             time.sleep(0.01)
+        nice = _thread_nice_values(child.pid)
+        base = priority.nice_of()
+        if lowered:
+            assert nice.pop(child.pid) == base and nice, nice
+            assert set(nice.values()) == {base + 5}, nice
+        else:
+            assert set(nice.values()) == {base}, nice
         child.send_signal(signum)
         request.join(30)
         assert child.wait(30) == 0

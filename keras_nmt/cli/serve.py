@@ -72,6 +72,11 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                         help="onnxruntime's idle threads sleep instead of spinning: less "
                         "throughput, but the CPU goes to HTTP work sooner, for a server whose "
                         "cores are shared or under attack")
+    parser.add_argument("--work-niceness", type=non_negative_int, default=d.work_niceness,
+                        metavar="N", help="run the threads that decode, parse large bodies and "
+                        "load new versions N nice levels below the event loop (Linux), so that "
+                        "requests are read and /health answered first when decoding keeps the "
+                        f"cores busy; 0: one priority for all (default {d.work_niceness})")
     parser.add_argument("--batch-size", type=positive_int, default=d.batch_size, metavar="B",
                         help=f"sentences in one onnxruntime run, at most (default {d.batch_size})")
     parser.add_argument("--max-wait-ms", type=non_negative_float, default=d.max_wait * 1000,
@@ -135,6 +140,7 @@ def main(argv: Sequence[str] | None = None, stdin=None, stdout: TextIO | None = 
 
 
 def _serve(args, console: Console) -> int:
+    from keras_nmt.serving import priority
     from keras_nmt.serving.registry import Registry
     from keras_nmt.serving.server import ServerOptions, TranslationServer
 
@@ -150,6 +156,7 @@ def _serve(args, console: Console) -> int:
         batch_threads=args.batch_threads, max_connections=args.max_connections,
         request_timeout=args.request_timeout, read_timeout=args.read_timeout,
         poll_seconds=args.poll_seconds, shutdown_timeout=args.shutdown_timeout,
+        work_niceness=args.work_niceness,
     )
     try:
         options.check()
@@ -157,6 +164,10 @@ def _serve(args, console: Console) -> int:
         raise UsageError(str(error)) from None
     registry = Registry.from_export_dir(args.export_dir, args.name, args.model_config_file,
                                         int8=args.int8, threads=args.threads, spin=args.spin)
+    if options.work_niceness:
+        # onnxruntime's pool threads, made while the models loaded: this thread runs the
+        # event loop, the server lowers the threads it starts itself.
+        priority.lower_others(priority.nice_of() + options.work_niceness)
     served = ", ".join(f"{s.name} (version {s.version}{', int8' if s.int8 else ''})"
                        for s in registry.servables())
     server = TranslationServer(registry, options, log=console.stderr, prog=console.prog)

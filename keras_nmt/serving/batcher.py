@@ -48,6 +48,8 @@ class DaemonThreads:
 
     def __init__(self, name: str):
         self.name = name
+        # Called first in each new thread (the server lowers its priority there).
+        self.starting: Callable[[], object] | None = None
         # Functions not yet returned. Not the threads alive: one that has returned and
         # only hands its result over may outlive the loop's shutdown by a moment, and
         # counting it would end the process early for nothing.
@@ -70,6 +72,8 @@ class DaemonThreads:
 
         def run() -> None:
             try:
+                if self.starting is not None:
+                    self.starting()
                 result, error = function(*args), None
             except BaseException as caught:  # noqa: BLE001 (handed to the waiting coroutine)
                 result, error = None, caught

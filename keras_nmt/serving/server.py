@@ -83,6 +83,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
+import functools
 import json
 import logging
 import math
@@ -98,7 +99,7 @@ from aiohttp import web
 from keras_nmt.confidence import line_fields
 from keras_nmt.constraints import Glossary, LineConstraints
 from keras_nmt.errors import ConstraintError, RequestError, UsageError
-from keras_nmt.serving import tfserving_rest as rest
+from keras_nmt.serving import priority, tfserving_rest as rest
 from keras_nmt.serving.batcher import Batcher, DaemonThreads
 from keras_nmt.serving.http_guard import BodyBudget, LimitedSite, RequestGuard, must_close
 from keras_nmt.serving.metrics import PATH as METRICS_PATH, Metrics
@@ -122,6 +123,7 @@ BIG_SENTENCES = 32
 BIG_CELLS = 4096
 SPLIT_PREFIX = 16 << 10  # characters of a long line split first (then 4 times as many)
 LINGERING_TIME = 1.0  # seconds the rest of a refused body is read before closing
+MAX_NICENESS = 19  # the range of Unix nice values: -20 (first) to 19 (last)
 ALIGNMENT_DECIMALS = 6  # attention weights lie in [0, 1]: 6 decimals are ±5e-7
 
 
@@ -145,6 +147,9 @@ class ServerOptions:
     max_body_memory: int = 64 << 20  # bytes of request bodies held at once, all together
     poll_seconds: float = 1.0  # how often the model directories are read for versions; 0: never
     shutdown_timeout: float = 30.0  # seconds given to the requests held at shutdown
+    # Added to the event loop's nice value for the threads that decode, parse large bodies
+    # and load new versions (keras_nmt.serving.priority); 0: they share its priority.
+    work_niceness: int = 0
 
     def check(self) -> None:
         """ValueError (one line) for options that do not fit together."""
@@ -166,6 +171,8 @@ class ServerOptions:
         for name in ("request_timeout", "read_timeout"):
             if not 0 < getattr(self, name) < math.inf:
                 raise ValueError(f"{name} must be finite and > 0")
+        if not 0 <= self.work_niceness <= MAX_NICENESS:
+            raise ValueError(f"work_niceness must be between 0 and {MAX_NICENESS}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -698,7 +705,13 @@ class TranslationServer:
         """Listen; returns the URL (the port chosen when ``port`` is 0)."""
         options = self.options
         self.batcher.start()
-        self._workers = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="request")
+        lowered = None
+        if options.work_niceness:
+            lowered = functools.partial(priority.lower,
+                                        priority.nice_of() + options.work_niceness)
+        self.batcher.threads_of_batches.starting = self._polls.starting = lowered
+        self._workers = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="request",
+                                                              initializer=lowered)
         # keepalive_timeout also closes a connection that has not sent a whole request head
         # within it (aiohttp starts it when the connection opens); the rest of a body
         # refused unread is read and dropped for at most lingering_time, then the
