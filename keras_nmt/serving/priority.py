@@ -17,6 +17,7 @@ import pathlib
 import threading
 
 TASKS = pathlib.Path("/proc/self/task")  # one entry per thread of this process (Linux)
+MAX_NICE = 19  # Unix nice values run from -20 (scheduled first) to 19 (last)
 
 
 def nice_of(tid: int | None = None) -> int:

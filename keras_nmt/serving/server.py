@@ -123,7 +123,6 @@ BIG_SENTENCES = 32
 BIG_CELLS = 4096
 SPLIT_PREFIX = 16 << 10  # characters of a long line split first (then 4 times as many)
 LINGERING_TIME = 1.0  # seconds the rest of a refused body is read before closing
-MAX_NICENESS = 19  # the range of Unix nice values: -20 (first) to 19 (last)
 ALIGNMENT_DECIMALS = 6  # attention weights lie in [0, 1]: 6 decimals are ±5e-7
 
 
@@ -171,8 +170,8 @@ class ServerOptions:
         for name in ("request_timeout", "read_timeout"):
             if not 0 < getattr(self, name) < math.inf:
                 raise ValueError(f"{name} must be finite and > 0")
-        if not 0 <= self.work_niceness <= MAX_NICENESS:
-            raise ValueError(f"work_niceness must be between 0 and {MAX_NICENESS}")
+        if not 0 <= self.work_niceness <= priority.MAX_NICE:
+            raise ValueError(f"work_niceness must be between 0 and {priority.MAX_NICE}")
 
 
 @dataclasses.dataclass(frozen=True)
