@@ -298,10 +298,10 @@ def _trainer(config: Config, run: RunDir, info: dict[str, Any], needed_for: str,
             train_files, source_encoder, target_encoder,
             batching.replace(shuffle_buffer=shuffle_buffer))
 
-    def dev_batches():
-        return data.evaluation_batches(
-            valid_files, source_encoder, target_encoder, batch_size=config.batch_size
-        )
+    # Scored at every evaluation: encoded once and kept in memory (the development split's
+    # size), not traced and tokenized again each time (0.6 s of a tiny run's 1.2 s each).
+    dev = data.evaluation_batches(valid_files, source_encoder, target_encoder,
+                                  batch_size=config.batch_size).cache()
 
     translator = Translator(model, *run.codecs(), jit_compile=jit)
     valid_sources, valid_references = valid_files.sides()
@@ -311,7 +311,7 @@ def _trainer(config: Config, run: RunDir, info: dict[str, Any], needed_for: str,
         return scoring.bleu(hypotheses, valid_references)[0]
 
     trainer = Trainer(
-        config, model, run, train_batches, dev_batches,
+        config, model, run, train_batches, lambda: dev,
         train_pairs=train_pairs, dev_bleu=dev_bleu,
         progress=progress, strategy=strategy, jit_compile=jit, variables=variables, pull=pull,
     )

@@ -13,7 +13,7 @@ import pytest
 
 from support import ROOT, TINY_SETTINGS
 
-# The benchmarks' own tests: run by default, and on their own with -m bench.
+# The benchmarks' own tests: left out of the product's run, run with -m bench (CI does).
 pytestmark = pytest.mark.bench
 
 # Trains in fresh interpreters, or trains and scores two models (~15-30 s each).

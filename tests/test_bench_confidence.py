@@ -12,7 +12,7 @@ from bench import confidence_quality as bench
 from keras_nmt.confidence import Confidence
 from keras_nmt.translation import Translation
 
-# The benchmarks' own tests: run by default, and on their own with -m bench.
+# The benchmarks' own tests: left out of the product's run, run with -m bench (CI does).
 pytestmark = pytest.mark.bench
 
 

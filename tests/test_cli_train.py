@@ -94,8 +94,15 @@ def test_jit_is_the_default_where_a_gpu_is(monkeypatch):
     assert use_jit(False, "default") is False and use_jit(True, "mirrored") is True
 
 
-def test_train_report_and_run_directory(run_train, tmp_path, corpus):
+def test_train_report_and_run_directory(run_train, tmp_path, corpus, monkeypatch):
+    from keras_nmt import data
+
     out = tmp_path / "run"
+    # The development batches are made once, then scored at every evaluation.
+    made = []
+    monkeypatch.setattr(data, "evaluation_batches",
+                        lambda *args, _make=data.evaluation_batches, **kwargs:
+                        made.append(1) or _make(*args, **kwargs))
     result = run_train("--variant", "encdec30", "--data", str(corpus), "--out", str(out),
                        "--max-steps", "6", "--set", "eval_every=3", *TINY_ARGS)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -117,6 +124,7 @@ def test_train_report_and_run_directory(run_train, tmp_path, corpus):
     assert summary["data"]["train"]["pairs"] == 400
     assert summary["data"]["train"]["kept"] + summary["data"]["train"]["dropped_too_long"] == 400
     assert 0 < summary["train_nll"] < 1000 and 0 < summary["dev_nll"] < 1000
+    assert result.stderr.count("  dev NLL ") == 2 and len(made) == 1, made
     assert summary["held_out"]["sentences"] == 40
     assert summary["held_out"]["bleu_signature"].startswith("nrefs:1|case:mixed")
     for name in ("config.json", "data.json", "vocab.en.txt", "vocab.fr.txt", "best", "tensorboard"):

@@ -1,5 +1,6 @@
 """The ONNX graph rewrites every ONNX export gets: a Loop's invariants read from outside
-it, their carried copies dropped, dead nodes pruned, nodes in order."""
+it, their carried copies dropped, dead nodes pruned, nodes in order; and how tf2onnx is
+asked to convert."""
 
 import numpy as np
 import pytest
@@ -135,3 +136,49 @@ def test_the_exported_loops_carry_no_weights(tiny_selecting_export, file):
         inputs = [i.name for i in body.input[2:]]
         outputs = [o.name for o in body.output[1 : 1 + len(inputs)]]
         assert not [o for i, o in zip(inputs, outputs) if o == i or through.get(o) == i]
+
+
+def _doubled_by_tf2onnx(tmp_path, monkeypatch, fail_without_rollback=False):
+    """A tf.function x -> 2x converted by keras_nmt.export.onnx; returns the model's output
+    on [1, 2] and the ``catch_errors`` of each tf2onnx optimizer run."""
+    import tensorflow as tf
+    import tf2onnx.optimizer
+
+    from keras_nmt.export import onnx
+
+    optimize, asked = tf2onnx.optimizer.optimize_graph, []
+
+    def recorded(graph, catch_errors=True, optimizers=None):
+        asked.append(catch_errors)
+        if fail_without_rollback and not catch_errors:
+            raise RuntimeError("an optimizer pass failed")
+        return optimize(graph, catch_errors, optimizers)
+
+    monkeypatch.setattr(tf2onnx.optimizer, "optimize_graph", recorded)
+    signature = [tf.TensorSpec([None], tf.float32, name="x")]
+    model = onnx._convert(lambda x: tf.identity(2.0 * x, name="y"), signature,
+                          tmp_path / "double.onnx", onnx.OPSET)
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = np.array([1.0, 2.0], np.float32)
+    return session.run(None, {session.get_inputs()[0].name: x})[0], asked
+
+
+def test_conversion_skips_tf2onnx_s_rollback_copies(tmp_path, monkeypatch):
+    """tf2onnx deep-copies the graph before every optimizer pass unless its variable says
+    not to (14% of an export): the export sets it for the conversion only."""
+    import os
+
+    monkeypatch.delenv("TF2ONNX_CATCH_ERRORS", raising=False)
+    doubled, asked = _doubled_by_tf2onnx(tmp_path, monkeypatch)
+    np.testing.assert_array_equal(doubled, [2.0, 4.0])
+    assert asked == [False]
+    assert "TF2ONNX_CATCH_ERRORS" not in os.environ
+
+
+def test_a_failing_pass_converts_again_with_rollback(tmp_path, monkeypatch):
+    monkeypatch.delenv("TF2ONNX_CATCH_ERRORS", raising=False)
+    doubled, asked = _doubled_by_tf2onnx(tmp_path, monkeypatch, fail_without_rollback=True)
+    np.testing.assert_array_equal(doubled, [2.0, 4.0])
+    assert asked == [False, True]
