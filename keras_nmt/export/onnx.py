@@ -64,19 +64,25 @@ def _convert(fn, signature, path, opset):
     import tf2onnx
 
     function = tf.function(fn, input_signature=signature, autograph=False)
-    try:
-        with _environment(_NO_ROLLBACK, os.environ.get(_NO_ROLLBACK, "false")):
-            proto, _ = tf2onnx.convert.from_function(function, input_signature=signature,
-                                                     opset=opset)
-    except Exception:  # a pass failed with nothing to roll back to: again, as tf2onnx would
-        if os.environ.get(_NO_ROLLBACK) is not None:
-            raise
-        proto, _ = tf2onnx.convert.from_function(function, input_signature=signature,
-                                                 opset=opset)
+    proto = _without_rollback(lambda: tf2onnx.convert.from_function(
+        function, input_signature=signature, opset=opset)[0])
     onnx_graph.tidy(proto)  # the loop's weights read from outside it, not carried
     onnx.checker.check_model(proto)
     onnx.save_model(proto, str(path))
     return proto
+
+
+def _without_rollback(convert):
+    """``convert()`` with tf2onnx's rollback copies off, unless the user's environment says
+    otherwise; if a pass then fails, with nothing to roll back to, ``convert()`` again as
+    tf2onnx does by default."""
+    if _NO_ROLLBACK in os.environ:  # the user's own choice
+        return convert()
+    try:
+        with _environment(_NO_ROLLBACK, "false"):
+            return convert()
+    except Exception:  # noqa: BLE001 (any failing pass: the default conversion decides)
+        return convert()
 
 
 @contextlib.contextmanager
