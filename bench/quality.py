@@ -16,8 +16,10 @@ what the README's Anki runs use, with the default 30,000-word shortlists per sid
 ``--seed``. ``--recipe budget --set dropout=0`` is the recipe without dropout, one row
 of the ablation in docs/benchmarks.md; ``--set learning_rate=1e-3`` another rate.
 
-Each model is then scored on the valid split with beam ``--beam`` (5) and the run's
-alpha by ``keras_nmt.evaluation.scoring.evaluate_run`` with the weights the run reported
+Each model is then scored on the split its run reports on (the test split, or the
+development split's reported half; the valid split only when there is neither) with beam
+``--beam`` (5) and the run's alpha by ``keras_nmt.evaluation.scoring.evaluate_run`` with
+the weights the run reported
 (the averaged checkpoints when the config averages, else the best development weights;
 ``--weights`` picks others): BLEU and chrF
 with their sacreBLEU signatures on All sentences and on the No-UNK subset (UNK forbidden
@@ -68,7 +70,7 @@ def build_parser():
     _common.add(parser, "tgt_lang")
     parser.add_argument("--models", default="search,encdec")
     _common.add(parser, "beam")
-    _common.add(parser, "count", help="score only the first N valid pairs")
+    _common.add(parser, "count", help="score only the first N held-out pairs")
     _common.add(parser, "weights", default=None,
                 help="weights to score (default: those the run reported)")
     return parser
@@ -132,7 +134,8 @@ def train(args, variant: str, run_dir: pathlib.Path, options: dict[str, Any],
 
 
 def evaluate(args, label: str, run_dir: pathlib.Path, out: pathlib.Path) -> dict[str, Any]:
-    """evaluate_run on the valid split, or the stored result for the same weights."""
+    """evaluate_run on the held-out split the run reports on, or the stored result for
+    the same weights."""
     from keras_nmt.evaluation import scoring
     from keras_nmt.progress import Progress
     from keras_nmt.rundir import RunDir
@@ -140,20 +143,23 @@ def evaluate(args, label: str, run_dir: pathlib.Path, out: pathlib.Path) -> dict
 
     run = RunDir(run_dir)
     info, config = run.load_data_info(), run.load_config()
-    valid = run.split_files("valid", info, needed_for=PROG)
-    if valid is None:
+    # The split the run's own report scores: the test split, or the reported half of a
+    # development split cut in two; the development split only when neither exists.
+    split = "test" if run.split_files("test", info, needed_for=PROG) else "valid"
+    held_out = run.split_files(split, info, needed_for=PROG)
+    if held_out is None:
         raise ValueError(f"{args.data} has no valid split")
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     weights = args.weights or summary.get("report_weights", "best")
     key = {"beam": args.beam, "count": args.count, "weights_step": summary.get("best_weights_step"),
-           "updates": summary["updates"], "weights": weights}
+           "updates": summary["updates"], "weights": weights, "split": split}
     cache = out / f"eval-{config.variant}.json"
     if cache.is_file():
         stored = json.loads(cache.read_text(encoding="utf-8"))
         if stored.get("key") == key:
             print(f"{PROG}: {label}: evaluation reused ({cache})", file=sys.stderr)
             return stored["result"]
-    sources, references = scoring.read_parallel(valid.source, valid.target)
+    sources, references = scoring.read_parallel(held_out.source, held_out.target)
     if args.count:
         sources, references = sources[: args.count], references[: args.count]
     result = scoring.evaluate_run(
@@ -161,7 +167,7 @@ def evaluate(args, label: str, run_dir: pathlib.Path, out: pathlib.Path) -> dict
         alpha=config.length_alpha, progress=Progress(), label=label,
     )
     result.update(label=label, run_dir=str(run_dir), src_lang=info["src"], tgt_lang=info["tgt"],
-                  weights=weights)
+                  weights=weights, split=split, split_source=str(held_out.source))
     _common.write_json(cache, {"key": key, "result": scoring.public(result)})
     return result
 
@@ -181,7 +187,8 @@ def markdown(rows: list[dict[str, Any]], results: list[dict[str, Any]], args) ->
         lines.append("| " + " | ".join("-" if row.get(k) is None else format(row[k], f)
                                        for k, _, f in COLUMNS) + " |")
     first = results[0]
-    lines += ["", f"{first['sentences']} valid sentences, beam {args.beam}, alpha {first['alpha']:g}; "
+    lines += ["", f"{first['sentences']} sentences of the {first['split']} split "
+              f"({first['split_source']}), beam {args.beam}, alpha {first['alpha']:g}; "
               f"{args.minutes:g} minutes of training each.",
               f"BLEU: `{first['signatures']['bleu']}`; chrF: `{first['signatures']['chrf']}`"]
     return "\n".join(lines) + "\n"

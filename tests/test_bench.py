@@ -288,6 +288,9 @@ def test_quality_trains_scores_and_resumes(tiny_corpus, tmp_path, capsys):
         assert model["updates"] >= 1
         assert 0 <= evaluation["bleu"] <= 100 and 0 <= evaluation["chrf"] <= 100
         assert evaluation["sentences"] == 8 and evaluation["beam_size"] == 5
+        # The split the run reports on, never the one that selected its checkpoints.
+        assert evaluation["split"] == "test"
+        assert evaluation["split_source"] == str(tiny_corpus / "test.en")
         assert evaluation["signatures"]["bleu"].startswith("nrefs:1")
         assert 0 <= evaluation["no_unk"]["sentences"] <= 8
     table = (tmp_path / "quality.md").read_text()

@@ -4,6 +4,8 @@ merge against brute force, block-diagonal attention."""
 
 import itertools
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -156,6 +158,39 @@ def test_the_prefix_lists_are_moses_lists_read_from_sacremoses():
     assert nonbreaking_prefixes("ja") == nonbreaking_prefixes("en")  # no list: English's
     assert not [word for word in always + numeric if " " in word]
     assert len(always[0]) >= len(always[-1])  # longest first
+
+
+def test_the_prefix_files_read_alone_are_those_sacremoses_reads(monkeypatch):
+    """The data module read on its own gives every language the lists that sacremoses'
+    public reader gives, which is also what is read where the module is not found."""
+    from sacremoses.corpus import NonbreakingPrefixes
+
+    from keras_nmt.text import sentences
+
+    codes = sorted(set(NonbreakingPrefixes().available_langs.values()))
+    assert {"en", "fr", "de", "zh"} <= set(codes)
+    alone = {code: nonbreaking_prefixes(code) for code in codes}
+    monkeypatch.setattr(sentences, "_PREFIX_MODULE", "no_such_module")
+    sentences._moses_prefix_files.cache_clear()
+    sentences.nonbreaking_prefixes.cache_clear()
+    try:
+        assert {code: nonbreaking_prefixes(code) for code in codes} == alone
+    finally:
+        monkeypatch.undo()
+        sentences._moses_prefix_files.cache_clear()
+        sentences.nonbreaking_prefixes.cache_clear()
+
+
+def test_splitting_loads_neither_the_moses_tokenizer_nor_joblib():
+    """Reading the lists leaves the sacremoses package (its tokenizer, joblib) unimported."""
+    code = ("import sys; from keras_nmt.text.sentences import split_sentences; "
+            "assert split_sentences('Mr. Smith is here. He left.', 'en') == "
+            "['Mr. Smith is here.', 'He left.']; "
+            "print(sorted(m for m in ('sacremoses', 'joblib') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 def test_join_helpers():

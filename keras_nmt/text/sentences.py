@@ -44,6 +44,8 @@ p. 12") is.
 from __future__ import annotations
 
 import functools
+import importlib.util
+import pathlib
 from typing import Sequence
 
 import regex
@@ -62,16 +64,17 @@ def base_language(lang: str) -> str:
 @functools.cache
 def nonbreaking_prefixes(lang: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The non-breaking prefixes of a language: (those whose period never ends a sentence,
-    those whose period ends none before a number), longest first. Moses' lists, read from
-    the ``sacremoses`` package; a language without a list gets the English one, as Moses'
-    splitter does. Entries of several words never match one word and are left out."""
-    from sacremoses.corpus import NonbreakingPrefixes  # imported when first needed
-
-    lists = NonbreakingPrefixes()
-    code = lists.available_langs.get(base_language(lang), "en")
+    those whose period ends none before a number), longest first. Moses' lists, as the
+    ``sacremoses`` package ships them; a language without a list gets the English one, as
+    Moses' splitter does. Entries of several words never match one word and are left out."""
+    files = _moses_prefix_files()
+    name = f"{_PREFIX_FILE}{base_language(lang)}"
     always: dict[str, None] = {}
     numeric: dict[str, None] = {}
-    for entry in lists.words(code):
+    for line in files.get(name, files[f"{_PREFIX_FILE}en"]).splitlines():
+        entry = line.strip()
+        if not entry or entry.startswith("#"):
+            continue
         word, _, mark = entry.partition(" ")
         if not mark:
             always[word] = None
@@ -82,6 +85,33 @@ def nonbreaking_prefixes(lang: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         return tuple(sorted(words, key=lambda word: (-len(word), word)))
 
     return longest_first(always), longest_first(w for w in numeric if w not in always)
+
+
+# sacremoses keeps Moses' files, file name -> text, in this module of its package.
+_PREFIX_FILE = "nonbreaking_prefix."
+_PREFIX_MODULE = "_data_nonbreaking_prefixes"
+
+
+@functools.cache
+def _moses_prefix_files() -> dict[str, str]:
+    """Moses' non-breaking prefix files as sacremoses ships them. Its data module is read
+    on its own: importing the package loads its tokenizer and joblib, 0.35 s of every
+    process that translates (sacremoses.corpus.NonbreakingPrefixes reads the same module;
+    a test holds the two equal, and a sacremoses without the module is read through it)."""
+    spec = importlib.util.find_spec("sacremoses")
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    path = next((pathlib.Path(folder) / f"{_PREFIX_MODULE}.py" for folder in folders
+                 if (pathlib.Path(folder) / f"{_PREFIX_MODULE}.py").is_file()), None)
+    if path is None:
+        from sacremoses.corpus import NonbreakingPrefixes
+
+        lists = NonbreakingPrefixes()
+        return {f"{_PREFIX_FILE}{code}": "\n".join(lists.words(code))
+                for code in set(lists.available_langs.values())}
+    module_spec = importlib.util.spec_from_file_location(f"keras_nmt_{_PREFIX_MODULE}", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return dict(module.NONBREAKING_PREFIXES)
 
 
 # Private-use characters the rules write into a line: a protected period (one that ends no
