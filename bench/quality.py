@@ -145,8 +145,9 @@ def evaluate(args, label: str, run_dir: pathlib.Path, out: pathlib.Path) -> dict
     info, config = run.load_data_info(), run.load_config()
     # The split the run's own report scores: the test split, or the reported half of a
     # development split cut in two; the development split only when neither exists.
-    split = "test" if run.split_files("test", info, needed_for=PROG) else "valid"
-    held_out = run.split_files(split, info, needed_for=PROG)
+    split, held_out = "test", run.split_files("test", info, needed_for=PROG)
+    if held_out is None:
+        split, held_out = "valid", run.split_files("valid", info, needed_for=PROG)
     if held_out is None:
         raise ValueError(f"{args.data} has no valid split")
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
