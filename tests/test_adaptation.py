@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from support import (
-    FIXED_BATCH_SETTINGS, ROOT, ServerThread, child_env, fixed_batches, run_logged, tiny_args,
+    FIXED_BATCH_SETTINGS, ROOT, ServerThread, child_env, edit_json, fixed_batches, run_logged,
+    tiny_args,
 )
 
 # The invented words of new_corpus, each side's twice or more (so vocab_min_count=2
@@ -311,6 +312,25 @@ def test_freeze_and_parent_pull_are_checked():
         variant_config("encdec50", {"freeze": "attention"})
     with pytest.raises(ConfigError, match="nothing would be trained"):
         variant_config("encdec50", {"freeze": "embeddings,encoder,decoder,readout,output"})
+
+
+@pytest.mark.parametrize("recipe, overrides, warmup", [
+    (None, {}, 0),                      # trained weights: no warm-up
+    ("budget", {}, 200),                # the recipe's, when one is asked for
+    ("budget", {"warmup_steps": 7}, 7),  # --set wins
+])
+def test_a_child_takes_no_warm_up_from_its_parent(run_copy, new_corpus, recipe, overrides,
+                                                  warmup):
+    from keras_nmt.adaptation import Parent, child_config, child_options
+    from keras_nmt.train_options import TrainOptions
+
+    edit_json(run_copy / "config.json", warmup_steps=50)
+    parent = Parent.open(str(run_copy))
+    options = child_options(TrainOptions(data=str(new_corpus), init_from=str(run_copy),
+                                         recipe=recipe, overrides=overrides), parent)
+    config = child_config(options, parent)
+    assert (parent.config.warmup_steps, config.warmup_steps) == (50, warmup)
+    assert config.learning_rate == (2e-3 if recipe else parent.config.learning_rate)
 
 
 # ---------------------------------------------------------------- the parent's pairs mixed in

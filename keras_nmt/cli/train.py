@@ -106,7 +106,8 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         help="start a new run from the weights of the run PARENT_RUN, on --data: its "
         "architecture, languages and tokenizer; its word vocabularies extended with the new "
         "data's words (a parent's word keeps its id and learned rows), or its SentencePiece "
-        "models kept; --set and --recipe change how the child trains",
+        "models kept; --set and --recipe change how the child trains (it takes no warm-up "
+        "unless they give one)",
     )
     parser.add_argument(
         "--weights", choices=WEIGHTS, default=None,
