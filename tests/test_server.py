@@ -14,6 +14,7 @@ import base64
 import contextlib
 import http.client
 import io
+import itertools
 import json
 import pathlib
 import queue
@@ -385,6 +386,8 @@ BAD = [  # path, body, status, a phrase of the reason
      "at most 256 (--max-sentences)"),
     ("/v1/models/nmt:predict", {"instances": ["a", "Tom is here. " * 300]}, 400,
      "more than 256 sentences"),
+    ("/translate", {"text": [". " * 65_537]}, 400,
+     "131074 characters of text in one request; at most 131072 (--max-chars)"),
     ("/translate", {"text": ["cat " * 99] * 83}, 400,
      "more than 8192 source tokens in one request; at most 8192 (--max-tokens)"),
     ("/translate", {"text": ["cat " * 60] * 40, "alignment": True}, 400,
@@ -722,9 +725,10 @@ def test_a_thread_that_only_hands_its_result_over_is_not_running(monkeypatch):
     assert (running_inside, running_after, alive_after, result) == (True, False, True, 7)
 
 
-def test_a_one_line_sentence_bomb_is_refused_quickly_while_health_answers(served):
+def test_a_one_line_sentence_bomb_is_refused_quickly_while_health_answers(served, registry):
     """Bodies of ~1 MB holding one line of 75,000 short sentences, or of 2,000 long ones:
-    refused 400 (the limit counts sentences after splitting) within seconds, from a part
+    refused 400 by the character limit at once, and, with the limit raised past them, by
+    the sentence limit (it counts sentences after splitting) within seconds, from a part
     of the line; /health keeps answering meanwhile."""
     long_sentence = "The cat sat on the mat near the house " + "and the dog ran " * 28 + "."
     bombs = [{"text": ["Tom is here. " * 75_000], "alignment": True},
@@ -743,15 +747,17 @@ def test_a_one_line_sentence_bomb_is_refused_quickly_while_health_answers(served
     prober.start()
     answers = []
     try:
-        for bomb in bombs:
-            assert 900_000 < len(json.dumps(bomb)) < 1 << 20
-            start = time.monotonic()
-            answers.append((*served.call("/translate", bomb), time.monotonic() - start))
+        with ServerThread(registry, max_chars=1 << 20) as lenient:
+            for bomb, server in itertools.product(bombs, (served, lenient)):
+                assert 900_000 < len(json.dumps(bomb)) < 1 << 20
+                start = time.monotonic()
+                answers.append((*server.call("/translate", bomb), time.monotonic() - start))
     finally:
         done.set()
         prober.join(30)
-    for status, answer, elapsed in answers:
-        assert status == 400 and "more than 256 sentences" in answer["error"], answer
+    for n, (status, answer, elapsed) in enumerate(answers):
+        refused_by = "(--max-chars)" if n % 2 == 0 else "more than 256 sentences"
+        assert status == 400 and refused_by in answer["error"], answer
         assert elapsed < 5, elapsed
     assert health and max(health) < 0.5, health
     # Translated whole, the same line is one sentence, cut to the model's 100 tokens.
@@ -806,6 +812,31 @@ def test_token_and_alignment_cell_limits(registry, translator):
         with ServerThread(registry, max_tokens=100) as longer:
             assert longer.call("/translate", {"text": ["cat " * 150]})[0] == 200
             assert longer.call("/translate", {"text": ["cat " * 150, "a"]})[0] == 400
+
+
+def test_the_text_limit_counts_characters_before_anything_is_split(registry, monkeypatch):
+    """--max-chars: the characters of all of a request's lines (code points, not bytes),
+    counted before any line is split or tokenized: a line of one long sentence, which the
+    model reads a hundred tokens of, cost 5-8 s of CPU to split and tokenize whole."""
+    import keras_nmt.serving.server as server_module
+
+    split = server_module._split_within
+    calls = []
+    monkeypatch.setattr(server_module, "_split_within",
+                        lambda line, *args: calls.append(len(line)) or split(line, *args))
+    with ServerThread(registry, max_chars=100) as server:
+        assert server.call("/translate", {"text": ["é" * 100]})[0] == 200  # 200 bytes
+        assert calls == [100]
+        for text in (["a" * 101], ["a" * 60, "a" * 41], ["A. " * 40]):
+            status, answer = server.call("/translate", {"text": text})
+            assert (status, answer) == (400, {"error": (
+                f"{sum(map(len, text))} characters of text in one request; at most 100 "
+                "(--max-chars)")})
+        status, answer = server.call("/v1/models/nmt:predict", {"instances": ["a" * 101]})
+        assert status == 400 and answer["error"].endswith("at most 100 (--max-chars)")
+        assert calls == [100]  # nothing refused was split
+    with pytest.raises(ValueError, match="max_chars must be at least 1"):
+        ServerOptions(max_chars=0).check()
 
 
 def test_a_request_past_its_deadline_gets_504_and_its_work_is_dropped(registry):

@@ -93,6 +93,9 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                              f"(default {d.queue_size})")
     parser.add_argument("--batch-threads", type=positive_int, default=d.batch_threads,
                         metavar="N", help=f"batches run at once (default {d.batch_threads})")
+    parser.add_argument("--max-chars", type=positive_int, default=d.max_chars, metavar="N",
+                        help="characters of text a request, at most, before its lines are "
+                        f"split (default {d.max_chars:,})")
     parser.add_argument("--max-sentences", type=positive_int, default=d.max_sentences,
                         metavar="N", help="sentences a request, at most, once its lines are "
                         f"split into sentences (default {d.max_sentences})")
@@ -150,7 +153,7 @@ def _serve(args, console: Console) -> int:
         host=args.host, port=args.port, batch_size=args.batch_size,
         max_wait=args.max_wait_ms / 1000, batch_gap=args.batch_gap_ms / 1000,
         queue_size=args.queue_size,
-        max_sentences=args.max_sentences, max_tokens=args.max_tokens,
+        max_chars=args.max_chars, max_sentences=args.max_sentences, max_tokens=args.max_tokens,
         max_alignment_cells=args.max_alignment_cells, max_body_bytes=args.max_body_bytes,
         max_body_memory=args.max_body_memory, max_beam=args.max_beam,
         batch_threads=args.batch_threads, max_connections=args.max_connections,

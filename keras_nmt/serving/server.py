@@ -42,8 +42,9 @@ Endpoints:
   the model completes it from the cursor on (the text before it sent as the prefix), and
   glossary terms entered beside the text are sent with each request.
 
-What a request costs is bounded before any of it is queued: its lines are split into
-sentences here (the export's rules, :func:`keras_nmt.text.sentences.split_sentences`),
+What a request costs is bounded before any of it is queued: its text is at most
+``max_chars`` characters (what splitting and tokenizing it cost grows with), its lines are
+split into sentences here (the export's rules, :func:`keras_nmt.text.sentences.split_sentences`),
 and the sentences (``max_sentences``), their source tokens and the target tokens of their
 constraints (``max_tokens``) and the cells its alignments could hold, an output grown to
 fit its constraints included (``max_alignment_cells``; a confidence from an export
@@ -64,7 +65,7 @@ What a request gets wrong is a 4xx answer ``{"error": REASON}`` (one line), neve
 crash: a ``Host`` other than the server's own names on loopback (421), a POST from
 another origin (403) or whose body is not declared JSON (415), a body over the size
 limit (413) or not sent within ``read_timeout`` (408), bytes that are not UTF-8, JSON that
-is not the API's, too many sentences, tokens or alignment cells, constraints that
+is not the API's, too many characters, sentences, tokens or alignment cells, constraints that
 cannot be decoded (an empty phrase, more than 16, longer than an output may be, a phrase
 to include holding one to avoid) or asked of an export without the constrained search,
 a glossary of more than :data:`MAX_GLOSSARY_TERMS` terms, a beam outside
@@ -134,6 +135,10 @@ class ServerOptions:
     max_wait: float = 0.02  # seconds the oldest request waits for others to join it, at most
     batch_gap: float = 0.005  # a batch runs once no request has come for this long (0: off)
     queue_size: int = 1024  # sentences waiting, at most; more: 503
+    # Characters of text a request, at most, counted before its lines are split: what
+    # splitting and tokenizing cost grows with (a 1 MB line of one sentence took 5-8 s
+    # of CPU to be read, nothing decoded). 16 a token at --max-tokens.
+    max_chars: int = 131_072
     max_sentences: int = 256  # sentences a request, at most, once its lines are split
     max_tokens: int = 8192  # source tokens a request, at most (as the model reads them)
     max_alignment_cells: int = 262_144  # cells a request's alignments may hold, at most
@@ -152,7 +157,7 @@ class ServerOptions:
 
     def check(self) -> None:
         """ValueError (one line) for options that do not fit together."""
-        for name in ("batch_size", "queue_size", "max_sentences", "max_tokens",
+        for name in ("batch_size", "queue_size", "max_chars", "max_sentences", "max_tokens",
                      "max_alignment_cells", "max_body_bytes", "max_beam", "batch_threads",
                      "max_connections", "max_body_memory"):
             if getattr(self, name) < 1:
@@ -529,6 +534,10 @@ class TranslationServer:
         beyond one, or the reason constraints cannot be decoded (``where`` names the
         lines in it)."""
         limits, translator = self.options, servable.translator
+        chars = sum(map(len, lines))
+        if chars > limits.max_chars:  # before any splitting or tokenizing is paid for
+            raise rest.bad(f"{chars} characters of text in one request; at most "
+                           f"{limits.max_chars} (--max-chars)")
         forced = _forced_work(align, confidence and not translator.scores_tokens)
         sentences, counts = [], []
         for line in lines:
