@@ -13,6 +13,8 @@ halves:
   - alignment bombs: ``POST /translate`` of one line of --bomb-sentences sentences with
     ``"alignment": true`` (refused: too many sentences once split);
   - sentence bombs: one line of short sentences as large as the body limit allows;
+  - long-sentence bombs: one line of ``. `` as large as the body limit allows, one
+    sentence that splitting and tokenizing read whole (refused: too many characters);
   - --slow connections that trickle a body a byte every half second (timed out: 408);
   - cross-site bodies: ``text/plain``, and JSON from another ``Origin`` (415, 403);
   - clients that send a large request and close the connection 50 ms later (its
@@ -218,6 +220,7 @@ def _attacks(args) -> dict[str, Attack]:
     return {
         "alignment_bomb": Attack("alignment_bomb", args.bomb_deadline),
         "sentence_bomb": Attack("sentence_bomb", args.bomb_deadline),
+        "long_sentence_bomb": Attack("long_sentence_bomb", args.bomb_deadline),
         "slow_body": Attack("slow_body", args.read_timeout + args.slow_margin),
         "text_plain": Attack("text_plain", args.refusal_deadline),
         "cross_origin": Attack("cross_origin", args.refusal_deadline),
@@ -229,10 +232,8 @@ async def _attack_mix(port: int, sentences: list[str], stop_at: float, args,
     """Every kind of attack at once until ``stop_at`` (a ``time.perf_counter`` time)."""
     bomb_line = " ".join(["Tom is here."] * args.bomb_sentences)
     alignment_bomb = json.dumps({"text": [bomb_line], "alignment": True}).encode()
-    filler = "Tom is here. " * (args.max_body_bytes // len("Tom is here. "))
-    sentence_bomb = json.dumps({"text": [filler]}).encode()[: args.max_body_bytes]
-    if not sentence_bomb.endswith(b'"]}'):  # cut to the limit: close the JSON again
-        sentence_bomb = sentence_bomb[: args.max_body_bytes - 4].rsplit(b" ", 1)[0] + b'"]}'
+    sentence_bomb, long_sentence_bomb = (_filled(args.max_body_bytes, piece)
+                                         for piece in ("Tom is here. ", ". "))
     plain = json.dumps({"text": sentences[:2]}).encode()
     leaving = json.dumps({"text": sentences[: min(len(sentences), 64)],
                           "alignment": True}).encode()
@@ -244,6 +245,9 @@ async def _attack_mix(port: int, sentences: list[str], stop_at: float, args,
     tasks += [asyncio.ensure_future(attacks["sentence_bomb"].loop(
         stop_at, lambda: _head(port, "/translate", len(sentence_bomb)) + sentence_bomb,
         port=port)) for _ in range(args.bombers)]
+    tasks += [asyncio.ensure_future(attacks["long_sentence_bomb"].loop(
+        stop_at, lambda: _head(port, "/translate", len(long_sentence_bomb))
+        + long_sentence_bomb, port=port)) for _ in range(args.bombers)]
     tasks += [asyncio.ensure_future(attacks["slow_body"].loop(
         stop_at, lambda: slow_head + slow_body, trickle=b" " * 1000, port=port))
         for _ in range(args.slow)]
@@ -257,6 +261,16 @@ async def _attack_mix(port: int, sentences: list[str], stop_at: float, args,
               for _ in range(args.bombers)]
     # The loops end with the phase; a request under way ends by its deadline.
     await asyncio.gather(*tasks)
+
+
+def _filled(max_body_bytes: int, piece: str) -> bytes:
+    """A /translate body of one line of ``piece`` repeated, as large as the body limit
+    allows."""
+    body = json.dumps({"text": [piece * (max_body_bytes // len(piece))]}).encode()
+    body = body[:max_body_bytes]
+    if not body.endswith(b'"]}'):  # cut to the limit: close the JSON again
+        body = body[: max_body_bytes - 4].rsplit(b" ", 1)[0] + b'"]}'
+    return body
 
 
 def _attacker(port: int, sentences: list[str], args, seconds: float, channel) -> None:

@@ -85,6 +85,17 @@ class RequestGuard:
                                     f"(Content-Encoding: {encoding[:40]!r})")
 
 
+    def refuses_body(self, request: web.Request, max_bytes: int) -> bool:
+        """Whether the request is refused before any of its body is read: its Host,
+        Origin or Content-Type, or a declared size over ``max_bytes``."""
+        try:
+            self.check_host(request)
+            self.check_post(request)
+        except RequestError:
+            return True
+        return request.content_length is not None and request.content_length > max_bytes
+
+
 class BodyBudget:
     """Bytes of request bodies held at once, all requests together: a request whose
     body would take it past ``limit`` gets 503. A client that trickles its body holds

@@ -96,6 +96,9 @@ from typing import Callable, Sequence, TextIO
 
 import numpy as np
 from aiohttp import web
+# What aiohttp does for a route without an expect handler of its own: private, so
+# tests/test_server.py checks that it still answers 100 Continue.
+from aiohttp.web_urldispatcher import _default_expect_handler as _CONTINUE
 
 from keras_nmt.confidence import line_fields
 from keras_nmt.constraints import Glossary, LineConstraints
@@ -285,11 +288,13 @@ class TranslationServer:
                               middlewares=[self._answered, self._checked, self._deadline])
         model = r"/v1/models/{name:[^/:]+}"
         which = r"{which:(/versions/\d+|/labels/[^/:]+)?}"
-        app.router.add_post(model + which + ":predict", self.predict, name="predict")
+        app.router.add_post(model + which + ":predict", self.predict, name="predict",
+                            expect_handler=self._expect)
         app.router.add_get(model + r"{which:(/versions/\d+)?}", self.status, name="status")
         app.router.add_get(model + r"{which:(/versions/\d+)?}/metadata", self.metadata,
                            name="metadata")
-        app.router.add_post("/translate", self.translate, name="translate")
+        app.router.add_post("/translate", self.translate, name="translate",
+                            expect_handler=self._expect)
         app.router.add_get("/health", self.health, name="health")
         app.router.add_get("/models", self.models, name="models")
         app.router.add_get("/stats", self.stats, name="stats")
@@ -334,6 +339,13 @@ class TranslationServer:
             print(f"{self.prog}: internal error on {request.method} {where}: "
                   f"{type(error).__name__}: {str(error)[:500]!r}", file=self.log, flush=True)
             return _error(500, f"internal error: {type(error).__name__}")
+
+    async def _expect(self, request: web.Request) -> None:
+        """``Expect: 100-continue``: the client is asked for its body only when nothing
+        refuses it before it is read (:meth:`RequestGuard.refuses_body`); otherwise
+        nothing is sent here, and the refusal answers the request before the body comes."""
+        if not self._guard.refuses_body(request, self.options.max_body_bytes):
+            await _CONTINUE(request)  # aiohttp's: 100 Continue, or 417 for another Expect
 
     @web.middleware
     async def _checked(self, request: web.Request, handler):
