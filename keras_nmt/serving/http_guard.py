@@ -84,7 +84,6 @@ class RequestGuard:
             raise RequestError(415, "compressed request bodies are not accepted "
                                     f"(Content-Encoding: {encoding[:40]!r})")
 
-
     def refuses_body(self, request: web.Request, max_bytes: int) -> bool:
         """Whether the request is refused before any of its body is read: its Host,
         Origin or Content-Type, or a declared size over ``max_bytes``."""

@@ -538,7 +538,8 @@ class TranslationServer:
                    glossary: Glossary | None = None, where: str = "text",
                    confidence: bool = False) -> Sentences:
         """``lines`` split into sentences (by the source language's rules, with
-        ``split``), within the request's limits: sentences, tokens (the source's as the
+        ``split``), within the request's limits: characters (of all the lines, counted
+        before any is split), sentences, tokens (the source's as the
         model reads them, cut to its maximum source length, and the target tokens of the
         lines' constraints: ``rules`` per line, and the ``glossary``'s terms each line's
         source holds) and, with ``align`` or ``confidence`` (the same force-decoding
