@@ -92,7 +92,7 @@ class RequestGuard:
             self.check_post(request)
         except RequestError:
             return True
-        return request.content_length is not None and request.content_length > max_bytes
+        return declared_over(request, max_bytes)
 
 
 class BodyBudget:
@@ -108,7 +108,7 @@ class BodyBudget:
         """The body of ``request``: 413 beyond ``max_bytes``, 408 when it has not all
         arrived within ``timeout`` seconds, 503 when the budget is spent. The bytes stay
         counted until the caller calls :meth:`release` with the body's length."""
-        if request.content_length is not None and request.content_length > max_bytes:
+        if declared_over(request, max_bytes):
             raise too_large(max_bytes)
         chunks, size = [], 0
         request[REFUSED_BODY] = True  # until it has all been read: close after the answer
@@ -144,6 +144,11 @@ def must_close(request: web.Request) -> bool:
     """Whether the connection must close after the answer: the request's body was
     refused before it had all been read (the rest is not a next request)."""
     return request.get(REFUSED_BODY, False) or not request.content.is_eof()
+
+
+def declared_over(request: web.Request, max_bytes: int) -> bool:
+    """Whether the request declares a body longer than ``max_bytes`` (Content-Length)."""
+    return request.content_length is not None and request.content_length > max_bytes
 
 
 def too_large(max_bytes: int) -> RequestError:
