@@ -413,12 +413,14 @@ def test_rest_client_script_in_a_subprocess_with_a_version(standin):
 
 
 def test_timeout_is_a_clear_error_without_retries(standin, faults):
-    for transport in (RestTransport(standin.rest_url, "echo", timeout=0.3),
-                      GrpcTransport(standin.grpc_target, "echo", timeout=0.3)):
+    for transport in (RestTransport(standin.rest_url, "echo", timeout=30.0),
+                      GrpcTransport(standin.grpc_target, "echo", timeout=30.0)):
         client = TFServingClient(transport, retries=2, backoff=0.01)
         # A first answered call opens the connection and builds a request once, so the
-        # time below is the wait alone: a loaded machine once took 1.57 s here, cold.
+        # time below is the wait alone. It gets a long timeout of its own: cold, on a
+        # loaded machine, it has taken 1.57 s.
         _check_echo(client.predict(LINES))
+        transport.timeout = 0.3
         faults.delay, faults.requests = 1.5, 0
         start = time.monotonic()
         with pytest.raises(ServingError, match=r"no answer from .* within 0.3 s") as error:
