@@ -566,17 +566,27 @@ def model_size(text: str) -> dict[str, Any]:
 
 def new_trainer(config, batches, run_path: str | os.PathLike, **options):
     """A Trainer of a fresh model of ``config`` on ``batches`` (seeded with config.seed),
-    with no development set; it writes nothing, but needs a run directory."""
+    with no development set; it writes nothing, but needs a run directory.
+
+    It trains what an adapted run would: all but ``config.freeze``'s parts, and with
+    ``config.parent_pull`` pulls toward the fresh model's first weights, which stand in
+    for a parent's (a child's pull is the same ops over the same weights)."""
     import keras
 
+    from keras_nmt.adaptation import trained_variables
     from keras_nmt.models import TranslationModel
     from keras_nmt.rundir import RunDir
     from keras_nmt.training import Trainer
+    from keras_nmt.training.pull import ParentPull
 
     keras.utils.set_random_seed(config.seed)
     options.setdefault("train_pairs", 1)
-    return Trainer(config, TranslationModel(config), RunDir(run_path), batches, lambda: None,
-                   **options)
+    model = TranslationModel(config)
+    variables = trained_variables(model, config)
+    pull = (ParentPull(config.parent_pull, variables, [None] * len(variables))
+            if config.parent_pull else None)
+    return Trainer(config, model, RunDir(run_path), batches, lambda: None,
+                   variables=variables, pull=pull, **options)
 
 
 def train_step(trainer, batch) -> dict[str, Any]:

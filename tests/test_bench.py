@@ -412,6 +412,30 @@ def test_precision_compares_recipes_at_the_grids_batch():
         precision.compared(argparse.Namespace(compare="recipe=none,fast"))
 
 
+def test_the_benchmarks_trainer_trains_what_an_adapted_run_would(tmp_path):
+    """bench.precision --compare freeze=... / parent_pull=... time the step a child runs:
+    its frozen parts left out of the update, and the pull's penalty in it."""
+    from keras_nmt.config import variant_config
+
+    common = load("_common")
+    config = variant_config("search50").replace(
+        embedding=8, hidden=8, attention=8, maxout=4, src_vocab_size=20, tgt_vocab_size=20,
+        freeze="embeddings", parent_pull=0.5)
+    import tensorflow as tf
+
+    nothing = tf.data.Dataset.range(0)  # no step is taken: only what a step would update
+    child = common.new_trainer(config, nothing, tmp_path / "child")
+    trained = {variable.path for variable in child.variables}
+    every = {variable.path for variable in child.model.trainable_variables}
+    assert sorted(every - trained) == ["translation_model/decoder/embedding/embeddings",
+                                       "translation_model/encoder/embedding/embeddings"]
+    assert child.step_functions.pull.strength == 0.5
+    assert len(child.step_functions.pull.anchors) == len(trained)
+    plain = common.new_trainer(config.replace(freeze="", parent_pull=0.0), nothing,
+                               tmp_path / "plain")
+    assert len(plain.variables) == len(every) and plain.step_functions.pull is None
+
+
 def test_precision_on_the_gpu_refuses_without_a_gpu(tiny_corpus):
     import tensorflow as tf
 
