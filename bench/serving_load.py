@@ -12,11 +12,13 @@ else NAME.onnx), at the export's beam (the one its serving_default signature use
   latency (p50, p99, max), errors (anything but a well-formed 200) and the share of
   translations equal to offline's (below 1 with vocabulary selection or int8, whose
   candidate words and activation ranges are computed over a batch);
-- offline in arrival order: the same sentences, in the order the clients sent them, in
-  consecutive batches of the server's mean batch, a call each (lengths mixed, rare-word
-  sentences decoded apart per batch, as the server's batches are): the load phase's rate
-  over this one is what HTTP and the clients cost, the rest of its gap to offline is the
-  batches' make-up;
+- where the gap goes, three offline passes taken in turn, round by round (the machine's
+  speed drifts between passes taken apart): sorted by length in batches of --batch-size
+  (as offline), sorted in batches of the server's mean batch, and in the order the
+  clients sent them in consecutive batches of that size, a call each (lengths mixed,
+  rare-word sentences decoded apart per batch, as the server's batches are). The first
+  over the second is the cost of the batches' size, the second over the third their
+  make-up, and the load phase's rate over the third what HTTP and the clients cost;
 - overload: a second server with a small queue (--overload-queue sentences) and
   --overload-clients clients sending requests of --per-overload sentences for
   --overload-seconds: how many got 503 and how fast (p50, p99, max), and whether any
@@ -101,20 +103,31 @@ def _rates(count: int, passes: list[float]) -> dict:
             "sentences_per_second": count / seconds}
 
 
-def offline_in_arrival_order(translator: OnnxTranslator, sentences: list[str], beam: int,
-                             batch_size: int, rounds: int = 3) -> dict:
-    """The sentences in the order the load phase's clients send them, translated in
-    consecutive batches of ``batch_size`` (the server's mean batch), each batch a call of
-    its own as a server batch is: the lengths a batch mixes and its rare-word sentences
-    decoded apart are the server's, without HTTP or clients. The load phase's rate over
-    this one is what serving costs beyond the batches' make-up."""
-    def translate():
-        for start in range(0, len(sentences), batch_size):
-            translator.translate(sentences[start:start + batch_size], beam_size=beam,
-                                 batch_size=batch_size)
+def where_the_gap_goes(translator: OnnxTranslator, sentences: list[str], beam: int,
+                       batch_size: int, server_batch: int, rounds: int = 5) -> dict:
+    """Three offline passes over the sentences, taken in turn ``rounds`` times: sorted by
+    length in batches of ``batch_size`` ("sorted", as :func:`offline`), sorted in batches
+    of ``server_batch`` ("server_batch"), and in the order the load phase's clients send
+    them, in consecutive batches of ``server_batch``, each batch a call of its own as a
+    server batch is ("arrival_order": the lengths a batch mixes and its rare-word
+    sentences decoded apart are the server's, without HTTP or clients)."""
+    def sorted_in(size):
+        return lambda: translator.translate(sentences, beam_size=beam, batch_size=size)
 
-    passes = [_common.timed(translate)[0] for _ in range(rounds)]
-    return {"batch_size": batch_size, **_rates(len(sentences), passes)}
+    def arrival():
+        for start in range(0, len(sentences), server_batch):
+            translator.translate(sentences[start:start + server_batch], beam_size=beam,
+                                 batch_size=server_batch)
+
+    passes = {"sorted": (batch_size, sorted_in(batch_size)),
+              "server_batch": (server_batch, sorted_in(server_batch)),
+              "arrival_order": (server_batch, arrival)}
+    seconds: dict[str, list[float]] = {name: [] for name in passes}
+    for _ in range(rounds):
+        for name, (_, translate) in passes.items():
+            seconds[name].append(_common.timed(translate)[0])
+    return {name: {"batch_size": size, **_rates(len(sentences), seconds[name])}
+            for name, (size, _) in passes.items()}
 
 
 class Server:
@@ -542,8 +555,9 @@ def main(argv=None) -> int:
         fuzz = fuzz_phase(server, args.name, args.fuzz, sentences[0], probe)
     finally:
         stopped = server.stop()
-    arrival = offline_in_arrival_order(translator, sentences, beam,
-                                       max(1, round(load["mean_batch"] or args.batch_size)))
+    gap = where_the_gap_goes(translator, sentences, beam, args.batch_size,
+                             max(1, round(load["mean_batch"] or args.batch_size)))
+    arrival = gap["arrival_order"]
     overload = overload_phase(args.export_dir, args.name, sentences, common, args)
     swapped = (swap_phase(args.export_dir, args.name, sentences, common, args)
                if args.swap_seconds > 0 else None)
@@ -558,7 +572,11 @@ def main(argv=None) -> int:
                 "per_request": args.per_request, "sentences": len(sentences)}
     results = {
         "offline": off,
-        "offline_in_arrival_order": arrival,
+        "where_the_gap_goes": {
+            **gap, "size": gap["sorted"]["sentences_per_second"]
+            / gap["server_batch"]["sentences_per_second"],
+            "make_up": gap["server_batch"]["sentences_per_second"]
+            / arrival["sentences_per_second"]},
         "load": {**load, "ratio_to_offline": load["sentences_per_second"] / off["sentences_per_second"],
                  "ratio_to_arrival_order": (load["sentences_per_second"]
                                             / arrival["sentences_per_second"]),
@@ -569,8 +587,9 @@ def main(argv=None) -> int:
     }
     rows = [
         {"phase": "offline", "rate": off["sentences_per_second"]},
-        {"phase": "offline, arrival order", "rate": arrival["sentences_per_second"],
-         "batch": arrival["batch_size"]},
+        *({"phase": f"offline in turn: {name.replace('_', ' ')}",
+           "rate": gap[name]["sentences_per_second"], "batch": gap[name]["batch_size"]}
+          for name in ("sorted", "server_batch", "arrival_order")),
         {"phase": "load", "rate": load["sentences_per_second"], "p50": load["p50_ms"],
          "p99": load["p99_ms"], "errors": load["errors"], "batch": load["mean_batch"]},
         {"phase": "overload 503", "p50": overload["time_to_503"]["p50_ms"],

@@ -572,9 +572,15 @@ def test_serving_load_phases_on_the_tiny_export(tiny_export, tmp_path, capsys):
     load_phase = report["load"]
     assert load_phase["errors"] == 0 and load_phase["sentences"] > 0
     # The yardstick in the server's batches: its mean batch, the same 12 sentences.
-    arrival = report["offline_in_arrival_order"]
+    gap = report["where_the_gap_goes"]
+    arrival = gap["arrival_order"]
     assert arrival["batch_size"] == max(1, round(load_phase["mean_batch"]))
-    assert len(arrival["rates"]) == 3 and arrival["sentences_per_second"] > 0
+    assert gap["server_batch"]["batch_size"] == arrival["batch_size"]
+    assert gap["sorted"]["batch_size"] == 32  # the bench's --batch-size
+    for name in ("sorted", "server_batch", "arrival_order"):
+        assert len(gap[name]["rates"]) == 5 and gap[name]["sentences_per_second"] > 0
+    assert gap["size"] * gap["make_up"] == pytest.approx(
+        gap["sorted"]["sentences_per_second"] / arrival["sentences_per_second"])
     assert load_phase["ratio_to_arrival_order"] == pytest.approx(
         load_phase["sentences_per_second"] / arrival["sentences_per_second"])
     # Full vocabulary, float: a batch's neighbours change only rounding (matrix products
