@@ -7,8 +7,9 @@ Usage (one command; prints a table, writes JSON and the curve as a PNG)::
         [--also-report NAME=SRC,REF] [--out bench-adaptation] [--seed N]
 
 For each number of minutes M of ``--minutes``, one child run: ``keras-nmt train
---init-from PARENT_RUN --data NEW_DATA --recipe budget --max-minutes M`` (with
-``--mix``, ``--set parent_pull``, ``--freeze`` when given), and with ``--scratch`` one run
+--init-from PARENT_RUN --data NEW_DATA --max-minutes M`` (a child's defaults: the
+parent's recipe without its warm-up; with ``--mix``, ``--set parent_pull``, ``--freeze``
+when given), and with ``--scratch`` one run
 from nothing: ``keras-nmt train --data NEW_DATA --preset budget --max-minutes M``. Each
 is scored by its own report (the reported half of NEW_DATA's development split, beam 5),
 and by ``--also-report`` splits (e.g. the parent's domain, to see what adaptation
@@ -52,7 +53,7 @@ def build_parser():
 
 def child_argv(args, minutes: float, out: pathlib.Path) -> list[str]:
     argv = ["--init-from", args.parent, "--data", args.data, "--out", str(out),
-            "--recipe", "budget", "--max-minutes", f"{minutes:g}"]
+            "--max-minutes", f"{minutes:g}"]
     if args.mix:
         argv += ["--mix", args.mix]
     if args.pull is not None:

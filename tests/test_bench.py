@@ -415,14 +415,14 @@ def test_precision_compares_recipes_at_the_grids_batch():
 def test_the_benchmarks_trainer_trains_what_an_adapted_run_would(tmp_path):
     """bench.precision --compare freeze=... / parent_pull=... time the step a child runs:
     its frozen parts left out of the update, and the pull's penalty in it."""
+    import tensorflow as tf
+
     from keras_nmt.config import variant_config
 
     common = load("_common")
     config = variant_config("search50").replace(
         embedding=8, hidden=8, attention=8, maxout=4, src_vocab_size=20, tgt_vocab_size=20,
         freeze="embeddings", parent_pull=0.5)
-    import tensorflow as tf
-
     nothing = tf.data.Dataset.range(0)  # no step is taken: only what a step would update
     child = common.new_trainer(config, nothing, tmp_path / "child")
     trained = {variable.path for variable in child.variables}
@@ -790,6 +790,9 @@ def test_adaptation_trains_children_and_scratch_runs_and_draws_the_curve(
         assert figure.size == (1320, 480)
     child = json.loads((out / "runs" / "adapted-0.05min" / "data.json").read_text())
     assert child["mix"]["fraction"] == 0.25 and child["parent"]
+    # A child as `keras-nmt train --init-from` makes one: no recipe, so no warm-up.
+    config = json.loads((out / "runs" / "adapted-0.05min" / "config.json").read_text())
+    assert config["warmup_steps"] == 0
     # Resumable: finished runs are not trained again.
     stamp = (out / "runs" / "scratch-0.05min" / "summary.json").stat().st_mtime_ns
     assert bench.main(argv) == 0
