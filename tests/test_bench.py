@@ -425,6 +425,7 @@ def test_the_benchmarks_trainer_trains_what_an_adapted_run_would(tmp_path):
         freeze="embeddings", parent_pull=0.5)
     nothing = tf.data.Dataset.range(0)  # no step is taken: only what a step would update
     child = common.new_trainer(config, nothing, tmp_path / "child")
+
     def paths(variables):  # below the model's name, which Keras numbers per process
         return {variable.path.split("/", 1)[1] for variable in variables}
 
