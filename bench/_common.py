@@ -272,12 +272,6 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any], tuple[str, ...]]] = {
              help="serve with keras-nmt serve --work-niceness N: decoding below the event "
                   "loop's priority (default 0)"),
         ()),
-    "rare_wait_ms": (
-        ("--rare-wait-ms",),
-        dict(type=float, default=0.0, metavar="MS",
-             help="serve with keras-nmt serve --rare-wait-ms MS: requests holding a rare "
-                  "word wait for others like them to share a run (default 0)"),
-        ()),
     "copies": (
         ("--copies",),
         dict(type=int_list, default="1,10", metavar="R,...",

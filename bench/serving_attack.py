@@ -427,7 +427,6 @@ def main(argv=None) -> int:
     parser.add_argument("--int8", action="store_true", help="serve NAME.int8.onnx")
     _common.add(parser, "no_spin")
     _common.add(parser, "work_niceness")
-    _common.add(parser, "rare_wait_ms")
     _common.add(parser, "batch_size", default=32, help="sentences a batch (default 32)")
     parser.add_argument("--duration", type=float, default=120.0,
                         help="seconds in all: half without the attack, half with (default 120)")
@@ -462,7 +461,6 @@ def main(argv=None) -> int:
     options += ["--int8"] if args.int8 else []
     options += [] if args.spin else ["--no-spin"]
     options += ["--work-niceness", str(args.work_niceness)] if args.work_niceness else []
-    options += ["--rare-wait-ms", str(args.rare_wait_ms)] if args.rare_wait_ms else []
     server = Server(args.export_dir, args.name, options)
     try:
         quiet = phase(server, args.name, sentences, args.duration / 2, args, attack=False)
@@ -473,7 +471,6 @@ def main(argv=None) -> int:
         stopped = server.stop()
     settings = {"export_dir": str(args.export_dir), "name": args.name, "int8": args.int8,
                 "spin": args.spin, "work_niceness": args.work_niceness,
-                "rare_wait_ms": args.rare_wait_ms,
                 "batch_size": args.batch_size, "clients": args.clients,
                 "per_request": args.per_request, "slow": args.slow, "bombers": args.bombers,
                 "bomb_sentences": args.bomb_sentences, "max_body_bytes": args.max_body_bytes,

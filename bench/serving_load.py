@@ -282,12 +282,8 @@ def load_phase(server: Server, name: str, sentences: list[str], expected: dict, 
 
 def batch_figures(server: Server) -> dict:
     """The batches the server ran so far (its Prometheus metrics): how many, and their
-    mean size in sentences: what a server's throughput depends on most; and how many held
-    a rare-word request (its /stats), whose sentences are decoded in a run of their own."""
+    mean size in sentences: what a server's throughput depends on most."""
     import urllib.request
-
-    with urllib.request.urlopen(f"{server.url}/stats", timeout=30) as r:
-        apart = json.loads(r.read())["apart_batches"]
 
     with urllib.request.urlopen(f"{server.url}/monitoring/prometheus/metrics", timeout=30) as r:
         text = r.read().decode("utf-8")
@@ -297,8 +293,7 @@ def batch_figures(server: Server) -> dict:
             if line.startswith(f"keras_nmt_serve_batch_sentences_{key} "):
                 found[key] = float(line.split()[-1])
     count = found.get("count", 0.0)
-    return {"batches": int(count), "mean_batch": found.get("sum", 0.0) / count if count else None,
-            "rare_word_batches": apart}
+    return {"batches": int(count), "mean_batch": found.get("sum", 0.0) / count if count else None}
 
 
 def overload_phase(export_dir: str, name: str, sentences: list[str], common: list[str],
@@ -509,7 +504,6 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, help="onnxruntime intra-op threads")
     _common.add(parser, "no_spin")
     _common.add(parser, "work_niceness")
-    _common.add(parser, "rare_wait_ms")
     parser.add_argument("--batch-threads", type=int, default=1,
                         help="batches the server runs at once (default 1)")
     parser.add_argument("--clients", type=int, default=32)
@@ -550,7 +544,6 @@ def main(argv=None) -> int:
     common += ["--batch-threads", str(args.batch_threads)]
     common += [] if args.spin else ["--no-spin"]
     common += ["--work-niceness", str(args.work_niceness)] if args.work_niceness else []
-    common += ["--rare-wait-ms", str(args.rare_wait_ms)] if args.rare_wait_ms else []
 
     off = offline(translator, sentences, beam, args.batch_size)
     expected = off.pop("texts")
@@ -575,7 +568,6 @@ def main(argv=None) -> int:
                 "batch_gap_ms": args.batch_gap_ms,
                 "batch_threads": args.batch_threads, "threads": args.threads,
                 "spin": args.spin, "work_niceness": args.work_niceness,
-                "rare_wait_ms": args.rare_wait_ms,
                 "clients": args.clients, "seconds": args.seconds,
                 "per_request": args.per_request, "sentences": len(sentences)}
     results = {

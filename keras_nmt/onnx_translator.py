@@ -398,12 +398,6 @@ class OnnxTranslator:
         """A sentence's tokens and ids, cut to ``max_source_len`` tokens (Translator's rule)."""
         return read_source(self.source_codec, self.max_source_len, sentence)
 
-    def decoded_apart(self, source: Source) -> bool:
-        """Whether :meth:`translate` (with the export's vocabulary selection) decodes this
-        sentence in a run of its own, over the whole vocabulary: it holds a rare source
-        word (:func:`keras_nmt.translation.rare_source`)."""
-        return bool(self.shortlist and self.rare[np.asarray(source.ids, np.int64)].any())
-
     def source_ids(self, line: str) -> tuple[list[int], int]:
         """A line's source ids with EOS, cut to ``max_source_len`` tokens, and the number
         of tokens cut. No tokens: an empty list."""

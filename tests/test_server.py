@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import dataclasses
 import http.client
 import io
 import itertools
@@ -659,58 +658,6 @@ def test_batcher_lets_requests_that_arrive_go_before_the_rest_of_a_large_one():
     assert ran == [[0, 1], ["a", 2], [3, 4], [5], ["b"]]
 
 
-@pytest.mark.parametrize("apart_wait", [0.0, 0.3])
-def test_batcher_holds_requests_decoded_apart_until_several_share_a_run(apart_wait):
-    """With apart_wait, a request submitted apart (a rare word: a run of its own) stays
-    out of batches with other work until the oldest such has waited apart_wait, then all
-    of them join one batch; alone, it runs at once. Without, each joins the next batch."""
-    ran, gates = [], {"x": threading.Event(), "a": threading.Event()}
-
-    def run(key, items):
-        ran.append(list(items))
-        if items[0] in gates:
-            gates[items[0]].wait(10)
-        return list(items)
-
-    async def scenario():
-        batcher = Batcher(run, batch_size=8, max_wait=0.0, queue_size=100,
-                          apart_wait=apart_wait)
-        batcher.start()
-        loop = asyncio.get_running_loop()
-        start = loop.time()
-        assert await batcher.submit("k", ["r0"], apart=True) == ["r0"]
-        alone = loop.time() - start
-
-        async def running(item):
-            while [item] not in ran:
-                await asyncio.sleep(0.005)
-
-        tasks = [asyncio.create_task(batcher.submit("k", ["x"]))]
-        await running("x")
-        tasks += [asyncio.create_task(batcher.submit("k", ["r1"], apart=True)),
-                  asyncio.create_task(batcher.submit("k", ["a"]))]
-        await asyncio.sleep(0.02)
-        gates["x"].set()
-        await asyncio.wait_for(running("a"), 5) if apart_wait else await asyncio.sleep(0.05)
-        tasks += [asyncio.create_task(batcher.submit("k", ["r2"], apart=True)),
-                  asyncio.create_task(batcher.submit("k", ["c"]))]
-        await asyncio.sleep(0.35)
-        gates["a"].set()
-        answers = await asyncio.gather(*tasks)
-        await batcher.close()
-        return alone, answers, batcher.stats
-
-    alone, answers, stats = asyncio.run(scenario())
-    gates["x"].set(), gates["a"].set()
-    assert alone < 0.1, alone
-    assert answers == [["x"], ["r1"], ["a"], ["r2"], ["c"]]
-    if apart_wait:
-        assert ran == [["r0"], ["x"], ["a"], ["r1", "r2", "c"]]
-    else:
-        assert ran == [["r0"], ["x"], ["r1", "a"], ["r2", "c"]]
-    assert stats.apart_batches == 3 - bool(apart_wait)
-
-
 def test_batcher_close_answers_what_is_left_at_its_timeout():
     """A batch that never ends and a request queued behind it: close(0.2) returns at
     once after 0.2 s, the queued request answered 503, the batch left to its thread."""
@@ -1239,29 +1186,6 @@ def test_prometheus_metrics_count_requests_latency_queue_and_batches(registry):
 
 
 # ---- several models, versions, labels, int8 --------------------------------------------
-
-def test_a_request_holding_a_rare_word_is_batched_apart(tiny_selecting_export, tiny_corpus):
-    """Under vocabulary selection a sentence with a rare source word is decoded over the
-    whole vocabulary in a run of its own: the server submits its request apart (what
-    --rare-wait-ms holds back), and answers it as the translator does."""
-    translator = OnnxTranslator.from_export_dir(tiny_selecting_export)
-    lines = (tiny_corpus / "valid.en").read_text(encoding="utf-8").splitlines()
-    rare = [line for line in lines if translator.decoded_apart(translator.source(line))]
-    common = [line for line in lines if line not in rare]
-    assert rare and common  # the tiny corpus has both kinds
-    assert not translator.decoded_apart(dataclasses.replace(translator.source(rare[0]), ids=()))
-    registry = Registry.from_export_dir(tiny_selecting_export)
-    with ServerThread(registry, rare_wait=0.2) as server:
-        for line in common[:2]:
-            assert server.call("/translate", {"text": [line]})[0] == 200
-        assert server.call("/stats")[1]["apart_batches"] == 0
-        status, answer = server.call("/v1/models/nmt:predict", {"instances": [rare[0]]})
-        assert status == 200, answer
-        assert answer["predictions"][0]["translations"] == translator.translate([rare[0]])[0].text
-        assert server.call("/stats")[1]["apart_batches"] == 1
-    with pytest.raises(ValueError, match="rare_wait must be finite"):
-        ServerOptions(rare_wait=-1.0).check()
-
 
 def test_models_config_serves_several_models_versions_and_labels(tiny_export,
                                                                  tiny_selecting_export, tmp_path):

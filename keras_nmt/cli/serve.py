@@ -88,13 +88,6 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                         "at --max-wait-ms; a request on a server that has held one request "
                         "at a time for the last second runs at once; 0: always wait "
                         f"--max-wait-ms (default {d.batch_gap * 1000:g})")
-    parser.add_argument("--rare-wait-ms", type=non_negative_float, default=d.rare_wait * 1000,
-                        metavar="MS", help="under vocabulary selection a sentence holding a "
-                        "rare source word is decoded in a run of its own, over the whole "
-                        "vocabulary: its request may wait MS out of batches that have other "
-                        "work, so that several share that run (throughput under load, for "
-                        "their latency); 0: it joins the next batch "
-                        f"(default {d.rare_wait * 1000:g})")
     parser.add_argument("--queue-size", type=positive_int, default=d.queue_size, metavar="N",
                         help="sentences waiting, at most; a request beyond gets 503 at once "
                              f"(default {d.queue_size})")
@@ -166,7 +159,7 @@ def _serve(args, console: Console) -> int:
         batch_threads=args.batch_threads, max_connections=args.max_connections,
         request_timeout=args.request_timeout, read_timeout=args.read_timeout,
         poll_seconds=args.poll_seconds, shutdown_timeout=args.shutdown_timeout,
-        work_niceness=args.work_niceness, rare_wait=args.rare_wait_ms / 1000,
+        work_niceness=args.work_niceness,
     )
     try:
         options.check()

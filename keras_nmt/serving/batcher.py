@@ -17,14 +17,6 @@ all its batches), and it goes on with what is left. Between two batches, nothing
 request that no longer waits (its client went away, its deadline passed) is run. Each
 request gets its results once all its sentences are done.
 
-A request submitted ``apart`` is one whose sentences the translator decodes in a run of
-their own (a rare source word under vocabulary selection is decoded over the whole
-vocabulary, :func:`keras_nmt.translation.rare_source`). On a busy server nearly every
-batch would hold one and pay a second, costly run for it alone. With ``apart_wait``,
-such requests stay out of batches that have other work for up to ``apart_wait`` seconds,
-so that several share one run: once the oldest has waited that long (or nothing else
-waits, or the server is shutting down) every waiting one joins the next batch.
-
 A batch runs in a daemon thread (onnxruntime releases the GIL), off the event loop: a
 batch still running when the server has stopped does not hold it (:class:`DaemonThreads`).
 A request
@@ -115,7 +107,6 @@ class _Job:
     arrived: float
     future: asyncio.Future
     results: list
-    apart: bool = False  # decoded in a run of their own: may wait for others like them
     taken: int = 0  # items given to a batch (forming or running)
     started: int = 0  # items given to a batch that ran or runs
     finished: int = 0  # items whose results are in
@@ -136,7 +127,6 @@ class BatchStats:
     largest_batch: int = 0
     waiting: int = 0  # sentences queued now, not yet in a running batch
     dropped: int = 0  # sentences never run: their request stopped waiting first
-    apart_batches: int = 0  # batches that held requests submitted apart
 
 
 class Batcher:
@@ -145,17 +135,16 @@ class Batcher:
 
     def __init__(self, run: Callable[[Hashable, list], list], batch_size: int,
                  max_wait: float, queue_size: int, threads: int = 1, gap: float = 0.0,
-                 company_seconds: float = 1.0, apart_wait: float = 0.0):
+                 company_seconds: float = 1.0):
         if (batch_size < 1 or queue_size < 1 or threads < 1 or max_wait < 0 or gap < 0
-                or company_seconds < 0 or apart_wait < 0):
+                or company_seconds < 0):
             raise ValueError("batch_size, queue_size and threads must be >= 1, max_wait, "
-                             "gap, company_seconds and apart_wait >= 0")
+                             "gap and company_seconds >= 0")
         self._run = run
         self.batch_size = batch_size
         self.max_wait = max_wait
         self.gap = gap  # 0: a batch waits for max_wait whether requests come or not
         self.company_seconds = company_seconds
-        self.apart_wait = apart_wait  # 0: a request submitted apart waits like any other
         self._held = 0  # requests submitted and not yet answered, failed or cancelled
         self._company_at = -math.inf  # when two requests or more were last held at once
         self.queue_size = queue_size
@@ -174,10 +163,9 @@ class Batcher:
         self._arrived = asyncio.Event()
         self._workers = [asyncio.create_task(self._work()) for _ in range(self.threads)]
 
-    async def submit(self, key: Hashable, items: Sequence, apart: bool = False) -> list:
-        """The results of ``items``, in order; ``apart``: the translator decodes them in a
-        run of their own (they may wait ``apart_wait`` for others). Cancelling the caller
-        (a client gone, a deadline passed) drops whatever of them has not run yet."""
+    async def submit(self, key: Hashable, items: Sequence) -> list:
+        """The results of ``items``, in order. Cancelling the caller (a client gone, a
+        deadline passed) drops whatever of them has not run yet."""
         if self._closed or self._hurry:
             self.stats.rejected += 1
             raise RequestError(503, "the server is shutting down")
@@ -188,8 +176,7 @@ class Batcher:
         if not items:
             return []
         loop = asyncio.get_running_loop()
-        job = _Job(key, items, loop.time(), loop.create_future(), [None] * len(items),
-                   apart=apart)
+        job = _Job(key, items, loop.time(), loop.create_future(), [None] * len(items))
         job.future.add_done_callback(lambda _: self._forget(job))
         self._held += 1
         if self._held > 1:
@@ -241,40 +228,19 @@ class Batcher:
         self._workers = []
 
     def _oldest(self) -> _Job | None:
-        """The oldest job still waiting with sentences not yet given to a batch, passing
-        over those held apart (:meth:`_held_apart`); jobs before the first that are done
-        or fully given leave the queue."""
+        """The oldest job still waiting with sentences not yet given to a batch; jobs
+        before it that are done or fully given leave the queue."""
         while self._jobs:
             job = self._jobs[0]
             if job.waits and job.taken < len(job.items):
-                break
+                return job
             self._jobs.popleft()
-        held = self._held_apart()
-        return next((job for job in self._jobs if job.waits and job.taken < len(job.items)
-                     and not (job.apart and job.key in held)), None)
-
-    def _held_apart(self) -> set:
-        """The keys whose jobs submitted apart stay out of the next batch: other jobs of
-        the key wait, and the oldest apart one has waited less than ``apart_wait``."""
-        if not self.apart_wait or self._hurry:
-            return set()
-        now = asyncio.get_running_loop().time()
-        others, due = set(), set()
-        for job in self._jobs:
-            if job.waits and job.taken < len(job.items):
-                if not job.apart:
-                    others.add(job.key)
-                elif now - job.arrived >= self.apart_wait:
-                    due.add(job.key)
-        return others - due
+        return None
 
     def _fill(self, key: Hashable, pieces: list, size: int) -> int:
         """Add to ``pieces`` (job, start, stop) the waiting sentences of ``key`` that fit,
-        requests that have not run yet first, each in arrival order (those submitted apart
-        only when :meth:`_held_apart` lets them); the new size."""
-        held = key in self._held_apart()
-        fresh = [job for job in self._jobs if job.key == key and job.waits and job.taken == 0
-                 and not (held and job.apart)]
+        requests that have not run yet first, each in arrival order; the new size."""
+        fresh = [job for job in self._jobs if job.key == key and job.waits and job.taken == 0]
         going = [job for job in self._jobs if job.key == key and job.waits
                  and 0 < job.taken < len(job.items)]
         for job in fresh + going:
@@ -319,7 +285,6 @@ class Batcher:
                 self.stats.waiting -= stop - start
             items = [item for job, start, stop in pieces for item in job.items[start:stop]]
             self.stats.batches += 1
-            self.stats.apart_batches += any(job.apart for job, _, _ in pieces)
             self.stats.sentences += len(items)
             self.stats.largest_batch = max(self.stats.largest_batch, len(items))
             self._running += 1

@@ -157,10 +157,6 @@ class ServerOptions:
     # Added to the event loop's nice value for the threads that decode, parse large bodies
     # and load new versions (keras_nmt.serving.priority); 0: they share its priority.
     work_niceness: int = 0
-    # Seconds a request holding a rare source word (decoded in a run of its own under
-    # vocabulary selection) may wait out of batches that have other work, for others like
-    # it to share that run (keras_nmt.serving.batcher); 0: it joins the next batch.
-    rare_wait: float = 0.0
 
     def check(self) -> None:
         """ValueError (one line) for options that do not fit together."""
@@ -176,7 +172,7 @@ class ServerOptions:
             raise ValueError(f"max_body_bytes ({self.max_body_bytes}) cannot exceed "
                              f"max_body_memory ({self.max_body_memory}): such a body could "
                              "never be read")
-        for name in ("max_wait", "batch_gap", "shutdown_timeout", "poll_seconds", "rare_wait"):
+        for name in ("max_wait", "batch_gap", "shutdown_timeout", "poll_seconds"):
             if not 0 <= getattr(self, name) < math.inf:
                 raise ValueError(f"{name} must be finite and >= 0")
         for name in ("request_timeout", "read_timeout"):
@@ -220,8 +216,6 @@ class Sentences:
     # The most cells their force decoding (alignments, confidence) can hold; 0 without.
     cells: int = 0
     split_count: int = 0  # sentences once the lines are split (what the answer costs)
-    # One of them holds a rare source word: the translator decodes it in a run of its own.
-    apart: bool = False
 
     def lines(self, results: Sequence[Translation]) -> list[list[Translation]]:
         """``results`` (one per item) cut into each line's; :class:`RequestError` 400 for a
@@ -265,8 +259,7 @@ class TranslationServer:
         for servable in registry.servables():
             self.check_servable(servable)
         self.batcher = Batcher(self._translate_batch, options.batch_size, options.max_wait,
-                               options.queue_size, options.batch_threads, options.batch_gap,
-                               apart_wait=options.rare_wait)
+                               options.queue_size, options.batch_threads, options.batch_gap)
         self.bodies = BodyBudget(options.max_body_memory)
         self.metrics = Metrics(options.batch_size, lambda: self.batcher.stats.waiting,
                                lambda: self.batcher.stats.dropped, self._open_connections)
@@ -421,7 +414,7 @@ class TranslationServer:
                                                  confidence=call.confidence)
 
         call, search, work = await self._body(request, read)
-        results = await self.batcher.submit(search, work.sentences, work.apart)
+        results = await self.batcher.submit(search, work.sentences)
         parts_of_lines = work.lines(results)
 
         def answer() -> str:
@@ -446,7 +439,7 @@ class TranslationServer:
 
     async def translate(self, request: web.Request) -> web.Response:
         ask = await self._body(request, self._read_translate)
-        results = await self.batcher.submit(ask.search, ask.work.sentences, ask.work.apart)
+        results = await self.batcher.submit(ask.search, ask.work.sentences)
         ask.work.lines(results)  # a line refused by the translator: 400
         return _json_text(await self._work(ask.work.heavy, lambda: self._translate_answer(
             ask, results)))
@@ -575,11 +568,8 @@ class TranslationServer:
             raise rest.bad("no sentences to translate")
         tokens = cells = 0
         lengths = []  # source tokens of each sentence
-        apart = False
         for sentence in sentences:
-            source = translator.source(sentence)
-            apart = apart or translator.decoded_apart(source)
-            count = len(source.tokens)
+            count = len(translator.source(sentence).tokens)
             lengths.append(count)
             tokens += count
             if tokens > limits.max_tokens:
@@ -590,7 +580,7 @@ class TranslationServer:
         if forced and cells > limits.max_alignment_cells:
             raise _too_many_cells(cells, limits.max_alignment_cells, forced)
         if not rules and glossary is None:
-            return Sentences(sentences, counts, cells, len(sentences), apart)
+            return Sentences(sentences, counts, cells, len(sentences))
         return self._constrained(servable, lines, sentences, counts, lengths, tokens, cells,
                                  split, forced, rules, glossary, where)
 
