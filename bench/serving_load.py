@@ -64,6 +64,8 @@ import threading
 import time
 import urllib.parse
 
+import numpy as np
+
 from bench import _common
 from keras_nmt.errors import ExportError
 from keras_nmt.onnx_translator import OnnxTranslator
@@ -110,24 +112,40 @@ def where_the_gap_goes(translator: OnnxTranslator, sentences: list[str], beam: i
     of ``server_batch`` ("server_batch"), and in the order the load phase's clients send
     them, in consecutive batches of ``server_batch``, each batch a call of its own as a
     server batch is ("arrival_order": the lengths a batch mixes and its rare-word
-    sentences decoded apart are the server's, without HTTP or clients)."""
+    sentences decoded apart are the server's, without HTTP or clients); and the same
+    with the sentences that hold a rare source word under the export's selection taken
+    out of their batches and translated together in one call at the end
+    ("arrival_rare_gathered": the most that holding rare-word requests back until they
+    share a run could give a server)."""
     def sorted_in(size):
         return lambda: translator.translate(sentences, beam_size=beam, batch_size=size)
 
-    def arrival():
+    def arrival(rare_gathered: bool):
+        gathered = []
         for start in range(0, len(sentences), server_batch):
-            translator.translate(sentences[start:start + server_batch], beam_size=beam,
-                                 batch_size=server_batch)
+            batch = sentences[start:start + server_batch]
+            if rare_gathered:
+                gathered += [sentence for sentence in batch if sentence in rare]
+                batch = [sentence for sentence in batch if sentence not in rare]
+            translator.translate(batch, beam_size=beam, batch_size=server_batch)
+        if gathered:
+            translator.translate(gathered, beam_size=beam, batch_size=len(gathered))
 
+    # Decoded apart under vocabulary selection (keras_nmt.translation.rare_source).
+    rare = ({sentence for sentence in sentences
+             if translator.rare[np.asarray(translator.source(sentence).ids)].any()}
+            if translator.shortlist else set())
     passes = {"sorted": (batch_size, sorted_in(batch_size)),
               "server_batch": (server_batch, sorted_in(server_batch)),
-              "arrival_order": (server_batch, arrival)}
+              "arrival_order": (server_batch, lambda: arrival(False)),
+              "arrival_rare_gathered": (server_batch, lambda: arrival(True))}
     seconds: dict[str, list[float]] = {name: [] for name in passes}
     for _ in range(rounds):
         for name, (_, translate) in passes.items():
             seconds[name].append(_common.timed(translate)[0])
-    return {name: {"batch_size": size, **_rates(len(sentences), seconds[name])}
-            for name, (size, _) in passes.items()}
+    return {"rare_word_sentences": len(rare),
+            **{name: {"batch_size": size, **_rates(len(sentences), seconds[name])}
+               for name, (size, _) in passes.items()}}
 
 
 class Server:
@@ -576,6 +594,8 @@ def main(argv=None) -> int:
             **gap, "size": gap["sorted"]["sentences_per_second"]
             / gap["server_batch"]["sentences_per_second"],
             "make_up": gap["server_batch"]["sentences_per_second"]
+            / arrival["sentences_per_second"],
+            "rare_gathered": gap["arrival_rare_gathered"]["sentences_per_second"]
             / arrival["sentences_per_second"]},
         "load": {**load, "ratio_to_offline": load["sentences_per_second"] / off["sentences_per_second"],
                  "ratio_to_arrival_order": (load["sentences_per_second"]
@@ -589,7 +609,7 @@ def main(argv=None) -> int:
         {"phase": "offline", "rate": off["sentences_per_second"]},
         *({"phase": f"offline in turn: {name.replace('_', ' ')}",
            "rate": gap[name]["sentences_per_second"], "batch": gap[name]["batch_size"]}
-          for name in ("sorted", "server_batch", "arrival_order")),
+          for name in ("sorted", "server_batch", "arrival_order", "arrival_rare_gathered")),
         {"phase": "load", "rate": load["sentences_per_second"], "p50": load["p50_ms"],
          "p99": load["p99_ms"], "errors": load["errors"], "batch": load["mean_batch"]},
         {"phase": "overload 503", "p50": overload["time_to_503"]["p50_ms"],

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from support import ROOT, TINY_SETTINGS
+from keras_nmt.onnx_translator import OnnxTranslator
 
 # The benchmarks' own tests: left out of the product's run, run with -m bench (CI does).
 pytestmark = pytest.mark.bench
@@ -559,6 +560,26 @@ def test_scale_runs_every_stage_and_resumes(tmp_path):
     assert again.returncode == 0 and "pairs: train" not in again.stderr
 
 
+def test_the_gathered_pass_takes_the_rare_word_sentences_out_of_their_batches(
+        tiny_selecting_export, tiny_corpus, monkeypatch):
+    bench = load("serving_load")
+    translator = OnnxTranslator.from_export_dir(tiny_selecting_export)
+    sentences = (tiny_corpus / "valid.en").read_text(encoding="utf-8").splitlines()[:12]
+    rare = [s for s in sentences if translator.rare[list(translator.source(s).ids)].any()]
+    assert 0 < len(rare) < len(sentences)
+    calls = []
+    translate = translator.translate
+    monkeypatch.setattr(translator, "translate",
+                        lambda lines, **kw: calls.append(list(lines)) or translate(lines, **kw))
+    gap = bench.where_the_gap_goes(translator, sentences, 3, 32, 4, rounds=1)
+    assert gap["rare_word_sentences"] == len(rare)
+    # The last pass: the batches of 4 in order without their rare-word sentences, then
+    # those together.
+    batches = [sentences[i:i + 4] for i in range(0, 12, 4)]
+    assert calls[-4:] == [[s for s in b if s not in rare] for b in batches] + [rare]
+    assert calls[-7:-4] == batches  # arrival order, as the server's batches
+
+
 def test_serving_load_phases_on_the_tiny_export(tiny_export, tmp_path, capsys):
     bench = load("serving_load")
     out = tmp_path / "load.json"
@@ -581,8 +602,9 @@ def test_serving_load_phases_on_the_tiny_export(tiny_export, tmp_path, capsys):
     assert arrival["batch_size"] == max(1, round(load_phase["mean_batch"]))
     assert gap["server_batch"]["batch_size"] == arrival["batch_size"]
     assert gap["sorted"]["batch_size"] == 32  # the bench's --batch-size
-    for name in ("sorted", "server_batch", "arrival_order"):
+    for name in ("sorted", "server_batch", "arrival_order", "arrival_rare_gathered"):
         assert len(gap[name]["rates"]) == 5 and gap[name]["sentences_per_second"] > 0
+    assert gap["rare_word_sentences"] == 0  # no selection: nothing is decoded apart
     assert gap["size"] * gap["make_up"] == pytest.approx(
         gap["sorted"]["sentences_per_second"] / arrival["sentences_per_second"])
     assert load_phase["ratio_to_arrival_order"] == pytest.approx(
