@@ -12,13 +12,15 @@ else NAME.onnx), at the export's beam (the one its serving_default signature use
   latency (p50, p99, max), errors (anything but a well-formed 200) and the share of
   translations equal to offline's (below 1 with vocabulary selection or int8, whose
   candidate words and activation ranges are computed over a batch);
-- where the gap goes, three offline passes taken in turn, round by round (the machine's
+- where the gap goes, four offline passes taken in turn, round by round (the machine's
   speed drifts between passes taken apart): sorted by length in batches of --batch-size
-  (as offline), sorted in batches of the server's mean batch, and in the order the
-  clients sent them in consecutive batches of that size, a call each (lengths mixed,
-  rare-word sentences decoded apart per batch, as the server's batches are). The first
-  over the second is the cost of the batches' size, the second over the third their
-  make-up, and the load phase's rate over the third what HTTP and the clients cost;
+  (as offline), sorted in batches of the server's mean batch, in the order the clients
+  sent them in consecutive batches of that size, a call each (lengths mixed, rare-word
+  sentences decoded apart per batch, as the server's batches are), and that again with
+  the rare-word sentences taken out of their batches and translated together at the end.
+  The first over the second is the cost of the batches' size, the second over the third
+  their make-up, the fourth over the third what gathering the rare-word sentences would
+  give, and the load phase's rate over the third what HTTP and the clients cost;
 - overload: a second server with a small queue (--overload-queue sentences) and
   --overload-clients clients sending requests of --per-overload sentences for
   --overload-seconds: how many got 503 and how fast (p50, p99, max), and whether any
