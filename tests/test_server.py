@@ -658,6 +658,40 @@ def test_batcher_lets_requests_that_arrive_go_before_the_rest_of_a_large_one():
     assert ran == [[0, 1], ["a", 2], [3, 4], [5], ["b"]]
 
 
+def test_the_rest_of_a_split_request_keeps_half_of_each_batch_under_steady_load():
+    """A request split over batches is not starved by new ones that would fill every
+    batch: the rest of it keeps up to half of the next batch, the new ones the other
+    half (a load of 4-sentence requests in batches of 32 saw a p99 of 10 s before)."""
+    ran, gate = [], threading.Event()
+
+    def run(key, items):
+        ran.append(list(items))
+        if len(ran) == 1:
+            gate.wait(10)
+        return list(items)
+
+    async def scenario():
+        batcher = Batcher(run, batch_size=4, max_wait=0.0, queue_size=100)
+        batcher.start()
+        big = asyncio.create_task(batcher.submit("k", list(range(6))))
+        while not ran:
+            await asyncio.sleep(0.005)
+        fresh = [asyncio.create_task(batcher.submit("k", [f"{name}{i}" for i in range(4)]))
+                 for name in "abc"]
+        await asyncio.sleep(0.05)
+        gate.set()
+        answers = await asyncio.gather(big, *fresh)
+        await batcher.close()
+        return answers
+
+    answers = asyncio.run(scenario())
+    assert answers[0] == list(range(6))
+    # The rest of the large request runs in the second batch, beside half of a new one.
+    assert ran[:3] == [[0, 1, 2, 3], ["a0", "a1", 4, 5], ["b0", "b1", "a2", "a3"]]
+    assert sorted(item for batch in ran for item in batch if isinstance(item, str)) == sorted(
+        f"{name}{i}" for name in "abc" for i in range(4))
+
+
 def test_batcher_close_answers_what_is_left_at_its_timeout():
     """A batch that never ends and a request queued behind it: close(0.2) returns at
     once after 0.2 s, the queued request answered 503, the batch left to its thread."""

@@ -13,7 +13,9 @@ With ``gap``, a request on a server that has held one request at a time for
 would wait the gap for company that never comes. A request larger than a
 batch runs as several batches, one after another: the requests that arrived while it ran
 go first in the next batch (a large request does not hold the small ones behind it for
-all its batches), and it goes on with what is left. Between two batches, nothing of a
+all its batches), and it goes on with what is left in up to half of each batch (under
+steady load the new requests would fill every batch, and the rest of a request split
+over batches would wait for a lull: seconds). Between two batches, nothing of a
 request that no longer waits (its client went away, its deadline passed) is run. Each
 request gets its results once all its sentences are done.
 
@@ -239,17 +241,20 @@ class Batcher:
 
     def _fill(self, key: Hashable, pieces: list, size: int) -> int:
         """Add to ``pieces`` (job, start, stop) the waiting sentences of ``key`` that fit,
-        requests that have not run yet first, each in arrival order; the new size."""
+        requests that have not run yet first, each in arrival order, with up to half the
+        batch kept for the rest of requests already under way; the new size."""
         fresh = [job for job in self._jobs if job.key == key and job.waits and job.taken == 0]
         going = [job for job in self._jobs if job.key == key and job.waits
                  and 0 < job.taken < len(job.items)]
-        for job in fresh + going:
-            if size >= self.batch_size:
-                break
-            stop = min(len(job.items), job.taken + self.batch_size - size)
-            pieces.append((job, job.taken, stop))
-            size += stop - job.taken
-            job.taken = stop
+        kept = min(sum(len(job.items) - job.taken for job in going), self.batch_size // 2)
+        for jobs, limit in ((fresh, self.batch_size - kept), (going, self.batch_size)):
+            for job in jobs:
+                if size >= limit:
+                    break
+                stop = min(len(job.items), job.taken + limit - size)
+                pieces.append((job, job.taken, stop))
+                size += stop - job.taken
+                job.taken = stop
         return size
 
     async def _work(self) -> None:
