@@ -631,7 +631,9 @@ def test_batcher_stops_a_request_at_a_batch_boundary_and_drops_what_was_queued()
     assert (stats.batches, stats.dropped) == (2, 8 + 3)
 
 
-def test_batcher_lets_requests_that_arrive_go_before_the_rest_of_a_large_one():
+def _first_batch_held():
+    """A batch function for the batcher's tests: it records each batch's items and holds
+    the first batch until the event is set; (the batches, the event, the function)."""
     ran, gate = [], threading.Event()
 
     def run(key, items):
@@ -639,6 +641,12 @@ def test_batcher_lets_requests_that_arrive_go_before_the_rest_of_a_large_one():
         if len(ran) == 1:
             gate.wait(10)
         return list(items)
+
+    return ran, gate, run
+
+
+def test_batcher_lets_requests_that_arrive_go_before_the_rest_of_a_large_one():
+    ran, gate, run = _first_batch_held()
 
     async def scenario():
         batcher = Batcher(run, batch_size=2, max_wait=0.0, queue_size=100)
@@ -662,13 +670,7 @@ def test_the_rest_of_a_split_request_keeps_half_of_each_batch_under_steady_load(
     """A request split over batches is not starved by new ones that would fill every
     batch: the rest of it keeps up to half of the next batch, the new ones the other
     half (a load of 4-sentence requests in batches of 32 saw a p99 of 10 s before)."""
-    ran, gate = [], threading.Event()
-
-    def run(key, items):
-        ran.append(list(items))
-        if len(ran) == 1:
-            gate.wait(10)
-        return list(items)
+    ran, gate, run = _first_batch_held()
 
     async def scenario():
         batcher = Batcher(run, batch_size=4, max_wait=0.0, queue_size=100)
