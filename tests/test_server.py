@@ -631,9 +631,9 @@ def test_batcher_stops_a_request_at_a_batch_boundary_and_drops_what_was_queued()
     assert (stats.batches, stats.dropped) == (2, 8 + 3)
 
 
-def _first_batch_held():
-    """A batch function for the batcher's tests: it records each batch's items and holds
-    the first batch until the event is set; (the batches, the event, the function)."""
+def _large_request_and_others(batch_size: int, others: list[tuple[str, list]]):
+    """A request of 6 sentences, its first batch held until ``others`` (key, items) have
+    been submitted: the answers (the large request's first) and the batches run."""
     ran, gate = [], threading.Event()
 
     def run(key, items):
@@ -642,27 +642,25 @@ def _first_batch_held():
             gate.wait(10)
         return list(items)
 
-    return ran, gate, run
-
-
-def test_batcher_lets_requests_that_arrive_go_before_the_rest_of_a_large_one():
-    ran, gate, run = _first_batch_held()
-
     async def scenario():
-        batcher = Batcher(run, batch_size=2, max_wait=0.0, queue_size=100)
+        batcher = Batcher(run, batch_size=batch_size, max_wait=0.0, queue_size=100)
         batcher.start()
         big = asyncio.create_task(batcher.submit("k", list(range(6))))
         while not ran:
             await asyncio.sleep(0.005)
-        small = asyncio.create_task(batcher.submit("k", ["a"]))
-        other = asyncio.create_task(batcher.submit("other key", ["b"]))
+        tasks = [asyncio.create_task(batcher.submit(key, items)) for key, items in others]
         await asyncio.sleep(0.05)
         gate.set()
-        answers = await asyncio.gather(big, small, other)
+        answers = await asyncio.gather(big, *tasks)
         await batcher.close()
         return answers
 
-    assert asyncio.run(scenario()) == [list(range(6)), ["a"], ["b"]]
+    return asyncio.run(scenario()), ran
+
+
+def test_batcher_lets_requests_that_arrive_go_before_the_rest_of_a_large_one():
+    answers, ran = _large_request_and_others(2, [("k", ["a"]), ("other key", ["b"])])
+    assert answers == [list(range(6)), ["a"], ["b"]]
     assert ran == [[0, 1], ["a", 2], [3, 4], [5], ["b"]]
 
 
@@ -670,24 +668,9 @@ def test_the_rest_of_a_split_request_keeps_half_of_each_batch_under_steady_load(
     """A request split over batches is not starved by new ones that would fill every
     batch: the rest of it keeps up to half of the next batch, the new ones the other
     half (a load of 4-sentence requests in batches of 32 saw a p99 of 10 s before)."""
-    ran, gate, run = _first_batch_held()
-
-    async def scenario():
-        batcher = Batcher(run, batch_size=4, max_wait=0.0, queue_size=100)
-        batcher.start()
-        big = asyncio.create_task(batcher.submit("k", list(range(6))))
-        while not ran:
-            await asyncio.sleep(0.005)
-        fresh = [asyncio.create_task(batcher.submit("k", [f"{name}{i}" for i in range(4)]))
-                 for name in "abc"]
-        await asyncio.sleep(0.05)
-        gate.set()
-        answers = await asyncio.gather(big, *fresh)
-        await batcher.close()
-        return answers
-
-    answers = asyncio.run(scenario())
-    assert answers[0] == list(range(6))
+    fresh = [("k", [f"{name}{i}" for i in range(4)]) for name in "abc"]
+    answers, ran = _large_request_and_others(4, fresh)
+    assert answers == [list(range(6))] + [items for _, items in fresh]
     # The rest of the large request runs in the second batch, beside half of a new one.
     assert ran[:3] == [[0, 1, 2, 3], ["a0", "a1", 4, 5], ["b0", "b1", "a2", "a3"]]
     assert sorted(item for batch in ran for item in batch if isinstance(item, str)) == sorted(
