@@ -1489,6 +1489,7 @@ def test_page_files_are_in_the_package_and_fetch_nothing_from_elsewhere(served):
 @pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER),
                     reason="needs Chromium and chromedriver (apt-get install chromium chromium-driver)")
 def test_page_translates_in_a_headless_browser(served, translator, tmp_path):
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -1499,7 +1500,9 @@ def test_page_translates_in_a_headless_browser(served, translator, tmp_path):
     driver = headless_chromium()
     try:
         driver.get(served.url + "/")
-        wait = WebDriverWait(driver, 30)
+        # The page replaces its results while a wait reads them: an element found one
+        # moment can be gone the next, so a wait tries again rather than fails.
+        wait = WebDriverWait(driver, 30, ignored_exceptions=(StaleElementReferenceException,))
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#model option"))
         assert driver.find_element(By.ID, "beam").get_attribute("value") == "5"  # the export's
         nbest = driver.find_element(By.ID, "nbest")
