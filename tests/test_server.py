@@ -1562,7 +1562,8 @@ def test_page_translates_in_a_headless_browser(served, translator, tmp_path):
         beam.clear()
         beam.send_keys("1")
         driver.find_element(By.ID, "translate").click()
-        wait.until(lambda d: d.find_element(By.ID, "status").text)
+        # "translating…" shows until the answer comes: wait for the error itself.
+        wait.until(lambda d: d.find_element(By.ID, "status").get_attribute("class") == "error")
         assert driver.find_element(By.ID, "status").text == "nbest (2) cannot exceed the beam size (1)"
         assert driver.save_screenshot(str(tmp_path / "page.png"))
         # A pasted paragraph: a heat map for each of its first 8 sentences only, and a

@@ -386,6 +386,7 @@ def test_client_refusals_and_unmet_phrases(served, words, tmp_path):
 @pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER),
                     reason="needs Chromium and chromedriver (apt-get install chromium chromium-driver)")
 def test_page_completes_an_edited_translation_and_takes_a_glossary(served, words, tmp_path):
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait
@@ -394,7 +395,8 @@ def test_page_completes_an_edited_translation_and_takes_a_glossary(served, words
     driver = headless_chromium()
     try:
         driver.get(served.url + "/")
-        wait = WebDriverWait(driver, 30)
+        # A wait may read an element the page replaces the next moment: it tries again.
+        wait = WebDriverWait(driver, 30, ignored_exceptions=(StaleElementReferenceException,))
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#model option"))
         assert driver.find_element(By.ID, "glossary-box").is_displayed()
         driver.find_element(By.ID, "text").send_keys(sentence)
@@ -437,13 +439,14 @@ def test_page_completes_an_edited_translation_and_takes_a_glossary(served, words
         # A glossary term beside the text: its target term is in the output.
         driver.find_element(By.CSS_SELECTOR, "#glossary .term-source").send_keys("dog")
         driver.find_element(By.CSS_SELECTOR, "#glossary .term-target").send_keys(words[3])
-        driver.find_element(By.ID, "translate").click()
-        wait.until(lambda d: words[3] in d.find_element(By.CSS_SELECTOR, ".sentence .best").text)
         status, answer = served.call("/translate", {"text": [sentence],
                                                     "glossary": [["dog", words[3]]]})
-        assert driver.find_element(By.CSS_SELECTOR, ".sentence .best").text == (
-            answer["translations"][0]["text"])
-        assert driver.find_element(By.ID, "status").text == ""
+        glossed = answer["translations"][0]["text"]
+        assert words[3] in glossed.split()
+        driver.find_element(By.ID, "translate").click()
+        # "translating…" shows until the answer is drawn, and the status is cleared then.
+        wait.until(lambda d: d.find_element(By.ID, "status").text == "" and d.find_element(
+            By.CSS_SELECTOR, ".sentence .best").text == glossed)
         assert driver.save_screenshot(str(tmp_path / "page.png"))
     finally:
         driver.quit()
