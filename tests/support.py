@@ -619,3 +619,13 @@ def headless_chromium():
                      "--window-size=900,700", "--no-proxy-server"):
         options.add_argument(argument)
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+
+
+def page_wait(driver, seconds: float = 30):
+    """A WebDriverWait over ``driver`` that tries again on a stale element: the page
+    replaces its results while a wait reads them, so an element found one moment can be
+    gone the next."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, seconds, ignored_exceptions=(StaleElementReferenceException,))

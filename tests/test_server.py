@@ -33,7 +33,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from support import (
     CHROMEDRIVER, CHROMIUM, ServerThread, call, call_raw, child_env, edit_json,
-    headless_chromium, onnx_files,
+    headless_chromium, onnx_files, page_wait,
 )
 from keras_nmt.cli import serve as serve_cli
 from keras_nmt.constraints import Glossary, LineConstraints
@@ -1489,9 +1489,7 @@ def test_page_files_are_in_the_package_and_fetch_nothing_from_elsewhere(served):
 @pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER),
                     reason="needs Chromium and chromedriver (apt-get install chromium chromium-driver)")
 def test_page_translates_in_a_headless_browser(served, translator, tmp_path):
-    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
 
     sentence = "a dog runs ."
     status, answer = served.call("/translate", {"text": [sentence], "beam": 5, "nbest": 2})
@@ -1500,9 +1498,7 @@ def test_page_translates_in_a_headless_browser(served, translator, tmp_path):
     driver = headless_chromium()
     try:
         driver.get(served.url + "/")
-        # The page replaces its results while a wait reads them: an element found one
-        # moment can be gone the next, so a wait tries again rather than fails.
-        wait = WebDriverWait(driver, 30, ignored_exceptions=(StaleElementReferenceException,))
+        wait = page_wait(driver)
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#model option"))
         assert driver.find_element(By.ID, "beam").get_attribute("value") == "5"  # the export's
         nbest = driver.find_element(By.ID, "nbest")

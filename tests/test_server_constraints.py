@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from support import (
-    CHROMEDRIVER, CHROMIUM, ROOT, ServerThread, headless_chromium, run_logged,
+    CHROMEDRIVER, CHROMIUM, ROOT, ServerThread, headless_chromium, page_wait, run_logged,
 )
 from keras_nmt.cli import tfserving_client as client_cli
 from keras_nmt.constraints import Glossary, LineConstraints
@@ -386,17 +386,14 @@ def test_client_refusals_and_unmet_phrases(served, words, tmp_path):
 @pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER),
                     reason="needs Chromium and chromedriver (apt-get install chromium chromium-driver)")
 def test_page_completes_an_edited_translation_and_takes_a_glossary(served, words, tmp_path):
-    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
-    from selenium.webdriver.support.ui import WebDriverWait
 
     sentence = LINES[1]
     driver = headless_chromium()
     try:
         driver.get(served.url + "/")
-        # A wait may read an element the page replaces the next moment: it tries again.
-        wait = WebDriverWait(driver, 30, ignored_exceptions=(StaleElementReferenceException,))
+        wait = page_wait(driver)
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#model option"))
         assert driver.find_element(By.ID, "glossary-box").is_displayed()
         driver.find_element(By.ID, "text").send_keys(sentence)
