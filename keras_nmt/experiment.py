@@ -195,8 +195,10 @@ def train(options: TrainOptions) -> dict[str, Any]:
         ids = None if sample is None else lambda: sample.in_vocabularies(
             translator.source_vocab, translator.target_vocab)
         table = lexicon.build_for_run(run, progress=progress, sample=ids)
+        taken = table.info.get("parent_rows")
+        taken = f", {taken:,} source words' rows from the parent" if isinstance(taken, int) else ""
         log(f"lexical table for --shortlist: {run.lexicon_path} "
-            f"({table.info['total_seconds']:.1f} s)")
+            f"({table.info['total_seconds']:.1f} s{taken})")
         if not replace:
             _write_dictionary(run, progress, log)
     result(f"run directory: {run.path}  (summary.json, checkpoints/, best/, tensorboard/)")
@@ -356,8 +358,10 @@ def _write_dictionary(run: RunDir, progress: Progress, log: Callable[[str], None
                       ) -> unk_dictionary.UnknownWordDictionary | None:
     dictionary = unk_dictionary.write_for_run(run, progress=progress, sample=sample)
     if dictionary is not None:
+        taken = dictionary.info.get("parent_entries")
+        taken = f", {taken:,} of them the parent's" if taken else ""
         log(f"unknown-word dictionary for --unk-replace: {run.dictionary_path} "
-            f"({dictionary.info['entries']:,} words, {dictionary.info['seconds']:.1f} s)")
+            f"({dictionary.info['entries']:,} words{taken}, {dictionary.info['seconds']:.1f} s)")
     return dictionary
 
 

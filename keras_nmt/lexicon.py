@@ -465,12 +465,50 @@ def build_for_run(run, iterations: int = DEFAULT_ITERATIONS, best: int = DEFAULT
         lexicon = train_model1(pairs, len(source_codec.vocabulary),
                                len(target_codec.vocabulary), iterations, best, progress, limits)
         lexicon, counts_from = _with_training_counts(split, lexicon, whole=sampled == lines)
+    lexicon, parent_rows = _with_parents_rows(run, lexicon)
     left_out_most = run.load_data_info().get("source_left_out_most")  # None: older runs
     lexicon.info.update(corpus_lines=lines, sampled_lines=sampled, counts_from=counts_from,
                         unk_rare=left_out_most is not None and left_out_most <= RARE_COUNT,
-                        total_seconds=time.perf_counter() - started)
+                        parent_rows=parent_rows, total_seconds=time.perf_counter() - started)
     run.write_lexicon(lexicon)
     return lexicon
+
+
+def _with_parents_rows(run, lexicon: Lexicon) -> tuple[Lexicon, int | str | None]:
+    """A child's table (a run ``--init-from`` another) with its parent's row for each
+    source word its own training saw at most :data:`RARE_COUNT` times and the parent's
+    more often: the parent's translations still hold for the words the new data barely
+    has, and its ids are the child's (a child's vocabularies begin with its parent's, in
+    order). Such a word counts what both trainings saw, so it is no longer rare to the
+    search. Returns the table and how many rows came from the parent (None: no parent;
+    a string: why none could)."""
+    parent = run.parent_run()
+    if parent is None:
+        return lexicon, None
+    if lexicon.source_counts is None:
+        return lexicon, "none: the child's counts are unknown"
+    try:
+        theirs = parent.load_lexicon()
+    except (LexiconError, RunDirError) as error:
+        return lexicon, f"none: {error}"
+    if theirs.source_counts is None:
+        return lexicon, "none: the parent's table keeps no counts"
+    shared = min(len(theirs.source_counts), len(lexicon.source_counts))
+    counts = np.array(lexicon.source_counts)
+    take = np.zeros(len(counts), bool)
+    take[:shared] = (counts[:shared] <= RARE_COUNT) & (theirs.source_counts[:shared] > RARE_COUNT)
+    take[list(NOT_WORDS) + [UNK_ID]] = False  # <unk> stands for other words in the child
+    width = min(lexicon.best, theirs.best)
+    targets = np.array(lexicon.targets)
+    probs = np.array(lexicon.probs)
+    rows = np.flatnonzero(take)
+    targets[rows] = PAD_ID
+    probs[rows] = 0.0
+    targets[rows, :width] = theirs.targets[rows, :width]
+    probs[rows, :width] = theirs.probs[rows, :width]
+    counts[rows] += theirs.source_counts[rows]
+    merged = dataclasses.replace(lexicon, targets=targets, probs=probs, source_counts=counts)
+    return merged, len(rows)
 
 
 PREPARED_CHUNK = 8192  # pairs gathered at a time from a prepared split

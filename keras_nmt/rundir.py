@@ -127,6 +127,15 @@ class RunDir:
         except FileNotFoundError:
             raise RunDirError(f"{self.path} is not a run directory (no data.json)") from None
 
+    def parent_run(self) -> RunDir | None:
+        """The run this one started from (``--init-from``, data.json's "parent"), while it
+        is still a run there; None for a run without a parent or whose parent is gone."""
+        parent = self.load_data_info().get("parent")
+        if not parent:
+            return None
+        run = RunDir(parent["run"])
+        return run if run.is_initialised() else None
+
     def stored_path(self, path: str | os.PathLike) -> str:
         """How data.json names a file: relative to the run directory when it is inside
         it (so the run can be moved or copied with it), else absolute."""

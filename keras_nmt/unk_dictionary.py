@@ -30,7 +30,7 @@ from typing import Sequence
 import numpy as np
 
 from keras_nmt.constants import RESERVED, UNK_ID
-from keras_nmt.errors import RunDirError
+from keras_nmt.errors import DictionaryError, RunDirError
 from keras_nmt.lexicon import (
     DEFAULT_ITERATIONS, TableLimits, TokenizedPairs, sampled_training_pairs, train_model1,
 )
@@ -112,9 +112,46 @@ def build_for_run(run, iterations: int = DEFAULT_ITERATIONS, progress: Progress 
                   ) -> UnknownWordDictionary | None:
     """The dictionary of a run directory (a :class:`~keras_nmt.rundir.RunDir`), from the
     sample of its training split the lexical table reads (module docstring; ``sample``:
-    that sample, when already read). None for a SentencePiece run (its pieces spell every
-    word) or a run whose target vocabulary lacks no training word."""
+    that sample, when already read), and for a child its parent's entries that still hold
+    (:func:`_with_parents_entries`). None for a SentencePiece run (its pieces spell every
+    word) or a run whose target vocabulary lacks no word training or its parent saw."""
     started = time.perf_counter()
+    dictionary = _with_parents_entries(
+        run, _from_training(run, iterations, progress, limits, sample))
+    if dictionary is not None:
+        dictionary.info["seconds"] = time.perf_counter() - started
+    return dictionary
+
+
+def _with_parents_entries(run, own: UnknownWordDictionary | None
+                          ) -> UnknownWordDictionary | None:
+    """``own`` with, for a child (a run ``--init-from`` another), its parent's entries that
+    still hold: a source word ``own`` has no entry for, whose translation the child's
+    target vocabulary still lacks (the child writes ``<unk>`` for it as the parent did).
+    A parent gone, or with no readable dictionary, adds nothing."""
+    parent = run.parent_run()
+    if parent is None:
+        return own
+    try:
+        theirs = parent.load_dictionary() or {}
+    except DictionaryError:
+        theirs = {}
+    known = run.codecs()[1].vocabulary
+    entries = own.entries if own is not None else {}
+    kept = {source: target for source, target in theirs.items()
+            if source not in entries and target not in known}
+    if not kept:
+        return own
+    info = dict(own.info) if own is not None else {
+        "method": "the parent's entries that still hold (the child's training split lacks "
+                  "no target word)"}
+    info.update(entries=len(entries) + len(kept), parent_entries=len(kept))
+    return UnknownWordDictionary({**kept, **entries}, info)
+
+
+def _from_training(run, iterations: int, progress: Progress | None, limits: TableLimits,
+                   sample: WordSample | None) -> UnknownWordDictionary | None:
+    """The entries the run's own training sample gives (:func:`build_for_run`)."""
     progress = progress or Progress(enabled=False)
     sample = sample or WordSample.if_needed(run, limits, progress, "unknown-word dictionary")
     if sample is None:
@@ -143,7 +180,6 @@ def build_for_run(run, iterations: int = DEFAULT_ITERATIONS, progress: Progress 
         "target_words": len(words[1]) - len(RESERVED),
         "target_words_unknown": int(unknown.sum()),
         "entries": len(entries), "iterations": iterations, "best": BEST,
-        "seconds": time.perf_counter() - started,
     }
     return UnknownWordDictionary(entries, info)
 

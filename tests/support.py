@@ -17,6 +17,7 @@ import os
 import pathlib
 import shutil
 import threading
+import types
 import urllib.parse
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -28,6 +29,33 @@ STARTUP_NOISE = (
     b"I0000 00:00:1795470963.568782    4580 cudart_stub.cc:31] Could not find cuda drivers on "
     b"your machine, GPU will not be used.\n"
 )
+
+
+class StreamProbe:
+    """The stdin and stdout of a command that must stream its input: ``stdin`` holds
+    ``line`` up to ``limit`` times and ends as soon as the command has written to
+    ``stdout`` (a text stream); ``read_at_first_output`` is how many lines it had read
+    by then (None: it wrote nothing)."""
+
+    def __init__(self, line: str, limit: int):
+        self.read = 0
+        self.read_at_first_output: int | None = None
+        probe = self
+
+        class Stdout(io.StringIO):
+            def write(self, text: str) -> int:
+                if text and probe.read_at_first_output is None:
+                    probe.read_at_first_output = probe.read
+                return super().write(text)
+
+        self.stdout = Stdout()
+        # A text stream's bytes are its .buffer, which the commands read line by line.
+        self.stdin = types.SimpleNamespace(buffer=self._lines((line + "\n").encode(), limit))
+
+    def _lines(self, data: bytes, limit: int):
+        while self.read < limit and self.read_at_first_output is None:
+            self.read += 1
+            yield data
 
 
 def open_descriptors() -> int:

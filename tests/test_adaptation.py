@@ -72,6 +72,14 @@ def model_at(run_dir, checkpoint):
             for path, variable in model_weights.model_variables(model).items()}
 
 
+def optimizer_updates(checkpoint):
+    """The update count of the optimizer a training checkpoint (a prefix) holds."""
+    import tensorflow as tf
+
+    return int(tf.train.load_variable(str(checkpoint),
+                                      "optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE"))
+
+
 def tiny_model(**settings):
     import keras
 
@@ -564,16 +572,105 @@ def test_a_child_keeps_its_parents_optimizer_state(child):
 
 
 def test_a_childs_tables_are_rebuilt_from_its_own_data(child, tiny_run):
+    """The child's lexical table comes from its own pairs, but for the parent's source
+    words its data holds at most twice: those rows are the parent's, and their counts both
+    trainings'."""
+    import contextlib
+
+    from keras_nmt.constants import UNK_ID
+    from keras_nmt.lexicon import NOT_WORDS, RARE_COUNT
     from keras_nmt.rundir import RunDir
 
     out, _ = child
     lexicon = RunDir(out).load_lexicon()  # checked against the child's vocabularies
+    theirs = RunDir(tiny_run).load_lexicon()
     assert lexicon.info["corpus_lines"] == 120
-    assert RunDir(tiny_run).load_lexicon().info["corpus_lines"] == 400
+    assert theirs.info["corpus_lines"] == 400
+    size = len(lexicon.source_counts)
+    with contextlib.closing(RunDir(out).prepared_split(needed_for="the test")) as split:
+        own = split.token_counts(0, size)
+    parents = np.zeros(size, np.int64)
+    parents[:len(theirs.source_counts)] = theirs.source_counts
+    taken = (own <= RARE_COUNT) & (parents > RARE_COUNT)
+    taken[list(NOT_WORDS) + [UNK_ID]] = False
+    assert lexicon.info["parent_rows"] == taken.sum() > 0
+    assert f", {taken.sum():,} source words' rows from the parent)" in child[1].stderr
+    shared = len(theirs.targets)  # the parent's words: the child's first ids
+    assert not taken[shared:].any()
+    assert np.array_equal(lexicon.targets[:shared][taken[:shared]],
+                          theirs.targets[taken[:shared]])
+    assert np.array_equal(lexicon.source_counts, own + np.where(taken, parents, 0))
+    seen = ~taken[:shared] & (own[:shared] > RARE_COUNT)  # the child's own rows
+    assert not np.array_equal(lexicon.targets[:shared][seen], theirs.targets[seen])
     # The parent keeps every word (no dictionary); the child's words seen once are <unk>.
     assert not (tiny_run / "dictionary.tsv").exists()
     entries = RunDir(out).load_dictionary()
     assert entries[ONCE[0]] == ONCE[1]
+
+
+class TablesRun:
+    """What the table builders read of a run: its parent, its tables, its target words."""
+
+    def __init__(self, parent=None, lexicon=None, dictionary=None, target_words=()):
+        self.parent, self.lexicon, self.dictionary = parent, lexicon, dictionary
+        self.target_words = set(target_words)
+
+    def parent_run(self):
+        return self.parent
+
+    def load_lexicon(self):
+        if isinstance(self.lexicon, Exception):
+            raise self.lexicon
+        return self.lexicon
+
+    def load_dictionary(self):
+        if isinstance(self.dictionary, Exception):
+            raise self.dictionary
+        return self.dictionary
+
+    def codecs(self):
+        from types import SimpleNamespace
+
+        return None, SimpleNamespace(vocabulary=self.target_words)
+
+
+def test_a_childs_table_takes_its_parents_rows_for_the_words_its_data_barely_holds():
+    from keras_nmt.errors import LexiconError
+    from keras_nmt.lexicon import Lexicon, _with_parents_rows
+
+    # Ids 0-3 are padding, <unk>, BOS and EOS; 4-6 the parent's words; 7 a new word.
+    ours = Lexicon(np.full((8, 2), 9, np.int32), np.full((8, 2), 0.5, np.float32), {},
+                   np.array([0, 9, 0, 0, 2, 0, 30, 1]))
+    theirs = Lexicon(np.array([[0], [5], [0], [0], [4], [6], [5]], np.int32),
+                     np.array([[0], [1], [0], [0], [0.75], [1], [1]], np.float32), {},
+                     np.array([0, 50, 0, 0, 40, 2, 10]))
+    merged, taken = _with_parents_rows(TablesRun(TablesRun(lexicon=theirs)), ours)
+    assert taken == 1  # word 4: twice here, 40 times there; 5 is rare in both, 6 ours
+    assert merged.targets.tolist() == [[9, 9]] * 4 + [[4, 0]] + [[9, 9]] * 3
+    assert merged.probs[4].tolist() == [0.75, 0.0]
+    assert merged.source_counts.tolist() == [0, 9, 0, 0, 42, 0, 30, 1]
+    assert _with_parents_rows(TablesRun(), ours) == (ours, None)  # no parent
+    gone = TablesRun(TablesRun(lexicon=LexiconError("P has no lexical table")))
+    assert _with_parents_rows(gone, ours) == (ours, "none: P has no lexical table")
+
+
+def test_a_childs_dictionary_keeps_its_parents_entries_that_still_hold():
+    from keras_nmt.errors import DictionaryError
+    from keras_nmt.unk_dictionary import UnknownWordDictionary, _with_parents_entries
+
+    parent = TablesRun(dictionary={"chat": "chatte", "zorblax": "zorblaxe", "tom": "thomas",
+                                   "vieux": "old"})
+    child = TablesRun(parent, target_words={"zorblaxe", "le"})  # it has learned "zorblaxe"
+    own = UnknownWordDictionary({"tom": "tommy", "neuf": "new"}, {"entries": 2, "method": "m"})
+    merged = _with_parents_entries(child, own)
+    assert merged.entries == {"chat": "chatte", "vieux": "old", "tom": "tommy", "neuf": "new"}
+    assert merged.info == {"entries": 4, "method": "m", "parent_entries": 2}
+    assert _with_parents_entries(child, None).entries == {
+        "chat": "chatte", "tom": "thomas", "vieux": "old"}
+    assert _with_parents_entries(TablesRun(), own) is own
+    unreadable = TablesRun(TablesRun(dictionary=DictionaryError("bad line")))
+    assert _with_parents_entries(unreadable, own) is own
+    assert _with_parents_entries(unreadable, None) is None
 
 
 def test_a_child_mixes_a_quarter_of_its_parents_pairs_into_each_epoch(child, tiny_run):
@@ -620,19 +717,33 @@ def test_a_child_translates_like_any_run(child, cli_runner):
     assert len(result.stdout.splitlines()) == 2
 
 
-@pytest.mark.slow  # an export of the child: about 45 s
-def test_serve_holds_the_parent_and_the_child_side_by_side(child, tiny_export, cli_runner,
-                                                           tmp_path):
-    """The child exported as "child" into the parent's export directory: its
-    models.config lists both, and one server answers for each as its own ONNX
-    translator does, the child with its new words known."""
+def test_serve_holds_the_parent_and_the_child_side_by_side(child, tiny_export, new_corpus,
+                                                           cli_runner, tmp_path):
+    """The child, resumed for one more update, its last two checkpoints averaged and
+    scored, exported with those weights, vocabulary selection and int8 as "child" into the
+    parent's export directory: its models.config lists both, and one server answers for
+    each as its own ONNX translator does, the child with its new words known."""
     from keras_nmt.onnx_translator import OnnxTranslator
     from keras_nmt.serving.registry import Registry
 
     exports = tmp_path / "exports"
     shutil.copytree(tiny_export, exports)  # the parent, as "nmt"
-    out, _ = child
-    result = cli_runner("export", out, "--name", "child", "--onnx", "--out", exports, "--quiet")
+    out = tmp_path / "child"
+    shutil.copytree(child[0], out, ignore=shutil.ignore_patterns("tensorboard"))
+    result = cli_runner("train", "--resume", "--out", out, "--max-steps", 4, "--no-lexicon",
+                        "--quiet", prog="train.py")
+    assert result.returncode == 0, result.stderr[-3000:]
+    result = cli_runner("average", out, "--last", 2, "--quiet")
+    assert result.returncode == 0, result.stderr[-3000:]
+    result = cli_runner("evaluate", out, "--weights", "averaged", "--src",
+                        new_corpus / "test.en", "--ref", new_corpus / "test.fr", "--json",
+                        "--quiet")
+    assert result.returncode == 0, result.stderr[-3000:]
+    evaluated = json.loads(result.stdout)
+    assert evaluated["sentences"] == 20 and 0 <= evaluated["runs"][0]["bleu"] <= 100
+    result = cli_runner("export", out, "--weights", "averaged", "--name", "child", "--onnx",
+                        "--shortlist", "5,2", "--int8", "--int8-max-drop", 5, "--out", exports,
+                        "--quiet")
     assert result.returncode == 0, result.stderr[-3000:]
     config = (exports / "models.config").read_text(encoding="utf-8")
     assert 'name: "nmt"' in config and 'name: "child"' in config
@@ -667,6 +778,11 @@ def test_a_child_resumes_from_its_own_checkpoint_without_its_parent(run_train, t
                       "--no-lexicon", "--quiet")
     assert first.returncode == 0, first.stderr[-3000:]
     step_1 = model_at(out, out / "checkpoints" / "ckpt-1")
+    # Without --keep-optimizer the optimizer starts fresh: no state read from the parent.
+    assert json.loads((out / "data.json").read_text())["parent"]["optimizer_checkpoint"] is None
+    assert optimizer_updates(out / "checkpoints" / "ckpt-0") == 0
+    assert optimizer_updates(out / "checkpoints" / "ckpt-1") == 1
+    assert optimizer_updates(parent / "checkpoints" / "ckpt-10") == 10
     shutil.rmtree(parent)
     assert_refused(run_train("--init-from", tiny_run, "--resume", "--out", out),
                    "--init-from starts a new run from another's weights: not with --resume")

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from support import ROOT, peaked_weights_run
+from support import ROOT, StreamProbe, peaked_weights_run
 from keras_nmt.constants import UNK
 from keras_nmt.text.word import tokenize
 
@@ -303,3 +303,19 @@ def test_input_is_read_one_chunk_ahead_of_the_output_whatever_its_size():
     chunk = 3 * CHUNK_BATCHES
     assert len(read) == chunk
     assert str(flushed.value).splitlines() == [f"LINE {number}" for number in range(chunk)]
+
+
+def test_translate_writes_a_chunk_before_it_reads_the_next(tiny_run):
+    """The command streams as its helper does: on an input that ends once an answer has
+    come out, the first translations are written when the first chunk, and not a line
+    more, has been read."""
+    from keras_nmt.cli import translate as translate_cli
+    from keras_nmt.cli.translation_io import CHUNK_BATCHES
+
+    probe = StreamProbe("the cat sees the dog .", limit=4 * CHUNK_BATCHES)
+    stderr = io.StringIO()
+    status = translate_cli.main([str(tiny_run), "--batch-size", "1", "--quiet"], probe.stdin,
+                                probe.stdout, stderr)
+    assert status == 0, stderr.getvalue()
+    assert probe.read_at_first_output == CHUNK_BATCHES  # a chunk: 64 batches of 1
+    assert len(probe.stdout.getvalue().splitlines()) == CHUNK_BATCHES

@@ -1161,6 +1161,46 @@ def test_new_versions_are_picked_up_while_requests_keep_succeeding(tiny_export, 
     assert changes == {("nmt", "loaded"): 1, ("nmt", "unloaded"): 1, ("nmt", "failed"): 2}
 
 
+def test_a_request_in_flight_through_a_swap_is_answered_by_its_version(tiny_export, tmp_path):
+    """Version 1 is decoding a request when version 2 replaces it: that request still
+    gets version 1's answer, and the next one version 2's."""
+    export = tmp_path / "export"
+    shutil.copytree(tiny_export, export)
+    registry = Registry.from_export_dir(export, spin=False)
+    (old,) = registry.servables()
+    entered, release = threading.Event(), threading.Event()
+    translate = old.translator.translate
+
+    def held(*args, **kwargs):  # version 1's decoding, held until the swap is done
+        entered.set()
+        assert release.wait(60)
+        return translate(*args, **kwargs)
+
+    old.translator.translate = held
+    line = {"text": ["a dog runs ."]}
+    with ServerThread(registry, poll_seconds=0.1) as server:
+        expected = translate(line["text"])[0].text
+        answers = []
+        asker = threading.Thread(target=lambda: answers.append(server.call("/translate", line)))
+        asker.start()
+        try:
+            assert entered.wait(30)
+            _add_version(export / "nmt", export / "nmt" / "1", 2)
+            deadline = time.monotonic() + 30
+            while server.call("/health")[1]["models"] != {"nmt": [2]}:
+                assert time.monotonic() < deadline, server.log.getvalue()
+                time.sleep(0.05)
+        finally:
+            release.set()
+            asker.join(60)
+        (status, answer), = answers
+        assert (status, answer["version"]) == (200, 1)
+        assert answer["translations"][0]["text"] == expected
+        status, answer = server.call("/translate", line)
+        assert (status, answer["version"]) == (200, 2)
+        assert "unloaded model 'nmt' version 1" in server.log.getvalue()
+
+
 def _metrics(server) -> dict:
     from prometheus_client.parser import text_string_to_metric_families
 

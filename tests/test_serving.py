@@ -37,7 +37,7 @@ from keras_nmt import onnx_translator
 from keras_nmt.errors import ExportError, ServingError, Unreachable
 from keras_nmt.serving.tfserving_client import GrpcTransport, RestTransport, TFServingClient
 from keras_nmt.translation import Translation
-from support import HARD_LINES, ROOT, child_env, onnx_files, onnx_translate_probe
+from support import HARD_LINES, ROOT, StreamProbe, child_env, onnx_files, onnx_translate_probe
 
 CLIENT = ROOT / "serving" / "tfserving_client.py"
 ONNX_TRANSLATE = ROOT / "serving" / "onnx_translate.py"
@@ -369,6 +369,20 @@ def test_beam_and_alpha_go_to_the_translate_signature(standin, capsys):
     code = client_cli.main(["--url", standin.rest_url, "--name", "echo", "--beam", "1"],
                                  stdin=io.BytesIO(b"a b c\n\n"), stdout=stdout)
     assert code == 0 and stdout.getvalue() == "a\n\n"
+
+
+def test_the_client_writes_a_chunk_before_it_reads_the_next(standin):
+    """tfserving-client streams its input: on one that ends once an answer has come out,
+    the first translations are written when the first chunk, and not a line more, has
+    been read."""
+    from keras_nmt.cli.translation_io import CHUNK_BATCHES
+
+    probe = StreamProbe("a b c", limit=4 * 2 * CHUNK_BATCHES)
+    code = client_cli.main(["--url", standin.rest_url, "--name", "echo", "--batch-size", "2"],
+                           stdin=probe.stdin, stdout=probe.stdout)
+    assert code == 0
+    assert probe.read_at_first_output == 2 * CHUNK_BATCHES
+    assert probe.stdout.getvalue() == "a b c\n" * (2 * CHUNK_BATCHES)
 
 
 def test_beam_without_alpha_sends_the_exports_alpha(standin):
