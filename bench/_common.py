@@ -313,12 +313,18 @@ def add_report_options(parser: argparse.ArgumentParser) -> None:
     parser.rename("--matmul-repeats", "--matmul-rounds")
 
 
+def module(name: str) -> str:
+    """The module a benchmark's ``name`` runs as: ``bench.NAME``, or the name itself when
+    it is a module path already (``experiments.NAME``, the one-off experiments)."""
+    return name if "." in name else f"bench.{name}"
+
+
 def parser(name: str, doc: str, report: bool = True):
     """A benchmark's command line: one-line errors, no abbreviated options (an option
     is spelled as :data:`OPTIONS` spells it), and with ``report`` the report's options."""
     from keras_nmt.cli.common import OneLineParser
 
-    made = OneLineParser(prog=f"python -m bench.{name}", description=doc.split("\n\n")[0],
+    made = OneLineParser(prog=f"python -m {module(name)}", description=doc.split("\n\n")[0],
                          allow_abbrev=False)
     if report:
         add_report_options(made)
@@ -351,7 +357,7 @@ class Bench:
     @property
     def command(self) -> str:
         """The command line as a user types it."""
-        return shlex.join(["python", "-m", f"bench.{self.name}", *self.argv])
+        return shlex.join(["python", "-m", module(self.name), *self.argv])
 
     def matmul_gflops(self) -> float:
         if self._matmul is None:
@@ -362,7 +368,7 @@ class Bench:
         return self._matmul
 
     def log(self, text: str) -> None:
-        print(f"bench.{self.name}: {text}", file=sys.stderr, flush=True)
+        print(f"{module(self.name)}: {text}", file=sys.stderr, flush=True)
 
     def report(self, results: Any, settings: dict[str, Any] | None = None) -> dict[str, Any]:
         matmul = self.matmul_gflops()  # measured by now, its time among the run's seconds
@@ -420,7 +426,7 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str, str]
 
 def module_argv(name: str, *args: str) -> list[str]:
     """The command line of ``python -m bench.NAME ARGS`` with this interpreter."""
-    return [sys.executable, "-m", f"bench.{name}", *args]
+    return [sys.executable, "-m", module(name), *args]
 
 
 def checkout_env(**extra: str) -> dict[str, str]:
@@ -440,7 +446,7 @@ def run_child(name: str, *args: str, **env: str) -> dict[str, Any]:
     done = subprocess.run(module_argv(name, *args), capture_output=True, text=True, cwd=ROOT,
                           env=checkout_env(**env))
     if done.returncode != 0:
-        raise ChildFailed(f"bench.{name} {' '.join(args[:1])} failed (exit status "
+        raise ChildFailed(f"{module(name)} {' '.join(args[:1])} failed (exit status "
                           f"{done.returncode}):\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 

@@ -97,7 +97,10 @@ def test_the_layers_are_those_the_architecture_page_draws(room, level):
 
 ROOT = PACKAGE.parent
 # A string that names a module of bench/ (``python -m bench.NAME``, ``import_module``).
-BENCH_NAME = re.compile(r"bench\.[\w.]*")
+BENCH_NAME = re.compile(r"(bench|experiments)\.[\w.]*")
+# The scripts outside the package: the benchmarks and the one-off experiments (on bench's
+# harness). Only their own tests may import them.
+SCRIPT_FOLDERS = ("bench", "experiments")
 PACKAGE_NAME = re.compile(r"keras_nmt(\.\w+)*")
 
 
@@ -134,7 +137,7 @@ def strings(tree: ast.AST) -> list[str]:
 
 
 def imports_bench(path: pathlib.Path) -> list[str]:
-    """What of bench/ ``path`` imports or names as a module to run."""
+    """What of bench/ or experiments/ ``path`` imports or names as a module to run."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     names = []
     for node in import_nodes(tree):
@@ -143,7 +146,7 @@ def imports_bench(path: pathlib.Path) -> list[str]:
         elif node.level == 0 and node.module:
             names.append(node.module)
     names += [text for text in strings(tree) if BENCH_NAME.fullmatch(text)]
-    return sorted({name for name in names if name.split(".")[0] == "bench"})
+    return sorted({name for name in names if name.split(".")[0] in SCRIPT_FOLDERS})
 
 
 def package_imports(path: pathlib.Path, modules: dict[str, pathlib.Path]) -> set[str]:
@@ -176,7 +179,8 @@ def public_for_scripts() -> dict[str, str]:
 
 
 def test_only_the_benchmarks_tests_import_bench():
-    """The product's tests stand without bench/: a change to a benchmark cannot fail them."""
+    """The product's tests stand without bench/ and experiments/: a change to a benchmark
+    cannot fail them."""
     # This module names bench only in the example its checks are tried on.
     offenders = {path.name: imports_bench(path) for path in sorted((ROOT / "tests").glob("*.py"))
                  if not is_bench_test(path) and path.name != pathlib.Path(__file__).name}
@@ -193,12 +197,15 @@ def test_the_helper_checks_see_every_way_of_reaching_bench(tmp_path):
         "    probe = 'import json\\nimport bench._common as c\\n'\n"
         "    piece = f'import sys\\nimport bench.pipeline as p\\nx = {probe}'\n"
         "    subprocess.run([sys.executable, '-m', 'bench.stdin_stream'])\n"
+        "    from experiments import output_layer\n"
+        "    subprocess.run([sys.executable, '-m', 'experiments.profile_ops'])\n"
         "def test_c():\n"
         "    from keras_nmt import data\n"
         "    from keras_nmt.keras_translator import Translator\n"
         "    subprocess.run([sys.executable, '-m', 'keras_nmt.cli'])\n", encoding="utf-8")
     assert imports_bench(module) == ["bench._common", "bench.pipeline", "bench.serving_load",
-                                     "bench.stdin_stream"]
+                                     "bench.stdin_stream", "experiments",
+                                     "experiments.profile_ops"]
     assert package_imports(module, package_modules()) == {
         "keras_nmt.data", "keras_nmt.keras_translator", "keras_nmt.cli"}
 
@@ -222,12 +229,13 @@ def test_the_benchmarks_tests_carry_the_bench_marker():
 
 
 def test_the_benchmarks_use_only_the_public_api_for_scripts():
-    """Every module of the package that bench/ imports is one docs/architecture.md lists in
-    "Public API for scripts"; the list names only modules that exist."""
+    """Every module of the package that bench/ or experiments/ imports is one
+    docs/architecture.md lists in "Public API for scripts"; the list names only modules
+    that exist."""
     modules = package_modules()
     public = public_for_scripts()
     used = {}
-    for path in sorted((ROOT / "bench").glob("*.py")):
+    for path in sorted(path for folder in SCRIPT_FOLDERS for path in (ROOT / folder).glob("*.py")):
         for module in package_imports(path, modules):
             used.setdefault(module, []).append(path.stem)
     assert {module: users for module, users in sorted(used.items()) if module not in public} == {}, (

@@ -1,5 +1,6 @@
-"""Smoke tests of the benchmarks of bench/: each runs once on the tiny fixtures with the
-smallest sizes, and its JSON report must hold sane figures in the harness's one schema."""
+"""Smoke tests of the benchmarks of bench/ and the experiments of experiments/: each runs
+once on the tiny fixtures with the smallest sizes, and its JSON report must hold sane
+figures in the harness's one schema."""
 
 import importlib
 import json
@@ -26,14 +27,20 @@ REPORT_KEYS = ["benchmark", "command", "started", "seconds", "machine", "matmul_
 
 
 def load(name: str):
-    return importlib.import_module(f"bench.{name}")
+    """The benchmark ``name``, or the experiment ``experiments.NAME``."""
+    from bench._common import module
+
+    return importlib.import_module(module(name))
 
 
 def report_of(path: pathlib.Path, name: str) -> dict:
     """The report at ``path``, checked against the harness's schema."""
     report = json.loads(path.read_text())
     assert list(report) == REPORT_KEYS
-    assert report["benchmark"] == name and report["command"].startswith(f"python -m bench.{name}")
+    from bench._common import module
+
+    assert report["benchmark"] == name
+    assert report["command"].startswith(f"python -m {module(name)}")
     assert report["matmul_gflops"] > 0 and report["seconds"] >= 0
     assert report["machine"]["cores"] >= 1 and report["machine"]["python"]
     assert {"cpu", "memory_gib", "avx512", "vnni", "tensorflow", "onnxruntime"} <= set(report["machine"])
@@ -41,8 +48,9 @@ def report_of(path: pathlib.Path, name: str) -> dict:
 
 
 def test_every_benchmark_is_a_module_of_the_harness():
-    """Run as python -m bench.NAME: none puts itself on sys.path, none writes a goal."""
-    for path in sorted((ROOT / "bench").glob("*.py")):
+    """Run as python -m bench.NAME or experiments.NAME: none puts itself on sys.path, none
+    writes a goal."""
+    for path in sorted([*(ROOT / "bench").glob("*.py"), *(ROOT / "experiments").glob("*.py")]):
         text = path.read_text(encoding="utf-8")
         assert "sys.path" not in text and "PYTHONPATH=." not in text, path.name
         assert "PASS" not in text and "pass/fail" not in text, path.name
@@ -331,7 +339,7 @@ def test_quality_trains_through_keras_nmt_train_and_stops_on_its_error(tmp_path,
 
 
 def test_profile_op_types():
-    profile = load("profile_ops")
+    profile = load("experiments.profile_ops")
     assert profile.op_type("decoder/MatMul:_MklMatMul") == "_MklMatMul"
     assert profile.op_type("while/body/Tanh:Tanh") == "Tanh"
     assert profile.op_type("KernelAndDeviceFunc::Run") is None
@@ -340,13 +348,13 @@ def test_profile_op_types():
 
 
 def test_profile_decode_and_onnx(tiny_run, tiny_export, tmp_path, capsys):
-    profile = load("profile_ops")
+    profile = load("experiments.profile_ops")
     sentences = tmp_path / "src.txt"
     sentences.write_text("the cat .\nthe small red car is here .\n", encoding="utf-8")
     for argv, out in ((["decode", str(tiny_run), "--count", "4", "--batch-size", "2"], "tf.json"),
                       (["onnx", str(tiny_export), "--sentences", str(sentences), "--count", "2"], "ort.json")):
         assert profile.main(argv + ["--json", str(tmp_path / out), "--matmul-rounds", "1"]) == 0
-        results = report_of(tmp_path / out, "profile_ops")["results"]
+        results = report_of(tmp_path / out, "experiments.profile_ops")["results"]
         ops = {row["op"]: row for row in results["ops"]}
         # A beam search multiplies matrices at every step, whatever runs it.
         assert any("MatMul" in op or op == "Gemm" for op in ops), sorted(ops)
@@ -356,11 +364,11 @@ def test_profile_decode_and_onnx(tiny_run, tiny_export, tmp_path, capsys):
 
 
 def test_output_layer_pieces(tmp_path, capsys):
-    bench = load("output_layer")
+    bench = load("experiments.output_layer")
     out = tmp_path / "out.json"
     assert bench.main(["--rows", "6", "--maxout", "4", "--vocab-size", "300", "--k", "5",
                        "--rounds", "2", "--matmul-rounds", "1", "--json", str(out)]) == 0
-    results = report_of(out, "output_layer")["results"]
+    results = report_of(out, "experiments.output_layer")["results"]
     assert [p["piece"] for p in results["pieces"]][0] == "product with bias"
     assert all(p["ms"] > 0 for p in results["pieces"])
     assert results["two_stage_same_ids"] is True
@@ -775,7 +783,7 @@ def test_heldout_sets_rare_words_and_joined_lines(tmp_path):
 
 def test_onnx_side_by_side_times_every_export_in_each_round(tiny_selecting_export, tmp_path,
                                                             capsys):
-    from bench import onnx_side_by_side
+    from experiments import onnx_side_by_side
 
     sentences = tmp_path / "src.en"
     sentences.write_text("the man .\n\nthe woman sees the dog .\n", encoding="utf-8")
@@ -783,7 +791,7 @@ def test_onnx_side_by_side_times_every_export_in_each_round(tiny_selecting_expor
         "--sentences", str(sentences), "--export", f"float={tiny_selecting_export}",
         "--export", f"int8={tiny_selecting_export}:int8", "--beam", "2", "--batch-size", "2",
         "--rounds", "2", "--matmul-rounds", "1", "--json", str(tmp_path / "r.json")]) == 0
-    report = report_of(tmp_path / "r.json", "onnx_side_by_side")
+    report = report_of(tmp_path / "r.json", "experiments.onnx_side_by_side")
     rows = report["results"]
     assert [row["export"] for row in rows] == ["float", "int8"]
     assert [row["int8"] for row in rows] == [False, True]

@@ -3,11 +3,11 @@ search, summed by op type.
 
 Usage (one command; prints a table, writes JSON)::
 
-    python -m bench.profile_ops train --data data/anki-fra-eng \\
+    python -m experiments.profile_ops train --data data/anki-fra-eng \\
         [--size medium] [--model search] [--steps 10] [--json profile-train.json]
-    python -m bench.profile_ops decode RUN_DIR [--beam 5] [--batch-size 64] \\
+    python -m experiments.profile_ops decode RUN_DIR [--beam 5] [--batch-size 64] \\
         [--count 256] [--json profile-decode.json]
-    python -m bench.profile_ops onnx EXPORT_DIR --sentences FILE [--beam 5] \\
+    python -m experiments.profile_ops onnx EXPORT_DIR --sentences FILE [--beam 5] \\
         [--batch-size 64] [--count 256] [--int8] [--json profile-onnx.json]
 
 ``train`` profiles the Trainer's compiled step on real batches held in memory, set up
@@ -39,7 +39,7 @@ from typing import Any, Callable
 
 from bench import _common
 
-PROG = "profile_ops"
+PROG = "experiments.profile_ops"
 
 
 def trace(work: Callable[[], None], logdir: str) -> float:

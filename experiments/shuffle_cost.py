@@ -1,14 +1,14 @@
 """What a whole-corpus permutation per epoch costs against a streaming shuffle buffer.
 
 For each ``--copies`` factor R (a copy of the corpus whose training files hold it R
-times over, as bench.stream_memory writes it) and each order (``permuted``:
+times over, as experiments.stream_memory writes it) and each order (``permuted``:
 shuffle_buffer=0, the default; ``streamed``: a 10,000-pair buffer), a fresh process
 builds the training pipeline of ``keras_nmt.data`` and takes ``--batches`` batches.
 Reported: seconds to the first batch (start-up: reading the corpus into memory, or
 filling the buffer), seconds for the rest, the process's peak RSS, and the size of a
 checkpoint of the pipeline.
 
-    python -m bench.shuffle_cost --data data/anki-fra-eng --copies 1,10 \\
+    python -m experiments.shuffle_cost --data data/anki-fra-eng --copies 1,10 \\
         --json shuffle-cost.json
 """
 
@@ -21,9 +21,9 @@ import sys
 import tempfile
 
 from bench import _common
-from bench.stream_memory import copy_corpus
+from experiments.stream_memory import copy_corpus
 
-PROG = "shuffle_cost"
+PROG = "experiments.shuffle_cost"
 ORDERS = {"permuted": 0, "streamed": 10_000}
 
 

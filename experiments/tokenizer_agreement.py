@@ -8,7 +8,7 @@ space. The project tokenizer gets the raw line.
 
 Usage::
 
-    python -m bench.tokenizer_agreement --data data [--json FILE] [--show K]
+    python -m experiments.tokenizer_agreement --data data [--json FILE] [--show K]
 
 ``--data`` is a corpus directory (its ``valid.{en,fr}``) or a directory of corpora
 (their ``*/valid.{en,fr}``); the language comes from the suffix. The data files stay
@@ -25,7 +25,7 @@ import regex
 from bench import _common
 from keras_nmt.text import word as tokenizer
 
-PROG = "tokenizer_agreement"
+PROG = "experiments.tokenizer_agreement"
 
 _ZSPACE = regex.compile(r"\p{Z}")
 

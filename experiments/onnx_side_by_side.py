@@ -6,7 +6,7 @@ measured before and after.
 
 Usage::
 
-    python -m bench.onnx_side_by_side --sentences FILE \\
+    python -m experiments.onnx_side_by_side --sentences FILE \\
         --export words=EXPORTS_A:int8 --export cut=EXPORTS_B:int8 [--export plain=EXPORTS_B:int8:no-unk-replace] \\
         [--beam 5] [--batch-size 64] [--rounds 5] [--json FILE]
 
@@ -23,7 +23,7 @@ from typing import Sequence
 
 from bench import _common
 
-PROG = "onnx_side_by_side"
+PROG = "experiments.onnx_side_by_side"
 
 
 def _export(text: str) -> tuple[str, str, set[str]]:
@@ -53,7 +53,7 @@ def build_parser():
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if len(args.exports) < 2:
-        raise SystemExit(f"python -m bench.{PROG}: give two --export or more")
+        raise SystemExit(f"python -m {PROG}: give two --export or more")
     bench = _common.Bench(PROG, args, argv, libraries=("onnxruntime",))
     from keras_nmt.corpus.readers import file_lines
     from keras_nmt.onnx_translator import OnnxTranslator

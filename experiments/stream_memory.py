@@ -10,7 +10,7 @@ resident set size (ru_maxrss).
 
 Usage::
 
-    python -m bench.stream_memory --data data/anki-fra-eng --copies 1,10 \\
+    python -m experiments.stream_memory --data data/anki-fra-eng --copies 1,10 \\
         --json bench-memory.json
 
 Prints a table and writes JSON (machine, versions, command, every figure). Nothing is
@@ -26,7 +26,7 @@ import sys
 
 from bench import _common
 
-PROG = "stream_memory"
+PROG = "experiments.stream_memory"
 TRAIN_ARGS = [
     "--variant", "search50", "--quiet", "--size", "medium",
     "--set", "eval_every=100000", "--set", "checkpoint_every=100000",

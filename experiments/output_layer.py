@@ -3,7 +3,7 @@ TensorFlow's top-k against the search's two-stage top-k, and the row normaliser.
 
 Usage (one command; prints a table, writes JSON)::
 
-    python -m bench.output_layer [--rows 320] [--maxout 128] [--vocab-size 27461] \\
+    python -m experiments.output_layer [--rows 320] [--maxout 128] [--vocab-size 27461] \\
         [--k 8] [--rounds 20] [--json bench-output-layer.json]
 
 Defaults: beam 5 x batch 64 hypotheses, l = 128, Anki's French shortlist, k = beam + 3
@@ -18,7 +18,7 @@ import sys
 
 from bench import _common
 
-PROG = "output_layer"
+PROG = "experiments.output_layer"
 
 
 def main(argv=None) -> int:

@@ -6,7 +6,7 @@ the lines whose ids are identical, and the lines that decode back identically.
 
 Usage::
 
-    python -m bench.sentencepiece_parity --data data/anki-fra-eng --vocab-size 8000
+    python -m experiments.sentencepiece_parity --data data/anki-fra-eng --vocab-size 8000
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 
 from bench import _common
 
-PROG = "sentencepiece_parity"
+PROG = "experiments.sentencepiece_parity"
 
 
 def main(argv=None) -> int:
