@@ -7,7 +7,9 @@ The two regex engines carry their own Unicode tables:
 where they read a class differently to the listed one, so a new drift fails it; the
 generated lines leave that one out. The lines are drawn with a fixed seed from
 pools chosen for the rules (:func:`generated_lines`); ``-m slow`` draws 200,000 of them,
-the default run 10,000. ``python -m bench.text_agreement`` compares real corpora.
+the default run 10,000. ``python -m bench.text_agreement`` compares real corpora. The
+third rule with a twin, ``<unk>`` replacement, is compared on 100,000 generated
+hypotheses in the default run.
 """
 
 import random
@@ -91,3 +93,45 @@ def test_the_twins_agree_on_generated_lines():
 @pytest.mark.slow
 def test_the_twins_agree_on_many_more_generated_lines():
     check_agreement(200_000, seed=1)
+
+
+def test_the_unk_replacement_twins_agree_on_generated_hypotheses():
+    """<unk> replacement in the SavedModel (unk_replace_graph.UnknownWords) writes what
+    every other path writes (unk_replace.replace_unknowns, then the detokenizer) on
+    100,000 generated hypotheses: <unk> anywhere, EOS inside them, source sentences
+    empty or of every length the batch pads to, attention of small integers (ties, rows
+    all zero, the EOS column winning), source words the dictionary holds and lacks, and
+    targets that are the words and punctuation the rules treat."""
+    import numpy as np
+    import tensorflow as tf
+
+    from keras_nmt.constants import EOS_ID, RESERVED, UNK_ID
+    from keras_nmt.text import word
+    from keras_nmt.unk_replace import replace_unknowns
+    from keras_nmt.unk_replace_graph import UnknownWords
+    from keras_nmt.vocab import Vocabulary
+
+    rng = np.random.default_rng(3)
+    target = Vocabulary([*RESERVED, *_WORDS, *(p for p in _PUNCTUATION if p not in _WORDS)])
+    dictionary = {source: f"{source}-{i}" for i, source in enumerate(_WORDS[::3])}
+    replacer = UnknownWords(target, "fr", dictionary)
+    words = np.array(_WORDS, object)
+    batch, nbest, steps, width = 500, 2, 8, 6
+    others = np.arange(len(RESERVED), len(target))
+    for _ in range(100):  # 100 batches of 500 sentences x 2 hypotheses
+        counts = rng.integers(0, width + 1, batch)
+        sources = [list(words[rng.integers(len(words), size=count)]) for count in counts]
+        kind = rng.choice(3, size=(batch, nbest, steps), p=(0.35, 0.1, 0.55))
+        ids = np.where(kind == 0, UNK_ID, np.where(kind == 1, EOS_ID,
+                                                    rng.choice(others, (batch, nbest, steps))))
+        attention = rng.integers(0, 3, (batch, nbest, steps, width + 1)).astype(np.float32)
+        ragged = tf.ragged.constant(sources, dtype=tf.string, ragged_rank=1, inner_shape=())
+        graph = replacer.texts(ragged, tf.constant(ids), tf.constant(attention)).numpy()
+        for b, source in enumerate(sources):
+            for n in range(nbest):
+                row = list(ids[b, n])
+                kept = row[:row.index(EOS_ID)] if EOS_ID in row else row
+                tokens = replace_unknowns([target.tokens[i] for i in kept], source,
+                                          attention[b, n], dictionary)
+                expected = word.detokenize(list(tokens), "fr")
+                assert graph[b, n].decode("utf-8") == expected, (source, kept, attention[b, n])
