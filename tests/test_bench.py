@@ -525,24 +525,6 @@ def test_terminology_sets_use_every_term_and_write_the_sets(tiny_run, tiny_corpu
         p / g for p, g in zip(row["seconds_unconstrained"], row["seconds_constrained"])]))
 
 
-def test_scale_corpus_has_the_shape_of_news_text(tmp_path):
-    from keras_nmt.corpus.readers import find_corpus
-    from keras_nmt.corpus.scan import scan_training_split
-
-    scale = load("scale")
-    facts = scale.write_corpus(tmp_path, 4000, types=50_000, seed=3)
-    splits = find_corpus(tmp_path, "en", "fr")
-    assert splits["test"].check() == splits["valid"].check() == scale.HELD_OUT_PAIRS
-    stats = scan_training_split(splits["train"], "en", "fr", 10_000)
-    assert stats.pairs == 4000 and facts["train_bytes"] > 0
-    assert 25 <= stats.source_tokens / stats.kept <= 30 and 26 <= stats.target_tokens / stats.kept <= 32
-    assert len(stats.source_counts) > 20_000  # a Zipfian draw over 50k types
-    assert stats.empty >= 1  # a few empty lines, and a few very long ones
-    assert max(map(len, (tmp_path / "train.en").read_text().splitlines())) > 1000
-    assert scale.write_corpus(tmp_path / "again", 4000, types=50_000, seed=3) == facts
-    assert (tmp_path / "again" / "train.fr").read_bytes() == (tmp_path / "train.fr").read_bytes()
-
-
 def test_scale_growth_labels():
     scale = load("scale")
     assert scale.growth([10, 100, 1000], [1.0, 10.0, 100.0]) == "linear (N^1.00)"
