@@ -44,8 +44,11 @@ Python), then per EM round O(E log P) for the E alignment entries of the sample 
 pairs of the table. Nothing but the reading pass grows once N passes the sample (Anki:
 12.3M entries; 300,000 news pairs of 30 words: about 280M, some 23 times more EM work).
 
-No TensorFlow here: the run directory reads and writes the table
-(:meth:`keras_nmt.rundir.RunDir.write_lexicon`), the search gathers from it.
+The sample is drawn by :mod:`keras_nmt.pair_sample`, the EM run by :mod:`keras_nmt.model1`;
+this module holds the table, the rare-word rule the search reads from it, the checks of
+a shortlist against it, and the build of a run's table. No TensorFlow here: the run
+directory reads and writes the table (:meth:`keras_nmt.rundir.RunDir.write_lexicon`), the
+search gathers from it.
 """
 
 from __future__ import annotations
@@ -53,16 +56,18 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID, RESERVED, UNK_ID
-from keras_nmt.corpus.readers import count_lines
+from keras_nmt import model1
+from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from keras_nmt.errors import LexiconError, RunDirError
-from keras_nmt.progress import Phase, Progress
+from keras_nmt.pair_sample import (
+    TokenizedPairs, open_prepared_split, prepared_sample, sampled_training_pairs,
+)
+from keras_nmt.progress import Progress
 
-NULL = PAD_ID  # the NULL source word of Model 1 borrows the padding id (never a real word)
 DEFAULT_ITERATIONS = 5
 DEFAULT_BEST = 50  # translations kept per source word; a search may use fewer
 # A source word seen at most this many times in training has its translations estimated
@@ -179,197 +184,6 @@ def shortlist_inputs(shortlist: tuple[int, int] | None, lexicon: Lexicon | None)
     return int(frequent), int(best)
 
 
-def sampled_lines(total: int, sample: int) -> Callable[[int], bool]:
-    """Whether line ``i`` (from 0) of a ``total``-line file is in a sample of ``sample``
-    lines spread evenly through it: all of them when the file is no longer."""
-    if total <= sample:
-        return lambda i: True
-    return lambda i: (i + 1) * sample // total > i * sample // total
-
-
-def sampled_indices(total: int, sample: int) -> np.ndarray:
-    """The numbers of the lines :func:`sampled_lines` takes, int64 ascending, computed
-    without visiting the others: the k-th (from 0) is the first ``i`` at which
-    ``(i + 1) * sample // total`` reaches ``k + 1``."""
-    if total <= sample:
-        return np.arange(total, dtype=np.int64)
-    k = np.arange(1, sample + 1, dtype=np.int64)
-    return -(-k * total // sample) - 1
-
-
-class TokenizedPairs:
-    """Id pairs held compactly: every source id in one int32 array, every target id in
-    another, and the lengths (4 bytes a token, 8 a pair)."""
-
-    BLOCK = 8192  # pairs gathered in Python lists before they become arrays
-
-    def __init__(self):
-        self._blocks: list[tuple[np.ndarray, ...]] = []
-        self._pending: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
-
-    def add(self, source: Sequence[int], target: Sequence[int]) -> None:
-        src, tgt, src_lens, tgt_lens = self._pending
-        src.extend(source)
-        tgt.extend(target)
-        src_lens.append(len(source))
-        tgt_lens.append(len(target))
-        if len(src_lens) >= self.BLOCK:
-            self._flush()
-
-    def _flush(self) -> None:
-        if self._pending[2]:
-            self._blocks.append(tuple(np.asarray(part, np.int32) for part in self._pending))
-            self._pending = ([], [], [], [])
-
-    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(source ids, target ids, source lengths, target lengths), the blocks joined."""
-        self._flush()
-        if len(self._blocks) != 1:
-            joined = tuple(np.concatenate([b[k] for b in self._blocks]) if self._blocks
-                           else np.zeros(0, np.int32) for k in range(4))
-            self._blocks = [joined]
-        return self._blocks[0]
-
-    def add_block(self, source: np.ndarray, target: np.ndarray, source_lengths: np.ndarray,
-                  target_lengths: np.ndarray) -> None:
-        """Pairs already flat: their ids one side after the other, and their lengths."""
-        self._flush()
-        self._blocks.append((np.asarray(source, np.int32), np.asarray(target, np.int32),
-                             np.asarray(source_lengths, np.int32),
-                             np.asarray(target_lengths, np.int32)))
-
-    def __len__(self) -> int:
-        return sum(b[2].size for b in self._blocks) + len(self._pending[2])
-
-    def mapped(self, source: np.ndarray, target: np.ndarray) -> "TokenizedPairs":
-        """The same pairs with each source id ``i`` read as ``source[i]`` and each target
-        id as ``target[i]`` (one gather a side)."""
-        src, tgt, src_lens, tgt_lens = self.arrays()
-        out = TokenizedPairs()
-        out._blocks = [(source[src].astype(np.int32), target[tgt].astype(np.int32),
-                        src_lens, tgt_lens)]
-        return out
-
-
-def _chunks(src_lens: np.ndarray, tgt_lens: np.ndarray,
-            entries: int) -> Iterator[tuple[int, int, int, int]]:
-    """(first pair, end pair, first source token, first target token) of consecutive runs
-    of pairs holding about ``entries`` alignment entries each (a run may pass it by one
-    pair's entries)."""
-    cells = (src_lens.astype(np.int64) + 1) * tgt_lens
-    before = np.cumsum(cells) - cells
-    starts = np.concatenate([[0], np.flatnonzero(np.diff(before // entries)) + 1, [cells.size]])
-    src_offsets = np.concatenate([[0], np.cumsum(src_lens, dtype=np.int64)])
-    tgt_offsets = np.concatenate([[0], np.cumsum(tgt_lens, dtype=np.int64)])
-    for first, end in zip(starts[:-1], starts[1:]):
-        yield int(first), int(end), int(src_offsets[first]), int(tgt_offsets[first])
-
-
-def _alignment_grid(src_flat: np.ndarray, src_lens: np.ndarray, tgt_flat: np.ndarray,
-                    tgt_lens: np.ndarray):
-    """One entry per (sentence, source position incl. NULL, target position) of the
-    sentences given as flat ids and lengths: the source id, the target id and the target
-    position's index (what an E-step normalises over), and the number of positions."""
-    src_lens1 = src_lens.astype(np.int64) + 1  # + NULL
-    tgt_lens = tgt_lens.astype(np.int64)
-    src_start = np.cumsum(src_lens1) - src_lens1
-    with_null = np.full(int(src_lens1.sum()), NULL, np.int64)
-    real = np.ones(with_null.size, bool)
-    real[src_start] = False
-    with_null[real] = src_flat
-    tgt_start = np.cumsum(tgt_lens) - tgt_lens
-    cells = src_lens1 * tgt_lens
-    sentence = np.repeat(np.arange(src_lens.size), cells)
-    offset = np.arange(int(cells.sum())) - np.repeat(np.cumsum(cells) - cells, cells)
-    i, j = np.divmod(offset, tgt_lens[sentence])
-    del offset
-    position = tgt_start[sentence] + j
-    source = with_null[src_start[sentence] + i]
-    return source, tgt_flat[position].astype(np.int64), position, int(tgt_lens.sum())
-
-
-class _Table:
-    """The sparse t-table: sorted keys (source x target vocabulary + target) and, per
-    key, the counts of the round under way and the probabilities of the last."""
-
-    def __init__(self, target_vocab_size: int, source_vocab_size: int, max_pairs: int):
-        self.width, self.sources, self.max_pairs = target_vocab_size, source_vocab_size, max_pairs
-        self.keys = np.zeros(0, np.int64)
-        self.counts = np.zeros(0)
-        self.prob: np.ndarray | None = None  # None: uniform (the first round)
-        self.pruned = 0  # pairs dropped to stay within max_pairs
-
-    def e_step(self, source: np.ndarray, target: np.ndarray, position: np.ndarray,
-               positions: int) -> None:
-        """Add one chunk's expected counts: each target position spreads one count over
-        its sentence's source words in proportion to their t(t | s)."""
-        keys = source * self.width + target
-        if self.prob is None:  # uniform: every co-occurring pair joins the table
-            chunk_keys, index = np.unique(keys, return_inverse=True)
-            del keys
-            share = 1.0 / np.bincount(position, minlength=positions)[position]
-            self._merge(chunk_keys, np.bincount(index, weights=share, minlength=chunk_keys.size))
-            return
-        # Sorted needles let the binary searches share their path: 5-7x faster.
-        order = np.argsort(keys)
-        index = np.empty_like(order)
-        index[order] = np.searchsorted(self.keys, keys[order])
-        del order
-        np.minimum(index, self.keys.size - 1, out=index)
-        known = self.keys[index] == keys
-        del keys
-        p = np.where(known, self.prob[index], 0.0)
-        total = np.bincount(position, weights=p, minlength=positions)[position]
-        share = np.divide(p, total, out=np.zeros_like(p), where=total > 0)
-        self.counts += np.bincount(index[known], weights=share[known], minlength=self.keys.size)
-
-    def _merge(self, keys: np.ndarray, counts: np.ndarray) -> None:
-        """Add a chunk's counts (sorted unique ``keys``) to the first round's table."""
-        if not self.keys.size:
-            self.keys, self.counts = keys, counts
-        else:
-            at = np.searchsorted(self.keys, keys)
-            present = at < self.keys.size
-            present[present] = self.keys[at[present]] == keys[present]
-            self.counts[at[present]] += counts[present]
-            self.keys = np.insert(self.keys, at[~present], keys[~present])
-            self.counts = np.insert(self.counts, at[~present], counts[~present])
-        if self.keys.size > 2 * self.max_pairs:
-            self._prune()
-
-    def _prune(self) -> None:
-        """Keep ``max_pairs`` pairs: half the room goes to the best pairs of every source
-        word (by count(s, t) / count(s), as many per word as fit), the rest to the best
-        of the others, whatever their source word. A frequent word, whose estimates are
-        spread over thousands of co-occurring words, so keeps its likely translations
-        beside the few pairs of every rare word."""
-        if self.keys.size <= self.max_pairs:
-            return
-        source = self.keys // self.width
-        estimate = self.counts / np.bincount(source, weights=self.counts,
-                                             minlength=self.sources)[source]
-        order = np.lexsort((-estimate, source))  # by source, best first
-        by_source = source[order]
-        rank = np.empty_like(order)
-        rank[order] = np.arange(order.size) - np.searchsorted(by_source, by_source, side="left")
-        del order, by_source, source
-        floor = max(1, self.max_pairs // (2 * int(np.unique(self.keys // self.width).size)))
-        estimate[rank < floor] = np.inf  # always kept
-        del rank
-        keep = np.sort(np.argpartition(-estimate, self.max_pairs - 1)[: self.max_pairs])
-        self.pruned += self.keys.size - keep.size
-        self.keys, self.counts = self.keys[keep], self.counts[keep]
-
-    def m_step(self) -> None:
-        """t(t | s) = count(s, t) / count(s); the counts start again from 0."""
-        if self.prob is None:
-            self._prune()
-        source = self.keys // self.width
-        totals = np.bincount(source, weights=self.counts, minlength=self.sources)
-        self.prob = self.counts / totals[source]
-        self.counts = np.zeros(self.keys.size)
-
-
 def train_model1(
     pairs: Iterable[tuple[Sequence[int], Sequence[int]]] | TokenizedPairs,
     source_vocab_size: int,
@@ -380,14 +194,12 @@ def train_model1(
     limits: TableLimits = TableLimits(),
 ) -> Lexicon:
     """IBM Model 1's t(t | s) by ``iterations`` rounds of EM over ``pairs`` of id
-    sequences (no EOS), starting from uniform; the ``best`` targets of each source id.
-
-    A round: every target token spreads one count over the source words of its sentence
-    (NULL included) in proportion to their current t(t | s); t(t | s) becomes each
-    pair's count over its source word's total. The pairs are streamed in chunks of
-    ``limits.chunk_entries`` alignment entries and the table holds at most
-    ``limits.max_word_pairs`` pairs (module docstring); all of ``pairs`` is used (the
-    sample is :func:`build_for_run`'s). ``progress`` shows the rounds (with an ETA)."""
+    sequences (no EOS), starting from uniform (:func:`keras_nmt.model1.estimate`); the
+    ``best`` targets of each source id, and how often each source id stands in ``pairs``.
+    The pairs are streamed in chunks of ``limits.chunk_entries`` alignment entries and the
+    table holds at most ``limits.max_word_pairs`` pairs (module docstring); all of
+    ``pairs`` is used (the sample is :func:`build_for_run`'s). ``progress`` shows the
+    rounds (with an ETA)."""
     if iterations < 1 or best < 1:
         raise LexiconError(f"iterations and best must be positive, got {iterations} and {best}")
     started = time.perf_counter()
@@ -400,44 +212,12 @@ def train_model1(
     src_flat, tgt_flat, src_lens, tgt_lens = pairs.arrays()
     if not src_lens.size:
         raise LexiconError("no non-empty training pair to build a lexical table from")
-    chunks = list(_chunks(src_lens, tgt_lens, limits.chunk_entries))
-    table = _Table(target_vocab_size, source_vocab_size, limits.max_word_pairs)
-    phase = Phase(progress or Progress(enabled=False), f"lexicon: EM, {iterations} rounds "
-                  f"of {len(chunks)} chunks", total=iterations * len(chunks), unit="chunks")
-    for round_ in range(iterations):
-        for first, end, src_at, tgt_at in chunks:
-            lens = src_lens[first:end], tgt_lens[first:end]
-            table.e_step(*_alignment_grid(src_flat[src_at:src_at + int(lens[0].sum())], lens[0],
-                                          tgt_flat[tgt_at:tgt_at + int(lens[1].sum())], lens[1]))
-            phase.advance()
-        table.m_step()
-        phase.progress.message(f"lexicon: EM round {round_ + 1}/{iterations} "
-                               f"({time.perf_counter() - started:.1f} s)")
-    pair_source, pair_target, prob = table.keys // target_vocab_size, table.keys % target_vocab_size, table.prob
-    usable = (pair_target >= len(RESERVED)) & ~np.isin(pair_source, (NULL, BOS_ID, EOS_ID))
-    order = np.lexsort((-prob[usable], pair_source[usable]))
-    src_sorted = pair_source[usable][order]
-    rank = np.arange(src_sorted.size) - np.searchsorted(src_sorted, src_sorted, side="left")
-    keep = rank < best
-    targets = np.zeros((source_vocab_size, best), np.int32)
-    probs = np.zeros((source_vocab_size, best), np.float32)
-    targets[src_sorted[keep], rank[keep]] = pair_target[usable][order][keep]
-    probs[src_sorted[keep], rank[keep]] = prob[usable][order][keep]
-    cells = (src_lens.astype(np.int64) + 1) * tgt_lens
-    info = {
-        "method": "IBM Model 1, EM from uniform",
-        "iterations": iterations,
-        "best": best,
-        "pairs": int(src_lens.size),
-        "source_tokens": int(src_lens.sum()),
-        "target_tokens": int(tgt_lens.sum()),
-        "alignment_entries": int(cells.sum()),
-        "chunks": len(chunks),
-        "word_pairs": int(table.keys.size),
-        "word_pairs_pruned": table.pruned,
-        "limits": dataclasses.asdict(limits),
-        "seconds": time.perf_counter() - started,
-    }
+    targets, probs, info = model1.estimate(
+        src_flat, tgt_flat, src_lens, tgt_lens, source_vocab_size, target_vocab_size,
+        iterations, best, progress or Progress(enabled=False), limits.chunk_entries,
+        limits.max_word_pairs)
+    info["limits"] = dataclasses.asdict(limits)
+    info["seconds"] = time.perf_counter() - started
     return Lexicon(targets, probs, info, np.bincount(src_flat, minlength=source_vocab_size))
 
 
@@ -455,13 +235,13 @@ def build_for_run(run, iterations: int = DEFAULT_ITERATIONS, best: int = DEFAULT
     started = time.perf_counter()
     progress = progress or Progress(enabled=False)
     source_codec, target_codec = run.codecs()
-    split = _prepared_split(run)
+    split = open_prepared_split(run)
     with contextlib.closing(split) if split is not None else contextlib.nullcontext():
         pairs, lines, sampled = (
-            _prepared_sample(split, limits, progress) if split is not None
+            prepared_sample(split, limits.sample_pairs, progress) if split is not None
             else sample() if sample is not None
-            else sampled_training_pairs(run, source_codec.encode, target_codec.encode, limits,
-                                        progress, "lexical table"))
+            else sampled_training_pairs(run, source_codec.encode, target_codec.encode,
+                                        limits.sample_pairs, progress, "lexical table"))
         lexicon = train_model1(pairs, len(source_codec.vocabulary),
                                len(target_codec.vocabulary), iterations, best, progress, limits)
         lexicon, counts_from = _with_training_counts(split, lexicon, whole=sampled == lines)
@@ -509,75 +289,6 @@ def _with_parents_rows(run, lexicon: Lexicon) -> tuple[Lexicon, int | str | None
     counts[rows] += theirs.source_counts[rows]
     merged = dataclasses.replace(lexicon, targets=targets, probs=probs, source_counts=counts)
     return merged, len(rows)
-
-
-PREPARED_CHUNK = 8192  # pairs gathered at a time from a prepared split
-
-
-def prepared_training_pairs(run, limits: TableLimits, progress: Progress
-                            ) -> tuple[TokenizedPairs, int, int] | None:
-    """(the id pairs, the split's lines, the pairs sampled) from the run's prepared split:
-    ``limits.sample_pairs`` of the pairs training kept, spread evenly through them (all of
-    a smaller split), with the ids training reads, so the table and the model see the
-    same tokens. None for a run without one (made before it, or moved without it)."""
-    split = _prepared_split(run)
-    if split is None:
-        return None
-    with contextlib.closing(split):
-        return _prepared_sample(split, limits, progress)
-
-
-def _prepared_split(run):
-    """The run's prepared training split, open; None without one (or a damaged one: the
-    text is read instead)."""
-    try:
-        return run.prepared_split(needed_for="the lexical table")
-    except RunDirError:
-        return None
-
-
-def _prepared_sample(split, limits: TableLimits, progress: Progress
-                     ) -> tuple[TokenizedPairs, int, int]:
-    chosen = sampled_indices(split.count, limits.sample_pairs)
-    phase = Phase(progress, f"lexical table: reading {len(chosen):,} of {split.count:,} "
-                  "prepared training pairs", total=len(chosen), unit="pairs")
-    pairs = TokenizedPairs()
-    for start in range(0, len(chosen), PREPARED_CHUNK):
-        source, source_lengths, target, target_lengths = split.gather(
-            chosen[start:start + PREPARED_CHUNK])
-        pairs.add_block(source, target, source_lengths, target_lengths)
-        phase.advance(len(source_lengths))
-    phase.finish(f"{len(pairs):,} pairs")
-    return pairs, int(split.info["train"]["pairs"]), len(chosen)
-
-
-def sampled_training_pairs(
-    run, encode_source: Callable[[str], Sequence[int]], encode_target: Callable[[str], Sequence[int]],
-    limits: TableLimits, progress: Progress, what: str,
-) -> tuple[TokenizedPairs, int, int]:
-    """(the id pairs, the split's lines, the lines sampled): ``limits.sample_pairs`` lines
-    of a run's training split spread evenly through it (all of a shorter split), each side
-    encoded; pairs empty or longer than the run's ``max_len`` are left out, as training
-    leaves them out. ``what`` names the work in the progress line."""
-    config = run.load_config()
-    files = run.split_files("train", needed_for=f"the {what}")
-    if files is None:
-        raise LexiconError(f"{run.path}: data.json names no training split")
-    lines = count_lines(files.source)
-    sampled = min(lines, limits.sample_pairs)
-    chosen = sampled_lines(lines, limits.sample_pairs)
-    phase = Phase(progress, f"{what}: tokenizing a sample of {sampled:,} of {lines:,} training "
-                  "lines", total=sampled, unit="lines")
-    pairs = TokenizedPairs()
-    for number, (source_line, target_line) in enumerate(files.pairs()):
-        if not chosen(number):
-            continue
-        source, target = encode_source(source_line), encode_target(target_line)
-        if 0 < len(source) <= config.max_len and 0 < len(target) <= config.max_len:
-            pairs.add(source, target)
-        phase.advance()
-    phase.finish(f"{len(pairs):,} pairs kept")
-    return pairs, lines, sampled
 
 
 def _with_training_counts(split, lexicon: Lexicon, whole: bool) -> tuple[Lexicon, str | None]:

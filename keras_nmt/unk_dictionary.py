@@ -31,9 +31,8 @@ import numpy as np
 
 from keras_nmt.constants import RESERVED, UNK_ID
 from keras_nmt.errors import DictionaryError, RunDirError
-from keras_nmt.lexicon import (
-    DEFAULT_ITERATIONS, TableLimits, TokenizedPairs, sampled_training_pairs, train_model1,
-)
+from keras_nmt.lexicon import DEFAULT_ITERATIONS, TableLimits, train_model1
+from keras_nmt.pair_sample import TokenizedPairs, sampled_training_pairs
 from keras_nmt.progress import Progress
 from keras_nmt.text import codecs
 
@@ -87,12 +86,12 @@ class WordSample:
         pairs, lines, sampled = sampled_training_pairs(
             run, lambda line: words[0].encode(source_codec.tokenize(line)),
             lambda line: words[1].encode(target_codec.tokenize(line)),
-            limits, progress or Progress(enabled=False), what)
+            limits.sample_pairs, progress or Progress(enabled=False), what)
         return cls(pairs, words, lines, sampled)
 
     def in_vocabularies(self, source_vocab, target_vocab) -> tuple[TokenizedPairs, int, int]:
         """The sample as the vocabularies' ids (a word they lack: ``<unk>``), as
-        :func:`keras_nmt.lexicon.sampled_training_pairs` gives it for the lexical table."""
+        :func:`keras_nmt.pair_sample.sampled_training_pairs` gives it for the lexical table."""
         lookups = [np.asarray(vocab.encode(words.tokens), np.int32)
                    for vocab, words in zip((source_vocab, target_vocab), self.words)]
         return self.pairs.mapped(*lookups), self.lines, self.sampled

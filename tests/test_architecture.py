@@ -17,7 +17,8 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "keras_nmt"
 LAYERS = (
     ("ground", ("constants", "errors", "faults", "atomic", "progress", "config", "distribute",
                 "xla", "model_weights")),
-    ("data", ("corpus/", "text/", "vocab", "prepared", "data", "lexicon", "unk_dictionary",
+    ("data", ("corpus/", "text/", "vocab", "prepared", "data", "pair_sample", "model1",
+              "lexicon", "unk_dictionary",
               "unk_replace", "unk_replace_graph", "confidence", "confidence_graph",
               "constraints")),
     ("model", ("layers/", "models", "search/")),

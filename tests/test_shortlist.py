@@ -12,6 +12,7 @@ import pytest
 
 from support import onnx_files, savedmodel_loaders, shortlist_candidates
 from keras_nmt import lexicon as lexicon_lib
+from keras_nmt import pair_sample
 from keras_nmt.cli import evaluate as evaluate_cli
 from keras_nmt.cli import lexicon as lexicon_cli
 from keras_nmt.cli import onnx_translate as onnx_cli
@@ -82,13 +83,13 @@ def test_rare_source_words_are_marked_to_select_every_word():
 
 
 def test_lines_sampled_are_spread_through_the_file():
-    chosen = lexicon_lib.sampled_lines(1000, 100)
+    chosen = pair_sample.sampled_lines(1000, 100)
     lines = [i for i in range(1000) if chosen(i)]
     assert len(lines) == 100 and lines[:3] == [9, 19, 29] and lines[-1] == 999
     assert all(b - a == 10 for a, b in zip(lines, lines[1:]))
-    uneven = [i for i in range(1003) if lexicon_lib.sampled_lines(1003, 7)(i)]
+    uneven = [i for i in range(1003) if pair_sample.sampled_lines(1003, 7)(i)]
     assert len(uneven) == 7 and uneven[0] > 100 and uneven[-1] == 1002  # never the first lines
-    assert all(lexicon_lib.sampled_lines(50, 100)(i) for i in range(50))  # a short file: whole
+    assert all(pair_sample.sampled_lines(50, 100)(i) for i in range(50))  # a short file: whole
 
 
 def _zipf_pairs(count, seed=0, vocab=300):
@@ -235,8 +236,8 @@ def test_training_built_the_table_and_the_command_rebuilds_it(tiny_run, run_copy
 @pytest.mark.parametrize("total, sample", [(10, 3), (7, 7), (5, 9), (1000, 333), (997, 1),
                                            (12_345, 678)])
 def test_the_sampled_indices_are_the_sampled_lines(total, sample):
-    expected = [i for i in range(total) if lexicon_lib.sampled_lines(total, sample)(i)]
-    assert lexicon_lib.sampled_indices(total, sample).tolist() == expected
+    expected = [i for i in range(total) if pair_sample.sampled_lines(total, sample)(i)]
+    assert pair_sample.sampled_indices(total, sample).tolist() == expected
     assert len(expected) == min(total, sample)
 
 
@@ -250,10 +251,10 @@ def test_the_table_reads_the_ids_training_read(tiny_run, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(tiny_run, run, ignore=shutil.ignore_patterns("tensorboard"))
     limits = lexicon_lib.TableLimits(sample_pairs=40)
-    ids, lines, sampled = lexicon_lib.prepared_training_pairs(
-        RunDir(run), limits, Progress(enabled=False))
+    ids, lines, sampled = pair_sample.prepared_training_pairs(
+        RunDir(run), limits.sample_pairs, Progress(enabled=False))
     split = PreparedSplit(run / "prepared", "en", "fr")
-    chosen = lexicon_lib.sampled_indices(split.count, 40)
+    chosen = pair_sample.sampled_indices(split.count, 40)
     source, source_lengths, target, target_lengths = split.gather(chosen)
     got = ids.arrays()
     for have, want in zip(got, (source, target, source_lengths, target_lengths)):
@@ -265,7 +266,7 @@ def test_the_table_reads_the_ids_training_read(tiny_run, tmp_path):
     from_prepared = lexicon_lib.build_for_run(RunDir(run), iterations=2, best=3, sample=unread)
     assert from_prepared.info["counts_from"] == "prepared split"
     shutil.rmtree(run / "prepared")
-    assert lexicon_lib.prepared_training_pairs(RunDir(run), limits,
+    assert pair_sample.prepared_training_pairs(RunDir(run), limits.sample_pairs,
                                                Progress(enabled=False)) is None
     from_text = lexicon_lib.build_for_run(RunDir(run), iterations=2, best=3)
     assert from_prepared.info["pairs"] == from_text.info["pairs"] == split.count
