@@ -277,7 +277,7 @@ def test_input_is_read_one_chunk_ahead_of_the_output_whatever_its_size():
     lines and their translations, never the input (a 10 GB file costs what a small one does)."""
     import itertools
 
-    from keras_nmt.cli.translation_io import CHUNK_BATCHES, Output, translate_in_chunks
+    from keras_nmt.cli.streaming import CHUNK_BATCHES, Output, translate_in_chunks
     from keras_nmt.translation import Translation
 
     read = []
@@ -310,7 +310,7 @@ def test_translate_writes_a_chunk_before_it_reads_the_next(tiny_run):
     come out, the first translations are written when the first chunk, and not a line
     more, has been read."""
     from keras_nmt.cli import translate as translate_cli
-    from keras_nmt.cli.translation_io import CHUNK_BATCHES
+    from keras_nmt.cli.streaming import CHUNK_BATCHES
 
     probe = StreamProbe("the cat sees the dog .", limit=4 * CHUNK_BATCHES)
     stderr = io.StringIO()

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from support import as_older_export, edit_json, onnx_files
 from keras_nmt.cli.common import LOW_CONFIDENCE_MARK
-from keras_nmt.cli.translation_io import Output
+from keras_nmt.cli.streaming import Output
 from keras_nmt.confidence import Confidence, confidence_of, join_confidences, word_of_tokens
 from keras_nmt.constants import EOS_ID
 from keras_nmt.errors import ExportError

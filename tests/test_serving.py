@@ -152,7 +152,7 @@ def test_onnx_translate_streams_its_input_a_chunk_at_a_time(echo_onnx_dir):
     test_cli_translate.py counts the lines read before the first line is written)."""
     import queue
 
-    from keras_nmt.cli.translation_io import CHUNK_BATCHES
+    from keras_nmt.cli.streaming import CHUNK_BATCHES
 
     lines = [f"the cat sat {i % 7} on the mat" for i in range(CHUNK_BATCHES)]
     process = subprocess.Popen(
@@ -375,7 +375,7 @@ def test_the_client_writes_a_chunk_before_it_reads_the_next(standin):
     """tfserving-client streams its input: on one that ends once an answer has come out,
     the first translations are written when the first chunk, and not a line more, has
     been read."""
-    from keras_nmt.cli.translation_io import CHUNK_BATCHES
+    from keras_nmt.cli.streaming import CHUNK_BATCHES
 
     probe = StreamProbe("a b c", limit=4 * 2 * CHUNK_BATCHES)
     code = client_cli.main(["--url", standin.rest_url, "--name", "echo", "--batch-size", "2"],

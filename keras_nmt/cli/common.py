@@ -141,7 +141,7 @@ def add_shortlist_argument(parser: argparse.ArgumentParser, what: str = "decode"
 def add_constraint_arguments(parser: argparse.ArgumentParser) -> None:
     """``--constraints FILE``, ``--prefix FILE`` and ``--glossary TSV``: what the output of
     each line must respect (:mod:`keras_nmt.constraints`), read back by
-    :class:`keras_nmt.cli.translation_io.LineRules`."""
+    :class:`keras_nmt.cli.streaming.LineRules`."""
     parser.add_argument(
         "--constraints", metavar="FILE",
         help="one JSON value a line, aligned with the input: a list of target phrases the "
@@ -315,7 +315,7 @@ LOW_CONFIDENCE_MARK = "[low confidence] "
 def add_confidence_arguments(parser: OneLineParser) -> None:
     """``--confidence``, ``--min-confidence X`` and ``--drop-below``: the model's
     confidence in each translation (:mod:`keras_nmt.confidence`), written and acted on by
-    :class:`keras_nmt.cli.translation_io.Output`; none of them with ``--nbest``."""
+    :class:`keras_nmt.cli.streaming.Output`; none of them with ``--nbest``."""
     parser.add_argument(
         "--confidence", action="store_true",
         help="write one JSON object per input line instead of its text: {\"index\", \"text\", "

@@ -17,7 +17,7 @@ from keras_nmt.cli.common import (
     add_constraint_arguments, add_quiet_argument,
     add_split_sentences_argument, binary, non_negative_int, positive_int, run_main, shortlist,
 )
-from keras_nmt.cli.translation_io import LineRules, Output, translate_in_chunks
+from keras_nmt.cli.streaming import LineRules, Output, translate_in_chunks
 from keras_nmt.corpus.readers import stream_lines
 from keras_nmt.errors import ExportError, UsageError
 from keras_nmt.onnx_translator import OnnxTranslator

@@ -12,7 +12,7 @@ from keras_nmt.cli.common import (
     add_quiet_argument, binary,
     non_negative_float, non_negative_int, positive_float, positive_int, run_main,
 )
-from keras_nmt.cli.translation_io import LineRules, Output, translate_in_chunks
+from keras_nmt.cli.streaming import LineRules, Output, translate_in_chunks
 from keras_nmt.corpus.readers import stream_lines
 from keras_nmt.errors import ServingError
 from keras_nmt.serving.tfserving_client import (

@@ -20,7 +20,7 @@ from keras_nmt.cli.common import (
     add_split_sentences_argument, add_unk_replace_arguments, add_weights_argument, binary,
     non_negative_float, positive_int, quiet_tensorflow, run_main, unk_replacement,
 )
-from keras_nmt.cli.translation_io import LineRules, Output, translate_in_chunks
+from keras_nmt.cli.streaming import LineRules, Output, translate_in_chunks
 from keras_nmt.corpus.readers import stream_lines
 from keras_nmt.ensemble import check_compatible
 from keras_nmt.errors import InputError

@@ -40,7 +40,7 @@ command's ``--confidence``) is asked of ``keras-nmt serve`` too, over REST
 (``"confidence": true``; :mod:`keras_nmt.serving.tfserving_rest`): each Translation's
 ``confidence`` holds the line's figure and its words' and, for a line of several
 sentences, ``sentences`` holds one Translation per sentence with only its figure (the
-server sends no more of them), what :class:`keras_nmt.cli.translation_io.Output` writes.
+server sends no more of them), what :class:`keras_nmt.cli.streaming.Output` writes.
 TF Serving answers the same figures as the SavedModel's ``confidence`` (the line's),
 ``sentence_confidence``, ``words`` and ``word_confidence`` outputs.
 
