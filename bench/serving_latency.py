@@ -38,7 +38,7 @@ import tempfile
 from bench import _common
 from bench.serving_load import Server
 from keras_nmt.onnx_translator import OnnxTranslator
-from keras_nmt.serving.tfserving_client import GrpcTransport, RestTransport, TFServingClient
+from keras_nmt.serving.client import GrpcTransport, RestTransport, TFServingClient
 
 PROG = "serving_latency"
 _timed = _common.timed

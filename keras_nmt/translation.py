@@ -3,7 +3,7 @@ its decoder.
 
 :class:`Translation` is what :class:`keras_nmt.keras_translator.Translator` (Keras),
 :class:`keras_nmt.onnx_translator.OnnxTranslator` (onnxruntime) and
-:class:`keras_nmt.serving.tfserving_client.TFServingClient` (a running TF Serving) give
+:class:`keras_nmt.serving.client.TFServingClient` (a running TF Serving) give
 for each line. :func:`translate_lines` is their one front end: each line split into its
 sentences, the sentences decoded in batches of similar length by the backend's callable,
 each line's translation joined from its sentences' (:func:`join_translations`), the

@@ -640,7 +640,7 @@ def test_stdin_stream_answers_before_its_input_ends(tiny_export, tmp_path, capsy
 def test_serving_latency_over_rest_grpc_and_onnxruntime(tiny_export, tmp_path, capsys):
     """REST to ``keras-nmt serve`` started on the export, gRPC to the address --grpc names
     (here the tests' TF Serving stand-in serving the same export), onnxruntime offline."""
-    from tfserving_standin import ModelRegistry, StandInServer
+    from fake_model_server import ModelRegistry, StandInServer
 
     bench = load("serving_latency")
     out = tmp_path / "latency.json"

@@ -38,13 +38,13 @@ from support import (
 from keras_nmt.cli import serve as serve_cli
 from keras_nmt.constraints import Glossary, LineConstraints
 from keras_nmt.errors import RequestError
-from keras_nmt.serving import priority, tfserving_client
+from keras_nmt.serving import client as tfserving_client, priority
 from keras_nmt.serving.batcher import Batcher
 from keras_nmt.serving.metrics import PATH as METRICS_PATH
 from keras_nmt.onnx_translator import OnnxTranslator
 from keras_nmt.serving.registry import Registry
 from keras_nmt.serving.server import ServerOptions
-from keras_nmt.serving.tfserving_rest import float32_json
+from keras_nmt.serving.rest_formats import float32_json
 
 LINES = [
     "the cat sat on the mat .",
@@ -130,7 +130,7 @@ def test_translate_signature_takes_beam_and_alpha(served, translator):
 
 def test_tfserving_client_works_against_the_server(served, translator):
     from keras_nmt.cli import tfserving_client as client_cli
-    from keras_nmt.serving.tfserving_client import RestTransport, TFServingClient
+    from keras_nmt.serving.client import RestTransport, TFServingClient
 
     expected = translator.translate(LINES, batch_size=8)
     for form in ("instances", "inputs"):

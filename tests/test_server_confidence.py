@@ -17,7 +17,7 @@ from support import ServerThread, as_older_export, onnx_files
 from keras_nmt.cli import onnx_translate as onnx_cli
 from keras_nmt.cli import tfserving_client as client_cli
 from keras_nmt.errors import ServingError
-from keras_nmt.serving import tfserving_client
+from keras_nmt.serving import client as tfserving_client
 from keras_nmt.serving.registry import Registry
 
 # A line of two sentences (the export splits lines), an empty line, one cut to the

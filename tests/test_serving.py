@@ -1,4 +1,4 @@
-"""Serving: the TF Serving client (against a loopback stand-in, tests/tfserving_standin.py)
+"""Serving: the TF Serving client (against a loopback stand-in, tests/fake_model_server.py)
 and onnx_translate.
 
 Protocol tests use two small fixtures of our own: an "echo" SavedModel with the export
@@ -35,7 +35,7 @@ from keras_nmt.text import word as tokenizer
 from keras_nmt.cli import onnx_translate as onnx_cli, tfserving_client as client_cli
 from keras_nmt import onnx_translator
 from keras_nmt.errors import ExportError, ServingError, Unreachable
-from keras_nmt.serving.tfserving_client import GrpcTransport, RestTransport, TFServingClient
+from keras_nmt.serving.client import GrpcTransport, RestTransport, TFServingClient
 from keras_nmt.translation import Translation
 from support import HARD_LINES, ROOT, StreamProbe, child_env, onnx_files, onnx_translate_probe
 
@@ -302,7 +302,7 @@ def echo_savedmodel(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def standin(echo_savedmodel):
-    from tfserving_standin import ModelRegistry, StandInServer
+    from fake_model_server import ModelRegistry, StandInServer
 
     registry = ModelRegistry()
     registry.add("echo", echo_savedmodel / "echo")
@@ -461,7 +461,7 @@ def test_dropped_connection_is_retried(standin, faults, protocol):
 
 
 def test_server_started_after_the_first_failed_try(echo_savedmodel):
-    from tfserving_standin import ModelRegistry, StandInServer
+    from fake_model_server import ModelRegistry, StandInServer
 
     registry = ModelRegistry()
     registry.add("echo", echo_savedmodel / "echo")
@@ -626,7 +626,7 @@ def test_standin_speaks_tf_serving_rest_json(standin):
 
 
 def test_standin_serves_a_models_config_with_tf_servings_proto(echo_savedmodel, tmp_path):
-    from tfserving_standin import ModelRegistry
+    from fake_model_server import ModelRegistry
 
     config = tmp_path / "models.config"
     config.write_text(
@@ -667,7 +667,7 @@ def tiny_standin(tiny_export):
     that config's base path (/models/nmt, mapped to EXPORT_DIR/nmt)."""
     from google.protobuf import text_format
     from tensorflow_serving.config import model_server_config_pb2
-    from tfserving_standin import ModelRegistry, StandInServer
+    from fake_model_server import ModelRegistry, StandInServer
 
     config = model_server_config_pb2.ModelServerConfig()
     text_format.Parse((tiny_export / "models.config").read_text("utf-8"), config)

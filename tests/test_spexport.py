@@ -168,7 +168,7 @@ def test_standin_loads_tf_text_ops_like_tf_serving(tiny_spm_export, translator):
     probe = (
         "import json, sys\n"
         f"sys.path.insert(0, {str(ROOT / 'tests')!r})\n"
-        "import tfserving_standin as s\n"
+        "import fake_model_server as s\n"
         f"path = {str(tiny_spm_export / 'nmt' / '1')!r}\n"
         "missing = s.missing_ops(path)\n"
         "before = 'tensorflow_text' in sys.modules\n"

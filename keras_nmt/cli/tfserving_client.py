@@ -1,6 +1,6 @@
 """``keras-nmt tfserving-client`` (and ``python serving/tfserving_client.py``): translate
 stdin through a running TensorFlow Serving, REST or gRPC; see
-:mod:`keras_nmt.serving.tfserving_client`."""
+:mod:`keras_nmt.serving.client`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from keras_nmt.cli.common import (
 from keras_nmt.cli.streaming import LineRules, Output, translate_in_chunks
 from keras_nmt.corpus.readers import stream_lines
 from keras_nmt.errors import ServingError
-from keras_nmt.serving.tfserving_client import (
+from keras_nmt.serving.client import (
     DEFAULT_SIGNATURE, SEARCH_SIGNATURE, GrpcTransport, RestTransport, TFServingClient,
 )
 

@@ -4,7 +4,7 @@ Endpoints:
 
 - ``POST /v1/models/NAME[/versions/N | /labels/L]:predict``: TF Serving's REST predict
   API for the export's ``serving_default`` and ``translate`` signatures
-  (:mod:`keras_nmt.serving.tfserving_rest`); an input of several sentences is split into
+  (:mod:`keras_nmt.serving.rest_formats`); an input of several sentences is split into
   them, or not, as the export's SavedModel does;
 - ``GET /v1/models/NAME[/versions/N]`` (status) and ``.../metadata`` (signatures), as
   TF Serving answers them;
@@ -30,7 +30,7 @@ Endpoints:
   text whose source tokens hold its source term) say what the translations must respect
   (:mod:`keras_nmt.constraints`; an export with the constrained search); a translation
   that misses a phrase (its length limit came first) has ``"unmet"``, the phrases. TF
-  Serving's predict API takes the same per instance (:mod:`~keras_nmt.serving.tfserving_rest`);
+  Serving's predict API takes the same per instance (:mod:`~keras_nmt.serving.rest_formats`);
 - ``GET /health`` (200 while serving), ``GET /models`` (each model's languages, search
   settings and limits, ``"constraints"``: whether it takes them, and ``"confidence"``:
   whether it can give it), ``GET /stats`` (the batcher's counters), and Prometheus metrics
@@ -103,7 +103,7 @@ from aiohttp.web_urldispatcher import _default_expect_handler as _CONTINUE
 from keras_nmt.confidence import line_fields
 from keras_nmt.constraints import Glossary, LineConstraints
 from keras_nmt.errors import ConstraintError, RequestError, UsageError
-from keras_nmt.serving import priority, tfserving_rest as rest
+from keras_nmt.serving import priority, rest_formats as rest
 from keras_nmt.serving.batcher import Batcher, DaemonThreads
 from keras_nmt.serving.http_guard import BodyBudget, LimitedSite, RequestGuard, must_close
 from keras_nmt.serving.metrics import PATH as METRICS_PATH, Metrics
@@ -848,7 +848,7 @@ class ConnectionErrorLog(logging.Logger):
 def _glossary(value) -> Glossary | None:
     """A request's ``"glossary"``: ``[[source term, target term], ...]`` (null: none), at
     most :data:`MAX_GLOSSARY_TERMS` pairs of non-empty strings, each within
-    :data:`~keras_nmt.serving.tfserving_rest.MAX_PHRASE_CHARS` characters."""
+    :data:`~keras_nmt.serving.rest_formats.MAX_PHRASE_CHARS` characters."""
     if value is None or value == []:
         return None
     if not isinstance(value, list):

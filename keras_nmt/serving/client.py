@@ -29,7 +29,7 @@ Constraints (``translate(lines, constraints=..., glossary=...)``; the command's
 ``--constraints FILE``, ``--prefix FILE`` and ``--glossary TSV``, as ``keras-nmt
 translate`` reads them) go to ``keras-nmt serve`` over REST, per instance: ``"constraints"``,
 ``"avoid"`` and ``"prefix"`` keys of a row, or columns of ``inputs``
-(:mod:`keras_nmt.serving.tfserving_rest`); TF Serving itself has no such inputs. A glossary
+(:mod:`keras_nmt.serving.rest_formats`); TF Serving itself has no such inputs. A glossary
 is applied here, where the source text is: a line gets a term as a phrase to include when
 its words and punctuation marks (:func:`rough_tokens`, not the export's tokenizer, which
 the client does not have) hold the term's source side's, case and all. The answer's
@@ -37,7 +37,7 @@ the client does not have) hold the term's source side's, case and all. The answe
 
 The model's confidence in each translation (``RestTransport(..., confidence=True)``, the
 command's ``--confidence``) is asked of ``keras-nmt serve`` too, over REST
-(``"confidence": true``; :mod:`keras_nmt.serving.tfserving_rest`): each Translation's
+(``"confidence": true``; :mod:`keras_nmt.serving.rest_formats`): each Translation's
 ``confidence`` holds the line's figure and its words' and, for a line of several
 sentences, ``sentences`` holds one Translation per sentence with only its figure (the
 server sends no more of them), what :class:`keras_nmt.cli.streaming.Output` writes.
@@ -70,7 +70,7 @@ from keras_nmt.progress import native_stderr_filtered
 from keras_nmt.translation import Translation, translate_lines
 
 DEFAULT_SIGNATURE = "serving_default"
-# What keras-nmt serve answers to "confidence": true (keras_nmt.serving.tfserving_rest).
+# What keras-nmt serve answers to "confidence": true (keras_nmt.serving.rest_formats).
 CONFIDENCE_OUTPUTS = ("confidence", "sentence_confidences", "word_confidences")
 SEARCH_SIGNATURE = "translate"  # sentences, beam_size, alpha
 OUTPUTS = ("translations", "scores", "truncated")  # the outputs read, of an export's signature
