@@ -113,7 +113,7 @@ def measure(run_dir: str, sentences: list[str], work: pathlib.Path) -> dict:
     report["export_command_s"], _ = _common.timed(lambda: subprocess.run(
         command, check=True, capture_output=True, env=_common.checkout_env(), cwd=_common.ROOT))
 
-    from keras_nmt.export import layout, onnx as onnx_export, parity, savedmodel
+    from keras_nmt.export import layout, onnx_conversion as onnx_export, parity, savedmodel
     from keras_nmt.export.loaders import SessionModel, TF2Model
     from keras_nmt.keras_translator import Translator, default_max_source_len
 

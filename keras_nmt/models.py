@@ -57,7 +57,7 @@ class TranslationModel(keras.Model):
         """(y_(i-1) [B], s_(i-1), memory) -> (logits [B, V], s_i, attention [B, Tx]);
         logits [B, C] over the columns of ``projection`` (:meth:`output_projection`).
         The B rows may be a beam's hypotheses of fewer sentences, the memory's rows, laid
-        out as :mod:`keras_nmt.layers.beam_rows` says."""
+        out as :mod:`keras_nmt.layers.row_layout` says."""
         if projection is None:
             return self((previous_ids, state, memory), mode="step")
         return self((previous_ids, state, memory, projection), mode="step")

@@ -255,3 +255,22 @@ def test_the_docs_name_no_path_of_a_development_machine():
              for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              for match in [DEVELOPMENT_PATHS.search(line)] if match]
     assert found == []
+
+
+def test_no_two_module_names_differ_by_a_suffix_only():
+    """A module's name says its job, so no name is another's with something added
+    (translate, translator, translation were three jobs) and none is used twice. Two
+    kinds of pair are the convention, not a clash: ``NAME_graph`` holds the rule of
+    ``NAME`` as graph ops (the same job in the other runtime), and ``cli/NAME`` is the
+    command ``keras-nmt NAME``, left out here."""
+    stems: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE)
+        if path.stem not in ("__init__", "__main__") and relative.parts[0] != "cli":
+            stems.setdefault(path.stem, []).append(str(relative))
+    assert {stem: paths for stem, paths in stems.items() if len(paths) > 1} == {}
+    pairs = sorted((stems[a][0], stems[b][0]) for a in stems for b in stems
+                   if a != b and b.startswith(a) and b != f"{a}_graph")
+    assert pairs == []
+    twins = sorted(stem for stem in stems if stem.endswith("_graph"))
+    assert [twin for twin in twins if twin.removesuffix("_graph") not in stems] == []

@@ -21,7 +21,7 @@ from keras_nmt.corpus.builtin import (
     generate_pair,
     write_corpus,
 )
-from keras_nmt.corpus.builtin import grammar, orthography, words
+from keras_nmt.corpus.builtin import dictionary, grammar, orthography
 from keras_nmt.text.word import detokenize
 from support import ROOT, child_env
 
@@ -213,7 +213,7 @@ def test_corpus_contractions_align_to_the_and_a_preposition(all_pairs):
 
 
 def test_corpus_adjective_forms_and_reverse_order(all_pairs):
-    forms = {a[0]: set(a[1:5]) for a in words.ADJECTIVES}
+    forms = {a[0]: set(a[1:5]) for a in dictionary.ADJECTIVES}
     reversed_pairs = 0
     for pair in all_pairs:
         src_to_tgt, _ = _links(pair)
@@ -232,7 +232,7 @@ def test_corpus_adjective_forms_and_reverse_order(all_pairs):
 def test_corpus_subject_verb_agreement(all_pairs):
     singular = {}
     plural = {}
-    for v in words.VERBS:
+    for v in dictionary.VERBS:
         singular.setdefault(v.en_sg, set()).add(v.fr_sg[0])
         plural.setdefault(v.en_base, set()).add(v.fr_pl[0])
     singular["is"], plural["are"] = {"est"}, {"sont"}

@@ -28,7 +28,7 @@ def translator(tiny_run):
 
 @pytest.fixture(scope="session")
 def loaded(exported):
-    from keras_nmt.export.onnx import OnnxModel
+    from keras_nmt.export.onnx_conversion import OnnxModel
 
     return {**savedmodel_loaders(exported), "onnx": OnnxModel(onnx_files(exported) / "nmt.onnx")}
 

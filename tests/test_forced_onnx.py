@@ -121,7 +121,7 @@ def test_encdec_forced_model_gives_log_probabilities_only(tmp_path, translator):
     """RNNencdec has no attention: its forced model has no attention output, and its
     log-probabilities are the TensorFlow ones."""
     from keras_nmt.config import Config
-    from keras_nmt.export.onnx import OnnxModel, convert_forced
+    from keras_nmt.export.onnx_conversion import OnnxModel, convert_forced
     from keras_nmt.models import TranslationModel
 
     config = Config.from_dict({**translator.model.config.to_dict(), "architecture": "encdec",

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from keras_nmt.config import variant_config
 from keras_nmt.layers import AdditiveAttention, ConditionalGRUCell, MaxoutReadout
-from keras_nmt.layers.beam_rows import hypotheses_per_sentence, rows_of, tile_rows
+from keras_nmt.layers.row_layout import hypotheses_per_sentence, rows_of, tile_rows
 from keras_nmt.layers.initializers import BlockOrthogonal
 from keras_nmt.models import TranslationModel, sentence_nll
 
@@ -73,7 +73,7 @@ def _random_assign(layer, scale=0.5, seed=0):
 
 
 @pytest.mark.parametrize("reset_after", [False, True])
-def test_decoder_cell_step_matches_numpy_equations(reset_after):
+def test_conditional_gru_step_matches_numpy_equations(reset_after):
     m, n, ctx = 3, 4, 6
     cell = ConditionalGRUCell(n, reset_after=reset_after)
     cell.build(m, ctx)
@@ -150,7 +150,7 @@ def test_encdec_context_is_last_forward_state():
                                rtol=1e-5, atol=1e-6)
 
 
-def test_beam_rows_are_sentence_major():
+def test_rows_are_sentence_major():
     """Hypothesis h of sentence b is row b*K + h: tile_rows writes the layout, rows_of
     names its rows, hypotheses_per_sentence reads K back from the row counts."""
     sentences = np.array([[1, 2], [3, 4], [5, 6]], np.int32)

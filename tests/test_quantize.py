@@ -10,7 +10,7 @@ import pytest
 from keras_nmt.cli import export as export_cli
 from keras_nmt.cli import onnx_translate as onnx_cli
 from keras_nmt.errors import ExportError
-from keras_nmt.export import exporter, onnx_graph, quantize
+from keras_nmt.export import exporter, onnx_rewrites, quantize
 from support import onnx_files
 from onnx_models import loop_model
 
@@ -48,7 +48,7 @@ def test_split_gemm_keeps_the_function(trans_b):
     before = run(model)
     assert quantize.split_gemm(model) == 1
     onnx.checker.check_model(model)
-    assert onnx_graph.op_counts(model) == {"Add": 1, "MatMul": 1}
+    assert onnx_rewrites.op_counts(model) == {"Add": 1, "MatMul": 1}
     np.testing.assert_allclose(run(model), before, rtol=1e-5, atol=1e-6)
 
 
@@ -69,7 +69,7 @@ def test_gathered_columns_become_an_int8_product(tmp_path):
     done = quantize.quantize(float_path, int8_path)
     assert done["int8_columns"] == 1 and done["carried_dropped"] == 3
     model = onnx.load(str(int8_path))
-    assert onnx_graph.op_counts(model).get("DynamicQuantizeMatMul") == 1
+    assert onnx_rewrites.op_counts(model).get("DynamicQuantizeMatMul") == 1
     assert "w" not in {i.name for i in model.graph.initializer}
     # 7-bit weights: onnxruntime's kernels on CPUs without VNNI saturate on 8-bit ones.
     tables = [onnx.numpy_helper.to_array(i) for i in model.graph.initializer
@@ -98,8 +98,8 @@ def test_the_quantizer_leaves_what_the_loop_reads_from_outside(tmp_path, monkeyp
     weight = rng.normal(size=(4, 30)).astype(np.float32)
     columns = np.array([2, 5, 29], np.int32)
     model = loop_model(weight, columns)
-    onnx_graph.tidy(model)
-    assert onnx_graph.read_by_subgraphs(model) == ["columns"]
+    onnx_rewrites.tidy(model)
+    assert onnx_rewrites.read_by_subgraphs(model) == ["columns"]
     float_path, int8_path = tmp_path / "f.onnx", tmp_path / "q.onnx"
     onnx.save_model(model, str(float_path))
     quantize.quantize(float_path, int8_path)
@@ -133,7 +133,7 @@ def test_the_main_graph_is_quantized_in_place_of_the_quantizer(tmp_path):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     written = quantize.quantize_main_graph(model)
     assert "product" in written and "embed" in written
-    onnx_graph.prune(model)
+    onnx_rewrites.prune(model)
     onnx.checker.check_model(model)
     assert not [i.name for i in model.graph.initializer if i.data_type == TensorProto.FLOAT
                 and len(i.dims) == 2]
@@ -168,9 +168,9 @@ def test_int8_export_quantizes_the_loop_body(int8_export, capsys):
     # The search's Loop: the largest body (the encoder's recurrence is a Loop too).
     body = max((a.g for n in quantized.graph.node if n.op_type == "Loop" for a in n.attribute),
                key=lambda g: len(g.node))
-    body_ops = onnx_graph.op_counts(onnx.helper.make_model(body))
+    body_ops = onnx_rewrites.op_counts(onnx.helper.make_model(body))
     assert any("Integer" in op or "QuantizeMatMul" in op for op in body_ops), body_ops
-    assert "Gemm" not in onnx_graph.op_counts(quantized)
+    assert "Gemm" not in onnx_rewrites.op_counts(quantized)
     assert body_ops.get("DynamicQuantizeMatMul", 0) >= 1
     # No weight is dequantized whole per call: only gathered rows are (an embedding's).
     outer = [n for n in quantized.graph.node if n.op_type == "DequantizeLinear"]

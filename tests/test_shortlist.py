@@ -396,7 +396,7 @@ def shortlist_export(tiny_selecting_export):
 
 
 def test_every_path_gives_the_keras_tokens_with_selection(shortlist_export, translator, lines):
-    from keras_nmt.export.onnx import OnnxModel
+    from keras_nmt.export.onnx_conversion import OnnxModel
 
     source_ids = translator.encode(lines)
     loaders = savedmodel_loaders(shortlist_export)  # loading takes seconds: once

@@ -184,7 +184,7 @@ def test_a_tied_run_s_export_decodes_as_keras_does(tied, sentences):
     # The ONNX graph holds the one matrix once, in whichever of its graphs.
     import onnx
 
-    from keras_nmt.export.onnx_graph import subgraphs
+    from keras_nmt.export.onnx_rewrites import subgraphs
 
     shapes = []
 

@@ -2,7 +2,7 @@
 
 - :mod:`~keras_nmt.export.exporter`: the whole export (what ``keras-nmt export`` runs);
 - :mod:`~keras_nmt.export.savedmodel`: the SavedModel's signatures;
-- :mod:`~keras_nmt.export.onnx`: the id-in / id-out search as ONNX (tf2onnx);
+- :mod:`~keras_nmt.export.onnx_conversion`: the id-in / id-out search as ONNX (tf2onnx);
 - :mod:`~keras_nmt.export.loaders`: loading a SavedModel both ways (TF2, the TF1 session);
 - :mod:`~keras_nmt.export.parity`: comparing two paths' translations;
 - :mod:`~keras_nmt.export.serving_files`: ``models.config`` and ``SERVING.md``.

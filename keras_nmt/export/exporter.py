@@ -197,7 +197,7 @@ def onnx_check(onnx_path: pathlib.Path, translator, beam_size: int, alpha: float
                shortlist: tuple[int, int] | None = None) -> None:
     """The ONNX model in onnxruntime decodes like the Keras model."""
     from keras_nmt.export import parity
-    from keras_nmt.export.onnx import OnnxModel
+    from keras_nmt.export.onnx_conversion import OnnxModel
 
     # Empty sentences never reach the model: the onnxruntime path answers "" itself. Each
     # line is one sentence here, as translate_ids decodes it (splitting is Python's work).
@@ -263,7 +263,7 @@ def int8_check(float_path: pathlib.Path, int8_path: pathlib.Path, run, translato
     :class:`ExportError` when the int8 one is more than ``max_drop`` below."""
     from keras_nmt.evaluation.scoring import bleu
     from keras_nmt.export import parity
-    from keras_nmt.export.onnx import OnnxModel
+    from keras_nmt.export.onnx_conversion import OnnxModel
 
     sources, references = _sample_pairs(run, count)
     source_ids = translator.encode(sources)
@@ -292,7 +292,7 @@ def write_int8(directory: pathlib.Path, name: str, run, translator, settings, ma
     NAME.onnx.json."""
     from keras_nmt.export import quantize
 
-    from keras_nmt.export.onnx import OnnxModel
+    from keras_nmt.export.onnx_conversion import OnnxModel
 
     log("quantizing the ONNX model to int8 (onnxruntime dynamic quantization)")
     float_path, int8_path = directory / f"{name}.onnx", directory / f"{name}.int8.onnx"
@@ -324,7 +324,7 @@ def write_onnx(directory: pathlib.Path, name: str, run, model, settings, tokeniz
     """NAME.onnx, NAME.onnx.json and the vocabularies (and, for a SentencePiece run, its
     models NAME.spm.SRC.model / NAME.spm.TGT.model; with ``settings.unk_replace``, the
     ``dictionary`` as NAME.dictionary.tsv), written into ``directory``."""
-    from keras_nmt.export import onnx as onnx_export
+    from keras_nmt.export import onnx_conversion as onnx_export
 
     log(f"converting translate_ids to ONNX (opset {onnx_export.OPSET}; takes a while)")
     path = directory / f"{name}.onnx"
@@ -493,7 +493,7 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
                        args.shortlist)
             forced_check(onnx_staging, args.name, translator)
             if args.constrained:
-                from keras_nmt.export.onnx import OnnxModel
+                from keras_nmt.export.onnx_conversion import OnnxModel
 
                 constrained_check(
                     OnnxModel(onnx_staging / f"{args.name}.constrained.onnx").run, translator,

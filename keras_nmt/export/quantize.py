@@ -10,11 +10,11 @@ stand in its way, and this module removes them:
 - the beam search is one ``Loop``, whose body is a subgraph: it is quantized only with
   ``EnableSubgraph``, and only where a weight is a constant there. The float export
   already makes the body read its weights from the enclosing graph
-  (:func:`keras_nmt.export.onnx_graph.tidy`); tf2onnx also splits the GRU's kernel by
+  (:func:`keras_nmt.export.onnx_rewrites.tidy`); tf2onnx also splits the GRU's kernel by
   gate inside the body, and :func:`fold_constants` precomputes Split / Transpose of a
   constant;
 - a selecting search's output layer is gathered from the whole one once per batch (as
-  rows of its transpose: :func:`keras_nmt.export.onnx_graph.gather_rows_not_columns`),
+  rows of its transpose: :func:`keras_nmt.export.onnx_rewrites.gather_rows_not_columns`),
   so its product's weight is no constant: :func:`quantize_gathered_columns` gathers it
   from an int8 copy instead;
 - the constrained search chooses between two loops with an ``If``, and onnxruntime 1.31
@@ -40,7 +40,7 @@ import numpy as np
 # 7 bits the pair sums fit (2 x 255 x 63 < 32,767), on every CPU.
 WEIGHT_LEVELS = 63
 
-from keras_nmt.export import onnx_graph
+from keras_nmt.export import onnx_rewrites
 
 
 def int8_table(weight: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
@@ -61,7 +61,7 @@ def split_gemm(model) -> int:
     from onnx import helper, numpy_helper
 
     def rewrite(node, graph, scope):
-        attributes = onnx_graph.attributes(node)
+        attributes = onnx_rewrites.attributes(node)
         if (node.op_type != "Gemm" or attributes.get("alpha", 1.0) != 1.0
                 or attributes.get("beta", 1.0) != 1.0 or attributes.get("transA", 0)):
             return None
@@ -83,7 +83,7 @@ def split_gemm(model) -> int:
                                           name=f"{node.name}_out"))
         return nodes
 
-    return onnx_graph.rewrite_nodes(model, rewrite)
+    return onnx_rewrites.rewrite_nodes(model, rewrite)
 
 
 def fold_constants(model) -> int:
@@ -95,7 +95,7 @@ def fold_constants(model) -> int:
         value = scope.get(node.input[0]) if node.input else None
         if value is None or node.op_type not in ("Split", "Transpose"):
             return None
-        attributes = onnx_graph.attributes(node)
+        attributes = onnx_rewrites.attributes(node)
         if node.op_type == "Transpose":
             results = [np.transpose(value, attributes.get("perm"))]
         else:
@@ -114,12 +114,12 @@ def fold_constants(model) -> int:
             scope[name] = result
         return []
 
-    return onnx_graph.rewrite_nodes(model, rewrite)
+    return onnx_rewrites.rewrite_nodes(model, rewrite)
 
 
 def quantize_gathered_columns(model) -> tuple[int, list[str]]:
     """A product with columns gathered from a constant, MatMul(x, W[:, columns]) written
-    as :func:`~keras_nmt.export.onnx_graph.gather_rows_not_columns` leaves it,
+    as :func:`~keras_nmt.export.onnx_rewrites.gather_rows_not_columns` leaves it,
     MatMul(x, Transpose(Gather(W^T, columns, axis=0))), becomes an int8 one: the rows of
     W^T are gathered in int8 (symmetric, one scale per row, a column of W) with their
     scales, and the product is onnxruntime's DynamicQuantizeMatMul, which quantizes x per
@@ -134,13 +134,13 @@ def quantize_gathered_columns(model) -> tuple[int, list[str]]:
     def collect(graph, outer: dict, seen: dict) -> None:
         # Sibling subgraphs (a conditional's branches) may name their values alike: each
         # graph sees its own values and those of the graphs around it, no others.
-        scope = onnx_graph.initializer_scope(graph, outer)
+        scope = onnx_rewrites.initializer_scope(graph, outer)
         seen = dict(seen)
         for node in graph.node:
             for name in node.output:
                 seen[name] = (node, graph, scope)
         products.extend((node, seen) for node in graph.node if node.op_type == "MatMul")
-        for subgraph in onnx_graph.subgraphs(graph):
+        for subgraph in onnx_rewrites.subgraphs(graph):
             collect(subgraph, scope, seen)
 
     def source(name: str, seen: dict):
@@ -158,12 +158,12 @@ def quantize_gathered_columns(model) -> tuple[int, list[str]]:
             continue
         transpose = source(node.input[1], seen)
         if (transpose.op_type != "Transpose"
-                or onnx_graph.attributes(transpose).get("perm") != [1, 0]
+                or onnx_rewrites.attributes(transpose).get("perm") != [1, 0]
                 or transpose.input[0] not in seen):
             continue
         gather, home, scope = seen[transpose.input[0]]
         rows = scope.get(gather.input[0])
-        if (gather.op_type == "Gather" and onnx_graph.attributes(gather).get("axis", 0) == 0
+        if (gather.op_type == "Gather" and onnx_rewrites.attributes(gather).get("axis", 0) == 0
                 and rows is not None and rows.ndim == 2 and rows.dtype == np.float32):
             matches.append((node, transpose, gather, home, rows))
     # Edited in place: rebuilding a graph's node list would copy the Loop nodes, and the
@@ -211,7 +211,7 @@ def quantize_main_graph(model) -> list[str]:
     graph. Returns the names of the nodes written."""
     from onnx import helper, numpy_helper
 
-    scope = onnx_graph.initializer_scope(model.graph, {})
+    scope = onnx_rewrites.initializer_scope(model.graph, {})
     written = []
 
     graph = model.graph
@@ -231,7 +231,7 @@ def quantize_main_graph(model) -> list[str]:
             return [helper.make_node("DynamicQuantizeMatMul",
                                      [node.input[0], f"{name}_int8", f"{name}_int8_scale"],
                                      list(node.output), name=name, domain="com.microsoft")]
-        if node.op_type != "Gather" or onnx_graph.attributes(node).get("axis", 0) != 0:
+        if node.op_type != "Gather" or onnx_rewrites.attributes(node).get("axis", 0) != 0:
             return None
         quantized, scales = int8_table(weight, axis=1)
         graph.initializer.extend([numpy_helper.from_array(quantized, f"{name}_int8"),
@@ -273,12 +273,12 @@ def quantize(float_path: str | pathlib.Path, int8_path: str | pathlib.Path) -> d
     import logging
 
     model = onnx.load(str(float_path))
-    # The export's own float model is tidy already (onnx.convert); any other may not be.
-    tidied = onnx_graph.tidy(model)
+    # The export's own float model is tidy already (onnx_conversion.convert); any other may not be.
+    tidied = onnx_rewrites.tidy(model)
     folded = fold_constants(model)
     split = split_gemm(model)
     columns, written = quantize_gathered_columns(model)
-    onnx_graph.prune(model)  # the float columns' Gather, now read by nobody
+    onnx_rewrites.prune(model)  # the float columns' Gather, now read by nobody
     # With an If in the main graph, its nodes are left to quantize_main_graph, after
     # onnxruntime's quantizer (whose shape inference must see them as they were).
     conditional = any(node.op_type == "If" for node in model.graph.node)
@@ -289,7 +289,7 @@ def quantize(float_path: str | pathlib.Path, int8_path: str | pathlib.Path) -> d
         # its shape inference cannot tell (most of the loop's): nothing a user can act on.
         # It must leave alone what the loop body reads from outside: it loses the values
         # of the outer nodes it rewrites that only a subgraph reads.
-        excluded = written + onnx_graph.read_by_subgraphs(model)
+        excluded = written + onnx_rewrites.read_by_subgraphs(model)
         if conditional:
             excluded += [node.name for node in model.graph.node]
         logging.disable(logging.WARNING)
@@ -302,10 +302,10 @@ def quantize(float_path: str | pathlib.Path, int8_path: str | pathlib.Path) -> d
             logging.disable(logging.NOTSET)
     quantized = onnx.load(str(int8_path))
     main_graph = quantize_main_graph(quantized) if conditional else []
-    onnx_graph.prune(quantized)  # the main graph's float weights, when rewritten
-    onnx_graph.sort_nodes(quantized)
+    onnx_rewrites.prune(quantized)  # the main graph's float weights, when rewritten
+    onnx_rewrites.sort_nodes(quantized)
     onnx.checker.check_model(quantized)
     onnx.save_model(quantized, str(int8_path))
     return {"gemm_split": split, "folded": folded, **tidied,
             "int8_columns": columns, "main_graph_int8": len(main_graph),
-            "float_ops": onnx_graph.op_counts(model), "int8_ops": onnx_graph.op_counts(quantized)}
+            "float_ops": onnx_rewrites.op_counts(model), "int8_ops": onnx_rewrites.op_counts(quantized)}

@@ -2,7 +2,7 @@
 
 from keras_nmt.layers.attention import AdditiveAttention
 from keras_nmt.layers.decoder import Decoder
-from keras_nmt.layers.decoder_cell import ConditionalGRUCell
+from keras_nmt.layers.conditional_gru import ConditionalGRUCell
 from keras_nmt.layers.encoder import Encoder
 from keras_nmt.layers.readout import MaxoutReadout
 

@@ -6,7 +6,7 @@ import keras
 import tensorflow as tf
 
 from keras_nmt.layers import initializers
-from keras_nmt.layers.beam_rows import hypotheses_per_sentence
+from keras_nmt.layers.row_layout import hypotheses_per_sentence
 
 
 @keras.saving.register_keras_serializable(package="keras_nmt")
@@ -47,7 +47,7 @@ class AdditiveAttention(keras.layers.Layer):
     def call(self, query, keys, values, mask):
         """query s_(i-1) [B*K, n] -> (sum_j alpha_ij values_j [B*K, d], weights alpha_i
         [B*K, Tx]), with keys, values and mask of B sentences, each shared by its K
-        queries (a beam's hypotheses, laid out as :mod:`keras_nmt.layers.beam_rows` says;
+        queries (a beam's hypotheses, laid out as :mod:`keras_nmt.layers.row_layout` says;
         K = 1 in teacher forcing). With the annotations as ``values`` [B, Tx, 2n], the
         context c_i."""
         sentences, positions = tf.shape(keys)[0], tf.shape(keys)[1]

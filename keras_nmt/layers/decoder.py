@@ -7,8 +7,8 @@ import tensorflow as tf
 
 from keras_nmt.layers import initializers
 from keras_nmt.layers.attention import AdditiveAttention
-from keras_nmt.layers.beam_rows import hypotheses_per_sentence, tile_rows
-from keras_nmt.layers.decoder_cell import ConditionalGRUCell
+from keras_nmt.layers.row_layout import hypotheses_per_sentence, tile_rows
+from keras_nmt.layers.conditional_gru import ConditionalGRUCell
 from keras_nmt.layers.linear import apply_kernel
 from keras_nmt.layers.readout import MaxoutReadout
 
@@ -21,7 +21,7 @@ class Decoder(keras.layers.Layer):
     it c_i is fixed to the encoder's summary h->_Tx, as A.2.2 describes the baseline.
     Everything about the source that a step needs is computed once by :meth:`start`
     and handed around as a ``memory`` dict, one row per sentence, which a beam's
-    hypotheses share (:mod:`keras_nmt.layers.beam_rows`).
+    hypotheses share (:mod:`keras_nmt.layers.row_layout`).
     """
 
     def __init__(
@@ -127,7 +127,7 @@ class Decoder(keras.layers.Layer):
         the logits over the columns of ``projection`` (``readout.columns``) when given.
         ``memory`` is :meth:`start`'s ``stepwise`` one, with a row per sentence: B may be
         a multiple of its rows, the hypotheses of a beam laid out as
-        :mod:`keras_nmt.layers.beam_rows` says."""
+        :mod:`keras_nmt.layers.row_layout` says."""
         embedded = self.embedding(previous_ids)
         if self.use_attention:
             projected, weights = self.attention(

@@ -8,7 +8,7 @@
 - :mod:`~keras_nmt.search.candidates`: the best extensions of every hypothesis;
 - :mod:`~keras_nmt.search.top_k`: the two-stage top-k over a whole vocabulary.
 
-The rows the search hands the decoder follow :mod:`keras_nmt.layers.beam_rows`.
+The rows the search hands the decoder follow :mod:`keras_nmt.layers.row_layout`.
 """
 
 from keras_nmt.search.beam import beam_search, greedy_search

@@ -11,7 +11,7 @@ time.
 The algorithm, per source sentence, with K = beam size:
 
 - the source is encoded once; the decoder state is tiled K times, giving B*K rows, one
-  per hypothesis, in the layout of :mod:`keras_nmt.layers.beam_rows`. The encoder's
+  per hypothesis, in the layout of :mod:`keras_nmt.layers.row_layout`. The encoder's
   memory keeps one row per sentence: the model's step reads each sentence's row for its
   K hypotheses (``Decoder.step``), so the memory is neither copied K times nor gathered
   K times when sentences stop;
@@ -51,7 +51,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID
-from keras_nmt.layers.beam_rows import rows_of, tile_rows
+from keras_nmt.layers.row_layout import rows_of, tile_rows
 from keras_nmt.search import constrained as guide
 from keras_nmt.search.prefix import after_prefix, forced_prefix
 from keras_nmt.search.candidates import ALIVE, DEAD, row_candidates

@@ -35,7 +35,7 @@ from typing import Any
 import tensorflow as tf
 
 from keras_nmt.constants import EOS_ID, PAD_ID
-from keras_nmt.layers.beam_rows import tile_rows
+from keras_nmt.layers.row_layout import tile_rows
 from keras_nmt.search.candidates import (
     ALIVE, DEAD, never_generated, normalised_best, only_first,
 )

@@ -24,9 +24,9 @@ Everything is pure standard library and driven by an explicit
 ``random.Random``; no global random state, ``hash()`` or set order is used, so a
 spec always yields byte-identical files on every machine and process.
 
-Modules: ``words`` (the lexicon and the tables derived from it), ``orthography``
-(elision, contraction, "a"/"an"), ``grammar`` (one sentence pair and its
-alignment), ``generate`` (the splits of a spec) and ``files`` (the corpus on disk).
+Modules: ``dictionary`` (the bilingual word lists and the tables derived from
+them), ``orthography`` (elision, contraction, "a"/"an"), ``grammar`` (one sentence pair
+and its alignment), ``generate`` (the splits of a spec) and ``files`` (the corpus on disk).
 """
 
 from keras_nmt.corpus.builtin.files import CORPUS_FILES, METADATA_FILE, write_corpus
@@ -34,7 +34,7 @@ from keras_nmt.corpus.builtin.generate import (
     GENERATOR_VERSION, BuiltinCorpusSpec, corpus_stats, generate_corpus,
 )
 from keras_nmt.corpus.builtin.grammar import SentencePair, generate_pair
-from keras_nmt.corpus.builtin.words import SOURCE_LANG, TARGET_LANG
+from keras_nmt.corpus.builtin.dictionary import SOURCE_LANG, TARGET_LANG
 
 __all__ = [
     "SOURCE_LANG",

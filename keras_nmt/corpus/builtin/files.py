@@ -14,7 +14,7 @@ from keras_nmt.atomic import write_bytes_atomic, write_json_atomic
 from keras_nmt.corpus.builtin.generate import (
     GENERATOR_VERSION, BuiltinCorpusSpec, corpus_stats, generate_corpus,
 )
-from keras_nmt.corpus.builtin.words import SOURCE_LANG, TARGET_LANG
+from keras_nmt.corpus.builtin.dictionary import SOURCE_LANG, TARGET_LANG
 from keras_nmt.corpus.readers import SPLITS
 from keras_nmt.text.word import detokenize
 

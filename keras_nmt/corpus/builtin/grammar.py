@@ -23,7 +23,7 @@ from typing import Any
 from keras_nmt.corpus.builtin.orthography import (
     FR_CONTRACTIONS, FR_ELISIONS, FR_PRE_VOWEL, FR_TRIGGERS, FR_VOWEL_ONSET,
 )
-from keras_nmt.corpus.builtin.words import (
+from keras_nmt.corpus.builtin.dictionary import (
     ADJECTIVES, ADJS_BY_CAT, ANY, DETERMINERS, EN_AN, GAP_VERBS, INDEFINITE, INTRANSITIVE,
     INTRANSITIVE_BY_SUBJECT, LOCATIVE_PREPOSITIONS, NOUN_POOLS, NOUN_ROWS, PLURAL_DET_DRAW,
     POST_ADVERBS, PRE_ADVERBS, PREPOSITIONS, SINGULAR_DET_DRAW, SUBJECT_VERBS, SUBORDINATORS,

@@ -5,7 +5,7 @@ asked to convert."""
 import numpy as np
 import pytest
 
-from keras_nmt.export import onnx_graph
+from keras_nmt.export import onnx_rewrites
 from support import onnx_files
 from onnx_models import loop_model
 
@@ -34,7 +34,7 @@ def test_tidy_reads_invariants_from_outside_the_loop():
     weight, columns, x = _model_and_input()
     model = loop_model(weight, columns)
     before = _run(model, x)[0]
-    assert onnx_graph.tidy(model) == {"hoisted": 3, "carried_dropped": 3,
+    assert onnx_rewrites.tidy(model) == {"hoisted": 3, "carried_dropped": 3,
                                       "columns_as_rows": 1, "pruned": 0}
     onnx.checker.check_model(model)
     loop = _loop(model)
@@ -49,7 +49,7 @@ def test_tidy_reads_invariants_from_outside_the_loop():
 def test_a_carried_value_read_after_the_loop_stays():
     weight, columns, x = _model_and_input()
     model = loop_model(weight, columns, keep_last_w=True)
-    stats = onnx_graph.tidy(model)
+    stats = onnx_rewrites.tidy(model)
     assert stats["hoisted"] == 3 and stats["carried_dropped"] == 2
     assert list(_loop(model).output) == ["w_last", "y"]
     y, w_last = _run(model, x, ("y", "w_last"))
@@ -64,13 +64,13 @@ def test_sort_puts_what_a_body_reads_before_its_loop():
 
     weight, columns, x = _model_and_input()
     model = loop_model(weight, columns)
-    onnx_graph.tidy(model)
+    onnx_rewrites.tidy(model)
     nodes = list(model.graph.node)
     del model.graph.node[:]
     model.graph.node.extend(reversed(nodes))  # Loop first
     with pytest.raises(onnx.checker.ValidationError):
         onnx.checker.check_model(model)
-    onnx_graph.sort_nodes(model)
+    onnx_rewrites.sort_nodes(model)
     assert [n.op_type for n in model.graph.node] == ["Gather", "Transpose", "Loop"]
     onnx.checker.check_model(model)
     np.testing.assert_allclose(_run(model, x)[0][0], x @ weight[:, columns], rtol=1e-5)
@@ -95,7 +95,7 @@ def test_columns_of_a_constant_are_gathered_as_rows_of_its_transpose(axis):
         [numpy_helper.from_array(weight, "w"),
          numpy_helper.from_array(np.array([1], np.int32), "r")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    assert onnx_graph.gather_rows_not_columns(model) == 1
+    assert onnx_rewrites.gather_rows_not_columns(model) == 1
     assert [(n.name, n.op_type) for n in model.graph.node] == [
         ("cols_rows", "Gather"), ("cols", "Transpose"), ("rows", "Gather"), ("vcols", "Gather")]
     import onnxruntime as ort
@@ -116,9 +116,9 @@ def test_prune_removes_dead_nodes_and_initializers():
     model.graph.initializer.append(numpy_helper.from_array(np.ones(3, np.float32), "unused"))
     model.graph.node.append(helper.make_node("Relu", ["x"], ["dead"], name="dead"))
     model.graph.node.append(helper.make_node("Neg", ["dead"], ["deader"], name="deader"))
-    assert onnx_graph.prune(model) == 2
+    assert onnx_rewrites.prune(model) == 2
     assert "unused" not in {i.name for i in model.graph.initializer}
-    assert onnx_graph.op_counts(model) == {"Gather": 1, "Identity": 4, "Loop": 1, "MatMul": 1}
+    assert onnx_rewrites.op_counts(model) == {"Gather": 1, "Identity": 4, "Loop": 1, "MatMul": 1}
 
 
 @pytest.mark.parametrize("file", ["nmt.onnx", "nmt.forced.onnx"])
@@ -139,12 +139,12 @@ def test_the_exported_loops_carry_no_weights(tiny_selecting_export, file):
 
 
 def _doubled_by_tf2onnx(tmp_path, monkeypatch, fail_without_rollback=False):
-    """A tf.function x -> 2x converted by keras_nmt.export.onnx; returns the model's output
+    """A tf.function x -> 2x converted by keras_nmt.export.onnx_conversion; returns the model's output
     on [1, 2] and the ``catch_errors`` of each tf2onnx optimizer run."""
     import tensorflow as tf
     import tf2onnx.optimizer
 
-    from keras_nmt.export import onnx
+    from keras_nmt.export import onnx_conversion
 
     optimize, asked = tf2onnx.optimizer.optimize_graph, []
 
@@ -156,8 +156,8 @@ def _doubled_by_tf2onnx(tmp_path, monkeypatch, fail_without_rollback=False):
 
     monkeypatch.setattr(tf2onnx.optimizer, "optimize_graph", recorded)
     signature = [tf.TensorSpec([None], tf.float32, name="x")]
-    model = onnx._convert(lambda x: tf.identity(2.0 * x, name="y"), signature,
-                          tmp_path / "double.onnx", onnx.OPSET)
+    model = onnx_conversion._convert(lambda x: tf.identity(2.0 * x, name="y"), signature,
+                          tmp_path / "double.onnx", onnx_conversion.OPSET)
     import onnxruntime as ort
 
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])

@@ -17,7 +17,7 @@ import pathlib
 
 import tensorflow as tf
 
-from keras_nmt.export import onnx_graph
+from keras_nmt.export import onnx_rewrites
 from keras_nmt.export.savedmodel import ID_OUTPUTS, translate_ids_function
 from keras_nmt.models import TranslationModel
 
@@ -66,7 +66,7 @@ def _convert(fn, signature, path, opset):
     function = tf.function(fn, input_signature=signature, autograph=False)
     proto = _without_rollback(lambda: tf2onnx.convert.from_function(
         function, input_signature=signature, opset=opset)[0])
-    onnx_graph.tidy(proto)  # the loop's weights read from outside it, not carried
+    onnx_rewrites.tidy(proto)  # the loop's weights read from outside it, not carried
     onnx.checker.check_model(proto)
     onnx.save_model(proto, str(path))
     return proto

@@ -1,4 +1,4 @@
-"""The built-in corpus's lexicon: English and French nouns, adjectives, verbs, prepositions,
+"""The built-in corpus's dictionary: English and French nouns, adjectives, verbs, prepositions,
 adverbs and determiners, and the tables the grammar draws from, derived from them.
 
 The derived tables are built once at import, in lexicon order, so that every draw is
