@@ -261,6 +261,16 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any], tuple[str, ...]]] = {
         ("--name",),
         dict(default="nmt", help="the model's name in the export (default nmt)"),
         ()),
+    "clients": (
+        ("--clients",),
+        dict(type=_positive_int, default=32, metavar="N",
+             help="clients sending at once, each one request at a time (default %(default)s)"),
+        ()),
+    "per_request": (
+        ("--per-request",),
+        dict(type=_positive_int, default=1, metavar="N",
+             help="sentences a client's request (default %(default)s)"),
+        ()),
     "no_spin": (
         ("--no-spin",),
         dict(dest="spin", action="store_false",

@@ -526,9 +526,9 @@ def main(argv=None) -> int:
     _common.add(parser, "work_niceness")
     parser.add_argument("--batch-threads", type=int, default=1,
                         help="batches the server runs at once (default 1)")
-    parser.add_argument("--clients", type=int, default=32)
+    _common.add(parser, "clients")
     parser.add_argument("--seconds", type=float, default=120.0)
-    parser.add_argument("--per-request", type=int, default=1, help="sentences a request")
+    _common.add(parser, "per_request")
     parser.add_argument("--overload-clients", type=int, default=64)
     parser.add_argument("--overload-seconds", type=float, default=10.0)
     parser.add_argument("--overload-queue", type=int, default=64, help="its queue, sentences")
