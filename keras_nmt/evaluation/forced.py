@@ -117,9 +117,9 @@ def _forced_fn(model, dropout: bool = False) -> Callable:
             outputs, weights = model.forced(source, target_in, training=dropout)
             return -token_nll(outputs, target_out), tf.cast(weights, tf.float32)
 
-        traced[dropout] = tf.function(
-            forced, input_signature=[tf.TensorSpec([None, None], tf.int32)] * 3
-        )
+        traced[dropout] = tf.function(  # no autograph: no branch on a tensor here
+            forced, input_signature=[tf.TensorSpec([None, None], tf.int32)] * 3,
+            autograph=False)
     return traced[dropout]
 
 
@@ -277,8 +277,8 @@ def _signals_fn(model) -> Callable:
             return -token_nll(outputs, target_out), entropy, tf.cast(weights, tf.float32)
 
         _SIGNAL_FNS[model] = tf.function(
-            forced, input_signature=[tf.TensorSpec([None, None], tf.int32)] * 3
-        )
+            forced, input_signature=[tf.TensorSpec([None, None], tf.int32)] * 3,
+            autograph=False)
     return _SIGNAL_FNS[model]
 
 
