@@ -139,8 +139,8 @@ def test_the_exported_loops_carry_no_weights(tiny_selecting_export, file):
 
 
 def _doubled_by_tf2onnx(tmp_path, monkeypatch, fail_without_rollback=False):
-    """A tf.function x -> 2x converted by keras_nmt.export.onnx_conversion; returns the model's output
-    on [1, 2] and the ``catch_errors`` of each tf2onnx optimizer run."""
+    """A tf.function x -> 2x converted by keras_nmt.export.onnx_conversion; returns the
+    model's output on [1, 2] and the ``catch_errors`` of each tf2onnx optimizer run."""
     import tensorflow as tf
     import tf2onnx.optimizer
 

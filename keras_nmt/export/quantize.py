@@ -308,4 +308,5 @@ def quantize(float_path: str | pathlib.Path, int8_path: str | pathlib.Path) -> d
     onnx.save_model(quantized, str(int8_path))
     return {"gemm_split": split, "folded": folded, **tidied,
             "int8_columns": columns, "main_graph_int8": len(main_graph),
-            "float_ops": onnx_rewrites.op_counts(model), "int8_ops": onnx_rewrites.op_counts(quantized)}
+            "float_ops": onnx_rewrites.op_counts(model),
+            "int8_ops": onnx_rewrites.op_counts(quantized)}
