@@ -430,8 +430,8 @@ def main(argv=None) -> int:
     _common.add(parser, "batch_size", default=32, help="sentences a batch (default 32)")
     parser.add_argument("--duration", type=float, default=120.0,
                         help="seconds in all: half without the attack, half with (default 120)")
-    _common.add(parser, "clients", help="normal clients (default 32)")
-    _common.add(parser, "per_request", help="sentences a normal request (default 1)")
+    _common.add(parser, "clients", help="normal clients (default %(default)s)")
+    _common.add(parser, "per_request", help="sentences a normal request (default %(default)s)")
     parser.add_argument("--slow", type=int, default=200,
                         help="connections trickling a body (default 200)")
     parser.add_argument("--bombers", type=int, default=2,
