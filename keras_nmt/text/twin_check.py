@@ -72,7 +72,11 @@ def twin_differences(lines: Sequence[str], lang: str) -> dict[str, list[int]]:
     lines = list(lines)
     tokens = [word.tokenize(line, lang) for line in lines]
     graph = word_graph.tokenize(lines, lang).to_list()
-    ragged = tf.ragged.constant(tokens, dtype=tf.string, ragged_rank=1, inner_shape=())
+    # From flat values and row lengths: tf.ragged.constant walks every token in Python
+    # (a quarter of a comparison's time).
+    ragged = tf.RaggedTensor.from_row_lengths(
+        tf.constant([t for row in tokens for t in row], dtype=tf.string),
+        tf.constant([len(row) for row in tokens], dtype=tf.int64))
     texts = word_graph.detokenize(ragged, lang).numpy()
     split = sentences_graph.split(lines, lang).to_list()
     return {
