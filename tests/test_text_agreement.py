@@ -7,9 +7,9 @@ The two regex engines carry their own Unicode tables:
 where they read a class differently to the listed one, so a new drift fails it; the
 generated lines leave that one out. The lines are drawn with a fixed seed from
 pools chosen for the rules (:func:`generated_lines`): the default run compares 100,000 of
-them, each in one language, and ``-m slow`` 200,000 in every language. ``python -m bench.text_agreement`` compares real corpora. The
-third rule with a twin, ``<unk>`` replacement, is compared on 100,000 generated
-hypotheses in the default run.
+them, each in one language, and ``-m slow`` 200,000 in every language.
+``python -m bench.text_agreement`` compares real corpora. The third rule with a twin,
+``<unk>`` replacement, is compared on 100,000 generated hypotheses in the default run.
 """
 
 import random
