@@ -57,7 +57,8 @@ from keras_nmt.translation import (
     Source, Translation, beam_translation, blank, rare_source, read_source, translate_lines,
     unk_rewrite,
 )
-from keras_nmt.unk_replace import load_dictionary, on_by_default
+from keras_nmt.unk_dictionary import load_dictionary
+from keras_nmt.unk_replace import on_by_default
 
 # The default maximum source length is max(MIN_SOURCE_LEN, SOURCE_LEN_FACTOR * max_len).
 SOURCE_LEN_FACTOR = 2

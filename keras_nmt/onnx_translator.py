@@ -73,7 +73,7 @@ from keras_nmt.translation import (
     Source, Translation, beam_translation, blank, rare_source, read_source, translate_lines,
     unk_rewrite,
 )
-from keras_nmt.unk_replace import load_dictionary
+from keras_nmt.unk_dictionary import load_dictionary
 from keras_nmt.vocab import Vocabulary
 
 INPUTS = ("source_ids", "beam_size", "alpha", "forbid_unk", "max_length")

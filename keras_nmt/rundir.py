@@ -211,14 +211,14 @@ class RunDir:
         if entries is None:
             self.dictionary_path.unlink(missing_ok=True)
             return
-        from keras_nmt.unk_replace import dictionary_text
+        from keras_nmt.unk_dictionary import dictionary_text
 
         write_text_atomic(self.dictionary_path, dictionary_text(entries))
 
     def load_dictionary(self) -> dict[str, str] | None:
         """The unknown-word dictionary :meth:`write_dictionary` stored; None when the run
         has none (its vocabulary lacks no training word, or it predates them)."""
-        from keras_nmt.unk_replace import load_dictionary
+        from keras_nmt.unk_dictionary import load_dictionary
 
         return load_dictionary(self.dictionary_path) if self.dictionary_path.is_file() else None
 

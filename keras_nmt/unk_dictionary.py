@@ -4,7 +4,7 @@ A word run whose vocabularies leave words out (``--set vocab_min_count=N``, or a
 shortlist smaller than the corpus's words) writes ``<unk>`` where the target word is one
 it lacks; :mod:`keras_nmt.unk_replace` fills each with its most attended source word,
 looked up in a ``source<TAB>target`` dictionary. This module builds that dictionary from
-the run's own training split, so that a word training saw, even once, gets the
+the run's own training split, and writes and reads its file, so that a word training saw, even once, gets the
 translation training saw for it, and only a word it never saw is copied.
 
 How: IBM Model 1 (:func:`keras_nmt.lexicon.train_model1`, the lexical table's EM, with
@@ -15,6 +15,11 @@ among its :data:`BEST` most probable: the model writes ``<unk>`` only for a word
 no row for, so a word it has is never the right filling. A run whose target vocabulary
 holds every training word gets no dictionary.
 
+The file is UTF-8 text, one ``source<TAB>target`` entry per line. Blank lines
+are skipped, spaces around each field are stripped, the target may hold spaces (a
+multi-word translation), and when a source word has several entries the first one wins
+(so a file sorted by falling probability gives the most probable translation).
+
 Cost: the lexical table's (one reading pass, EM rounds over the sample), with tables
 the size of the sample's word types instead of the vocabulary's, and 8 bytes x
 :data:`BEST` a source word type for the translations kept.
@@ -23,20 +28,56 @@ the size of the sample's word types instead of the vocabulary's, and 8 bytes x
 from __future__ import annotations
 
 import contextlib
+import pathlib
 import dataclasses
 import time
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
 from keras_nmt.constants import RESERVED, UNK_ID
-from keras_nmt.errors import DictionaryError, RunDirError
+from keras_nmt.corpus.readers import file_lines
+from keras_nmt.errors import DictionaryError, InputError, RunDirError
 from keras_nmt.lexicon import DEFAULT_ITERATIONS, TableLimits, train_model1
 from keras_nmt.pair_sample import TokenizedPairs, sampled_training_pairs
 from keras_nmt.progress import Progress
 from keras_nmt.text import codecs
 
 BEST = 10  # translations searched per source word for one the vocabulary lacks
+
+
+def load_dictionary(path: str | pathlib.Path) -> dict[str, str]:
+    """Read a ``source<TAB>target`` dictionary file into a dict (first entry wins)."""
+    path = pathlib.Path(path)
+    try:
+        lines = list(file_lines(path))
+    except FileNotFoundError:
+        raise DictionaryError(f"dictionary file not found: {path}") from None
+    except IsADirectoryError:
+        raise DictionaryError(f"dictionary {path} is a directory, not a file") from None
+    except InputError as error:
+        raise DictionaryError(f"dictionary {error}") from None
+    except OSError as error:
+        raise DictionaryError(f"cannot read dictionary {path}: {error.strerror or error}") from None
+    entries: dict[str, str] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != 2 or not fields[0].strip() or not fields[1].strip():
+            shown = line if len(line) <= 60 else line[:57] + "..."
+            raise DictionaryError(
+                f"{path}, line {number}: expected 'source<TAB>target', got {shown!r}"
+            )
+        source, target = fields[0].strip(), fields[1].strip()
+        entries.setdefault(source, target)
+    return entries
+
+
+def dictionary_text(entries: Mapping[str, str]) -> str:
+    """``entries`` as a dictionary file's text (what :func:`load_dictionary` reads), one
+    ``source<TAB>target`` line a word, sorted by source word."""
+    return "".join(f"{source}\t{entries[source]}\n" for source in sorted(entries))
 
 
 class OpenVocabulary:

@@ -6,27 +6,21 @@ attention weight at that output step (the source EOS column is never chosen), an
 word is looked up in an optional bilingual dictionary; a word the dictionary lacks is
 copied as it is (names, numbers and rare words often are the same in both languages).
 
-Dictionary files are UTF-8 text, one ``source<TAB>target`` entry per line. Blank lines
-are skipped, spaces around each field are stripped, the target may hold spaces (a
-multi-word translation), and when a source word has several entries the first one wins
-(so a file sorted by falling probability gives the most probable translation).
+The dictionary's file is written and read by :mod:`keras_nmt.unk_dictionary`.
 
 Pure Python and NumPy: no TensorFlow import.
 """
 
 from __future__ import annotations
 
-import pathlib
 from typing import Mapping, Sequence
 
 import numpy as np
 
 from keras_nmt.constants import UNK
-from keras_nmt.corpus.readers import file_lines
-from keras_nmt.errors import DictionaryError, InputError
 from keras_nmt.text import word
 
-__all__ = ["dictionary_text", "load_dictionary", "on_by_default", "replace_unknowns"]
+__all__ = ["on_by_default", "replace_unknowns"]
 
 
 def on_by_default(config, tokenizer: str) -> bool:
@@ -35,40 +29,6 @@ def on_by_default(config, tokenizer: str) -> bool:
     words it left out, on purpose, so a reader should never see one. Any other run writes
     one only where its vocabulary ran out, and keeps the paper's output."""
     return config.vocab_min_count > 1 and config.uses_attention and tokenizer == word.KIND
-
-
-def load_dictionary(path: str | pathlib.Path) -> dict[str, str]:
-    """Read a ``source<TAB>target`` dictionary file into a dict (first entry wins)."""
-    path = pathlib.Path(path)
-    try:
-        lines = list(file_lines(path))
-    except FileNotFoundError:
-        raise DictionaryError(f"dictionary file not found: {path}") from None
-    except IsADirectoryError:
-        raise DictionaryError(f"dictionary {path} is a directory, not a file") from None
-    except InputError as error:
-        raise DictionaryError(f"dictionary {error}") from None
-    except OSError as error:
-        raise DictionaryError(f"cannot read dictionary {path}: {error.strerror or error}") from None
-    entries: dict[str, str] = {}
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        fields = line.split("\t")
-        if len(fields) != 2 or not fields[0].strip() or not fields[1].strip():
-            shown = line if len(line) <= 60 else line[:57] + "..."
-            raise DictionaryError(
-                f"{path}, line {number}: expected 'source<TAB>target', got {shown!r}"
-            )
-        source, target = fields[0].strip(), fields[1].strip()
-        entries.setdefault(source, target)
-    return entries
-
-
-def dictionary_text(entries: Mapping[str, str]) -> str:
-    """``entries`` as a dictionary file's text (what :func:`load_dictionary` reads), one
-    ``source<TAB>target`` line a word, sorted by source word."""
-    return "".join(f"{source}\t{entries[source]}\n" for source in sorted(entries))
 
 
 def replace_unknowns(

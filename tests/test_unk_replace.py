@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from keras_nmt.errors import DictionaryError
-from keras_nmt.unk_replace import load_dictionary, replace_unknowns
+from keras_nmt.unk_dictionary import load_dictionary
+from keras_nmt.unk_replace import replace_unknowns
 
 SOURCE = ("Mr", "Smith", "sees", "Jones", ".")
 

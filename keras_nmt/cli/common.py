@@ -192,7 +192,8 @@ def unk_replacement(args: argparse.Namespace, runs) -> tuple[bool, dict[str, str
     when given, else the first run's ``dictionary.tsv`` when it has one (an ensemble's
     runs share their vocabularies), else none: unknown words are copied."""
     from keras_nmt.config import check_attention
-    from keras_nmt.unk_replace import load_dictionary, on_by_default
+    from keras_nmt.unk_dictionary import load_dictionary
+    from keras_nmt.unk_replace import on_by_default
 
     if args.unk_replace is False:
         return False, None

@@ -34,7 +34,8 @@ from keras_nmt.export import layout
 from keras_nmt.lexicon import marked_sources, shortlist_inputs
 from keras_nmt.rundir import RunDir
 from keras_nmt.text import codecs
-from keras_nmt.unk_replace import dictionary_text, on_by_default
+from keras_nmt.unk_dictionary import dictionary_text
+from keras_nmt.unk_replace import on_by_default
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 # Checked at every export: a sentence of every kind of bad input the serving signature
