@@ -167,7 +167,7 @@ def _size(text: str) -> tuple[str, dict[str, Any]]:
 
 
 def _weights() -> tuple[str, ...]:
-    from keras_nmt.rundir import WEIGHTS
+    from keras_nmt.rundir.run_directory import WEIGHTS
 
     return WEIGHTS
 
@@ -408,7 +408,7 @@ class Bench:
 def write_json(path: str | os.PathLike, value: Any) -> None:
     """``value`` as JSON, its keys in their order, written atomically (nothing
     half-written if interrupted; a non-finite number becomes null)."""
-    from keras_nmt.atomic import json_text, write_text_atomic
+    from keras_nmt.core.atomic import json_text, write_text_atomic
 
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -503,7 +503,7 @@ def sentences(path: str | os.PathLike | None, count: int, run_dir: str | None = 
 
 def _sentences(path, count: int, run_dir) -> list[str]:
     if path is None and run_dir is not None:
-        from keras_nmt.rundir import RunDir
+        from keras_nmt.rundir.run_directory import RunDir
 
         path = RunDir(run_dir).split_files("valid", needed_for="the benchmark").source
     if path is not None:
@@ -552,16 +552,16 @@ def export(run_dir: str | os.PathLike, out: pathlib.Path, name: str = "nmt",
 
 # ---------------------------------------------------------------------------- training
 
-# The fields a model size sets (keras_nmt.config.SIZES), the first four its dimensions.
+# The fields a model size sets (keras_nmt.core.config.SIZES), the first four its dimensions.
 DIMENSIONS = ("embedding", "hidden", "attention", "maxout")
 SIZE_FIELDS = DIMENSIONS + ("batch_size", "optimizer", "learning_rate")
 
 
 def model_size(text: str) -> dict[str, Any]:
     """A model size, every field of :data:`SIZE_FIELDS`: a name of
-    ``keras_nmt.config.SIZES`` (as ``keras-nmt train --size`` takes it), or ``E/H/N/L@B``
+    ``keras_nmt.core.config.SIZES`` (as ``keras-nmt train --size`` takes it), or ``E/H/N/L@B``
     (those dimensions at batch B, Adam 2e-3)."""
-    from keras_nmt.config import SIZES, Config
+    from keras_nmt.core.config import SIZES, Config
 
     if text in SIZES:
         defaults = Config()
@@ -589,9 +589,9 @@ def new_trainer(config, batches, run_path: str | os.PathLike, **options):
     for a parent's (a child's pull is the same ops over the same weights)."""
     import keras
 
-    from keras_nmt.adaptation import trained_variables
-    from keras_nmt.models import TranslationModel
-    from keras_nmt.rundir import RunDir
+    from keras_nmt.runner.adaptation import trained_variables
+    from keras_nmt.models.rnnsearch import TranslationModel
+    from keras_nmt.rundir.run_directory import RunDir
     from keras_nmt.training import Trainer
     from keras_nmt.training.pull import ParentPull
 
@@ -634,7 +634,7 @@ class Corpus:
              vocab_size: int) -> "Corpus":
         from keras_nmt.corpus.readers import find_corpus
         from keras_nmt.corpus.scan import scan_training_split
-        from keras_nmt.vocab import Vocabulary
+        from keras_nmt.text.vocab import Vocabulary
 
         path = pathlib.Path(path)
         splits = find_corpus(path, src, tgt)

@@ -87,7 +87,7 @@ def parent_scores(args, run: pathlib.Path) -> dict:
     """The parent's BLEU on the split ``run`` reported on (the new domain's test split, or
     the reported half of its development split) and on the further splits."""
     from keras_nmt.evaluation.scoring import bleu, read_parallel
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     translator = Translator.from_run_dir(args.parent)
     test = json.loads((run / "data.json").read_text(encoding="utf-8"))["splits"]["test"]
@@ -107,7 +107,7 @@ def source_oov(run: pathlib.Path, test_run: pathlib.Path) -> float:
     """The share of source tokens of the split ``test_run`` reported on that ``run``'s
     source vocabulary lacks."""
     from keras_nmt.evaluation.scoring import read_parallel
-    from keras_nmt.rundir import RunDir
+    from keras_nmt.rundir.run_directory import RunDir
 
     codec = RunDir(run).inspect("last").source_codec
     test = json.loads((test_run / "data.json").read_text(encoding="utf-8"))["splits"]["test"]

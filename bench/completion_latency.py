@@ -69,7 +69,7 @@ def percentiles(seconds: list[float]) -> dict:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     bench = _common.Bench(PROG, args, argv)
-    from keras_nmt.onnx_translator import OnnxTranslator
+    from keras_nmt.decoding.onnx_translator import OnnxTranslator
 
     codec = OnnxTranslator.from_export_dir(args.export_dir, args.name).source_codec
     pool = _common.sentences(args.sentences, 10**6 if args.sentences else 2000)  # all lines

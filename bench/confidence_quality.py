@@ -9,7 +9,7 @@ Usage::
 Translates ``--src`` with ``Translator.translate(..., confidence=True)`` (each line whole,
 its n-best list kept), scores each translation against its reference with sentence chrF
 (sacrebleu), and reports, for the confidence the API gives and for each signal it may be
-made of (:func:`keras_nmt.confidence.sentence_signals`, from one force-decoding pass of
+made of (:func:`keras_nmt.decoding.confidence.sentence_signals`, from one force-decoding pass of
 the best hypothesis, and the n-best list's agreement):
 
 - Spearman and Pearson correlation with sentence chrF;
@@ -168,11 +168,11 @@ def nbest_agreement(translation) -> float:
 
 
 def signals(translator, sources: Sequence[str], translations, batch_size: int) -> dict:
-    """Each signal of :func:`keras_nmt.confidence.sentence_signals` per sentence (higher:
+    """Each signal of :func:`keras_nmt.decoding.confidence.sentence_signals` per sentence (higher:
     surer), from one force-decoding pass of the best hypotheses, and the n-best list's
     agreement. A sentence with nothing decoded has None."""
-    from keras_nmt.confidence import SIGNALS, sentence_signals
-    from keras_nmt.constants import EOS_ID
+    from keras_nmt.decoding.confidence import SIGNALS, sentence_signals
+    from keras_nmt.core.constants import EOS_ID
     from keras_nmt.evaluation.forced import force_signals
 
     read = [translator.source(line) for line in sources]
@@ -286,7 +286,7 @@ def draw(rows: list[dict], path: str, title: str) -> None:
     axes.grid(alpha=0.3)
     axes.legend(loc="upper left", fontsize=8)
     figure.tight_layout()
-    from keras_nmt.atomic import open_atomic
+    from keras_nmt.core.atomic import open_atomic
 
     with open_atomic(path, "wb") as f:
         figure.savefig(f, format="png", dpi=110)
@@ -327,11 +327,11 @@ def main(argv=None) -> int:
     from sacrebleu.metrics import CHRF
 
     from keras_nmt.evaluation.scoring import read_parallel
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     sources, references = read_parallel(args.src, args.ref)
     if args.export:
-        from keras_nmt.onnx_translator import OnnxTranslator
+        from keras_nmt.decoding.onnx_translator import OnnxTranslator
 
         translator = OnnxTranslator.from_export_dir(args.export, int8=args.int8)
         nbest = 1

@@ -11,11 +11,11 @@ Usage (one command; prints tables, writes JSON and a PNG)::
 
 Paths (``--paths``):
 
-- ``keras``: :class:`keras_nmt.keras_translator.Translator` (the run's weights), Python
+- ``keras``: :class:`keras_nmt.decoding.keras_translator.Translator` (the run's weights), Python
   tokenization around the model's compiled beam search;
 - ``savedmodel``: the export's ``translate`` signature (raw text in and out, beam and
   alpha as inputs) through ``tf.saved_model.load``;
-- ``onnx``: :class:`keras_nmt.onnx_translator.OnnxTranslator`, the export's id-in/id-out
+- ``onnx``: :class:`keras_nmt.decoding.onnx_translator.OnnxTranslator`, the export's id-in/id-out
   search in onnxruntime, Python tokenization;
 - ``onnx-int8``: the same with the export's int8 model (``--int8``).
 
@@ -73,7 +73,7 @@ HEADLINE_BEAM, HEADLINE_BATCH = 5, 64
 
 class KerasPath:
     def __init__(self, run_dir: str, weights: str, alpha: float, shortlist):
-        from keras_nmt.keras_translator import Translator
+        from keras_nmt.decoding.keras_translator import Translator
 
         self.translator = Translator.from_run_dir(run_dir, weights=weights)
         self.alpha, self.shortlist = alpha, shortlist
@@ -114,7 +114,7 @@ class SavedModelPath:
 
 class OnnxPath:
     def __init__(self, export_dir: pathlib.Path, name: str, alpha: float, int8: bool, select: bool):
-        from keras_nmt.onnx_translator import OnnxTranslator
+        from keras_nmt.decoding.onnx_translator import OnnxTranslator
 
         self.translator = OnnxTranslator.from_export_dir(export_dir, name, int8=int8)
         self.alpha, self.select = alpha, select
@@ -163,8 +163,8 @@ def batch_columns(source_ids: Sequence[Sequence[int]], batch: int, vocab_size: i
     marked rows select every word."""
     import numpy as np
 
-    from keras_nmt.lexicon import marked_sources
-    from keras_nmt.translation import batches_apart
+    from keras_nmt.lexicon.table import marked_sources
+    from keras_nmt.decoding.translation import batches_apart
 
     columns = [vocab_size] * len(source_ids)
     if table is None or shortlist is None:
@@ -333,9 +333,9 @@ def main(argv=None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     bench = _common.Bench(PROG, args, argv)
 
-    from keras_nmt.errors import LexiconError, RunDirError
+    from keras_nmt.core.errors import LexiconError, RunDirError
     from keras_nmt.text import word as tokenizer
-    from keras_nmt.rundir import RunDir
+    from keras_nmt.rundir.run_directory import RunDir
 
     run = RunDir(args.run_dir)
     try:

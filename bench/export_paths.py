@@ -10,7 +10,7 @@ Usage (one command; prints a table, writes JSON with --json)::
   SavedModel (ExportArchive) and converting translate_ids to ONNX (tf2onnx + checker);
 - size on disk: the SavedModel directory (NAME/1, less its onnx/) and NAME.onnx;
 - parity on ``--count`` non-empty lines spread through FILE at beam 1 and 5 (alpha = the run's),
-  against :class:`~keras_nmt.keras_translator.Translator`: the SavedModel through
+  against :class:`~keras_nmt.decoding.keras_translator.Translator`: the SavedModel through
   ``tf.saved_model.load`` (TF2) and the TF1 session loader (TF1), each by its string
   signature ``translate`` (identical = same detokenized text) and by ``translate_ids``
   (identical = same tokens), and ONNX in onnxruntime (ids; tokenization and
@@ -48,7 +48,7 @@ print(json.dumps({{"import_s": t1 - t0, "load_s": t2 - t1, "first_request_s": t3
 """
 PROBES = {
     "keras": dict(
-        imports="from keras_nmt.keras_translator import Translator",
+        imports="from keras_nmt.decoding.keras_translator import Translator",
         load="translator = Translator.from_run_dir(sys.argv[1])",
         request="result = translator.translate([sys.argv[3]], beam_size=int(sys.argv[4]))[0].text",
     ),
@@ -65,7 +65,7 @@ PROBES = {
     # No TensorFlow: the Python tokenizer, the vocabularies and onnxruntime.
     "onnx": dict(
         imports=("import numpy as np, onnxruntime\nfrom keras_nmt.text import word as tokenizer\n"
-                 "from keras_nmt.constants import EOS_ID\nfrom keras_nmt.vocab import Vocabulary"),
+                 "from keras_nmt.core.constants import EOS_ID\nfrom keras_nmt.text.vocab import Vocabulary"),
         load=(
             "onnx_dir = sys.argv[2] + '/nmt/1/onnx'\n"
             "meta = json.load(open(onnx_dir + '/nmt.onnx.json'))\n"
@@ -115,7 +115,7 @@ def measure(run_dir: str, sentences: list[str], work: pathlib.Path) -> dict:
 
     from keras_nmt.export import layout, onnx_conversion as onnx_export, parity, savedmodel
     from keras_nmt.export.loaders import SessionModel, TF2Model
-    from keras_nmt.keras_translator import Translator, default_max_source_len
+    from keras_nmt.decoding.keras_translator import Translator, default_max_source_len
 
     translator = Translator.from_run_dir(run_dir)
     config = translator.model.config
@@ -124,7 +124,7 @@ def measure(run_dir: str, sentences: list[str], work: pathlib.Path) -> dict:
         beam_size=config.beam_size, alpha=alpha,
         max_source_len=default_max_source_len(config.max_len),
     )
-    from keras_nmt.rundir import RunDir
+    from keras_nmt.rundir.run_directory import RunDir
 
     def savedmodel_step():
         archive = savedmodel.build_archive(translator.model, RunDir(run_dir).graph_encoders(), settings)

@@ -158,7 +158,7 @@ def score_joined(run: str, out: pathlib.Path, src: str, tgt: str, beam: int) -> 
     """BLEU and chrF on the joined lines: translated whole with and without sentence
     splitting, and pair by pair then joined."""
     from keras_nmt.evaluation import scoring
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     def read(name):
         return (out / name).read_text(encoding="utf-8").splitlines()

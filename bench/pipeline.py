@@ -35,7 +35,7 @@ SHUFFLE_BUFFER = 10_000
 
 def batches(corpus: _common.Corpus, batch_size: int, batch_tokens: int = 0, seed: int = 1234):
     """The training batches of ``corpus``, as training makes them."""
-    from keras_nmt import data
+    from keras_nmt.data import pipelines as data
 
     return data.training_batches(
         corpus.splits["train"], *corpus.encoders(), data.Batching(
@@ -68,7 +68,7 @@ def padding_efficiency(dataset, count: int) -> dict:
 
 def pipeline_overhead(corpus: _common.Corpus, steps: int, block: int) -> dict:
     """Steps/s fed by the pipeline (A) against the same batches held in memory (B)."""
-    from keras_nmt import config as config_lib
+    from keras_nmt.core import config as config_lib
 
     source_encoder, target_encoder = corpus.encoders()
     cfg = config_lib.variant_config("search50", _common.model_size("medium")).replace(

@@ -85,11 +85,11 @@ def compared(args) -> tuple[str | None, list]:
     """The --compare field and its values, parsed as that Config field's type."""
     if not args.compare:
         return None, [None]
-    from keras_nmt.config import parse_overrides
+    from keras_nmt.core.config import parse_overrides
 
     field, _, values = args.compare.partition("=")
     if field == "recipe":
-        from keras_nmt.config import RECIPES
+        from keras_nmt.core.config import RECIPES
 
         names = values.split(",")
         unknown = [name for name in names if name != "none" and name not in RECIPES]
@@ -101,7 +101,7 @@ def compared(args) -> tuple[str | None, list]:
 
 def compared_values(field: str | None, value) -> dict:
     """The Config fields one value of the --compare axis sets."""
-    from keras_nmt.config import RECIPES
+    from keras_nmt.core.config import RECIPES
 
     if field == "recipe":
         return {k: v for k, v in RECIPES.get(value, {}).items() if k != "batch_size"}
@@ -120,11 +120,11 @@ def settings_of(args) -> list[tuple]:
 def make_trainers(args, scratch: pathlib.Path):
     """One Trainer per setting, on the run set up from ``args.data``; returns
     (trainers by setting, the base config, the run's data info)."""
-    from keras_nmt import data
-    from keras_nmt.config import JIT_LENGTH_MULTIPLE, parse_overrides
-    from keras_nmt.run_data import prepare
-    from keras_nmt.rundir import RunDir
-    from keras_nmt.train_options import TrainOptions, new_run_config
+    from keras_nmt.data import pipelines as data
+    from keras_nmt.core.config import JIT_LENGTH_MULTIPLE, parse_overrides
+    from keras_nmt.runner.run_data import prepare
+    from keras_nmt.rundir.run_directory import RunDir
+    from keras_nmt.runner.train_options import TrainOptions, new_run_config
 
     run = RunDir(scratch / "run")
     overrides = {"src_vocab_size": args.vocab_size, "tgt_vocab_size": args.vocab_size,
@@ -230,8 +230,8 @@ def decode_rates(translator, lines: list[str], precision: str, batch_sizes) -> l
 def decode(args, trainers: dict, scratch: pathlib.Path, info: dict) -> dict:
     """Decoding rates with --run's Translator in each precision of the grid, or with the
     grid's first float32 model."""
-    from keras_nmt.rundir import RunDir
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.rundir.run_directory import RunDir
+    from keras_nmt.decoding.keras_translator import Translator
 
     valid = RunDir(scratch / "run").split_files("valid", info, needed_for="--decode")
     lines = _common.spread([source for source, _ in valid.pairs()], args.count)

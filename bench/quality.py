@@ -81,8 +81,8 @@ def training_options(parser, extra: list[str]) -> tuple[dict[str, Any], list[str
     spellings, choices and messages): for the report, with --set's values typed, and
     --set's KEY=VALUE items as given."""
     from keras_nmt.cli import train as train_cli
-    from keras_nmt.config import parse_overrides
-    from keras_nmt.errors import ConfigError
+    from keras_nmt.core.config import parse_overrides
+    from keras_nmt.core.errors import ConfigError
 
     for token in extra:
         if token.startswith("-") and token.partition("=")[0] not in TRAINING_OPTIONS:
@@ -112,7 +112,7 @@ def train(args, variant: str, run_dir: pathlib.Path, options: dict[str, Any],
     """``keras-nmt train`` of ``variant`` into ``run_dir`` (resumed where it has a
     checkpoint) for --minutes in all; its exit status."""
     from keras_nmt.cli import train as train_cli
-    from keras_nmt.rundir import RunDir
+    from keras_nmt.rundir.run_directory import RunDir
 
     if finished(run_dir, args.minutes):
         print(f"{PROG}: {variant}: already trained ({run_dir / 'summary.json'})", file=sys.stderr)
@@ -137,9 +137,9 @@ def evaluate(args, label: str, run_dir: pathlib.Path, out: pathlib.Path) -> dict
     """evaluate_run on the held-out split the run reports on, or the stored result for
     the same weights."""
     from keras_nmt.evaluation import scoring
-    from keras_nmt.progress import Progress
-    from keras_nmt.rundir import RunDir
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.core.progress import Progress
+    from keras_nmt.rundir.run_directory import RunDir
+    from keras_nmt.decoding.keras_translator import Translator
 
     run = RunDir(run_dir)
     info, config = run.load_data_info(), run.load_config()
@@ -204,9 +204,9 @@ def main(argv=None) -> int:
     options, sets = training_options(parser, extra)
     bench = _common.Bench(PROG, args, argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from keras_nmt.errors import ConfigError, CorpusError, RunDirError
+    from keras_nmt.core.errors import ConfigError, CorpusError, RunDirError
     from keras_nmt.evaluation import plots, scoring
-    from keras_nmt.atomic import write_text_atomic
+    from keras_nmt.core.atomic import write_text_atomic
 
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

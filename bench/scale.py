@@ -191,9 +191,9 @@ def pipeline_child(run_dir: str, batches: int = 300, order_sample: int = 1_000_0
 
     import numpy as np
 
-    from keras_nmt import data
-    from keras_nmt.data import mean_pair_length
-    from keras_nmt.rundir import RunDir
+    from keras_nmt.data import pipelines as data
+    from keras_nmt.data.pipelines import mean_pair_length
+    from keras_nmt.rundir.run_directory import RunDir
 
     run = RunDir(run_dir)
     config, info = run.load_config(), run.load_data_info()

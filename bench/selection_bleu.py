@@ -37,7 +37,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     bench = _common.Bench(PROG, args, argv)
     from keras_nmt.evaluation.scoring import bleu, chrf, read_parallel
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     sources, references = read_parallel(args.src, args.ref)
     rows = []
@@ -57,7 +57,7 @@ def main(argv=None) -> int:
         score("keras", shortlist, lambda lines, s=shortlist: translator.translate(
             lines, beam_size=args.beam, batch_size=args.batch_size, shortlist=s))
     if args.export_dir:
-        from keras_nmt.onnx_translator import OnnxTranslator
+        from keras_nmt.decoding.onnx_translator import OnnxTranslator
 
         for int8 in (False, True):
             onnx = OnnxTranslator.from_export_dir(args.export_dir, int8=int8)

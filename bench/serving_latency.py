@@ -37,7 +37,7 @@ import tempfile
 
 from bench import _common
 from bench.serving_load import Server
-from keras_nmt.onnx_translator import OnnxTranslator
+from keras_nmt.decoding.onnx_translator import OnnxTranslator
 from keras_nmt.serving.client import GrpcTransport, RestTransport, TFServingClient
 
 PROG = "serving_latency"

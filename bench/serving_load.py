@@ -69,8 +69,8 @@ import urllib.parse
 import numpy as np
 
 from bench import _common
-from keras_nmt.errors import ExportError
-from keras_nmt.onnx_translator import OnnxTranslator
+from keras_nmt.core.errors import ExportError
+from keras_nmt.decoding.onnx_translator import OnnxTranslator
 
 PROG = "serving_load"
 JSON_HEADERS = {"Content-Type": "application/json"}  # the server takes JSON bodies only
@@ -133,7 +133,7 @@ def where_the_gap_goes(translator: OnnxTranslator, sentences: list[str], beam: i
         if gathered:
             translator.translate(gathered, beam_size=beam, batch_size=len(gathered))
 
-    # Decoded apart under vocabulary selection (keras_nmt.translation.rare_source).
+    # Decoded apart under vocabulary selection (keras_nmt.decoding.translation.rare_source).
     rare = ({sentence for sentence in sentences
              if translator.rare[np.asarray(translator.source(sentence).ids)].any()}
             if translator.shortlist else set())

@@ -135,7 +135,7 @@ class SavedModelPath:
         self.target_codec = like.target_codec
 
     def translate(self, lines, constraints=None, glossary=None, batch_size=64, **_):
-        from keras_nmt.constraints import LineConstraints
+        from keras_nmt.decoding.constraints import LineConstraints
 
         if glossary is not None:
             terms_of = glossary.matcher(self.source_codec.tokenize)
@@ -180,9 +180,9 @@ def term_use(translations, asked) -> tuple[int, int]:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     bench = _common.Bench(PROG, args, argv)
-    from keras_nmt.constraints import Glossary, LineConstraints
+    from keras_nmt.decoding.constraints import Glossary, LineConstraints
     from keras_nmt.evaluation.scoring import bleu, chrf, read_parallel
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     sources, references = read_parallel(args.src, args.ref)
     keras_translator = Translator.from_run_dir(args.run_dir, weights=args.weights)
@@ -211,7 +211,7 @@ def main(argv=None) -> int:
 
     paths = [("keras", keras_translator, {})]
     if args.export_dir:
-        from keras_nmt.onnx_translator import OnnxTranslator
+        from keras_nmt.decoding.onnx_translator import OnnxTranslator
 
         int8 = OnnxTranslator.from_export_dir(args.export_dir, int8=True)
         # The SavedModel and the int8 model select words when the export was made with

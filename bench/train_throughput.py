@@ -106,11 +106,11 @@ def prepare(spec: dict[str, Any], run_path: str):
     """(config, model, trainer, held batches) for ``spec``: the Trainer writes nothing
     here, but needs a run directory (``run_path``)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from keras_nmt import config as config_lib
-    from keras_nmt import data
+    from keras_nmt.core import config as config_lib
+    from keras_nmt.data import pipelines as data
     from keras_nmt.corpus.readers import ParallelFiles
     from keras_nmt.text.word_graph import WordEncoder
-    from keras_nmt.vocab import Vocabulary
+    from keras_nmt.text.vocab import Vocabulary
 
     source_encoder = WordEncoder(Vocabulary.load(spec["source_vocab"]), spec["src"])
     target_encoder = WordEncoder(Vocabulary.load(spec["target_vocab"]), spec["tgt"])
@@ -219,7 +219,7 @@ def main(argv=None) -> int:
         parser.error(f"--models: expected search and/or encdec, got {args.models!r}")
     bench = _common.Bench(PROG, args, argv, libraries=() if args.in_process else ("tensorflow", "keras"))
 
-    from keras_nmt.errors import CorpusError
+    from keras_nmt.core.errors import CorpusError
 
     try:
         corpus = _common.Corpus.scan(args.data, args.src, args.tgt, args.max_len, args.vocab_size)

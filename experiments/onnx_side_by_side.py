@@ -56,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit(f"python -m {PROG}: give two --export or more")
     bench = _common.Bench(PROG, args, argv, libraries=("onnxruntime",))
     from keras_nmt.corpus.readers import file_lines
-    from keras_nmt.onnx_translator import OnnxTranslator
+    from keras_nmt.decoding.onnx_translator import OnnxTranslator
 
     lines = [line for line in file_lines(args.sentences) if line.strip()]
     translators = {}

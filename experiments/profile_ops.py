@@ -119,7 +119,7 @@ def train_work(args) -> tuple[Callable[[], None], Callable[[], None], dict[str, 
 
 def decode_work(args) -> tuple[Callable[[], None], Callable[[], None], dict[str, Any]]:
     """(warm-up, profiled work, settings) for beam search over valid lines."""
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     lines = _common.sentences(None, args.count, run_dir=args.run_dir)
     translator = Translator.from_run_dir(args.run_dir)
@@ -139,7 +139,7 @@ def onnx_profile(args) -> tuple[float, dict[str, dict[str, float]], dict[str, An
     """(wall seconds, {op type: seconds, count}, settings) from onnxruntime's profiler."""
     import onnxruntime
 
-    from keras_nmt.onnx_translator import OnnxTranslator
+    from keras_nmt.decoding.onnx_translator import OnnxTranslator
 
     translator = OnnxTranslator.from_export_dir(args.export_dir, args.name, int8=args.int8)
     lines = _common.sentences(args.sentences, args.count)

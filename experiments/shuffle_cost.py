@@ -3,7 +3,7 @@
 For each ``--copies`` factor R (a copy of the corpus whose training files hold it R
 times over, as experiments.stream_memory writes it) and each order (``permuted``:
 shuffle_buffer=0, the default; ``streamed``: a 10,000-pair buffer), a fresh process
-builds the training pipeline of ``keras_nmt.data`` and takes ``--batches`` batches.
+builds the training pipeline of ``keras_nmt.data.pipelines`` and takes ``--batches`` batches.
 Reported: seconds to the first batch (start-up: reading the corpus into memory, or
 filling the buffer), seconds for the rest, the process's peak RSS, and the size of a
 checkpoint of the pipeline.
@@ -31,11 +31,11 @@ def child(corpus: str, order: str, batches: int) -> int:
     """Build the pipeline, time the first and the next batches, checkpoint it, report."""
     import tensorflow as tf
 
-    from keras_nmt import data
-    from keras_nmt.constants import RESERVED
+    from keras_nmt.data import pipelines as data
+    from keras_nmt.core.constants import RESERVED
     from keras_nmt.corpus.readers import find_corpus
     from keras_nmt.text.word_graph import WordEncoder
-    from keras_nmt.vocab import Vocabulary
+    from keras_nmt.text.vocab import Vocabulary
 
     files = find_corpus(pathlib.Path(corpus), "en", "fr")["train"]
     encoder = WordEncoder(Vocabulary(list(RESERVED)), "en")  # the order is what is timed

@@ -333,7 +333,7 @@ def _precision_runs(directory, corpus, env):
     """The job of :func:`precision_runs`: three train.py processes at once."""
     import subprocess
 
-    from keras_nmt.config import PRECISIONS
+    from keras_nmt.core.config import PRECISIONS
 
     def work(launch):
         out, processes = {}, {}

@@ -135,10 +135,10 @@ def main(strategy_name: str, out: str, run_dir: str, logical_cpus: int = 1) -> N
     tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
     import keras
 
-    from keras_nmt import distribute
-    from keras_nmt.config import variant_config
-    from keras_nmt.models import TranslationModel
-    from keras_nmt.rundir import RunDir
+    from keras_nmt.core import distribute
+    from keras_nmt.core.config import variant_config
+    from keras_nmt.models.rnnsearch import TranslationModel
+    from keras_nmt.rundir.run_directory import RunDir
     from keras_nmt.training import TrainingBudget, Trainer
 
     strategy = distribute.make_strategy(strategy_name)

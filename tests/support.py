@@ -23,7 +23,7 @@ import urllib.parse
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 # TensorFlow's start-up noise as its native libraries write it before any Python runs:
-# what keras_nmt.progress.NATIVE_NOISE matches and its filter drops.
+# what keras_nmt.core.progress.NATIVE_NOISE matches and its filter drops.
 STARTUP_NOISE = (
     b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
     b"I0000 00:00:1795470963.568782    4580 cudart_stub.cc:31] Could not find cuda drivers on "
@@ -91,9 +91,9 @@ def fixed_batch_trainer(tmp_path, **overrides):
     fixed_batches, its run directory ``tmp_path``, seeded: the tiny in-process trainer."""
     import keras
 
-    from keras_nmt.config import variant_config
-    from keras_nmt.models import TranslationModel
-    from keras_nmt.rundir import RunDir
+    from keras_nmt.core.config import variant_config
+    from keras_nmt.models.rnnsearch import TranslationModel
+    from keras_nmt.rundir.run_directory import RunDir
     from keras_nmt.training import Trainer
 
     keras.utils.set_random_seed(0)
@@ -172,7 +172,7 @@ def shortlist_candidates(translator, lines, shortlist) -> list[set[int]]:
     each) decoded in one call: every id for a line with a source word the lexical table
     marks rare; for the others, which share their batch, the reserved ids, the F most
     frequent ones and the B best translations of each of their source ids."""
-    from keras_nmt.constants import RESERVED
+    from keras_nmt.core.constants import RESERVED
 
     frequent, best = shortlist
     table, rare = translator.lexicon.targets, translator.lexicon.rare_sources()
@@ -196,7 +196,7 @@ def check_selecting_export(export_dir, lines, selected, beam_size) -> list[str]:
 
     from keras_nmt.cli import onnx_translate
     from keras_nmt.export import parity
-    from keras_nmt.onnx_translator import OnnxTranslator
+    from keras_nmt.decoding.onnx_translator import OnnxTranslator
 
     for name, model in savedmodel_loaders(export_dir).items():
         out = model.run("serving_default", sentences=lines)
@@ -215,7 +215,7 @@ def check_selecting_export(export_dir, lines, selected, beam_size) -> list[str]:
 
 
 def run_translator(run_dir):
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     return Translator.from_run_dir(run_dir)
 
@@ -250,10 +250,10 @@ def training_nll(run_dir, model, sources, targets, tmp_path, batch_size=5):
     tf.data batches (data.evaluation_batches) and models.sentence_nll."""
     import numpy as np
 
-    from keras_nmt import data
+    from keras_nmt.data import pipelines as data
     from keras_nmt.corpus.readers import ParallelFiles
-    from keras_nmt.models import sentence_nll
-    from keras_nmt.rundir import RunDir
+    from keras_nmt.models.rnnsearch import sentence_nll
+    from keras_nmt.rundir.run_directory import RunDir
 
     files = ParallelFiles(tmp_path / "nll.src", tmp_path / "nll.tgt")
     for path, lines in ((files.source, sources), (files.target, targets)):
@@ -275,9 +275,9 @@ def peaked_weights_run(source, target, unk_bias=0.0):
     import numpy as np
     import tensorflow as tf
 
-    from keras_nmt.constants import UNK_ID
-    from keras_nmt.models import TranslationModel
-    from keras_nmt.rundir import RunDir
+    from keras_nmt.core.constants import UNK_ID
+    from keras_nmt.models.rnnsearch import TranslationModel
+    from keras_nmt.rundir.run_directory import RunDir
 
     shutil.copytree(source, target,
                     ignore=shutil.ignore_patterns("tensorboard", "checkpoints", "best"))
@@ -422,7 +422,7 @@ def _publish(board, name, job) -> None:
     all (a reader polls for the name)."""
     import pickle
 
-    from keras_nmt.atomic import write_bytes_atomic
+    from keras_nmt.core.atomic import write_bytes_atomic
 
     try:
         outcome = pickle.dumps(("error", job["error"]) if "error" in job else ("value", job["value"]))
@@ -609,9 +609,9 @@ def build_model(
     import keras
     import numpy as np
 
-    from keras_nmt.config import variant_config
-    from keras_nmt.constants import EOS_ID
-    from keras_nmt.models import TranslationModel
+    from keras_nmt.core.config import variant_config
+    from keras_nmt.core.constants import EOS_ID
+    from keras_nmt.models.rnnsearch import TranslationModel
 
     keras.utils.set_random_seed(seed)
     model = TranslationModel(variant_config(variant, {**DIMS, "tgt_vocab_size": tgt_vocab_size}))

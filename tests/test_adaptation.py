@@ -62,9 +62,9 @@ def assert_refused(result, *expected):
 
 def model_at(run_dir, checkpoint):
     """The model of ``run_dir`` with the weights of ``checkpoint`` (a prefix), by path."""
-    from keras_nmt import model_weights
-    from keras_nmt.models import TranslationModel
-    from keras_nmt.rundir import RunDir
+    from keras_nmt.rundir import model_weights
+    from keras_nmt.models.rnnsearch import TranslationModel
+    from keras_nmt.rundir.run_directory import RunDir
 
     model = TranslationModel(RunDir(run_dir).load_config())
     model_weights.read_model(str(checkpoint), model)
@@ -83,8 +83,8 @@ def optimizer_updates(checkpoint):
 def tiny_model(**settings):
     import keras
 
-    from keras_nmt.config import variant_config
-    from keras_nmt.models import TranslationModel
+    from keras_nmt.core.config import variant_config
+    from keras_nmt.models.rnnsearch import TranslationModel
 
     keras.utils.set_random_seed(3)
     values = {**FIXED_BATCH_SETTINGS, **settings}
@@ -94,9 +94,9 @@ def tiny_model(**settings):
 # ---------------------------------------------------------------- the vocabulary update
 
 def test_a_childs_vocabulary_is_the_parents_then_the_frequent_new_words():
-    from keras_nmt.adaptation import extended_vocabulary
-    from keras_nmt.constants import RESERVED
-    from keras_nmt.vocab import Vocabulary
+    from keras_nmt.runner.adaptation import extended_vocabulary
+    from keras_nmt.core.constants import RESERVED
+    from keras_nmt.text.vocab import Vocabulary
 
     parent = Vocabulary(list(RESERVED) + ["the", "cat", "sat"])
     counts = {"dog": 5, "the": 9, "emu": 5, "gnu": 1, "yak": 3, "cat": 1}
@@ -114,8 +114,8 @@ def test_a_childs_vocabulary_is_the_parents_then_the_frequent_new_words():
 def test_the_weights_indexed_by_word_are_the_ones_the_update_extends(variant):
     """Every weight with an axis of a vocabulary's size is listed, with its side and axis
     (the sizes are chosen so that no other dimension equals them)."""
-    from keras_nmt.adaptation import VOCABULARY_WEIGHTS
-    from keras_nmt.model_weights import model_variables
+    from keras_nmt.runner.adaptation import VOCABULARY_WEIGHTS
+    from keras_nmt.rundir.model_weights import model_variables
 
     model = tiny_model(variant=variant, src_vocab_size=37, tgt_vocab_size=41)
     sizes = {"source": 37, "target": 41}
@@ -130,9 +130,9 @@ def test_the_weights_indexed_by_word_are_the_ones_the_update_extends(variant):
 
 @pytest.mark.parametrize("variant", ["search50", "encdec50"])
 def test_every_weight_is_in_exactly_one_part_that_freeze_names(variant):
-    from keras_nmt.adaptation import PARTS, part_of
-    from keras_nmt.config import FREEZABLE
-    from keras_nmt.model_weights import model_variables
+    from keras_nmt.runner.adaptation import PARTS, part_of
+    from keras_nmt.core.config import FREEZABLE
+    from keras_nmt.rundir.model_weights import model_variables
 
     assert tuple(sorted(name for name, _ in PARTS)) == tuple(sorted(FREEZABLE))
     parts = {path: part_of(path) for path in model_variables(tiny_model(variant=variant))}
@@ -146,10 +146,10 @@ def test_every_weight_is_in_exactly_one_part_that_freeze_names(variant):
 
 
 def test_a_child_copies_the_parents_rows_and_starts_new_words_as_unk():
-    from keras_nmt.adaptation import initialize
-    from keras_nmt.constants import RESERVED, UNK_ID
-    from keras_nmt.model_weights import model_variables
-    from keras_nmt.vocab import Vocabulary
+    from keras_nmt.runner.adaptation import initialize
+    from keras_nmt.core.constants import RESERVED, UNK_ID
+    from keras_nmt.rundir.model_weights import model_variables
+    from keras_nmt.text.vocab import Vocabulary
 
     parent_vocabs = tuple(Vocabulary(list(RESERVED) + [f"{side}{i}" for i in range(6)])
                           for side in "st")
@@ -194,11 +194,11 @@ def test_frozen_parts_are_bit_identical_and_get_no_optimizer_state(tmp_path):
     the optimizer holds no state for them."""
     import keras
 
-    from keras_nmt.adaptation import part_of, setup_training
-    from keras_nmt.config import variant_config
-    from keras_nmt.model_weights import model_variables
-    from keras_nmt.models import TranslationModel
-    from keras_nmt.rundir import RunDir
+    from keras_nmt.runner.adaptation import part_of, setup_training
+    from keras_nmt.core.config import variant_config
+    from keras_nmt.rundir.model_weights import model_variables
+    from keras_nmt.models.rnnsearch import TranslationModel
+    from keras_nmt.rundir.run_directory import RunDir
     from keras_nmt.training import TrainingBudget, Trainer
 
     keras.utils.set_random_seed(0)
@@ -226,7 +226,7 @@ def test_frozen_parts_are_bit_identical_and_get_no_optimizer_state(tmp_path):
 def test_the_pull_gradient_is_strength_times_the_distance_on_the_parents_rows():
     import tensorflow as tf
 
-    from keras_nmt.model_weights import model_variables
+    from keras_nmt.rundir.model_weights import model_variables
     from keras_nmt.training.pull import ParentPull
 
     model = tiny_model()
@@ -260,8 +260,8 @@ def test_the_pull_changes_an_update_as_its_formula_says():
     nothing on a new word's."""
     import tensorflow as tf
 
-    from keras_nmt.config import variant_config
-    from keras_nmt.model_weights import model_variables
+    from keras_nmt.core.config import variant_config
+    from keras_nmt.rundir.model_weights import model_variables
     from keras_nmt.training.optimizers import make_optimizer
     from keras_nmt.training.pull import ParentPull
     from keras_nmt.training.steps import StepFunctions
@@ -304,8 +304,8 @@ def test_the_pull_changes_an_update_as_its_formula_says():
 
 
 def test_freeze_and_parent_pull_are_checked():
-    from keras_nmt.config import variant_config
-    from keras_nmt.errors import ConfigError
+    from keras_nmt.core.config import variant_config
+    from keras_nmt.core.errors import ConfigError
 
     assert variant_config("search50", {"freeze": " encoder, output,encoder"}).frozen_parts == \
         ("encoder", "output")
@@ -329,8 +329,8 @@ def test_freeze_and_parent_pull_are_checked():
 ])
 def test_a_child_takes_no_warm_up_from_its_parent(run_copy, new_corpus, recipe, overrides,
                                                   warmup):
-    from keras_nmt.adaptation import Parent, child_config, child_options
-    from keras_nmt.train_options import TrainOptions
+    from keras_nmt.runner.adaptation import Parent, child_config, child_options
+    from keras_nmt.runner.train_options import TrainOptions
 
     edit_json(run_copy / "config.json", warmup_steps=50)
     parent = Parent.open(str(run_copy))
@@ -344,8 +344,8 @@ def test_a_child_takes_no_warm_up_from_its_parent(run_copy, new_corpus, recipe, 
 # ---------------------------------------------------------------- the parent's pairs mixed in
 
 def test_mix_and_also_report_values_are_checked():
-    from keras_nmt.errors import ConfigError
-    from keras_nmt.train_options import parse_also_report, parse_mix
+    from keras_nmt.core.errors import ConfigError
+    from keras_nmt.runner.train_options import parse_also_report, parse_mix
 
     assert parse_mix("0.25") == (None, 0.25)
     assert parse_mix("runs/news:0.1") == ("runs/news", 0.1)
@@ -371,7 +371,7 @@ def test_each_epoch_holds_every_own_pair_and_the_next_drawn_pairs(shuffle_buffer
     """12 own pairs and 4 drawn an epoch from 10: each epoch of 16 positions holds the
     own pairs once and 4 of the others; the others are drawn without repeats until
     all 10 have been."""
-    from keras_nmt.data import mixed_pair_indices
+    from keras_nmt.data.pipelines import mixed_pair_indices
 
     windows = mixed_pair_indices(12, 4, 10, seed=3, window=8, shuffle_buffer=shuffle_buffer)
     indices, epochs = (np.concatenate(part) for part in
@@ -392,8 +392,8 @@ def test_each_epoch_holds_every_own_pair_and_the_next_drawn_pairs(shuffle_buffer
 
 
 def write_prepared(directory, pairs, langs=("en", "fr"), max_len=10):
-    """A prepared split (keras_nmt.prepared's files) of ``pairs`` of id lists."""
-    from keras_nmt.prepared import PreparedSplit
+    """A prepared split (keras_nmt.data.prepared's files) of ``pairs`` of id lists."""
+    from keras_nmt.data.prepared import PreparedSplit
 
     directory.mkdir(parents=True)
     manifest = {"format": 1, "langs": list(langs), "count": len(pairs), "max_len": max_len,
@@ -416,9 +416,9 @@ def test_mixed_batches_hold_the_parents_pairs_at_the_fraction(tmp_path):
     iterator continues with the same batches."""
     import tensorflow as tf
 
-    from keras_nmt.constants import EOS_ID
-    from keras_nmt.data import Batching, prepared_batches
-    from keras_nmt.prepared import MixedSplit, PreparedSplit
+    from keras_nmt.core.constants import EOS_ID
+    from keras_nmt.data.pipelines import Batching, prepared_batches
+    from keras_nmt.data.prepared import MixedSplit, PreparedSplit
 
     own = [([4] * (1 + i % 3) + [100 + i], [5, 100 + i]) for i in range(60)]
     others = [([6, 1000 + j], [7] * (1 + j % 4) + [1000 + j]) for j in range(50)]
@@ -507,8 +507,8 @@ def test_a_child_starts_with_its_parents_weights_and_keeps_the_frozen_ones(child
     """At step 0 every weight is the parent's (the parent's rows exactly, new rows as
     <unk>'s); after training the frozen parts are bit for bit what they were, and the
     others moved."""
-    from keras_nmt.adaptation import part_of
-    from keras_nmt.constants import UNK_ID
+    from keras_nmt.runner.adaptation import part_of
+    from keras_nmt.core.constants import UNK_ID
 
     out, _ = child
     record = json.loads((out / "data.json").read_text())["parent"]
@@ -538,10 +538,10 @@ def test_a_child_keeps_its_parents_optimizer_state(child):
     checkpoint's, its new words' rows empty, and the update count continues."""
     import tensorflow as tf
 
-    from keras_nmt.adaptation import trained_variables
-    from keras_nmt.model_weights import model_variables
-    from keras_nmt.models import TranslationModel
-    from keras_nmt.rundir import RunDir
+    from keras_nmt.runner.adaptation import trained_variables
+    from keras_nmt.rundir.model_weights import model_variables
+    from keras_nmt.models.rnnsearch import TranslationModel
+    from keras_nmt.rundir.run_directory import RunDir
     from keras_nmt.training.optimizers import make_optimizer, slot_variables
 
     out, _ = child
@@ -577,9 +577,9 @@ def test_a_childs_tables_are_rebuilt_from_its_own_data(child, tiny_run):
     trainings'."""
     import contextlib
 
-    from keras_nmt.constants import UNK_ID
-    from keras_nmt.lexicon import NOT_WORDS, RARE_COUNT
-    from keras_nmt.rundir import RunDir
+    from keras_nmt.core.constants import UNK_ID
+    from keras_nmt.lexicon.table import NOT_WORDS, RARE_COUNT
+    from keras_nmt.rundir.run_directory import RunDir
 
     out, _ = child
     lexicon = RunDir(out).load_lexicon()  # checked against the child's vocabularies
@@ -635,8 +635,8 @@ class TablesRun:
 
 
 def test_a_childs_table_takes_its_parents_rows_for_the_words_its_data_barely_holds():
-    from keras_nmt.errors import LexiconError
-    from keras_nmt.lexicon import Lexicon, _with_parents_rows
+    from keras_nmt.core.errors import LexiconError
+    from keras_nmt.lexicon.table import Lexicon, _with_parents_rows
 
     # Ids 0-3 are padding, <unk>, BOS and EOS; 4-6 the parent's words; 7 a new word.
     ours = Lexicon(np.full((8, 2), 9, np.int32), np.full((8, 2), 0.5, np.float32), {},
@@ -655,8 +655,8 @@ def test_a_childs_table_takes_its_parents_rows_for_the_words_its_data_barely_hol
 
 
 def test_a_childs_dictionary_keeps_its_parents_entries_that_still_hold():
-    from keras_nmt.errors import DictionaryError
-    from keras_nmt.unk_dictionary import UnknownWordDictionary, _with_parents_entries
+    from keras_nmt.core.errors import DictionaryError
+    from keras_nmt.lexicon.unk_dictionary import UnknownWordDictionary, _with_parents_entries
 
     parent = TablesRun(dictionary={"chat": "chatte", "zorblax": "zorblaxe", "tom": "thomas",
                                    "vieux": "old"})
@@ -723,7 +723,7 @@ def test_serve_holds_the_parent_and_the_child_side_by_side(child, tiny_export, n
     scored, exported with those weights, vocabulary selection and int8 as "child" into the
     parent's export directory: its models.config lists both, and one server answers for
     each as its own ONNX translator does, the child with its new words known."""
-    from keras_nmt.onnx_translator import OnnxTranslator
+    from keras_nmt.decoding.onnx_translator import OnnxTranslator
     from keras_nmt.serving.registry import Registry
 
     exports = tmp_path / "exports"
@@ -804,7 +804,7 @@ def test_a_mixing_child_resumes_after_a_kill(run_train, tiny_run, tiny_corpus, n
     """Killed after its third update (SIGKILL, a process of its own), a child with --mix
     resumes from step 2 with the same mix and the splits it reports; without the
     parent's prepared ids the resume is refused in one line."""
-    from keras_nmt.faults import HOOK_ENV
+    from keras_nmt.core.faults import HOOK_ENV
 
     parent = tmp_path / "parent"
     shutil.copytree(tiny_run, parent, ignore=shutil.ignore_patterns("tensorboard"))

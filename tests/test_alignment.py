@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from keras_nmt.evaluation import alignment
-from keras_nmt.errors import AlignmentError
+from keras_nmt.core.errors import AlignmentError
 from keras_nmt.evaluation.alignment import GoldAlignment
 
 

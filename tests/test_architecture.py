@@ -15,25 +15,19 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "keras_nmt"
 # Bottom first, as the table of docs/architecture.md "Layers" lists them. A name is a
 # module (``rundir``) or a package (``corpus/``, all of its modules).
 LAYERS = (
-    ("ground", ("constants", "errors", "faults", "atomic", "progress", "config", "distribute",
-                "xla", "model_weights")),
-    ("data", ("corpus/", "text/", "vocab", "prepared", "data", "pair_sample", "model1",
-              "lexicon", "unk_dictionary",
-              "unk_replace", "unk_replace_graph", "confidence", "confidence_graph",
-              "constraints")),
-    ("model", ("layers/", "models", "search/")),
-    ("run directory", ("rundir", "ensemble", "averaging")),
-    ("jobs", ("training/", "evaluation/", "translation", "keras_translator", "onnx_translator",
-              "train_options",
-              "run_data", "resume", "adaptation", "export/", "serving/")),
-    ("orchestration", ("experiment",)),
+    ("ground", ("core/",)),
+    ("data", ("corpus/", "text/", "data/", "lexicon/")),
+    ("model", ("layers/", "models/", "search/")),
+    ("run directory", ("rundir/",)),
+    ("jobs", ("training/", "evaluation/", "decoding/", "export/", "serving/")),
+    ("orchestration", ("runner/",)),
     ("entry points", ("cli/",)),
 )
 LEVEL = {room: level for level, (_, rooms) in enumerate(LAYERS) for room in rooms}
 
 
 def room_of(module: str) -> str:
-    """``keras_nmt.corpus.readers`` -> ``corpus/``; ``keras_nmt.rundir`` -> ``rundir``."""
+    """``keras_nmt.corpus.readers`` -> ``corpus/``; ``keras_nmt.rundir.run_directory`` -> ``rundir``."""
     parts = module.split(".")[1:]
     if not parts:
         return ""
@@ -85,7 +79,7 @@ def test_no_module_imports_from_a_layer_above_its_own():
     assert upward == []
 
 
-@pytest.mark.parametrize("room, level", [("rundir", "run directory"), ("corpus/", "data"),
+@pytest.mark.parametrize("room, level", [("rundir/", "run directory"), ("corpus/", "data"),
                                          ("search/", "model"), ("cli/", "entry points")])
 def test_the_layers_are_those_the_architecture_page_draws(room, level):
     assert LAYERS[LEVEL[room]][0] == level
@@ -201,14 +195,14 @@ def test_the_helper_checks_see_every_way_of_reaching_bench(tmp_path):
         "    from experiments import output_layer\n"
         "    subprocess.run([sys.executable, '-m', 'experiments.profile_ops'])\n"
         "def test_c():\n"
-        "    from keras_nmt import data\n"
-        "    from keras_nmt.keras_translator import Translator\n"
+        "    from keras_nmt.data import pipelines\n"
+        "    from keras_nmt.decoding.keras_translator import Translator\n"
         "    subprocess.run([sys.executable, '-m', 'keras_nmt.cli'])\n", encoding="utf-8")
     assert imports_bench(module) == ["bench._common", "bench.pipeline", "bench.serving_load",
                                      "bench.stdin_stream", "experiments",
                                      "experiments.profile_ops"]
     assert package_imports(module, package_modules()) == {
-        "keras_nmt.data", "keras_nmt.keras_translator", "keras_nmt.cli"}
+        "keras_nmt.data.pipelines", "keras_nmt.decoding.keras_translator", "keras_nmt.cli"}
 
 
 def test_the_benchmarks_tests_carry_the_bench_marker():

@@ -13,7 +13,7 @@ import pytest
 
 from support import ROOT, child_env, open_descriptors
 
-from keras_nmt.atomic import (
+from keras_nmt.core.atomic import (
     json_text, open_atomic, replace_folder, write_bytes_atomic, write_json_atomic,
     write_text_atomic,
 )
@@ -34,7 +34,7 @@ def test_a_new_file_gets_the_mode_open_would_give_under_the_umask(tmp_path, umas
     atomic write is the reference; an existing file keeps its own mode, as open() keeps it."""
     script = textwrap.dedent(f"""
         import os, sys
-        from keras_nmt.atomic import write_json_atomic, write_text_atomic
+        from keras_nmt.core.atomic import write_json_atomic, write_text_atomic
         os.umask({umask})
         folder = sys.argv[1]
         open(os.path.join(folder, "plain.txt"), "w").close()
@@ -94,7 +94,7 @@ def test_replace_folder_moves_the_old_one_aside(tmp_path):
 
 
 def test_a_taken_temporary_name_is_passed_over_and_a_hundred_give_up(tmp_path, monkeypatch):
-    from keras_nmt import atomic
+    from keras_nmt.core import atomic
 
     names = iter(["aaaa", "aaaa", "bbbb"])
     monkeypatch.setattr(atomic.secrets, "token_hex", lambda _: next(names))
@@ -110,7 +110,7 @@ def test_a_taken_temporary_name_is_passed_over_and_a_hundred_give_up(tmp_path, m
 
 
 def test_a_mode_that_cannot_be_kept_leaves_no_temporary(tmp_path, monkeypatch):
-    from keras_nmt import atomic
+    from keras_nmt.core import atomic
 
     path = tmp_path / "out.txt"
     path.write_text("old")
@@ -130,7 +130,7 @@ def test_a_folder_sync_refused_by_the_file_system_is_no_error(tmp_path, monkeypa
                                                               raised):
     import errno
 
-    from keras_nmt import atomic
+    from keras_nmt.core import atomic
 
     def fsync(fd):
         raise OSError(getattr(errno, code), code)

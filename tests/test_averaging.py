@@ -11,15 +11,15 @@ import tensorflow as tf
 
 from support import TINY_SETTINGS
 from keras_nmt.cli import average as average_cli
-from keras_nmt.rundir import RunDir
+from keras_nmt.rundir.run_directory import RunDir
 
 
 @pytest.fixture(scope="module")
 def averaged_run(tiny_corpus, tmp_path_factory):
     """10 updates keeping the model weights of the last 2 checkpoints (steps 5 and 10),
     reported with their average."""
-    from keras_nmt import experiment
-    from keras_nmt.train_options import TrainOptions
+    from keras_nmt.runner import experiment
+    from keras_nmt.runner.train_options import TrainOptions
 
     out = tmp_path_factory.mktemp("avg") / "run"
     experiment.train(TrainOptions(
@@ -51,7 +51,7 @@ def test_the_average_is_the_mean_of_every_weight(averaged_run):
 def test_the_averaged_run_translates_evaluates_and_exports(averaged_run, tiny_corpus, tmp_path):
     from keras_nmt.cli import evaluate, export, translate
     from keras_nmt.export.loaders import SessionModel
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     lines = ["The queen is strange .", ""]
     expected = [t.text for t in Translator.from_run_dir(averaged_run, weights="averaged")
@@ -125,8 +125,8 @@ def test_the_average_command_never_takes_step_0(tiny_run, tmp_path):
 
 
 def _train(out, capsys, **options):
-    from keras_nmt import experiment
-    from keras_nmt.train_options import TrainOptions
+    from keras_nmt.runner import experiment
+    from keras_nmt.runner.train_options import TrainOptions
 
     overrides = options.pop("overrides", {})
     summary = experiment.train(TrainOptions(
@@ -222,7 +222,7 @@ def test_by_default_every_command_uses_the_weights_the_run_reported_with(average
     shutil.rmtree(copy.averaged)
     assert copy.reported_weights() == "best"
     copy.summary_path.write_text("{", encoding="utf-8")
-    from keras_nmt.errors import RunDirError
+    from keras_nmt.core.errors import RunDirError
 
     with pytest.raises(RunDirError, match="cannot read .*summary.json"):
         copy.load_summary()

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from support import ROOT, TINY_SETTINGS
-from keras_nmt.onnx_translator import OnnxTranslator
+from keras_nmt.decoding.onnx_translator import OnnxTranslator
 
 # The benchmarks' own tests: left out of the product's run, run with -m bench (CI does).
 pytestmark = pytest.mark.bench
@@ -86,7 +86,7 @@ def test_old_spellings_work_with_a_notice(capsys):
 
 def test_model_sizes_are_keras_nmt_trains():
     from bench import _common
-    from keras_nmt.config import MEDIUM
+    from keras_nmt.core.config import MEDIUM
 
     assert {k: _common.model_size("medium")[k] for k in MEDIUM} == MEDIUM
     assert _common.model_size("paper")["hidden"] == 1000
@@ -98,7 +98,7 @@ def test_model_sizes_are_keras_nmt_trains():
 
 
 def test_flop_count_matches_the_formula_by_hand():
-    from keras_nmt.config import variant_config
+    from keras_nmt.core.config import variant_config
 
     train = load("train_throughput")
     cfg = variant_config("search50", {"embedding": 2, "hidden": 3, "attention": 4, "maxout": 5,
@@ -221,7 +221,7 @@ def test_batch_columns_give_a_rare_sentences_batch_every_word():
 
 def test_useful_flops_by_hand():
     decode = load("decode_throughput")
-    from keras_nmt.config import variant_config
+    from keras_nmt.core.config import variant_config
 
     config = variant_config("search50", {"embedding": 2, "hidden": 3, "attention": 4, "maxout": 5})
     # GRU: 2*2*9 + 2*3*9 = 90; deep output 2*(3+2)*10 = 100, output 2*5*C; attention
@@ -407,7 +407,7 @@ def test_precision_grid_reports_compilations_and_padding(tiny_corpus, tmp_path, 
 def test_precision_compares_recipes_at_the_grids_batch():
     import argparse
 
-    from keras_nmt.config import RECIPES
+    from keras_nmt.core.config import RECIPES
 
     precision = load("precision")
     args = argparse.Namespace(compare="recipe=none,budget")
@@ -426,7 +426,7 @@ def test_the_benchmarks_trainer_trains_what_an_adapted_run_would(tmp_path):
     its frozen parts left out of the update, and the pull's penalty in it."""
     import tensorflow as tf
 
-    from keras_nmt.config import variant_config
+    from keras_nmt.core.config import variant_config
 
     common = load("_common")
     config = variant_config("search50").replace(
@@ -482,8 +482,8 @@ def test_selection_bleu_against_the_exact_search(tiny_run, tiny_corpus, tmp_path
 @pytest.mark.slow  # a SavedModel export with the constrained search
 def test_terminology_s_savedmodel_path_translates_as_keras_does(tiny_run, tmp_path):
     from keras_nmt.cli import export as cli
-    from keras_nmt.constraints import LineConstraints
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.constraints import LineConstraints
+    from keras_nmt.decoding.keras_translator import Translator
 
     out = tmp_path / "export"
     assert cli.main([str(tiny_run), "--out", str(out), "--beam", "3", "--constrained",

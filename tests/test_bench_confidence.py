@@ -9,8 +9,8 @@ import pytest
 
 from support import edit_json
 from bench import confidence_quality as bench
-from keras_nmt.confidence import Confidence
-from keras_nmt.translation import Translation
+from keras_nmt.decoding.confidence import Confidence
+from keras_nmt.decoding.translation import Translation
 
 # The benchmarks' own tests: left out of the product's run, run with -m bench (CI does).
 pytestmark = pytest.mark.bench

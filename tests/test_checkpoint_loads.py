@@ -9,15 +9,16 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-from keras_nmt import experiment, model_weights
+from keras_nmt.runner import experiment
+from keras_nmt.rundir import model_weights
 from keras_nmt.cli import average as average_cli
 from keras_nmt.cli import translate as translate_cli
-from keras_nmt.config import variant_config
-from keras_nmt.errors import CheckpointMismatchError, RunDirError
-from keras_nmt.models import TranslationModel
-from keras_nmt.rundir import RunDir
-from keras_nmt.train_options import TrainOptions
-from keras_nmt.keras_translator import Translator
+from keras_nmt.core.config import variant_config
+from keras_nmt.core.errors import CheckpointMismatchError, RunDirError
+from keras_nmt.models.rnnsearch import TranslationModel
+from keras_nmt.rundir.run_directory import RunDir
+from keras_nmt.runner.train_options import TrainOptions
+from keras_nmt.decoding.keras_translator import Translator
 
 from support import TINY_SETTINGS
 

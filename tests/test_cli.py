@@ -13,7 +13,7 @@ import pytest
 
 from keras_nmt import cli
 from keras_nmt.cli.common import run_command
-from keras_nmt.errors import ConfigError
+from keras_nmt.core.errors import ConfigError
 from support import ROOT, STARTUP_NOISE
 
 OLD_RUN = ROOT / "tests" / "fixtures" / "run-0.1.0"
@@ -113,7 +113,7 @@ def test_a_failing_tensorflow_import_still_shows_its_messages(tmp_path, death, s
 
 
 def test_native_noise_is_recognised_line_by_line():
-    from keras_nmt.progress import NATIVE_NOISE
+    from keras_nmt.core.progress import NATIVE_NOISE
 
     for line in STARTUP_NOISE.splitlines() + [
         b"I0523 14:02:03.123456 12345 cpu_feature_guard.cc:227] This TensorFlow binary is "
@@ -151,9 +151,9 @@ def test_text_and_onnx_paths_import_no_tensorflow():
         "import keras_nmt.text, keras_nmt.text.word, keras_nmt.text.sentencepiece\n"
         "import keras_nmt.text.sentences\n"
         "keras_nmt.text.sentencepiece.SentencePieceCodec\n"
-        "import keras_nmt.text.codecs, keras_nmt.vocab, keras_nmt.constants, keras_nmt.rundir\n"
+        "import keras_nmt.text.codecs, keras_nmt.text.vocab, keras_nmt.core.constants, keras_nmt.rundir.run_directory\n"
         "import keras_nmt.cli, keras_nmt.cli.common, keras_nmt.cli.onnx_translate\n"
-        "import keras_nmt.onnx_translator, keras_nmt.export\n"
+        "import keras_nmt.decoding.onnx_translator, keras_nmt.export\n"
         "import keras_nmt.cli.serve, keras_nmt.serving.server, keras_nmt.export.serving_files\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras'))\n"
         "print(heavy)\n"

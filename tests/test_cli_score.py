@@ -13,7 +13,7 @@ import pytest
 from support import peaked_weights_run, scored_pairs, training_nll
 from keras_nmt.cli import score, translate
 from keras_nmt.evaluation.alignment import argmax_alignment, parse_pharaoh
-from keras_nmt.rundir import RunDir
+from keras_nmt.rundir.run_directory import RunDir
 
 PROG = "keras-nmt score"
 

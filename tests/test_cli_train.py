@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from keras_nmt.faults import HOOK_ENV
+from keras_nmt.core.faults import HOOK_ENV
 from support import ROOT, edit_json, run_logged, tiny_args
 
 # The tiny model; no development evaluation unless a test asks for one.
@@ -81,7 +81,7 @@ def test_jit_is_the_default_where_a_gpu_is(monkeypatch):
     import tensorflow as tf
 
     from keras_nmt.cli.train import build_parser
-    from keras_nmt.xla import use_jit
+    from keras_nmt.core.xla import use_jit
 
     parser = build_parser("train.py")
     assert [parser.parse_args(args).jit for args in ([], ["--jit"], ["--no-jit"])] == [None, True, False]
@@ -95,7 +95,7 @@ def test_jit_is_the_default_where_a_gpu_is(monkeypatch):
 
 
 def test_train_report_and_run_directory(run_train, tmp_path, corpus, monkeypatch):
-    from keras_nmt import data
+    from keras_nmt.data import pipelines as data
 
     out = tmp_path / "run"
     # The development batches are made once, then scored at every evaluation.
@@ -171,7 +171,7 @@ def killed_run(_background):
 
 def test_sigkill_then_resume_finishes(run_train, killed_run, corpus):
     """train.py killed with SIGKILL mid-run (in a process of its own), then --resume. The
-    kill comes from the fault hook (keras_nmt/faults.py) right after update 10, before
+    kill comes from the fault hook (keras_nmt/core/faults.py) right after update 10, before
     anything is written for it, so the run is killed at a known step whatever the
     machine's speed: checkpoints 4 and 8 are on disk, and the resume starts from 8."""
     out, (status, output) = killed_run
@@ -246,7 +246,7 @@ def test_set_rho_with_the_compact_adam_and_budget_defaults(run_train, tmp_path):
     # The built-in corpus's compact settings choose Adam: Adadelta's rho would do nothing.
     assert_refused(run_train("--out", out, "--set", "rho=0.9"), "this run uses adam")
     # ... and give a budget of minutes, so the budget recipe is accepted there.
-    from keras_nmt.train_options import TrainOptions, new_run_config
+    from keras_nmt.runner.train_options import TrainOptions, new_run_config
 
     options = TrainOptions(recipe="budget").for_new_run()
     assert new_run_config(options).lr_schedule == "budget"
@@ -287,9 +287,9 @@ def test_resume_options_must_match_the_run(run_train, run_copy, args, expected):
 
 
 def test_resume_takes_the_run_s_values_and_accepts_the_same_ones(run_copy, tiny_corpus, tmp_path):
-    from keras_nmt.resume import resume_config
-    from keras_nmt.rundir import RunDir
-    from keras_nmt.train_options import TrainOptions
+    from keras_nmt.runner.resume import resume_config
+    from keras_nmt.rundir.run_directory import RunDir
+    from keras_nmt.runner.train_options import TrainOptions
 
     run = RunDir(run_copy)
     stored = run.load_config()
@@ -325,11 +325,11 @@ def test_resume_refuses_what_the_run_cannot_use(run_train, run_copy):
 
 
 def test_resume_checks_the_recorded_wmt14_options(run_copy, tmp_path, monkeypatch):
-    from keras_nmt.errors import ConfigError
+    from keras_nmt.core.errors import ConfigError
     from keras_nmt.corpus import wmt14
-    from keras_nmt.resume import options_record, resume_config
-    from keras_nmt.rundir import RunDir
-    from keras_nmt.train_options import TrainOptions
+    from keras_nmt.runner.resume import options_record, resume_config
+    from keras_nmt.rundir.run_directory import RunDir
+    from keras_nmt.runner.train_options import TrainOptions
 
     # What a run started with --data wmt14-en-fr --max-train-pairs 20 --cache-dir CACHE
     # and $KERAS_NMT_WMT14_MIRROR set records.
@@ -356,7 +356,7 @@ def test_a_run_without_a_budget_says_how_long_an_epoch_takes(run_train, tmp_path
     # Interrupted (Ctrl-C, as the fault hook's point after update 24 raises it) once the
     # estimate is out: it comes after update 21 (the first, which builds the graph, then
     # 20 timed).
-    from keras_nmt import faults
+    from keras_nmt.core import faults
 
     def interrupt(name, step=None):
         if name == "step" and step == 24:

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from support import ROOT, StreamProbe, peaked_weights_run
-from keras_nmt.constants import UNK
+from keras_nmt.core.constants import UNK
 from keras_nmt.text.word import tokenize
 
 PROG = "keras-nmt translate"
@@ -239,8 +239,8 @@ def test_unk_replacement_is_refused_for_rnnencdec(encdec_labelled_run, tiny_run,
                                  "RNNencdec model (encdec30) has none\n")
     assert stdout.getvalue() == ""
     # In an ensemble with an RNNsearch run there is attention to copy from (the mean).
-    from keras_nmt.config import check_attention
-    from keras_nmt.rundir import RunDir
+    from keras_nmt.core.config import check_attention
+    from keras_nmt.rundir.run_directory import RunDir
 
     check_attention(option, [RunDir(path).load_config() for path in (encdec_labelled_run, tiny_run)])
 
@@ -249,7 +249,7 @@ def test_a_line_of_sentences_is_split_unless_told(tiny_run, tmp_path):
     """In-process: a line of two sentences is translated as Translator translates it, split
     (its attention record has EOS after each sentence) or, with --no-split-sentences, whole."""
     from keras_nmt.cli.translate import main
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     first, second = "The man is here.", "A dog sleeps under the table."
     lines = [f"{first} {second}", "A dog."]
@@ -278,7 +278,7 @@ def test_input_is_read_one_chunk_ahead_of_the_output_whatever_its_size():
     import itertools
 
     from keras_nmt.cli.streaming import CHUNK_BATCHES, Output, translate_in_chunks
-    from keras_nmt.translation import Translation
+    from keras_nmt.decoding.translation import Translation
 
     read = []
 

@@ -1,4 +1,4 @@
-"""The model's confidence in a translation (keras_nmt.confidence): its formulas, the word
+"""The model's confidence in a translation (keras_nmt.decoding.confidence): its formulas, the word
 figures against the output's words for word and SentencePiece models, the Keras and
 onnxruntime paths, ``--min-confidence`` and ``score --confidence``."""
 
@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 from support import as_older_export, edit_json, onnx_files
 from keras_nmt.cli.common import LOW_CONFIDENCE_MARK
 from keras_nmt.cli.streaming import Output
-from keras_nmt.confidence import Confidence, confidence_of, join_confidences, word_of_tokens
-from keras_nmt.constants import EOS_ID
-from keras_nmt.errors import ExportError
-from keras_nmt.onnx_translator import OnnxTranslator
+from keras_nmt.decoding.confidence import Confidence, confidence_of, join_confidences, word_of_tokens
+from keras_nmt.core.constants import EOS_ID
+from keras_nmt.core.errors import ExportError
+from keras_nmt.decoding.onnx_translator import OnnxTranslator
 from keras_nmt.text.word import detokenize, token_words, tokenize
-from keras_nmt.translation import Translation, join_translations
+from keras_nmt.decoding.translation import Translation, join_translations
 
 LINES = ["The man is here.", "", "She sees the small dog. The dog is big.",
          "The children eat bread in the house."]
@@ -71,7 +71,7 @@ def glued_decoders():
     """Graph word decoders (keras_nmt.text.word_graph, what a SavedModel writes with) over
     a vocabulary of GLUED_TOKENS and a few that hold space-like characters."""
     from keras_nmt.text.word_graph import WordEncoder
-    from keras_nmt.vocab import RESERVED, Vocabulary
+    from keras_nmt.text.vocab import RESERVED, Vocabulary
 
     vocabulary = Vocabulary(list(RESERVED) + [t for t in GLUED_TOKENS if t] + SPACED_TOKENS)
     return vocabulary, {lang: WordEncoder(vocabulary, lang) for lang in ("fr", "en", "zh")}
@@ -86,12 +86,12 @@ SPACED_TOKENS = ["10\u00a0000", "a\u2009b", "x\u3000y"]
                          max_size=9), min_size=1, max_size=4),
        st.sampled_from(["fr", "en", "zh"]))
 def test_the_savedmodels_word_figures_are_the_prefix_rules(glued_decoders, outputs, lang):
-    """keras_nmt.confidence_graph gives each output the words and figures
-    keras_nmt.confidence gives it from the same log-probabilities (a batch of outputs of
+    """keras_nmt.decoding.confidence_graph gives each output the words and figures
+    keras_nmt.decoding.confidence gives it from the same log-probabilities (a batch of outputs of
     different lengths, space-like characters and glued tokens included)."""
     import tensorflow as tf
 
-    from keras_nmt.confidence_graph import word_confidences
+    from keras_nmt.decoding.confidence_graph import word_confidences
 
     vocabulary, decoders = glued_decoders
     decoder = decoders[lang]
@@ -181,14 +181,14 @@ def test_min_confidence_marks_or_withholds_the_lines_below_it():
 
 @pytest.fixture(scope="module")
 def keras_translator(tiny_run):
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     return Translator.from_run_dir(tiny_run)
 
 
 @pytest.fixture(scope="module")
 def spm_translator(tiny_spm_run):
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     return Translator.from_run_dir(tiny_spm_run)
 
@@ -300,7 +300,7 @@ def test_translate_and_score_cli_agree_and_mark_the_lines_below(cli_runner, tiny
     decoded = [r for r in records if r["text"]]
     # score --confidence of the translations' tokens: exp(mean token log-probability), and
     # the Python API's figures for them.
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     made = Translator.from_run_dir(tiny_run).translate(LINES, confidence=True,
                                                        split_sentences=False)
@@ -343,7 +343,7 @@ def test_translate_and_score_cli_agree_and_mark_the_lines_below(cli_runner, tiny
 def dropout_translator(run_copy, rate):
     """The tiny run with ``rate`` as its dropout (a layer without weights: the same
     weights load)."""
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     edit_json(run_copy / "config.json", dropout=rate)
     return Translator.from_run_dir(run_copy)
@@ -412,7 +412,7 @@ def test_dropout_samples_bad_requests_get_one_line(run_copy, keras_translator, c
 
 
 def test_sentence_signals_by_hand():
-    from keras_nmt.confidence import sentence_signals
+    from keras_nmt.decoding.confidence import sentence_signals
 
     attention = np.array([[0.5, 0.5, 0.0], [1.0, 0.0, 0.0]])  # source sums 1.5, 0.5, 0
     found = sentence_signals(np.log([0.5, 0.25]), np.array([1.0, 2.0]), attention)
@@ -423,7 +423,7 @@ def test_sentence_signals_by_hand():
 
 
 def test_force_signals_is_force_ids_with_each_tokens_entropy(keras_translator):
-    from keras_nmt.constants import EOS_ID
+    from keras_nmt.core.constants import EOS_ID
     from keras_nmt.evaluation.forced import force_ids, force_signals
 
     sources = [keras_translator.source(line).ids for line in LINES if line]

@@ -1,8 +1,8 @@
 import pytest
 
-from keras_nmt import config as config_lib
-from keras_nmt.config import COMPACT, VARIANTS, Config, parse_overrides, variant_config
-from keras_nmt.errors import ConfigError
+from keras_nmt.core import config as config_lib
+from keras_nmt.core.config import COMPACT, VARIANTS, Config, parse_overrides, variant_config
+from keras_nmt.core.errors import ConfigError
 
 
 def test_variants_are_the_papers_four():
@@ -54,7 +54,7 @@ def test_round_trip_and_compact_fields_exist():
 
 
 def test_the_budget_recipe_comes_before_set():
-    from keras_nmt.train_options import TrainOptions, resolve_config
+    from keras_nmt.runner.train_options import TrainOptions, resolve_config
 
     config = resolve_config(TrainOptions(variant="search50", data="somewhere", recipe="budget",
                                          overrides={"dropout": 0.3}))
@@ -68,7 +68,7 @@ def test_the_budget_recipe_comes_before_set():
 
 def test_the_recipe_help_reads_the_recipe(monkeypatch):
     from keras_nmt.cli.train import build_parser
-    from keras_nmt.config import RECIPES
+    from keras_nmt.core.config import RECIPES
 
     def recipe_help() -> str:
         return next(action.help for action in build_parser()._actions if "--recipe" in action.option_strings)
@@ -81,7 +81,7 @@ def test_the_recipe_help_reads_the_recipe(monkeypatch):
 
 
 def test_optimizer_fields_only_where_the_optimizer_reads_them():
-    from keras_nmt.config import OPTIMIZER_FIELDS, check_optimizer_fields
+    from keras_nmt.core.config import OPTIMIZER_FIELDS, check_optimizer_fields
 
     adam = variant_config("search50", {"optimizer": "adam"})
     with pytest.raises(ConfigError, match=r"^--set epsilon: only the adadelta optimizer reads "
@@ -96,15 +96,15 @@ def test_recipes_set_only_what_their_optimizer_reads():
     """Recipe values are not checked at run time (a user who picks another optimizer
     cannot take them back), so each recipe must be consistent on its own, and with the
     built-in corpus's compact settings under it."""
-    from keras_nmt.config import RECIPES, check_optimizer_fields
+    from keras_nmt.core.config import RECIPES, check_optimizer_fields
 
     for values in (COMPACT, *RECIPES.values(), *({**COMPACT, **r} for r in RECIPES.values())):
         check_optimizer_fields(variant_config("search50", values), values)
 
 
 def test_sizes_presets_and_their_defaults():
-    from keras_nmt.config import MEDIUM, RECIPES
-    from keras_nmt.train_options import TrainOptions, resolve_config
+    from keras_nmt.core.config import MEDIUM, RECIPES
+    from keras_nmt.runner.train_options import TrainOptions, resolve_config
 
     def dims(config):
         return (config.embedding, config.hidden, config.attention, config.maxout,
@@ -136,15 +136,15 @@ def test_sizes_presets_and_their_defaults():
     with pytest.raises(ConfigError, match="--preset budget is --size medium --recipe budget: "
                                           "it contradicts --size paper"):
         resolve_config(TrainOptions(preset="budget", size="paper"))
-    from keras_nmt.train_options import new_run_config
+    from keras_nmt.runner.train_options import new_run_config
 
     with pytest.raises(ConfigError, match="--paper-size is --size paper: it contradicts --size compact"):
         new_run_config(TrainOptions(paper_size=True, size="compact").for_new_run())
 
 
 def test_the_builtin_corpus_trains_with_its_recipe_and_the_papers_is_one_flag_away():
-    from keras_nmt.config import Config
-    from keras_nmt.train_options import TrainOptions, resolve_config
+    from keras_nmt.core.config import Config
+    from keras_nmt.runner.train_options import TrainOptions, resolve_config
 
     def training(config):
         return (config.optimizer, config.learning_rate, config.batch_size, config.lr_schedule,
@@ -173,7 +173,7 @@ def test_max_len_must_fit_the_prepared_splits_16_bit_lengths(cli_runner, tmp_pat
     """A longer max_len would wrap a length in prepared/ and misalign every later pair."""
     import numpy as np
 
-    from keras_nmt import prepared
+    from keras_nmt.data import prepared
 
     assert config_lib.MAX_LEN_LIMIT == prepared.MAX_LENGTH == np.iinfo(np.uint16).max
     assert variant_config("search50", {"max_len": 65_535}).max_len == 65_535

@@ -1,6 +1,6 @@
 """Constraints: phrases the output must include or avoid and a prefix it must start with,
 in the compiled search (keras_nmt.search.constrained) and through the Translator
-(keras_nmt.constraints), on tiny random models whose distributions are peaked."""
+(keras_nmt.decoding.constraints), on tiny random models whose distributions are peaked."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ import pytest
 import tensorflow as tf
 
 from keras_nmt import search
-from keras_nmt.constants import EOS_ID, UNK, UNK_ID
-from keras_nmt.constraints import (
+from keras_nmt.core.constants import EOS_ID, UNK, UNK_ID
+from keras_nmt.decoding.constraints import (
     Encoder, Glossary, LineConstraints, Phrase, SentenceConstraints, assign, fill_placeholders,
     find, padded_arrays, parse_constraints, read_constraints, unmet_phrases,
 )
-from keras_nmt.errors import ConstraintError
+from keras_nmt.core.errors import ConstraintError
 from keras_nmt.search import constrained as guide
 from keras_nmt.search.constrained import Constraints
-from keras_nmt.keras_translator import Translator
+from keras_nmt.decoding.keras_translator import Translator
 from support import SOURCES, build_model, peaked_weights_run
 
 VOCAB = 60
@@ -276,7 +276,7 @@ class Codec:
     """A target codec of whitespace tokens over a fixed vocabulary."""
 
     def __init__(self, words):
-        from keras_nmt.vocab import Vocabulary
+        from keras_nmt.text.vocab import Vocabulary
 
         self.vocabulary = Vocabulary(["<pad>", "<unk>", "<s>", "</s>", *words])
 

@@ -10,8 +10,8 @@ import json
 import numpy as np
 import pytest
 
-from keras_nmt.constraints import Glossary, LineConstraints
-from keras_nmt.errors import ExportError
+from keras_nmt.decoding.constraints import Glossary, LineConstraints
+from keras_nmt.core.errors import ExportError
 from keras_nmt.export import exporter
 from keras_nmt.export.savedmodel import ExportSettings, signature_summary
 from keras_nmt.export.serving_files import serving_md
@@ -45,7 +45,7 @@ def constrained_export(peaked_run, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def translator(peaked_run):
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     return Translator.from_run_dir(peaked_run)
 
@@ -85,7 +85,7 @@ def test_the_summary_and_serving_md_name_the_constrained_signature_and_model():
 
 def test_an_export_without_the_constrained_model_refuses_constraints(tiny_export, tmp_path,
                                                                      cli_runner):
-    from keras_nmt.onnx_translator import OnnxTranslator
+    from keras_nmt.decoding.onnx_translator import OnnxTranslator
 
     translator = OnnxTranslator.from_export_dir(tiny_export)
     assert not translator.constrains
@@ -111,7 +111,7 @@ def test_keras_savedmodel_and_onnx_give_the_same_constrained_translations(
 
     from keras_nmt.export import parity
     from keras_nmt.export.loaders import SessionModel
-    from keras_nmt.onnx_translator import OnnxTranslator
+    from keras_nmt.decoding.onnx_translator import OnnxTranslator
 
     found = line_constraints(translator)
     keras = translator.translate(LINES, beam_size=BEAM, constraints=found)
@@ -195,7 +195,7 @@ def test_onnx_translate_takes_constraints_prefixes_and_a_glossary(constrained_ex
 
 @pytest.mark.slow
 def test_the_int8_selecting_constrained_model_meets_the_constraints(tiny_run, tmp_path):
-    from keras_nmt.onnx_translator import OnnxTranslator
+    from keras_nmt.decoding.onnx_translator import OnnxTranslator
 
     out = export(tiny_run, tmp_path / "export", "--shortlist", "5,2", "--int8")
     metadata = json.loads((onnx_files(out) / "nmt.onnx.json").read_text())

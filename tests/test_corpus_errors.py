@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from keras_nmt import run_data
-from keras_nmt.rundir import RunDir
-from keras_nmt.train_options import TrainOptions, new_run_config
+from keras_nmt.runner import run_data
+from keras_nmt.rundir.run_directory import RunDir
+from keras_nmt.runner.train_options import TrainOptions, new_run_config
 
 from support import tiny_args
 

@@ -1,5 +1,5 @@
 """Crash safety: SIGKILL at named points (the KERAS_NMT_TEST_HOOK test hook, see
-keras_nmt/faults.py), a torn checkpoint, a full disk, a diverging loss. Every time,
+keras_nmt/core/faults.py), a torn checkpoint, a full disk, a diverging loss. Every time,
 ``--resume`` must find a complete checkpoint and the run must finish."""
 
 import json
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import tensorflow as tf
 
-from keras_nmt.faults import HOOK_ENV
-from keras_nmt.model_weights import checkpoint_problem
+from keras_nmt.core.faults import HOOK_ENV
+from keras_nmt.rundir.model_weights import checkpoint_problem
 from support import ROOT, run_logged, tiny_args
 
 TRAIN_ARGS = tiny_args(shuffle_buffer=100, checkpoint_every=2, eval_every=3)
@@ -172,7 +172,7 @@ def test_failure_at_every_point_then_resume_finishes_all_points(crash_chain_all)
 def test_huge_learning_rate_diverges_and_names_the_checkpoint(tmp_path):
     from support import fixed_batch_trainer as _trainer
 
-    from keras_nmt.errors import TrainingDiverged
+    from keras_nmt.core.errors import TrainingDiverged
     from keras_nmt.training import TrainingBudget
 
     trainer = _trainer(tmp_path, optimizer="sgd", learning_rate=1e30, checkpoint_every=1)
@@ -195,7 +195,7 @@ def test_huge_learning_rate_diverges_and_names_the_checkpoint(tmp_path):
 def test_no_complete_checkpoint_is_a_clear_error(tmp_path):
     from support import fixed_batch_trainer as _trainer
 
-    from keras_nmt.errors import RunDirError
+    from keras_nmt.core.errors import RunDirError
     from keras_nmt.training import TrainingBudget
 
     trainer = _trainer(tmp_path, checkpoint_every=2)
@@ -238,7 +238,7 @@ def test_a_torn_newest_checkpoint_gives_way_to_the_one_before_it(tmp_path):
 def test_a_failed_checkpoint_write_is_one_line_in_the_systems_words(tmp_path, monkeypatch):
     from support import fixed_batch_trainer as _trainer
 
-    from keras_nmt.errors import RunWriteError
+    from keras_nmt.core.errors import RunWriteError
     from keras_nmt.training import checkpoints as checkpoints_lib
 
     assert checkpoints_lib._os_reason(OSError(28, "No space left on device")) == (

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_nmt import data
-from keras_nmt.config import variant_config
+from keras_nmt.data import pipelines as data
+from keras_nmt.core.config import variant_config
 from keras_nmt.corpus.readers import find_corpus
 from keras_nmt.corpus.scan import scan_training_split
-from keras_nmt.errors import ConfigError
+from keras_nmt.core.errors import ConfigError
 from keras_nmt.text.word_graph import WordEncoder
-from keras_nmt.vocab import Vocabulary
+from keras_nmt.text.vocab import Vocabulary
 
 MAX_LEN = 30
 

@@ -1,4 +1,4 @@
-"""keras_nmt.ensemble: averaging models' probabilities, and which runs may be combined."""
+"""keras_nmt.decoding.ensemble: averaging models' probabilities, and which runs may be combined."""
 
 import math
 import shutil
@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_nmt.ensemble import Ensemble, check_compatible
-from keras_nmt.errors import EnsembleError, RunDirError
-from keras_nmt.models import TranslationModel
-from keras_nmt.rundir import RunDir
-from keras_nmt.keras_translator import Translator
+from keras_nmt.decoding.ensemble import Ensemble, check_compatible
+from keras_nmt.core.errors import EnsembleError, RunDirError
+from keras_nmt.models.rnnsearch import TranslationModel
+from keras_nmt.rundir.run_directory import RunDir
+from keras_nmt.decoding.keras_translator import Translator
 
 LINES = ["The man is here.", "", "The round red Italian knives are on the table.", "A dog."]
 

@@ -13,9 +13,9 @@ import pytest
 
 from keras_nmt.evaluation import alignment, plots, scoring
 from keras_nmt.text.word import WordCodec
-from keras_nmt.translation import Translation
-from keras_nmt.constants import RESERVED
-from keras_nmt.vocab import Vocabulary
+from keras_nmt.decoding.translation import Translation
+from keras_nmt.core.constants import RESERVED
+from keras_nmt.text.vocab import Vocabulary
 from keras_nmt.text.word import tokenize
 from support import ROOT, child_env
 
@@ -178,9 +178,9 @@ def test_a_summary_without_long_sentences_is_strict_json(tiny_run, tmp_path):
     (it said NaN, which is not JSON)."""
     import math
 
-    from keras_nmt.atomic import write_json_atomic
+    from keras_nmt.core.atomic import write_json_atomic
     from keras_nmt.corpus.readers import ParallelFiles
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     (tmp_path / "test.en").write_text("the cat .\nthe small dog is here .\n", encoding="utf-8")
     (tmp_path / "test.fr").write_text("le chat .\nle petit chien est ici .\n", encoding="utf-8")
@@ -198,7 +198,7 @@ def test_a_summary_without_long_sentences_is_strict_json(tiny_run, tmp_path):
 
 
 def test_forced_attention_single_model_and_ensemble(tiny_run, tiny_corpus, tmp_path):
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     sources = (tiny_corpus / "test.en").read_text(encoding="utf-8").splitlines()[:3] + ["", "a b"]
     references = (tiny_corpus / "test.fr").read_text(encoding="utf-8").splitlines()[:3] + ["x", ""]
@@ -341,8 +341,8 @@ def test_cli_alignment_and_option_errors(run_cli, tiny_run, files, tmp_path):
 def test_cli_encdec_has_no_alignments_or_heat_maps(run_cli, tiny_corpus, tmp_path):
     """RNNencdec has no attention: evaluate scores it but reports no AER (the .align file
     beside --src is skipped) and draws no Fig. 3."""
-    from keras_nmt import experiment
-    from keras_nmt.train_options import TrainOptions
+    from keras_nmt.runner import experiment
+    from keras_nmt.runner.train_options import TrainOptions
     from support import TINY_SETTINGS
 
     run_dir = tmp_path / "encdec30"
@@ -426,8 +426,8 @@ def test_tune_picks_the_best_pair_stores_it_and_the_commands_use_it(tiny_run, ti
     from keras_nmt.cli import evaluate as evaluate_cli
     from keras_nmt.cli import export as export_cli
     from keras_nmt.cli import translate as translate_cli
-    from keras_nmt.rundir import RunDir
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.rundir.run_directory import RunDir
+    from keras_nmt.decoding.keras_translator import Translator
 
     run = tmp_path / "run"
     shutil.copytree(tiny_run, run)

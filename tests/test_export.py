@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from keras_nmt.cli import export as cli
-from keras_nmt.errors import ExportError
+from keras_nmt.core.errors import ExportError
 from keras_nmt.export import exporter, parity
 from support import BAD_INPUTS, onnx_files, run_translator, savedmodel_loaders
 
@@ -43,7 +43,7 @@ def test_onnx_files(exported):
 
     import onnx
 
-    from keras_nmt.vocab import Vocabulary
+    from keras_nmt.text.vocab import Vocabulary
 
     proto = onnx.load(str(onnx_files(exported) / "nmt.onnx"))
     onnx.checker.check_model(proto)

@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from keras_nmt.ensemble import Ensemble
+from keras_nmt.decoding.ensemble import Ensemble
 from keras_nmt.evaluation import forced
-from keras_nmt.models import TranslationModel
-from keras_nmt.keras_translator import Translator, default_max_source_len
+from keras_nmt.models.rnnsearch import TranslationModel
+from keras_nmt.decoding.keras_translator import Translator, default_max_source_len
 from support import scored_pairs, training_nll
 
 

@@ -10,9 +10,9 @@ import pytest
 
 from support import ROOT, child_env, onnx_files, run_translator, scored_pairs
 from keras_nmt.evaluation.forced import ForcedPair, force_decode
-from keras_nmt.errors import ExportError
+from keras_nmt.core.errors import ExportError
 from keras_nmt.export import parity
-from keras_nmt.onnx_translator import OnnxTranslator
+from keras_nmt.decoding.onnx_translator import OnnxTranslator
 
 
 class TokensCodec:
@@ -120,9 +120,9 @@ def test_an_export_without_the_forced_model_says_to_export_again(tiny_export, tm
 def test_encdec_forced_model_gives_log_probabilities_only(tmp_path, translator):
     """RNNencdec has no attention: its forced model has no attention output, and its
     log-probabilities are the TensorFlow ones."""
-    from keras_nmt.config import Config
+    from keras_nmt.core.config import Config
     from keras_nmt.export.onnx_conversion import OnnxModel, convert_forced
-    from keras_nmt.models import TranslationModel
+    from keras_nmt.models.rnnsearch import TranslationModel
 
     config = Config.from_dict({**translator.model.config.to_dict(), "architecture": "encdec",
                                "variant": "encdec30"})
@@ -150,7 +150,7 @@ def test_alignment_path_imports_no_tensorflow(tiny_export, translator, pairs):
         "import json, sys\n"
         "from keras_nmt.cli import TRAINING_PACKAGES\n"
         "for name in TRAINING_PACKAGES: sys.modules[name] = None\n"
-        "from keras_nmt.onnx_translator import OnnxTranslator\n"
+        "from keras_nmt.decoding.onnx_translator import OnnxTranslator\n"
         f"served = OnnxTranslator.from_export_dir({str(tiny_export)!r})\n"
         f"pairs = served.align({sources!r}, {targets!r})\n"
         "best = served.translate(['a b c'], align=True)[0].alignment\n"

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from keras_nmt.cli import translate
 from keras_nmt.text import sentences_graph, word as tokenizer, word_graph as text
 from keras_nmt.text.sentences import split_sentences
-from keras_nmt.keras_translator import Translator
+from keras_nmt.decoding.keras_translator import Translator
 from fuzzing import ASSIGNED_CHAR, EXAMPLES, LINE, LINES_PER_BATCH, fuzz, line_strategy
 
 def test_fuzzing_is_repeatable(request):

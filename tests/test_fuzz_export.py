@@ -4,7 +4,7 @@ return one output per input line, for any Unicode text (see tests/fuzzing.py for
 strategies and KERAS_NMT_FUZZ_EXAMPLES). The export decodes with vocabulary selection
 (``--shortlist``), the harder path: a batch's candidate words depend on its input.
 
-The onnxruntime path is :class:`keras_nmt.onnx_translator.OnnxTranslator`.
+The onnxruntime path is :class:`keras_nmt.decoding.onnx_translator.OnnxTranslator`.
 """
 
 import pytest
@@ -17,8 +17,8 @@ from fuzzing import EXAMPLES, LINE, LINES_PER_BATCH, fuzz  # noqa: E402
 
 from keras_nmt.text import word as tokenizer  # noqa: E402
 from keras_nmt.text.sentences import split_sentences  # noqa: E402
-from keras_nmt import onnx_translator  # noqa: E402
-from keras_nmt.keras_translator import default_max_source_len  # noqa: E402
+from keras_nmt.decoding import onnx_translator  # noqa: E402
+from keras_nmt.decoding.keras_translator import default_max_source_len  # noqa: E402
 
 NAME = "nmt"
 

@@ -53,8 +53,8 @@ def test_a_split_too_small_for_two_halves_writes_nothing(tmp_path):
 
 def test_training_without_a_test_split_selects_on_one_half_and_reports_the_other(
         tiny_corpus, tiny_settings, tmp_path, capsys, cli_runner):
-    from keras_nmt import experiment
-    from keras_nmt.train_options import TrainOptions
+    from keras_nmt.runner import experiment
+    from keras_nmt.runner.train_options import TrainOptions
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -105,8 +105,8 @@ def test_a_development_split_too_small_to_cut_is_used_whole_with_a_warning(
         tiny_corpus, tiny_settings, tmp_path, capsys):
     """No test split and a valid split of two lines in one half: it both selects and is
     reported. Training says so in one line (even with --quiet) and summary.json records it."""
-    from keras_nmt import experiment
-    from keras_nmt.train_options import TrainOptions
+    from keras_nmt.runner import experiment
+    from keras_nmt.runner.train_options import TrainOptions
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_nmt.config import variant_config
+from keras_nmt.core.config import variant_config
 from keras_nmt.layers import AdditiveAttention, ConditionalGRUCell, MaxoutReadout
 from keras_nmt.layers.row_layout import hypotheses_per_sentence, rows_of, tile_rows
 from keras_nmt.layers.initializers import BlockOrthogonal
-from keras_nmt.models import TranslationModel, sentence_nll
+from keras_nmt.models.rnnsearch import TranslationModel, sentence_nll
 
 # Every dimension a different size (not support.TINY_SETTINGS): a matrix used the wrong
 # way round fails on its shape.

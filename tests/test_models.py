@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_nmt.config import variant_config
-from keras_nmt.errors import ConfigError
-from keras_nmt.models import sampled_candidates, sampled_sentence_nll, sentence_nll
+from keras_nmt.core.config import variant_config
+from keras_nmt.core.errors import ConfigError
+from keras_nmt.models.rnnsearch import sampled_candidates, sampled_sentence_nll, sentence_nll
 
 
 def _random(seed, batch=3, time=4, units=6, vocab=11):
@@ -131,7 +131,7 @@ def test_training_with_a_sampled_softmax_lowers_the_full_nll(tmp_path, smoothing
 def test_dropout_acts_in_training_only_and_is_off_in_the_paper_variants():
     import keras
 
-    from keras_nmt.models import TranslationModel
+    from keras_nmt.models.rnnsearch import TranslationModel
 
     tiny = {"embedding": 8, "hidden": 8, "attention": 8, "maxout": 4, "src_vocab_size": 12,
             "tgt_vocab_size": 12}

@@ -6,11 +6,11 @@ import shutil
 
 import pytest
 
-from keras_nmt import experiment
+from keras_nmt.runner import experiment
 from keras_nmt.corpus import builtin
-from keras_nmt.errors import RunDirError
-from keras_nmt.rundir import RunDir
-from keras_nmt.train_options import TrainOptions
+from keras_nmt.core.errors import RunDirError
+from keras_nmt.rundir.run_directory import RunDir
+from keras_nmt.runner.train_options import TrainOptions
 from support import TINY_SETTINGS
 
 # The built-in corpus made small: its default 30,000 pairs take minutes to train and test on.

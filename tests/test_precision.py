@@ -13,8 +13,8 @@ import tensorflow as tf
 from support import fixed_batch_trainer as _trainer, fixed_batches as _batches
 
 from keras_nmt import search
-from keras_nmt.config import PRECISIONS, variant_config
-from keras_nmt.models import TranslationModel
+from keras_nmt.core.config import PRECISIONS, variant_config
+from keras_nmt.models.rnnsearch import TranslationModel
 from keras_nmt.training import TrainingBudget
 from support import savedmodel_loaders
 
@@ -83,7 +83,7 @@ def test_train_py_writes_the_summary(precision_runs, precision):
 
 @pytest.mark.parametrize("precision", PRECISIONS)
 def test_translator_decodes_in_the_runs_precision(precision_runs, tiny_corpus, precision):
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     translator = Translator.from_run_dir(precision_runs[precision])
     assert translator.model.compute_dtype == precision.replace("mixed_", "")
@@ -107,7 +107,7 @@ def test_translator_decodes_in_the_runs_precision(precision_runs, tiny_corpus, p
 def test_the_three_precisions_find_the_same_tokens(precision_runs, tiny_corpus):
     """The same float32 weights decoded in each precision: the same greedy output where
     the margins allow, so on most sentences of a trained model."""
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     lines = (tiny_corpus / "valid.en").read_text(encoding="utf-8").splitlines()
     outputs = {}
@@ -127,7 +127,7 @@ def test_a_mixed_precision_run_exports_and_serves(precision_runs, precision, tmp
     the run's model in float32 once, and both the SavedModel and the ONNX conversion are
     made of that model: tiny_export's ONNX covers the conversion (~20 s each)."""
     from keras_nmt.cli import export
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     run = precision_runs[precision]
     assert export.main([str(run), "--out", str(tmp_path)]) == 0
@@ -141,11 +141,11 @@ def test_a_mixed_precision_run_exports_and_serves(precision_runs, precision, tmp
 
 
 def _tiny_pipeline(tiny_corpus, length_multiple, batch_size=8):
-    from keras_nmt import data
+    from keras_nmt.data import pipelines as data
     from keras_nmt.corpus.readers import find_corpus
     from keras_nmt.corpus.scan import scan_training_split
     from keras_nmt.text.word_graph import WordEncoder
-    from keras_nmt.vocab import Vocabulary
+    from keras_nmt.text.vocab import Vocabulary
 
     files = find_corpus(tiny_corpus, "en", "fr")["train"]
     stats = scan_training_split(files, "en", "fr", 40)
@@ -177,7 +177,7 @@ def test_jit_training_compiles_once_per_width(tmp_path, tiny_corpus):
                                          "maxout": 4, "src_vocab_size": 60,
                                          "tgt_vocab_size": 60, "batch_size": 8,
                                          "length_multiple": 8, "eval_every": 1000})
-    from keras_nmt.rundir import RunDir
+    from keras_nmt.rundir.run_directory import RunDir
     from keras_nmt.training import Trainer
 
     batches = _tiny_pipeline(tiny_corpus, 8)
@@ -193,7 +193,7 @@ def test_jit_training_compiles_once_per_width(tmp_path, tiny_corpus):
 
 
 def test_translator_under_jit_decodes_whole_blocks_alike(tiny_run, tiny_corpus):
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     plain = Translator.from_run_dir(tiny_run)
     compiled = Translator(plain.model, plain.source_codec, plain.target_codec, jit_compile=True)

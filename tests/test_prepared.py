@@ -11,16 +11,17 @@ import pytest
 import tensorflow as tf
 
 from support import TINY_SETTINGS
-from keras_nmt import data, experiment, prepared
+from keras_nmt.data import pipelines as data, prepared
+from keras_nmt.runner import experiment
 from keras_nmt.corpus.readers import ParallelFiles
-from keras_nmt.errors import CorpusError, PreparedError
-from keras_nmt.rundir import RunDir
+from keras_nmt.core.errors import CorpusError, PreparedError
+from keras_nmt.rundir.run_directory import RunDir
 from keras_nmt.text import codecs, word
 from keras_nmt.text.sentencepiece import (
     SegmentationSampler, SentencePieceCodec, train_sentencepiece,
 )
-from keras_nmt.train_options import TrainOptions
-from keras_nmt.vocab import Vocabulary
+from keras_nmt.runner.train_options import TrainOptions
+from keras_nmt.text.vocab import Vocabulary
 
 MAX_LEN = 12
 

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from keras_nmt import progress as progress_lib
+from keras_nmt.core import progress as progress_lib
 from support import STARTUP_NOISE as NOISE, open_descriptors
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from keras_nmt.cli import export as export_cli
 from keras_nmt.cli import onnx_translate as onnx_cli
-from keras_nmt.errors import ExportError
+from keras_nmt.core.errors import ExportError
 from keras_nmt.export import exporter, onnx_rewrites, quantize
 from support import onnx_files
 from onnx_models import loop_model
@@ -206,8 +206,8 @@ def _corrupted(path, tmp_path):
 
 
 def test_int8_check_refuses_a_degraded_model(int8_export, tiny_run, tmp_path, monkeypatch):
-    from keras_nmt.rundir import RunDir
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.rundir.run_directory import RunDir
+    from keras_nmt.decoding.keras_translator import Translator
 
     run = RunDir(tiny_run).inspect("best")
     translator = Translator.from_run_dir(tiny_run)

@@ -6,7 +6,7 @@ import pytest
 
 from keras_nmt.corpus.readers import ParallelFiles, find_corpus
 from keras_nmt.corpus.scan import scan_training_split
-from keras_nmt.errors import CorpusError
+from keras_nmt.core.errors import CorpusError
 
 
 def write_split(directory, split, src_lines, tgt_lines, src="en", tgt="fr", newline="\n"):
@@ -109,7 +109,7 @@ def test_file_lines_split_as_stdin_is_split(tmp_path):
 
 def test_file_lines_name_the_file_and_line_of_bad_bytes(tmp_path):
     from keras_nmt.corpus.readers import file_lines
-    from keras_nmt.errors import InputError
+    from keras_nmt.core.errors import InputError
 
     (tmp_path / "bad.txt").write_bytes(b"ok\nbad \xff byte\n")
     with pytest.raises(InputError, match=r"bad\.txt: line 2 is not UTF-8 text \(bad byte at column 5\)"):

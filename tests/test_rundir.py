@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from keras_nmt.errors import RunDirError
-from keras_nmt.rundir import RunDir
+from keras_nmt.core.errors import RunDirError
+from keras_nmt.rundir.run_directory import RunDir
 from keras_nmt.text import word
 from support import ROOT
 
@@ -21,7 +21,7 @@ OLD_RUN = FIXTURES / "run-0.1.0"
 def test_inspect_reads_small_files_without_tensorflow():
     code = (
         "import sys\n"
-        "from keras_nmt.rundir import RunDir\n"
+        "from keras_nmt.rundir.run_directory import RunDir\n"
         f"files = RunDir({str(OLD_RUN)!r}).inspect()\n"
         "assert files.src == 'en' and files.tgt == 'fr', files\n"
         "assert files.source_codec.kind == 'word'\n"
@@ -56,7 +56,7 @@ def test_graph_encoders_agree_with_the_python_codecs():
 
 
 def test_a_run_directory_of_version_0_1_0_translates_as_it_did():
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     expected = json.loads((FIXTURES / "run-0.1.0-translations.json").read_text(encoding="utf-8"))
     translator = Translator.from_run_dir(OLD_RUN)

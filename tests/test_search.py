@@ -15,8 +15,8 @@ import pytest
 import tensorflow as tf
 
 from keras_nmt import search
-from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID, UNK_ID
-from keras_nmt.lexicon import RARE_MARK
+from keras_nmt.core.constants import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from keras_nmt.lexicon.table import RARE_MARK
 from keras_nmt.search.candidates import ALIVE, DEAD, row_candidates
 from keras_nmt.search.top_k import BLOCK, top_k_over_vocabulary
 

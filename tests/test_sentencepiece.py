@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_nmt.rundir import RunDir
-from keras_nmt.errors import CodecError
+from keras_nmt.rundir.run_directory import RunDir
+from keras_nmt.core.errors import CodecError
 from keras_nmt.text import codecs
 from keras_nmt.text.sentencepiece import MODEL_TYPES, SentencePieceCodec, train_sentencepiece
 from keras_nmt.text.sentencepiece_graph import SentencePieceEncoder
-from keras_nmt.constants import EOS_ID, PAD_ID, RESERVED, UNK_ID
+from keras_nmt.core.constants import EOS_ID, PAD_ID, RESERVED, UNK_ID
 
 SAMPLES = [
     "L'homme n'est pas là ; aujourd'hui, c'est « fini » !",
@@ -120,7 +120,7 @@ def spm_run(tiny_spm_run):
 
 
 def test_sentencepiece_run_directory(spm_run):
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     out, summary = spm_run
     info = json.loads((out / "data.json").read_text())
@@ -167,12 +167,12 @@ def test_translate_cli_needs_only_the_run_directory(spm_run, tmp_path, cli_runne
 
 
 def test_a_joint_vocabulary_is_one_model_of_both_sides(tiny_corpus, tmp_path):
-    from keras_nmt import run_data
-    from keras_nmt.config import variant_config
+    from keras_nmt.runner import run_data
+    from keras_nmt.core.config import variant_config
     from keras_nmt.corpus.readers import ParallelFiles
-    from keras_nmt.errors import ConfigError
-    from keras_nmt.progress import Progress
-    from keras_nmt.train_options import TrainOptions
+    from keras_nmt.core.errors import ConfigError
+    from keras_nmt.core.progress import Progress
+    from keras_nmt.runner.train_options import TrainOptions
 
     train = ParallelFiles(tiny_corpus / "train.en", tiny_corpus / "train.fr")
     lines = len((tiny_corpus / "train.en").read_text(encoding="utf-8").splitlines())
@@ -203,11 +203,11 @@ def test_a_joint_vocabulary_is_one_model_of_both_sides(tiny_corpus, tmp_path):
 def test_a_run_s_sentencepiece_type_chooses_its_models(tiny_corpus, tmp_path):
     from sentencepiece import sentencepiece_model_pb2
 
-    from keras_nmt import run_data
-    from keras_nmt.config import variant_config
+    from keras_nmt.runner import run_data
+    from keras_nmt.core.config import variant_config
     from keras_nmt.corpus.readers import ParallelFiles
-    from keras_nmt.progress import Progress
-    from keras_nmt.train_options import TrainOptions
+    from keras_nmt.core.progress import Progress
+    from keras_nmt.runner.train_options import TrainOptions
 
     train = ParallelFiles(tiny_corpus / "train.en", tiny_corpus / "train.fr")
     lines = len((tiny_corpus / "train.en").read_text(encoding="utf-8").splitlines())
@@ -250,11 +250,11 @@ def test_a_run_s_models_follow_its_seed(tiny_corpus, tmp_path, monkeypatch):
     reaches the sample (made small here, so that the 400 lines exceed it)."""
     import functools
 
-    from keras_nmt import run_data
-    from keras_nmt.config import variant_config
+    from keras_nmt.runner import run_data
+    from keras_nmt.core.config import variant_config
     from keras_nmt.corpus.readers import ParallelFiles
-    from keras_nmt.progress import Progress
-    from keras_nmt.train_options import TrainOptions
+    from keras_nmt.core.progress import Progress
+    from keras_nmt.runner.train_options import TrainOptions
 
     monkeypatch.setattr(run_data, "train_sentencepiece",
                         functools.partial(train_sentencepiece, sample_size=100))

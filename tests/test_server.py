@@ -36,12 +36,12 @@ from support import (
     headless_chromium, onnx_files, page_wait,
 )
 from keras_nmt.cli import serve as serve_cli
-from keras_nmt.constraints import Glossary, LineConstraints
-from keras_nmt.errors import RequestError
+from keras_nmt.decoding.constraints import Glossary, LineConstraints
+from keras_nmt.core.errors import RequestError
 from keras_nmt.serving import client as tfserving_client, priority
 from keras_nmt.serving.batcher import Batcher
 from keras_nmt.serving.metrics import PATH as METRICS_PATH
-from keras_nmt.onnx_translator import OnnxTranslator
+from keras_nmt.decoding.onnx_translator import OnnxTranslator
 from keras_nmt.serving.registry import Registry
 from keras_nmt.serving.server import ServerOptions
 from keras_nmt.serving.rest_formats import float32_json
@@ -308,7 +308,7 @@ def test_a_line_of_sentences_is_split_as_the_export_says_unless_told(served, tra
         t.text for t in translator.translate(lines)]
     # And the Python Translator agrees (scores; the barely trained model's tied hypotheses
     # may differ between onnxruntime and TensorFlow).
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     reference = Translator.from_run_dir(tiny_run).translate(lines, beam_size=3)
     assert [len(t.sentences) for t in reference] == [2, 0]
@@ -1358,7 +1358,7 @@ def test_the_server_runs_with_a_short_switch_interval_and_threads_that_may_sleep
     OnnxTranslator keeps onnxruntime's spinning."""
     import sys
 
-    from keras_nmt.onnx_translator import OnnxTranslator
+    from keras_nmt.decoding.onnx_translator import OnnxTranslator
     from keras_nmt.serving.server import TranslationServer
 
     seen = []

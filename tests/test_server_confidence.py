@@ -16,7 +16,7 @@ import pytest
 from support import ServerThread, as_older_export, onnx_files
 from keras_nmt.cli import onnx_translate as onnx_cli
 from keras_nmt.cli import tfserving_client as client_cli
-from keras_nmt.errors import ServingError
+from keras_nmt.core.errors import ServingError
 from keras_nmt.serving import client as tfserving_client
 from keras_nmt.serving.registry import Registry
 

@@ -22,10 +22,10 @@ from support import (
     CHROMEDRIVER, CHROMIUM, ROOT, ServerThread, headless_chromium, page_wait, run_logged,
 )
 from keras_nmt.cli import tfserving_client as client_cli
-from keras_nmt.constraints import Glossary, LineConstraints
-from keras_nmt.errors import ConstraintError
+from keras_nmt.decoding.constraints import Glossary, LineConstraints
+from keras_nmt.core.errors import ConstraintError
 from keras_nmt.serving import client as tfserving_client
-from keras_nmt.onnx_translator import OnnxTranslator
+from keras_nmt.decoding.onnx_translator import OnnxTranslator
 from keras_nmt.serving.registry import Registry
 from keras_nmt.serving.server import ConstrainedLine, Search
 

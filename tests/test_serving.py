@@ -30,13 +30,13 @@ import numpy as np
 import pytest
 
 from keras_nmt.export import EXPORT_ALPHA
-from keras_nmt.constants import RESERVED, UNK
+from keras_nmt.core.constants import RESERVED, UNK
 from keras_nmt.text import word as tokenizer
 from keras_nmt.cli import onnx_translate as onnx_cli, tfserving_client as client_cli
-from keras_nmt import onnx_translator
-from keras_nmt.errors import ExportError, ServingError, Unreachable
+from keras_nmt.decoding import onnx_translator
+from keras_nmt.core.errors import ExportError, ServingError, Unreachable
 from keras_nmt.serving.client import GrpcTransport, RestTransport, TFServingClient
-from keras_nmt.translation import Translation
+from keras_nmt.decoding.translation import Translation
 from support import HARD_LINES, ROOT, StreamProbe, child_env, onnx_files, onnx_translate_probe
 
 CLIENT = ROOT / "serving" / "tfserving_client.py"
@@ -650,7 +650,7 @@ def tiny_expected(tiny_export, tiny_run, tiny_corpus):
     """Sentences (test set + hard lines + lines of 2 and 3 test sentences) and Translator's
     translations of them at the export's beam and alpha: what every serving path must
     give (the SavedModel and the onnxruntime path split lines as Translator does)."""
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     metadata = json.loads((onnx_files(tiny_export) / "nmt.onnx.json").read_text("utf-8"))
     test = (tiny_corpus / "test.en").read_text("utf-8").splitlines()
@@ -699,7 +699,7 @@ def test_served_export_equals_translator(tiny_standin, tiny_expected, path):
 
 
 def test_served_export_at_another_beam_equals_translator(tiny_standin, tiny_expected, tiny_run):
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     sentences, _ = tiny_expected
     expected = Translator.from_run_dir(tiny_run).translate(sentences, beam_size=2, alpha=0.5)
@@ -722,7 +722,7 @@ def test_served_export_at_another_beam_keeps_the_exports_alpha(tiny_standin, tin
                                                                tiny_run, tiny_export):
     """--beam without --alpha: the SavedModel's translate signature reads the client's alpha
     -1 as its own (here the config's 1.0); at -1 itself the scores would be far off."""
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     sentences, _ = tiny_expected
     alpha = json.loads((onnx_files(tiny_export) / "nmt.onnx.json").read_text("utf-8"))["alpha"]
@@ -740,7 +740,7 @@ def test_served_export_at_another_beam_keeps_the_exports_alpha(tiny_standin, tin
 def test_onnx_translate_equals_translator_without_tensorflow(tiny_export, tiny_expected):
     sentences, expected = tiny_expected
     api_call = (  # the Python API too: tokens and unrounded scores
-        "from keras_nmt.onnx_translator import OnnxTranslator\n"
+        "from keras_nmt.decoding.onnx_translator import OnnxTranslator\n"
         f"lines = json.loads({json.dumps(json.dumps(sentences))})\n"
         f"results = OnnxTranslator.from_export_dir({str(tiny_export)!r}).translate(lines)\n"
         "print(json.dumps([[r.tokens, r.score, r.truncated] for r in results]), file=sys.stderr)\n"
@@ -771,7 +771,7 @@ def test_the_savedmodel_gives_each_lines_confidence(tiny_standin, tiny_expected,
     after the other, padded with "" and 0."""
     import urllib.request
 
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     sentences, expected = tiny_expected
     with urllib.request.urlopen(urllib.request.Request(

@@ -11,16 +11,16 @@ import numpy as np
 import pytest
 
 from support import onnx_files, savedmodel_loaders, shortlist_candidates
-from keras_nmt import lexicon as lexicon_lib
-from keras_nmt import pair_sample
+from keras_nmt.lexicon import table as lexicon_lib
+from keras_nmt.data import pair_sample
 from keras_nmt.cli import evaluate as evaluate_cli
 from keras_nmt.cli import lexicon as lexicon_cli
 from keras_nmt.cli import onnx_translate as onnx_cli
 from keras_nmt.cli import translate as translate_cli
-from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID
-from keras_nmt.errors import LexiconError
+from keras_nmt.core.constants import BOS_ID, EOS_ID, PAD_ID
+from keras_nmt.core.errors import LexiconError
 from keras_nmt.export import parity
-from keras_nmt.rundir import RunDir
+from keras_nmt.rundir.run_directory import RunDir
 
 SHORTLIST = (5, 2)  # the tiny run's 5 most frequent words and 2 translations a word
 BEAM = 3
@@ -245,8 +245,8 @@ def test_the_table_reads_the_ids_training_read(tiny_run, tmp_path):
     """The lexical table's pairs are the prepared split's (training's own ids): the same
     table as tokenizing the text again, where the two tokenizations agree, and a sample
     of the prepared pairs spread through them."""
-    from keras_nmt.prepared import PreparedSplit
-    from keras_nmt.progress import Progress
+    from keras_nmt.data.prepared import PreparedSplit
+    from keras_nmt.core.progress import Progress
 
     run = tmp_path / "run"
     shutil.copytree(tiny_run, run, ignore=shutil.ignore_patterns("tensorboard"))
@@ -303,7 +303,7 @@ def test_lexicon_command_errors_are_one_line(tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def translator(tiny_run):
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     return Translator.from_run_dir(tiny_run)
 
@@ -332,7 +332,7 @@ def test_selected_translations_use_only_candidate_words(translator, lines):
 
 def test_sentences_with_a_rare_word_decode_over_every_word_in_batches_of_their_own(
         translator, lines):
-    from keras_nmt.translation import rare_source
+    from keras_nmt.decoding.translation import rare_source
 
     apart = translator.rare_source()
     rare = [apart(translator.source(line)) for line in lines]
@@ -352,7 +352,7 @@ def test_sentences_with_a_rare_word_decode_over_every_word_in_batches_of_their_o
 
 
 def test_shortlist_errors(translator, run_copy, tmp_path, capsys):
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     with pytest.raises(LexiconError, match="exceeds"):
         translator.translate(["a"], shortlist=(5, lexicon_lib.DEFAULT_BEST + 1))
@@ -437,7 +437,7 @@ def test_every_path_gives_the_keras_tokens_with_selection(shortlist_export, tran
 
 
 def test_onnx_translate_uses_the_export_shortlist(shortlist_export, translator, lines, capsys):
-    from keras_nmt.onnx_translator import OnnxTranslator
+    from keras_nmt.decoding.onnx_translator import OnnxTranslator
 
     meta = json.loads((onnx_files(shortlist_export) / "nmt.onnx.json").read_text(encoding="utf-8"))
     assert meta["shortlist"] == [5, 2]

@@ -16,7 +16,7 @@ from keras_nmt.export import parity
 from keras_nmt.cli import evaluate as evaluate_cli
 from keras_nmt.evaluation import alignment, scoring
 from keras_nmt.text import codecs
-from keras_nmt.constants import EOS_ID, UNK_ID
+from keras_nmt.core.constants import EOS_ID, UNK_ID
 from keras_nmt.text.word import tokenize
 from support import (
     BAD_INPUTS, ROOT, check_selecting_export, child_env, onnx_files, run_translator,
@@ -33,7 +33,7 @@ def translator(tiny_spm_run):
 
 @pytest.fixture(scope="module")
 def loaded(tiny_spm_export):
-    from keras_nmt.onnx_translator import OnnxTranslator
+    from keras_nmt.decoding.onnx_translator import OnnxTranslator
 
     return {**savedmodel_loaders(tiny_spm_export),
             "onnx": OnnxTranslator.from_export_dir(tiny_spm_export)}
@@ -295,7 +295,7 @@ def test_selection_and_int8_export_of_a_sentencepiece_run(tiny_spm_selecting_exp
     """The open-vocabulary run through the fastest paths: a SavedModel and ONNX that decode
     over a shortlist of pieces, and the int8 ONNX model, all with the run's SentencePiece
     models."""
-    from keras_nmt.onnx_translator import OnnxTranslator
+    from keras_nmt.decoding.onnx_translator import OnnxTranslator
 
     export = tiny_spm_selecting_export
     meta = json.loads((onnx_files(export) / "nmt.onnx.json").read_text(encoding="utf-8"))

@@ -112,11 +112,11 @@ def test_the_unk_replacement_twins_agree_on_generated_hypotheses():
     import numpy as np
     import tensorflow as tf
 
-    from keras_nmt.constants import EOS_ID, RESERVED, UNK_ID
+    from keras_nmt.core.constants import EOS_ID, RESERVED, UNK_ID
     from keras_nmt.text import word
-    from keras_nmt.unk_replace import replace_unknowns
-    from keras_nmt.unk_replace_graph import UnknownWords
-    from keras_nmt.vocab import Vocabulary
+    from keras_nmt.decoding.unk_replace import replace_unknowns
+    from keras_nmt.decoding.unk_replace_graph import UnknownWords
+    from keras_nmt.text.vocab import Vocabulary
 
     rng = np.random.default_rng(3)
     target = Vocabulary([*RESERVED, *_WORDS, *(p for p in _PUNCTUATION if p not in _WORDS)])

@@ -4,9 +4,9 @@
 import pytest
 
 from keras_nmt.text import word as tokenizer
-from keras_nmt.constants import EOS_ID, UNK_ID
-from keras_nmt.errors import VocabularyError
-from keras_nmt.vocab import Vocabulary
+from keras_nmt.core.constants import EOS_ID, UNK_ID
+from keras_nmt.core.errors import VocabularyError
+from keras_nmt.text.vocab import Vocabulary
 
 SAMPLES = [
     "L'homme est là, aujourd'hui. 3.5 1,000 pommes!",

@@ -13,15 +13,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_nmt import model_weights
-from keras_nmt.config import variant_config
-from keras_nmt.errors import CheckpointMismatchError, ConfigError
+from keras_nmt.rundir import model_weights
+from keras_nmt.core.config import variant_config
+from keras_nmt.core.errors import CheckpointMismatchError, ConfigError
 from keras_nmt.layers import Decoder
-from keras_nmt.models import TranslationModel
-from keras_nmt.rundir import RunDir
-from keras_nmt.onnx_translator import OnnxTranslator
+from keras_nmt.models.rnnsearch import TranslationModel
+from keras_nmt.rundir.run_directory import RunDir
+from keras_nmt.decoding.onnx_translator import OnnxTranslator
 from keras_nmt.serving.registry import Registry
-from keras_nmt.keras_translator import Translator
+from keras_nmt.decoding.keras_translator import Translator
 from support import (
     ROOT, TINY_SETTINGS, ServerThread, check_selecting_export, onnx_files, run_logged, tiny_args,
 )

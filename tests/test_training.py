@@ -8,8 +8,8 @@ import keras
 import pytest
 import tensorflow as tf
 
-from keras_nmt.config import variant_config
-from keras_nmt.errors import ConfigError, TrainingDiverged
+from keras_nmt.core.config import variant_config
+from keras_nmt.core.errors import ConfigError, TrainingDiverged
 from keras_nmt.training.optimizers import FusedAdadelta
 from keras_nmt.training import TrainingBudget, make_optimizer
 from support import FIXED_BATCH_SETTINGS, fixed_batch_trainer as _trainer

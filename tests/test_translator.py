@@ -1,4 +1,4 @@
-"""keras_nmt.keras_translator: the Translator API on the tiny trained run (``tiny_run``).
+"""keras_nmt.decoding.keras_translator: the Translator API on the tiny trained run (``tiny_run``).
 
 The tiny run's model is barely trained, so its next-word distributions are almost flat
 and many hypotheses tie; tests that compare rankings redraw its weights with a fan-in
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_nmt.models import TranslationModel
-from keras_nmt.constants import UNK, UNK_ID
-from keras_nmt.translation import Source, Translation
-from keras_nmt.keras_translator import Translator, default_max_source_len
+from keras_nmt.models.rnnsearch import TranslationModel
+from keras_nmt.core.constants import UNK, UNK_ID
+from keras_nmt.decoding.translation import Source, Translation
+from keras_nmt.decoding.keras_translator import Translator, default_max_source_len
 
 LINES = [
     "The man is here.",
@@ -28,7 +28,7 @@ LINES = [
 
 
 def test_sentences_with_a_rare_word_are_batched_apart_and_answered_in_order():
-    from keras_nmt.translation import rare_source, translate_lines
+    from keras_nmt.decoding.translation import rare_source, translate_lines
 
     rare = np.zeros(10, bool)
     rare[7] = True  # a source word training saw too rarely to select by ("g")
@@ -200,8 +200,8 @@ def test_forbid_unk_and_unk_replacement(peaked):
 
 
 def test_unk_replacement_needs_a_model_with_attention(translator):
-    from keras_nmt.errors import ConfigError
-    from keras_nmt.ensemble import Ensemble
+    from keras_nmt.core.errors import ConfigError
+    from keras_nmt.decoding.ensemble import Ensemble
 
     config = translator.model.config.replace(architecture="encdec", variant="encdec30")
     encdec = TranslationModel(config)
@@ -286,7 +286,7 @@ def nbest_sentence(text, scores, source_tokens=1, attention=None, alignment=None
 
 
 def test_a_split_lines_nbest_list_holds_the_best_combinations():
-    from keras_nmt.translation import join_translations
+    from keras_nmt.decoding.translation import join_translations
 
     # A's second hypothesis is nearly as good as its first, B's is far worse: the line's
     # second best is a2 b1, not a2 b2 (hypothesis 2 of each).
@@ -305,7 +305,7 @@ def test_a_split_lines_nbest_list_holds_the_best_combinations():
 
 
 def test_the_target_language_joins_a_lines_sentences():
-    from keras_nmt.translation import translate_lines
+    from keras_nmt.decoding.translation import translate_lines
 
     def decode(sentences):
         return [Translation(f"<{sentence}>") for sentence in sentences]
@@ -321,7 +321,7 @@ def test_a_long_lines_joined_matrices_are_made_only_when_read(monkeypatch):
     """A line of 1,000 sentences: reading each sentence's attention and alignment never
     builds the line's dense matrices (Σ rows x Σ columns); reading the line's builds each
     once."""
-    from keras_nmt import translation
+    from keras_nmt.decoding import translation
     from keras_nmt.evaluation.forced import ForcedPair
     from keras_nmt.text import line_join
 

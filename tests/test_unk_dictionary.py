@@ -1,5 +1,5 @@
 """Words the vocabulary leaves out: ``vocab_min_count`` cuts the word vocabularies, the
-unknown-word dictionary (keras_nmt.unk_dictionary) is built from the training split for
+unknown-word dictionary (keras_nmt.lexicon.unk_dictionary) is built from the training split for
 ``--unk-replace``, and translate / evaluate read it."""
 
 import argparse
@@ -9,14 +9,15 @@ import shutil
 import numpy as np
 import pytest
 
-from keras_nmt import lexicon, run_data, unk_dictionary
+from keras_nmt.lexicon import table as lexicon, unk_dictionary
+from keras_nmt.runner import run_data
 from keras_nmt.cli import lexicon as lexicon_cli
 from keras_nmt.cli.common import unk_replacement
-from keras_nmt.config import Config, ConfigError
-from keras_nmt.constants import UNK_ID
-from keras_nmt.rundir import RunDir
-from keras_nmt.train_options import TrainOptions, new_run_config
-from keras_nmt.vocab import Vocabulary
+from keras_nmt.core.config import Config, ConfigError
+from keras_nmt.core.constants import UNK_ID
+from keras_nmt.rundir.run_directory import RunDir
+from keras_nmt.runner.train_options import TrainOptions, new_run_config
+from keras_nmt.text.vocab import Vocabulary
 
 from support import edit_json
 
@@ -226,9 +227,9 @@ def test_an_export_replaces_unk_as_translate_does(tiny_run, tmp_path, cli_runner
     the run's dictionary, over the whole vocabulary and with the export's shortlist; the
     export's own self-check compared the SavedModel already."""
     from keras_nmt.export.loaders import SessionModel
-    from keras_nmt.onnx_translator import OnnxTranslator
+    from keras_nmt.decoding.onnx_translator import OnnxTranslator
     from keras_nmt.serving.registry import Registry
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
     from support import ServerThread, edit_json, peaked_weights_run
 
     run = RunDir(peaked_weights_run(tiny_run, tmp_path / "run", unk_bias=UNK_BIAS))

@@ -1,11 +1,11 @@
-"""keras_nmt.unk_replace: attention-based UNK replacement and dictionary files."""
+"""keras_nmt.decoding.unk_replace: attention-based UNK replacement and dictionary files."""
 
 import numpy as np
 import pytest
 
-from keras_nmt.errors import DictionaryError
-from keras_nmt.unk_dictionary import load_dictionary
-from keras_nmt.unk_replace import replace_unknowns
+from keras_nmt.core.errors import DictionaryError
+from keras_nmt.lexicon.unk_dictionary import load_dictionary
+from keras_nmt.decoding.unk_replace import replace_unknowns
 
 SOURCE = ("Mr", "Smith", "sees", "Jones", ".")
 

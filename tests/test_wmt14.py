@@ -14,7 +14,7 @@ import pytest
 
 from keras_nmt.cli import train as train_cli
 from keras_nmt.corpus import wmt14
-from keras_nmt.errors import DownloadError
+from keras_nmt.core.errors import DownloadError
 
 LINES = {"europarl-v7": 7, "commoncrawl": 5, "un": 6, "news-commentary-v9": 4, "giga-fren": 8,
          "newstest2012": 3, "newstest2013": 2}
@@ -240,8 +240,8 @@ def test_train_cli_errors_name_the_files_to_place_by_hand(tmp_path, capsys, mirr
 
 
 def test_train_from_the_recipe(tmp_path, mirror, manifest, monkeypatch):
-    from keras_nmt import experiment
-    from keras_nmt.train_options import TrainOptions
+    from keras_nmt.runner import experiment
+    from keras_nmt.runner.train_options import TrainOptions
 
     monkeypatch.setattr(wmt14, "MANIFEST", tuple(manifest))
     monkeypatch.setenv(wmt14.MIRROR_ENV, mirror.url)

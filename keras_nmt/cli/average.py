@@ -9,7 +9,7 @@ from typing import Sequence
 from keras_nmt.cli.common import (
     Console, OneLineParser, add_quiet_argument, positive_int, quiet_tensorflow, run_main,
 )
-from keras_nmt.rundir import RunDir
+from keras_nmt.rundir.run_directory import RunDir
 
 PROG = "keras-nmt average"
 
@@ -36,7 +36,7 @@ def _average(args, console: Console) -> int:
     run = RunDir(args.run_dir)
     run.inspect("best")  # a usable run directory, checked before TensorFlow loads
     quiet_tensorflow()
-    from keras_nmt import averaging
+    from keras_nmt.rundir import averaging
 
     source, count = ("best", args.best) if args.best else ("last", args.last or 2)
     averaging.average(run, source, count, log=lambda text: None if args.quiet else

@@ -4,7 +4,7 @@ stdin and stdout, quiet start-up.
 Every command's ``main(argv, stdin, stdout, stderr, prog) -> int`` is :func:`run_main`:
 its arguments parsed, then its work run. Bad input is reported as one line
 ``PROG: error: ...`` and exit status 2 (:class:`OneLineParser` for the arguments,
-:func:`run_command` for the work: every :class:`~keras_nmt.errors.UserError`). No
+:func:`run_command` for the work: every :class:`~keras_nmt.core.errors.UserError`). No
 TensorFlow here: the onnxruntime command runs without it.
 """
 
@@ -17,8 +17,8 @@ import os
 import sys
 from typing import BinaryIO, Callable, Sequence, TextIO
 
-from keras_nmt.errors import UserError
-from keras_nmt.rundir import WEIGHTS
+from keras_nmt.core.errors import UserError
+from keras_nmt.rundir.run_directory import WEIGHTS
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -140,7 +140,7 @@ def add_shortlist_argument(parser: argparse.ArgumentParser, what: str = "decode"
 
 def add_constraint_arguments(parser: argparse.ArgumentParser) -> None:
     """``--constraints FILE``, ``--prefix FILE`` and ``--glossary TSV``: what the output of
-    each line must respect (:mod:`keras_nmt.constraints`), read back by
+    each line must respect (:mod:`keras_nmt.decoding.constraints`), read back by
     :class:`keras_nmt.cli.streaming.LineRules`."""
     parser.add_argument(
         "--constraints", metavar="FILE",
@@ -160,7 +160,7 @@ def add_constraint_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-# Where --unk-replace is on unless given --no-unk-replace (keras_nmt.unk_replace.on_by_default).
+# Where --unk-replace is on unless given --no-unk-replace (keras_nmt.decoding.unk_replace.on_by_default).
 UNK_REPLACE_DEFAULT = "Default: on for a run trained with vocab_min_count above 1, off otherwise"
 
 
@@ -188,12 +188,12 @@ def _check_unk_replace(args: argparse.Namespace) -> None:
 def unk_replacement(args: argparse.Namespace, runs) -> tuple[bool, dict[str, str] | None]:
     """(whether to replace, the dictionary) from :func:`add_unk_replace_arguments`'s options,
     for ``runs`` (inspected run directories): replace when told, or by the runs' default
-    (:func:`keras_nmt.unk_replace.on_by_default`); the dictionary is ``--dictionary``
+    (:func:`keras_nmt.decoding.unk_replace.on_by_default`); the dictionary is ``--dictionary``
     when given, else the first run's ``dictionary.tsv`` when it has one (an ensemble's
     runs share their vocabularies), else none: unknown words are copied."""
-    from keras_nmt.config import check_attention
-    from keras_nmt.unk_dictionary import load_dictionary
-    from keras_nmt.unk_replace import on_by_default
+    from keras_nmt.core.config import check_attention
+    from keras_nmt.lexicon.unk_dictionary import load_dictionary
+    from keras_nmt.decoding.unk_replace import on_by_default
 
     if args.unk_replace is False:
         return False, None
@@ -243,12 +243,12 @@ def quiet_tensorflow() -> None:
     Unless the user set TF_CPP_MIN_LOG_LEVEL (then it is theirs, and nothing is hidden),
     the level becomes 3 and TensorFlow is imported with its known start-up noise filtered
     out of native stderr (its first lines are written before the level is read; see
-    :func:`keras_nmt.progress.native_stderr_filtered`). Anything else, such as the message
+    :func:`keras_nmt.core.progress.native_stderr_filtered`). Anything else, such as the message
     of a native abort during the import, and Python errors still show."""
     if "TF_CPP_MIN_LOG_LEVEL" in os.environ or "tensorflow" in sys.modules:
         return
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
-    from keras_nmt.progress import native_stderr_filtered
+    from keras_nmt.core.progress import native_stderr_filtered
 
     with native_stderr_filtered():
         import tensorflow  # noqa: F401
@@ -288,7 +288,7 @@ def run_main(parser: OneLineParser, body: Callable[[argparse.Namespace, Console]
 def run_command(prog: str, body: Callable[[], int], stdout: TextIO, stderr: TextIO,
                 interrupted: str = "interrupted") -> int:
     """Run a command's work and return its exit status: a
-    :class:`~keras_nmt.errors.UserError` as one line ``PROG: error: ...`` (2); Ctrl-C
+    :class:`~keras_nmt.core.errors.UserError` as one line ``PROG: error: ...`` (2); Ctrl-C
     (130, with ``interrupted`` as the message); output piped into a reader that stopped,
     such as ``head`` (1, quietly). Anything else is a bug, and keeps its traceback."""
     try:
@@ -315,7 +315,7 @@ LOW_CONFIDENCE_MARK = "[low confidence] "
 
 def add_confidence_arguments(parser: OneLineParser) -> None:
     """``--confidence``, ``--min-confidence X`` and ``--drop-below``: the model's
-    confidence in each translation (:mod:`keras_nmt.confidence`), written and acted on by
+    confidence in each translation (:mod:`keras_nmt.decoding.confidence`), written and acted on by
     :class:`keras_nmt.cli.streaming.Output`; none of them with ``--nbest``."""
     parser.add_argument(
         "--confidence", action="store_true",

@@ -19,19 +19,19 @@ import io
 import pathlib
 from typing import Any, Sequence
 
-from keras_nmt.atomic import json_text
+from keras_nmt.core.atomic import json_text
 from keras_nmt.cli.common import (
     Console, OneLineParser, add_beam_search_arguments, add_quiet_argument,
     add_shortlist_argument, add_split_sentences_argument, add_unk_replace_arguments,
     add_weights_argument, non_negative_float, non_negative_int, positive_int, quiet_tensorflow,
     run_main, unk_replacement,
 )
-from keras_nmt.config import check_attention
+from keras_nmt.core.config import check_attention
 from keras_nmt.corpus import heldout
 from keras_nmt.corpus.readers import ParallelFiles
-from keras_nmt.ensemble import check_compatible
-from keras_nmt.errors import EvaluationError
-from keras_nmt.lexicon import shortlist_inputs
+from keras_nmt.decoding.ensemble import check_compatible
+from keras_nmt.core.errors import EvaluationError
+from keras_nmt.lexicon.table import shortlist_inputs
 from keras_nmt.evaluation import plots
 from keras_nmt.evaluation.alignment import default_alignment_path, read_gold
 from keras_nmt.evaluation.plots import (
@@ -42,8 +42,8 @@ from keras_nmt.evaluation.scoring import (
     TABLE2_FIELDS, evaluate_run, format_report, public, read_parallel, run_labels, run_summary,
     table2_row,
 )
-from keras_nmt.progress import Progress
-from keras_nmt.rundir import RunDir
+from keras_nmt.core.progress import Progress
+from keras_nmt.rundir.run_directory import RunDir
 
 PROG = "keras-nmt evaluate"
 DEFAULT_HEATMAPS = 4
@@ -250,7 +250,7 @@ def _evaluate(args: argparse.Namespace, console: Console) -> int:
         jobs.append(_Job(label, [run.run.path for run in runs], runs[0].config, None))
 
     quiet_tensorflow()
-    from keras_nmt.keras_translator import Translator
+    from keras_nmt.decoding.keras_translator import Translator
 
     report = console.stderr if args.json else console.stdout
     if args.json and args.quiet:  # the JSON on stdout holds what the tables show

@@ -14,9 +14,9 @@ from keras_nmt.cli.common import (
     add_split_sentences_argument, add_weights_argument, non_negative_float, non_negative_int,
     positive_int, quiet_tensorflow, run_main,
 )
-from keras_nmt.errors import ExportError
+from keras_nmt.core.errors import ExportError
 from keras_nmt.export.exporter import INT8_MAX_DROP, NAME, ExportRequest, export
-from keras_nmt.progress import format_duration
+from keras_nmt.core.progress import format_duration
 
 PROG = "keras-nmt export"
 DESCRIPTION = (

@@ -13,10 +13,10 @@ from typing import Sequence
 from keras_nmt.cli.common import (
     Console, OneLineParser, add_quiet_argument, positive_int, run_main,
 )
-from keras_nmt.lexicon import DEFAULT_BEST, DEFAULT_ITERATIONS, TableLimits, build_for_run
-from keras_nmt.progress import Progress
-from keras_nmt.rundir import RunDir
-from keras_nmt.unk_dictionary import WordSample, write_for_run
+from keras_nmt.lexicon.table import DEFAULT_BEST, DEFAULT_ITERATIONS, TableLimits, build_for_run
+from keras_nmt.core.progress import Progress
+from keras_nmt.rundir.run_directory import RunDir
+from keras_nmt.lexicon.unk_dictionary import WordSample, write_for_run
 
 PROG = "keras-nmt lexicon"
 

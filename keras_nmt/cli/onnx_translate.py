@@ -1,6 +1,6 @@
 """``keras-nmt onnx-translate`` (and ``python serving/onnx_translate.py``): translate stdin
 with an ONNX export and onnxruntime, without TensorFlow; see
-:mod:`keras_nmt.onnx_translator`. One output line per input line, in order; with
+:mod:`keras_nmt.decoding.onnx_translator`. One output line per input line, in order; with
 ``--nbest N`` the Moses n-best format of ``keras-nmt translate``,
 ``INDEX ||| translation ||| score``. ``--constraints FILE``, ``--prefix FILE`` and
 ``--glossary TSV`` constrain the output as for ``keras-nmt translate``, with the export's
@@ -19,8 +19,8 @@ from keras_nmt.cli.common import (
 )
 from keras_nmt.cli.streaming import LineRules, Output, translate_in_chunks
 from keras_nmt.corpus.readers import stream_lines
-from keras_nmt.errors import ExportError, UsageError
-from keras_nmt.onnx_translator import OnnxTranslator
+from keras_nmt.core.errors import ExportError, UsageError
+from keras_nmt.decoding.onnx_translator import OnnxTranslator
 
 PROG = "keras-nmt onnx-translate"
 

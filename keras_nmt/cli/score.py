@@ -17,19 +17,19 @@ import pathlib
 import sys
 from typing import Sequence, TextIO
 
-from keras_nmt.atomic import json_text, open_atomic
+from keras_nmt.core.atomic import json_text, open_atomic
 from keras_nmt.cli.common import (
     Console, OneLineParser, add_quiet_argument, add_weights_argument, non_negative_float,
     positive_int, quiet_tensorflow, run_main,
 )
-from keras_nmt.confidence import codec_confidence
-from keras_nmt.config import check_attention
-from keras_nmt.constants import EOS
+from keras_nmt.decoding.confidence import codec_confidence
+from keras_nmt.core.config import check_attention
+from keras_nmt.core.constants import EOS
 from keras_nmt.corpus.readers import file_lines
-from keras_nmt.ensemble import check_compatible
-from keras_nmt.errors import InputError
-from keras_nmt.progress import Phase, Progress, format_duration
-from keras_nmt.rundir import RunDir
+from keras_nmt.decoding.ensemble import check_compatible
+from keras_nmt.core.errors import InputError
+from keras_nmt.core.progress import Phase, Progress, format_duration
+from keras_nmt.rundir.run_directory import RunDir
 
 PROG = "keras-nmt score"
 # Pairs handed to force_decode at a time; a chunk's lines are written before the next
@@ -168,7 +168,7 @@ def read_pairs(args) -> tuple[list[int], list[str], list[str]]:
 
 def format_line(kind: str, index: int, target: str, pair, alpha: float,
                 confidence=None) -> str:
-    """One output line; ``confidence`` (a :class:`keras_nmt.confidence.Confidence`) adds
+    """One output line; ``confidence`` (a :class:`keras_nmt.decoding.confidence.Confidence`) adds
     its fields."""
     if kind == "tsv":
         line = f"{pair.logprob:.6f}\t{pair.logprob_per_token:.6f}\t{pair.tokens}"
@@ -223,7 +223,7 @@ def _score(args, console: Console) -> int:
         quiet_tensorflow()
         from keras_nmt.evaluation.alignment import argmax_alignment, format_pharaoh
         from keras_nmt.evaluation.forced import force_decode
-        from keras_nmt.keras_translator import Translator  # TensorFlow loads here
+        from keras_nmt.decoding.keras_translator import Translator  # TensorFlow loads here
 
         translator = Translator.from_run_dirs(args.run_dirs, weights=args.weights)
         total = len(targets)

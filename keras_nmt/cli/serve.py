@@ -15,7 +15,7 @@ from keras_nmt.cli.common import (
     Console, OneLineParser, non_negative_float, non_negative_int, positive_float, positive_int,
     run_main,
 )
-from keras_nmt.errors import UsageError
+from keras_nmt.core.errors import UsageError
 
 PROG = "keras-nmt serve"
 # The event loop waits for the GIL whenever another thread holds it (a large body parsed off

@@ -9,15 +9,15 @@ from __future__ import annotations
 import itertools
 from typing import Callable, Iterable, Sequence, TextIO
 
-from keras_nmt.atomic import json_text
+from keras_nmt.core.atomic import json_text
 from keras_nmt.cli.common import LOW_CONFIDENCE_MARK
-from keras_nmt.confidence import line_fields
-from keras_nmt.constraints import (
+from keras_nmt.decoding.confidence import line_fields
+from keras_nmt.decoding.constraints import (
     Glossary, LineConstraints, read_constraints, read_prefixes,
 )
-from keras_nmt.errors import ConstraintError
-from keras_nmt.progress import Phase, Progress, format_duration
-from keras_nmt.translation import Translation
+from keras_nmt.core.errors import ConstraintError
+from keras_nmt.core.progress import Phase, Progress, format_duration
+from keras_nmt.decoding.translation import Translation
 
 # Lines read and handed to the translator at a time: batch_size * CHUNK_BATCHES. They
 # are sorted by length within a chunk, and a chunk's output is written and flushed before
@@ -61,7 +61,7 @@ def translate_in_chunks(
 class LineRules:
     """The constraints of each input line from ``--constraints FILE`` and ``--prefix FILE``
     (aligned with the input) and ``--glossary TSV``, handed out as the input is read
-    (:meth:`take`), with the counts checked (:class:`~keras_nmt.errors.ConstraintError`)."""
+    (:meth:`take`), with the counts checked (:class:`~keras_nmt.core.errors.ConstraintError`)."""
 
     def __init__(self, constraints: str | None, prefix: str | None, glossary: str | None):
         self.glossary = Glossary.read(glossary) if glossary else None

@@ -14,7 +14,7 @@ from keras_nmt.cli.common import (
 )
 from keras_nmt.cli.streaming import LineRules, Output, translate_in_chunks
 from keras_nmt.corpus.readers import stream_lines
-from keras_nmt.errors import ServingError
+from keras_nmt.core.errors import ServingError
 from keras_nmt.serving.client import (
     DEFAULT_SIGNATURE, SEARCH_SIGNATURE, GrpcTransport, RestTransport, TFServingClient,
 )

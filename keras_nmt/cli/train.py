@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import argparse
 
-from keras_nmt import distribute
+from keras_nmt.core import distribute
 from keras_nmt.cli.common import (
     Console, OneLineParser, add_quiet_argument, positive_float, positive_int, quiet_tensorflow,
     run_main,
 )
-from keras_nmt.config import (
+from keras_nmt.core.config import (
     DEFAULT_VARIANT, FREEZABLE, PRECISIONS, PRESETS, RECIPES, SIZES, VARIANTS, budget_recipe_summary,
     parse_overrides, variant_config,
 )
-from keras_nmt.errors import RunDirError, StrategyError
-from keras_nmt.rundir import WEIGHTS
+from keras_nmt.core.errors import RunDirError, StrategyError
+from keras_nmt.rundir.run_directory import WEIGHTS
 from keras_nmt.text.sentencepiece import MODEL_TYPES
-from keras_nmt.train_options import TrainOptions, parse_also_report, parse_mix
+from keras_nmt.runner.train_options import TrainOptions, parse_also_report, parse_mix
 
 PROG = "keras-nmt train"
 
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None, stderr=None,
 
 
 def _train(args, console: Console) -> int:
-    # Training writes its progress to sys.stderr itself (keras_nmt.progress), not to console.
+    # Training writes its progress to sys.stderr itself (keras_nmt.core.progress), not to console.
     overrides = parse_overrides(args.overrides)
     if args.precision:
         overrides["precision"] = args.precision
@@ -231,7 +231,7 @@ def _train(args, console: Console) -> int:
     mix_from, mix_fraction = parse_mix(args.mix) if args.mix is not None else (None, None)
     also_report = None if args.also_report is None else parse_also_report(args.also_report)
     quiet_tensorflow()
-    from keras_nmt import experiment  # TensorFlow loads here, after the cheap checks
+    from keras_nmt.runner import experiment  # TensorFlow loads here, after the cheap checks
 
     options = TrainOptions(
         variant=args.variant, data=args.data, src=args.src, tgt=args.tgt, out=args.out,

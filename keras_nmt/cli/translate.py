@@ -22,10 +22,10 @@ from keras_nmt.cli.common import (
 )
 from keras_nmt.cli.streaming import LineRules, Output, translate_in_chunks
 from keras_nmt.corpus.readers import stream_lines
-from keras_nmt.ensemble import check_compatible
-from keras_nmt.errors import InputError
-from keras_nmt.lexicon import shortlist_inputs
-from keras_nmt.rundir import RunDir
+from keras_nmt.decoding.ensemble import check_compatible
+from keras_nmt.core.errors import InputError
+from keras_nmt.lexicon.table import shortlist_inputs
+from keras_nmt.rundir.run_directory import RunDir
 
 PROG = "keras-nmt translate"
 
@@ -179,7 +179,7 @@ def _translate(args, console: Console) -> int:
     attention = _open_attention(args.attention)
     try:
         quiet_tensorflow()
-        from keras_nmt.keras_translator import Translator  # TensorFlow loads here
+        from keras_nmt.decoding.keras_translator import Translator  # TensorFlow loads here
 
         translator = Translator.from_run_dirs(
             args.run_dirs, weights=args.weights, max_source_len=args.max_source_len

@@ -26,7 +26,7 @@ import contextlib
 import pathlib
 import zlib
 
-from keras_nmt.atomic import open_atomic
+from keras_nmt.core.atomic import open_atomic
 from keras_nmt.corpus.readers import ParallelFiles
 
 SELECT = "select"

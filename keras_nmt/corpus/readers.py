@@ -15,7 +15,7 @@ import itertools
 import pathlib
 from typing import Iterable, Iterator
 
-from keras_nmt.errors import CorpusError, InputError
+from keras_nmt.core.errors import CorpusError, InputError
 
 SPLITS = ("train", "valid", "test")
 

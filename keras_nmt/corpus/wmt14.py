@@ -39,10 +39,10 @@ import urllib.error
 import urllib.request
 from typing import Callable, Iterator, Sequence
 
-from keras_nmt.atomic import open_atomic
+from keras_nmt.core.atomic import open_atomic
 from keras_nmt.corpus.readers import file_lines
-from keras_nmt.errors import CorpusError, DownloadError
-from keras_nmt.progress import Progress
+from keras_nmt.core.errors import CorpusError, DownloadError
+from keras_nmt.core.progress import Progress
 
 NAME = "wmt14-en-fr"
 CACHE_ENV = "KERAS_NMT_CACHE"
@@ -319,7 +319,7 @@ def _corpus_pairs(en: pathlib.Path, fr: pathlib.Path) -> Iterator[tuple[str, str
 
 def _write_split(out: pathlib.Path, split: str, pairs: Iterator[tuple[str, str]],
                  keep: Callable[[int], bool] = lambda index: True) -> int:
-    """Write ``split.en``/``split.fr`` atomically (:func:`keras_nmt.atomic.open_atomic`)."""
+    """Write ``split.en``/``split.fr`` atomically (:func:`keras_nmt.core.atomic.open_atomic`)."""
     written = 0
     with open_atomic(out / f"{split}.en", "w", encoding="utf-8", newline="\n") as en, \
             open_atomic(out / f"{split}.fr", "w", encoding="utf-8", newline="\n") as fr:

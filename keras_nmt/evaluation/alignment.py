@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from keras_nmt.corpus.readers import file_lines
-from keras_nmt.errors import AlignmentError, EvaluationError, InputError
+from keras_nmt.core.errors import AlignmentError, EvaluationError, InputError
 from keras_nmt.text import codecs, word
 
 Link = tuple[int, int]
@@ -106,7 +106,7 @@ def argmax_alignment(attention: np.ndarray, source_length: int, target_length: i
     token with the highest weight in row ``j``.
 
     ``attention`` is [target tokens (+ EOS), source tokens (+ EOS)], as
-    :class:`keras_nmt.translation.Translation` and teacher forcing give it. Only the first
+    :class:`keras_nmt.decoding.translation.Translation` and teacher forcing give it. Only the first
     ``target_length`` rows and ``source_length`` columns are used: the EOS row is dropped,
     and the argmax is taken among real source tokens, so weight put on the source EOS
     never produces a link. Ties go to the leftmost source token.

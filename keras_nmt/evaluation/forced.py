@@ -4,8 +4,8 @@ The decoder reads a given target instead of its own choices (teacher forcing, as
 training), so one pass gives, for each target token and the final EOS, the model's
 log-probability of that token after the tokens before it, and the attention weights it
 used. Their sum is the sentence's log-probability, the negative of the training NLL
-(:func:`keras_nmt.models.sentence_nll`, the full softmax, no dropout) on the same pair.
-An ensemble (:class:`keras_nmt.ensemble.Ensemble`) gives the log of its members' mean
+(:func:`keras_nmt.models.rnnsearch.sentence_nll`, the full softmax, no dropout) on the same pair.
+An ensemble (:class:`keras_nmt.decoding.ensemble.Ensemble`) gives the log of its members' mean
 probability at each token, as its beam search does.
 
 Definitions (``keras-nmt score`` writes them; docs/decoding.md):
@@ -42,7 +42,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from keras_nmt.constants import BOS_ID, EOS, EOS_ID, PAD_ID, UNK, UNK_ID
+from keras_nmt.core.constants import BOS_ID, EOS, EOS_ID, PAD_ID, UNK, UNK_ID
 from keras_nmt.text import codecs
 from keras_nmt.text.line_join import block_diagonal
 
@@ -83,7 +83,7 @@ def join_pairs(pairs: Sequence[ForcedPair]) -> ForcedPair:
     attention block-diagonal (None when a pair has none), the unknown words summed. One
     pair: itself. The attention is dense: (sum of target tokens + 1) x (sum of source
     tokens + 1) cells, far more than the pairs' own for a line of many sentences, so
-    :class:`keras_nmt.translation.Translation` joins them only when its ``alignment`` is
+    :class:`keras_nmt.decoding.translation.Translation` joins them only when its ``alignment`` is
     read."""
     if len(pairs) == 1:
         return pairs[0]
@@ -109,7 +109,7 @@ def _forced_fn(model, dropout: bool = False) -> Callable:
     ``dropout``: the model as in training, its dropout masks drawn anew at each call."""
     import tensorflow as tf
 
-    from keras_nmt.models import token_nll
+    from keras_nmt.models.rnnsearch import token_nll
 
     traced = _FNS.setdefault(model, {})
     if dropout not in traced:
@@ -165,7 +165,7 @@ def force_decode(
     attention: bool = False, progress: Callable[[int], None] | None = None,
 ) -> list[ForcedPair]:
     """Force-decode each target given its source with ``translator``'s model and codecs
-    (a :class:`keras_nmt.keras_translator.Translator`, or any object with ``model``,
+    (a :class:`keras_nmt.decoding.keras_translator.Translator`, or any object with ``model``,
     ``source_codec`` and ``target_codec``). One :class:`ForcedPair` per pair, in order;
     ``attention`` keeps the weights. ``progress`` is called with the number of pairs
     finished after each batch."""
@@ -250,7 +250,7 @@ def check_dropout(model) -> None:
 @dataclasses.dataclass(frozen=True)
 class ForcedSignals:
     """What one force-decoding pass says about a pair beyond its log-probabilities: the
-    signals a confidence may be made of (:mod:`keras_nmt.confidence`)."""
+    signals a confidence may be made of (:mod:`keras_nmt.decoding.confidence`)."""
 
     token_logprobs: np.ndarray  # float32 [target tokens + 1], as ForcedPair's
     token_entropies: np.ndarray  # float32 [target tokens + 1]: the entropy (nats) of the
@@ -265,7 +265,7 @@ def _signals_fn(model) -> Callable:
     """:func:`_forced_fn` that also gives each token's entropy [B, T] (0 at padding)."""
     import tensorflow as tf
 
-    from keras_nmt.models import token_nll
+    from keras_nmt.models.rnnsearch import token_nll
 
     if model not in _SIGNAL_FNS:
         def forced(source, target_in, target_out):
@@ -329,7 +329,7 @@ def run_batches(
     [B, S] and target [B, T] -> (token log-probabilities [B, T], attention [B, T, S] or
     None). Per pair, in order: its log-probabilities and attention cut to its own lengths.
     The TensorFlow path (:func:`force_decode`) and the onnxruntime path
-    (:class:`keras_nmt.onnx_translator.OnnxTranslator`) both go through here."""
+    (:class:`keras_nmt.decoding.onnx_translator.OnnxTranslator`) both go through here."""
     out: list[tuple[np.ndarray, np.ndarray | None] | None] = [None] * len(source_ids)
     for chosen in batches([len(s) for s in source_ids], [len(t) for t in target_ids],
                           batch_size, positions):

@@ -23,7 +23,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from keras_nmt.atomic import json_text
+from keras_nmt.core.atomic import json_text
 from keras_nmt.evaluation.alignment import write_pharaoh
 
 DPI = 110

@@ -22,13 +22,13 @@ from typing import Any, Callable, Mapping, Sequence
 
 import sacrebleu
 
-from keras_nmt.constants import UNK_ID
+from keras_nmt.core.constants import UNK_ID
 from keras_nmt.corpus.readers import ParallelFiles
-from keras_nmt.errors import EvaluationError
+from keras_nmt.core.errors import EvaluationError
 from keras_nmt.evaluation import alignment
 from keras_nmt.evaluation.alignment import GoldAlignment
-from keras_nmt.progress import Phase, Progress
-from keras_nmt.rundir import RunDir
+from keras_nmt.core.progress import Phase, Progress
+from keras_nmt.rundir.run_directory import RunDir
 
 
 def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> tuple[float, str]:

@@ -4,7 +4,7 @@ exponent alpha with the best BLEU (``keras-nmt evaluate --tune``).
 Every (beam, alpha) pair of the grid decodes the whole set; alpha changes which finished
 hypothesis wins and when the search may stop, so each pair is a decode of its own. Ties in
 BLEU (to 0.01) go to the smaller beam (faster), then to alpha nearest 1 (the default).
-The result is stored in the run (:meth:`keras_nmt.rundir.RunDir.write_search_settings`)
+The result is stored in the run (:meth:`keras_nmt.rundir.run_directory.RunDir.write_search_settings`)
 and becomes the default of translate, evaluate and export.
 """
 

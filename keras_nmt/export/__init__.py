@@ -9,7 +9,7 @@
 - :mod:`~keras_nmt.export.layout`: where an export's files lie (read without TensorFlow).
 
 Importing this package loads no TensorFlow: the onnxruntime path
-(:mod:`keras_nmt.onnx_translator`), which reads exports, imports it.
+(:mod:`keras_nmt.decoding.onnx_translator`), which reads exports, imports it.
 """
 
 

@@ -28,14 +28,14 @@ import shutil
 import tempfile
 from typing import Callable
 
-from keras_nmt.atomic import write_json_atomic, write_text_atomic
-from keras_nmt.errors import ExportError
+from keras_nmt.core.atomic import write_json_atomic, write_text_atomic
+from keras_nmt.core.errors import ExportError
 from keras_nmt.export import layout
-from keras_nmt.lexicon import marked_sources, shortlist_inputs
-from keras_nmt.rundir import RunDir
+from keras_nmt.lexicon.table import marked_sources, shortlist_inputs
+from keras_nmt.rundir.run_directory import RunDir
 from keras_nmt.text import codecs
-from keras_nmt.unk_dictionary import dictionary_text
-from keras_nmt.unk_replace import on_by_default
+from keras_nmt.lexicon.unk_dictionary import dictionary_text
+from keras_nmt.decoding.unk_replace import on_by_default
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 # Checked at every export: a sentence of every kind of bad input the serving signature
@@ -69,7 +69,7 @@ class ExportRequest:
     split_sentences: bool = True  # the string signatures and onnx-translate split lines
     # Every <unk> replaced by its most attended source word through the run's
     # dictionary.tsv, in the SavedModel and onnxruntime alike (a word run that attends);
-    # None: the run's default (keras_nmt.unk_replace.on_by_default)
+    # None: the run's default (keras_nmt.decoding.unk_replace.on_by_default)
     unk_replace: bool | None = None
     # Also the constrained search: translate_ids_constrained and NAME.constrained.onnx (a
     # conversion more, so asked for)
@@ -109,8 +109,8 @@ def _check_sentences(source_vocab) -> list[str]:
 def _check_constraints(translator) -> tuple[list[str], list]:
     """The constrained check: the first four check sentences, each with constraints of
     frequent target words (a phrase of one word, one to avoid, a prefix, a phrase of two
-    words), as :class:`~keras_nmt.constraints.LineConstraints`."""
-    from keras_nmt.constraints import LineConstraints
+    words), as :class:`~keras_nmt.decoding.constraints.LineConstraints`."""
+    from keras_nmt.decoding.constraints import LineConstraints
 
     lines = _check_sentences(translator.source_vocab)[:4]
     pieces = (t.lstrip(SENTENCEPIECE_SPACE) for t in translator.target_vocab.tokens[4:])
@@ -121,7 +121,7 @@ def _check_constraints(translator) -> tuple[list[str], list]:
 
 
 def _sentence_constraints(translator, found: list) -> list:
-    """:class:`~keras_nmt.constraints.SentenceConstraints` of unsplit lines, as the
+    """:class:`~keras_nmt.decoding.constraints.SentenceConstraints` of unsplit lines, as the
     translator encodes them."""
     encoder = translator.constraint_encoder()
     return [encoder.encode(c) for c in found]
@@ -215,13 +215,13 @@ def onnx_check(onnx_path: pathlib.Path, translator, beam_size: int, alpha: float
 
 def forced_check(directory: pathlib.Path, name: str, translator) -> dict:
     """The force-decoding ONNX model, run by the onnxruntime path
-    (:meth:`~keras_nmt.onnx_translator.OnnxTranslator.align`), gives the Keras
+    (:meth:`~keras_nmt.decoding.onnx_translator.OnnxTranslator.align`), gives the Keras
     model's token log-probabilities and attention
     (:func:`~keras_nmt.evaluation.forced.force_decode`) within float32 rounding, on the
     check sentences paired with their translations, an empty target and an empty pair."""
     from keras_nmt.evaluation.forced import force_decode
     from keras_nmt.export import parity
-    from keras_nmt.onnx_translator import OnnxTranslator
+    from keras_nmt.decoding.onnx_translator import OnnxTranslator
 
     sources = [line for line in _check_sentences(translator.source_vocab)
                if line.strip() and len(line) < 200]
@@ -401,7 +401,7 @@ def _unknown_words(run) -> dict[str, str]:
     """The dictionary an export that replaces ``<unk>`` carries: the run's dictionary.tsv,
     or none (every unknown word copied). Refused, in one line, where there is nothing to
     replace by: a SentencePiece run (its pieces spell every word) or one without attention."""
-    from keras_nmt.config import check_attention
+    from keras_nmt.core.config import check_attention
 
     if run.source_codec.kind != codecs.WORD:
         raise ExportError("--unk-replace needs a word run: a SentencePiece run's pieces spell "
@@ -440,7 +440,7 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
 
     log(f"loading {run.run.path}")
     from keras_nmt.export import savedmodel
-    from keras_nmt.keras_translator import Translator, default_max_source_len
+    from keras_nmt.decoding.keras_translator import Translator, default_max_source_len
 
     # Exports compute in float32 whatever the run trained in: the weights are float32,
     # CPUs serve float32 fastest, and onnxruntime has few bfloat16 kernels.
@@ -473,7 +473,7 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
             f"{unsplit}{replaced}{constrained})")
         unknown_words = None
         if args.unk_replace:
-            from keras_nmt.unk_replace_graph import UnknownWords
+            from keras_nmt.decoding.unk_replace_graph import UnknownWords
 
             unknown_words = UnknownWords(run.target_vocab, run.tgt, dictionary)
         archive = savedmodel.build_archive(

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import pathlib
 
-from keras_nmt.errors import ExportError
+from keras_nmt.core.errors import ExportError
 
 ONNX_DIR = "onnx"
 

@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from keras_nmt.export import onnx_rewrites
 from keras_nmt.export.savedmodel import ID_OUTPUTS, translate_ids_function
-from keras_nmt.models import TranslationModel
+from keras_nmt.models.rnnsearch import TranslationModel
 
 OPSET = 17
 

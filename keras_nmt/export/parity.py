@@ -3,7 +3,7 @@ self-check, the tests and ``bench/export_paths.py``.
 
 Every path is reduced to one :class:`Decoded` per sentence (best hypothesis: its target
 tokens, or only its text for the string signatures, and its score) and compared with
-:class:`~keras_nmt.keras_translator.Translator`'s output on the same sentences.
+:class:`~keras_nmt.decoding.keras_translator.Translator`'s output on the same sentences.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from keras_nmt.constraints import padded_arrays
-from keras_nmt.translation import batches_apart
-from keras_nmt.vocab import Vocabulary
+from keras_nmt.decoding.constraints import padded_arrays
+from keras_nmt.decoding.translation import batches_apart
+from keras_nmt.text.vocab import Vocabulary
 
 # A model path run on a feed dict (input name -> array), returning output name -> array:
 # TF2Model.run / SessionModel.run bound to a signature, or an onnxruntime session.
@@ -60,9 +60,9 @@ def run_ids(
     """Decode source ids (EOS appended, as Translator.encode gives them) through a
     ``translate_ids`` path, ``batch_size`` sentences at a time, in order; ``shortlist``
     feeds the selection inputs of an export that has them. With ``rare`` (bool [source
-    vocabulary], :meth:`keras_nmt.lexicon.Lexicon.rare_sources`) the sentences holding a
+    vocabulary], :meth:`keras_nmt.lexicon.table.Lexicon.rare_sources`) the sentences holding a
     marked id are batched apart, after the others, as the translators batch them.
-    ``constraints``: each sentence's :class:`~keras_nmt.constraints.SentenceConstraints`
+    ``constraints``: each sentence's :class:`~keras_nmt.decoding.constraints.SentenceConstraints`
     (or None), fed to a ``translate_ids_constrained`` path; constrained sentences are
     batched apart from the others, as the translators batch them."""
     extra = {} if shortlist is None else {

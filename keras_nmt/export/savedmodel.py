@@ -5,7 +5,7 @@ Signatures (see the export contract in the README):
 - ``serving_default``: raw sentences (tf.string [None]) -> detokenized ``translations``,
   ``scores``, ``truncated``, the model's ``confidence`` in each line and in each of its
   sentences (``sentence_confidence``), its ``words`` and their ``word_confidence``
-  (:mod:`keras_nmt.confidence_graph`; and ``nbest_translations``
+  (:mod:`keras_nmt.decoding.confidence_graph`; and ``nbest_translations``
   / ``nbest_scores`` with nbest > 1, ``attention`` when asked), with the beam size and
   alpha fixed at export time;
 - ``translate``: the same with ``beam_size`` and ``alpha`` as inputs;
@@ -29,8 +29,8 @@ into its sentences, by the source language's rules of :mod:`keras_nmt.text.sente
 by :mod:`keras_nmt.text.sentences_graph`; off with ``ExportSettings.split_sentences``),
 source encoding, truncation to the maximum source length (counted in the run's tokens),
 beam search (one ``tf.while_loop``), target decoding and the join of a line's sentences
-(as :func:`keras_nmt.translation.join_translations` joins them). The text codecs are the run's graph encoders,
-:meth:`keras_nmt.rundir.RunDir.graph_encoders` (the ones tf.data trained with):
+(as :func:`keras_nmt.decoding.translation.join_translations` joins them). The text codecs are the run's graph encoders,
+:meth:`keras_nmt.rundir.run_directory.RunDir.graph_encoders` (the ones tf.data trained with):
 
 - ``word``: the rewrite tables of :mod:`keras_nmt.text.word` run by
   :mod:`keras_nmt.text.word_graph`, the source vocabulary as a lookup table (tracked by
@@ -50,10 +50,11 @@ from typing import Callable
 import keras
 import tensorflow as tf
 
-from keras_nmt import confidence_graph, search
-from keras_nmt.constants import PAD_ID
-from keras_nmt.lexicon import RARE_COUNT, marked_sources
-from keras_nmt.models import TranslationModel
+from keras_nmt.decoding import confidence_graph
+from keras_nmt import search
+from keras_nmt.core.constants import PAD_ID
+from keras_nmt.lexicon.table import RARE_COUNT, marked_sources
+from keras_nmt.models.rnnsearch import TranslationModel
 from keras_nmt.text import sentences_graph, word_graph
 from keras_nmt.text.codecs import SENTENCEPIECE
 from keras_nmt.text.graph_ids import append_eos
@@ -72,7 +73,7 @@ class ExportSettings:
     shortlist: tuple[int, int] | None = None  # (F, B) of serving_default; None: every word
     split_sentences: bool = True  # a line of several sentences: each translated alone
     # Every written <unk> replaced by its most attended source word, through the run's
-    # dictionary (keras_nmt.unk_replace_graph; a word run that attends)
+    # dictionary (keras_nmt.decoding.unk_replace_graph; a word run that attends)
     unk_replace: bool = False
     # Also the constrained search over ids (translate_ids_constrained; its ONNX twin)
     constrained: bool = False
@@ -127,7 +128,7 @@ def make_string_translate(
     :func:`keras_nmt.search.make_translate_fn`'s function (the shortlist sizes go to it
     when it takes them). With ``settings.split_sentences`` each line is split into its
     sentences, and the line's outputs join theirs (texts joined for ``target_lang``).
-    ``unknown_words``: a :class:`keras_nmt.unk_replace_graph.UnknownWords` writes the texts
+    ``unknown_words``: a :class:`keras_nmt.decoding.unk_replace_graph.UnknownWords` writes the texts
     instead of ``decode_text``, every ``<unk>`` replaced (the search must return
     attention)."""
     max_len = int(settings.max_source_len)
@@ -164,7 +165,7 @@ def make_string_translate(
         empty_scores = tf.where(first_slot, 0.0, float("-inf"))
         scores = tf.where(empty[:, None], empty_scores, out["scores"])
         filled = tf.where(empty[:, None], first_slot, out["lengths"] > 0)
-        # Each word of the best translation and its figure (keras_nmt.confidence_graph).
+        # Each word of the best translation and its figure (keras_nmt.decoding.confidence_graph).
         words, word_figures = confidence_graph.word_confidences(
             out["ids"][:, 0], out["token_logprobs"][:, 0],
             tf.where(empty, 0, out["lengths"][:, 0] - 1), texts[:, 0], decode_text)
@@ -186,7 +187,7 @@ def make_string_translate(
         return result
 
     def figures_of(found: dict) -> tuple[tf.Tensor, tf.Tensor]:
-        """The confidence (keras_nmt.confidence) of each row of ``found``: exp of the
+        """The confidence (keras_nmt.decoding.confidence) of each row of ``found``: exp of the
         mean log-probability of its tokens, and whether it has any (else no figure)."""
         tokens = tf.cast(found["tokens"], tf.float32)
         return tf.exp(found["log_prob"] / tf.maximum(tokens, 1.0)), tokens > 0
@@ -266,9 +267,9 @@ def build_archive(
     unknown_words=None,
 ) -> keras.export.ExportArchive:
     """The ExportArchive with the three signatures (not yet written). ``encoders``: the
-    run's (source, target) graph encoders, :meth:`keras_nmt.rundir.RunDir.graph_encoders`;
+    run's (source, target) graph encoders, :meth:`keras_nmt.rundir.run_directory.RunDir.graph_encoders`;
     ``lexicon_table``: the run's lexical table (targets), needed with ``settings.shortlist``;
-    ``unknown_words``: a :class:`keras_nmt.unk_replace_graph.UnknownWords`, needed with
+    ``unknown_words``: a :class:`keras_nmt.decoding.unk_replace_graph.UnknownWords`, needed with
     ``settings.unk_replace``."""
     encoder, target_encoder = encoders
     if settings.unk_replace and unknown_words is None:

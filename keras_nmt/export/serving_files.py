@@ -12,7 +12,7 @@ import functools
 import os
 import pathlib
 
-from keras_nmt.errors import ExportError
+from keras_nmt.core.errors import ExportError
 from keras_nmt.export import layout
 
 CONFIG_NAME = "models.config"

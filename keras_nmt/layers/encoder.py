@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from keras_nmt.layers import gru, initializers
 from keras_nmt.layers.linear import apply_kernel
-from keras_nmt.constants import PAD_ID
+from keras_nmt.core.constants import PAD_ID
 
 
 RECURRENCES = ("auto", "fused", "keras")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import keras
 import numpy as np
 
-from keras_nmt.config import INITS
+from keras_nmt.core.config import INITS
 
 
 @keras.saving.register_keras_serializable(package="keras_nmt")

@@ -1,4 +1,4 @@
-"""Batched beam search over :class:`~keras_nmt.models.TranslationModel` as one graph.
+"""Batched beam search over :class:`~keras_nmt.models.rnnsearch.TranslationModel` as one graph.
 
 The whole search is a single ``tf.while_loop`` built from plain TensorFlow ops, so it
 can be traced with autograph off (``keras.export.ExportArchive``) and converted to ONNX
@@ -50,7 +50,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID
+from keras_nmt.core.constants import BOS_ID, EOS_ID, PAD_ID
 from keras_nmt.layers.row_layout import rows_of, tile_rows
 from keras_nmt.search import constrained as guide
 from keras_nmt.search.prefix import after_prefix, forced_prefix
@@ -87,7 +87,7 @@ def beam_search(
     """Translate a batch of source sentences with beam search.
 
     Args:
-      model: a :class:`~keras_nmt.models.TranslationModel` (anything with ``encode``
+      model: a :class:`~keras_nmt.models.rnnsearch.TranslationModel` (anything with ``encode``
         and ``step``).
       source_ids: int [B, Tx], 0 = padding.
       beam_size: K >= 1, a Python int or a scalar int32 tensor.

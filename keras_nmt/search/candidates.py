@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from keras_nmt.core.constants import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from keras_nmt.search.top_k import take_along_rows, top_k_over_vocabulary
 
 # Log-probability of a dead or empty hypothesis. Finite on purpose: tf2onnx lowers

@@ -27,7 +27,7 @@ def make_translate_fn(
     ``config.max_decode_ratio`` unless ``max_decode_ratio`` is given). ``nbest`` is
     fixed here, as a Python constant.
 
-    ``lexicon_table`` (int32 [source vocabulary, best], a :class:`~keras_nmt.lexicon.Lexicon`'s
+    ``lexicon_table`` (int32 [source vocabulary, best], a :class:`~keras_nmt.lexicon.table.Lexicon`'s
     ``targets``) becomes a constant of the graph and the signature gains two inputs,
     ``shortlist_frequent`` and ``shortlist_best`` (int32 []), the :class:`Shortlist` of
     every call: both <= 0 decodes over the whole vocabulary.
@@ -103,10 +103,10 @@ def rare_apart(search_fn: Callable, rare: np.ndarray, per_sentence: int = 0) -> 
     """``search_fn`` (:func:`make_translate_fn`'s function, or its Python function, with
     the shortlist inputs) run on two parts of every batch: the sentences without a source
     id that ``rare`` marks (bool [source vocabulary],
-    :meth:`~keras_nmt.lexicon.Lexicon.rare_sources`), then those with one; the outputs
+    :meth:`~keras_nmt.lexicon.table.Lexicon.rare_sources`), then those with one; the outputs
     come back merged in the batch's order. So a selecting search scores only the rare
     sentences on the whole vocabulary, whatever else the batch holds, as the
-    translators' own batching does (:func:`keras_nmt.translation.rare_source`). Plain
+    translators' own batching does (:func:`keras_nmt.decoding.translation.rare_source`). Plain
     TensorFlow (a part may be empty); for the SavedModel's string signatures, not for
     ONNX, where ``translate_ids`` decides per batch. The last ``per_sentence`` inputs
     have a row per sentence (a constrained search's phrases): each part gets its rows."""

@@ -34,7 +34,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from keras_nmt.constants import EOS_ID, PAD_ID
+from keras_nmt.core.constants import EOS_ID, PAD_ID
 from keras_nmt.layers.row_layout import tile_rows
 from keras_nmt.search.candidates import (
     ALIVE, DEAD, never_generated, normalised_best, only_first,

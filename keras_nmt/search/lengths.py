@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_nmt.constants import PAD_ID
+from keras_nmt.core.constants import PAD_ID
 
 
 def decode_limits(source_ids, max_length=None, max_decode_ratio: float = 2.0):

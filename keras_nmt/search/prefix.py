@@ -20,7 +20,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from keras_nmt.constants import BOS_ID
+from keras_nmt.core.constants import BOS_ID
 from keras_nmt.search import constrained as guide
 from keras_nmt.search.candidates import normalised_best
 from keras_nmt.search.top_k import take_along_rows

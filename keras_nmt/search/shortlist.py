@@ -13,7 +13,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from keras_nmt.constants import PAD_ID, RESERVED
+from keras_nmt.core.constants import PAD_ID, RESERVED
 from keras_nmt.search.top_k import BLOCK
 
 
@@ -22,13 +22,13 @@ class Shortlist:
     """Vocabulary selection (Jean et al., 2015; Marian's ``--shortlist``): each batch is
     scored on the ``frequent`` most frequent target words, the ``best`` most probable
     translations of every source word in the batch (rows of ``table``, a lexical table
-    p(t | s) of :mod:`keras_nmt.lexicon`: int32 [source vocabulary, >= best], PAD-padded)
+    p(t | s) of :mod:`keras_nmt.lexicon.table`: int32 [source vocabulary, >= best], PAD-padded)
     and the reserved ids (EOS; UNK unless the search forbids it). ``frequent`` and
     ``best`` may be scalar tensors (signature inputs); both <= 0 turns selection off
     (every word). Vocabulary ids are sorted by training frequency, so the most frequent
     words are the ids right after the reserved ones. A row of ``table`` that starts with
-    :data:`~keras_nmt.lexicon.RARE_MARK` (a source word training saw too rarely,
-    :meth:`~keras_nmt.lexicon.Lexicon.selection_table`) turns selection off for every
+    :data:`~keras_nmt.lexicon.table.RARE_MARK` (a source word training saw too rarely,
+    :meth:`~keras_nmt.lexicon.table.Lexicon.selection_table`) turns selection off for every
     batch that holds that word."""
 
     table: Any
@@ -44,7 +44,7 @@ def output_columns(source_ids, vocab_size: int, shortlist: Shortlist | None = No
     their own positions: column i is word i for i < 4), then PAD up to a whole number of
     blocks of the two-stage top-k (:data:`keras_nmt.search.top_k.BLOCK`); the model
     masks those padding columns out
-    (:meth:`~keras_nmt.models.TranslationModel.output_projection`). Without a shortlist,
+    (:meth:`~keras_nmt.models.rnnsearch.TranslationModel.output_projection`). Without a shortlist,
     or with it turned off, every word of the vocabulary. ``required`` (int [N]): words
     kept whatever the shortlist says (a constrained search's phrases)."""
     words = tf.range(vocab_size, dtype=tf.int32)

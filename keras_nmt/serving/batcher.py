@@ -37,7 +37,7 @@ import math
 import threading
 from typing import Callable, Hashable, Sequence
 
-from keras_nmt.errors import RequestError
+from keras_nmt.core.errors import RequestError
 
 
 class DaemonThreads:

@@ -22,7 +22,7 @@ In Python::
     for t in client.translate(["Hello."]):
         print(t.text, t.score, t.truncated)
 
-Results are :class:`keras_nmt.translation.Translation` objects, as the other paths give,
+Results are :class:`keras_nmt.decoding.translation.Translation` objects, as the other paths give,
 with the text, score and truncated tokens the export answers (no tokens: it sends text).
 
 Constraints (``translate(lines, constraints=..., glossary=...)``; the command's
@@ -62,12 +62,12 @@ import urllib.parse
 import urllib.request
 from typing import Callable, Sequence
 
-from keras_nmt.confidence import Confidence
-from keras_nmt.constraints import Glossary, LineConstraints, check_aligned
-from keras_nmt.errors import ServingError, Unreachable
+from keras_nmt.decoding.confidence import Confidence
+from keras_nmt.decoding.constraints import Glossary, LineConstraints, check_aligned
+from keras_nmt.core.errors import ServingError, Unreachable
 from keras_nmt.export import EXPORT_ALPHA
-from keras_nmt.progress import native_stderr_filtered
-from keras_nmt.translation import Translation, translate_lines
+from keras_nmt.core.progress import native_stderr_filtered
+from keras_nmt.decoding.translation import Translation, translate_lines
 
 DEFAULT_SIGNATURE = "serving_default"
 # What keras-nmt serve answers to "confidence": true (keras_nmt.serving.rest_formats).
@@ -206,7 +206,7 @@ def instance_constraints(found: LineConstraints | None) -> dict:
 
 @dataclasses.dataclass(frozen=True)
 class _Line:
-    """A line and its constraints, as :func:`keras_nmt.translation.translate_lines`
+    """A line and its constraints, as :func:`keras_nmt.decoding.translation.translate_lines`
     batches it (by length)."""
 
     text: str

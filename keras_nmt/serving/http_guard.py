@@ -20,7 +20,7 @@ import urllib.parse
 
 from aiohttp import web
 
-from keras_nmt.errors import RequestError
+from keras_nmt.core.errors import RequestError
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 # A request whose body was refused part-read.

@@ -25,10 +25,10 @@ import os
 import pathlib
 from typing import Callable
 
-from keras_nmt.errors import ExportError, RequestError
+from keras_nmt.core.errors import ExportError, RequestError
 from keras_nmt.export import layout, serving_files
 from keras_nmt.export.serving_files import ModelEntry
-from keras_nmt.onnx_translator import OnnxTranslator
+from keras_nmt.decoding.onnx_translator import OnnxTranslator
 
 DEFAULT_DECODE_RATIO = 2.0  # the config's max_decode_ratio, for exports that do not say
 
@@ -196,7 +196,7 @@ class Registry:
     def poll(self, check: Callable[[Servable], None] | None = None) -> list[Change]:
         """Load the versions each model's policy serves now and unload the others, then
         put the new set in place at once; the changes made. ``check(servable)`` may
-        refuse a loaded version by raising (a :class:`~keras_nmt.errors.UserError`).
+        refuse a loaded version by raising (a :class:`~keras_nmt.core.errors.UserError`).
         A version that fails to load or is refused is skipped (and tried again once its
         files change); a model none of whose wanted versions loads keeps those it had.
         Runs in a thread: it loads onnxruntime sessions."""

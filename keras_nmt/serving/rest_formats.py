@@ -20,7 +20,7 @@ Floats are written as TF Serving writes them: the shortest text that reads back 
 same float32, and -Infinity for an unfilled n-best slot.
 
 Beyond TF Serving, an instance may carry what its translation must respect
-(:mod:`keras_nmt.constraints`; an export with the constrained search): ``"constraints"``
+(:mod:`keras_nmt.decoding.constraints`; an export with the constrained search): ``"constraints"``
 and ``"avoid"`` (lists of target phrases) and ``"prefix"`` (a string), as keys of a row,
 ``{"sentences": ..., "constraints": [...], ...}``, or as columns of ``inputs`` aligned with
 ``sentences`` (an entry null: none). An answer then gains ``"unmet"`` (the phrases a
@@ -28,7 +28,7 @@ translation misses because its length limit came first): in each row that misses
 as a column (a list per instance, empty when all were met) when any does.
 
 Also beyond TF Serving, ``"confidence": true`` beside ``instances`` or ``inputs`` asks for
-the model's confidence in each translation (:mod:`keras_nmt.confidence`; an export with
+the model's confidence in each translation (:mod:`keras_nmt.decoding.confidence`; an export with
 its force-decoding model): three more outputs, ``confidence`` (the line's figure, null
 for an empty line), ``sentence_confidences`` (each sentence's) and ``word_confidences``
 (``[word, figure]`` pairs), in each row or as columns.
@@ -44,10 +44,10 @@ from typing import Sequence
 
 import numpy as np
 
-from keras_nmt.confidence import line_fields
-from keras_nmt.constraints import MAX_PHRASES, LineConstraints
-from keras_nmt.errors import RequestError
-from keras_nmt.translation import Translation
+from keras_nmt.decoding.confidence import line_fields
+from keras_nmt.decoding.constraints import MAX_PHRASES, LineConstraints
+from keras_nmt.core.errors import RequestError
+from keras_nmt.decoding.translation import Translation
 
 DEFAULT_SIGNATURE = "serving_default"
 SEARCH_SIGNATURE = "translate"

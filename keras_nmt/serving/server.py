@@ -21,14 +21,14 @@ Endpoints:
   line's), null for an empty line. With ``"confidence": true`` each translation also has
   ``"confidence"`` (the line's figure; null for an empty line), ``"sentences"`` (each
   sentence's) and ``"words"`` (``[word, figure]`` pairs), what ``onnx-translate
-  --confidence`` writes (:mod:`keras_nmt.confidence`). A text of several sentences is split into them and
+  --confidence`` writes (:mod:`keras_nmt.decoding.confidence`). A text of several sentences is split into them and
   their translations joined, as the export does (``GET /models`` says);
   ``"split_sentences": false`` translates each text whole. ``"constraints"`` and
   ``"avoid"`` (per text a list of target phrases, or null), ``"prefix"`` (per text a
   string, or null), each a list aligned with ``text``, and ``"glossary"`` (``[[source
   term, target term], ...]`` for the whole request: a term is a phrase to include of each
   text whose source tokens hold its source term) say what the translations must respect
-  (:mod:`keras_nmt.constraints`; an export with the constrained search); a translation
+  (:mod:`keras_nmt.decoding.constraints`; an export with the constrained search); a translation
   that misses a phrase (its length limit came first) has ``"unmet"``, the phrases. TF
   Serving's predict API takes the same per instance (:mod:`~keras_nmt.serving.rest_formats`);
 - ``GET /health`` (200 while serving), ``GET /models`` (each model's languages, search
@@ -50,13 +50,13 @@ constraints (``max_tokens``) and the cells its alignments could hold, an output 
 fit its constraints included (``max_alignment_cells``; a confidence from an export
 whose search does not return its tokens' log-probabilities runs the same force-decoding
 pass as an alignment, and its cells count alike), are counted; constraints are
-checked (:class:`keras_nmt.constraints.Encoder`) before anything is queued. The sentences go through
+checked (:class:`keras_nmt.decoding.constraints.Encoder`) before anything is queued. The sentences go through
 one :class:`~keras_nmt.serving.batcher.Batcher` (requests that arrive together share an
 onnxruntime run; a large request runs as several batches, and nothing more of it runs
 once it no longer waits), each translated whole, and each line's translation is joined
-from its sentences' (:func:`keras_nmt.translation.join_translations`). A line with
+from its sentences' (:func:`keras_nmt.decoding.translation.join_translations`). A line with
 constraints goes through whole (:class:`ConstrainedLine`): the translator places its
-phrases in its sentences (:func:`keras_nmt.constraints.assign`). Parsing a large
+phrases in its sentences (:func:`keras_nmt.decoding.constraints.assign`). Parsing a large
 body, splitting it and writing a large answer run in worker threads, so the event loop
 keeps answering (``/health`` included) while they run; an alignment is written a sentence
 at a time, its numbers converted by numpy.
@@ -100,16 +100,16 @@ from aiohttp import web
 # tests/test_server.py checks that it still answers 100 Continue.
 from aiohttp.web_urldispatcher import _default_expect_handler as _CONTINUE
 
-from keras_nmt.confidence import line_fields
-from keras_nmt.constraints import Glossary, LineConstraints
-from keras_nmt.errors import ConstraintError, RequestError, UsageError
+from keras_nmt.decoding.confidence import line_fields
+from keras_nmt.decoding.constraints import Glossary, LineConstraints
+from keras_nmt.core.errors import ConstraintError, RequestError, UsageError
 from keras_nmt.serving import priority, rest_formats as rest
 from keras_nmt.serving.batcher import Batcher, DaemonThreads
 from keras_nmt.serving.http_guard import BodyBudget, LimitedSite, RequestGuard, must_close
 from keras_nmt.serving.metrics import PATH as METRICS_PATH, Metrics
 from keras_nmt.serving.registry import Registry, Servable
 from keras_nmt.text.sentences import split_sentences
-from keras_nmt.translation import Translation, join_translations
+from keras_nmt.decoding.translation import Translation, join_translations
 
 # The page at / and its files: in the package, nothing fetched from elsewhere (offline).
 STATIC = pathlib.Path(__file__).resolve().parent / "static"
@@ -198,7 +198,7 @@ class Search:
 class ConstrainedLine:
     """A line with constraints, one item of the batcher: translated by itself, split into
     its sentences when ``split`` (the translator places each phrase in its sentence, or
-    translates the line whole: :func:`keras_nmt.constraints.assign`), and its result is
+    translates the line whole: :func:`keras_nmt.decoding.constraints.assign`), and its result is
     the line's Translation."""
 
     text: str
@@ -588,7 +588,7 @@ class TranslationServer:
                      counts: list[int], lengths: list[int], tokens: int, cells: int,
                      split: bool, forced: str, rules, glossary, where: str) -> Sentences:
         """:meth:`_sentences` for lines with constraints: each line's checked and encoded
-        as the translator will (:class:`~keras_nmt.constraints.Encoder`), their target
+        as the translator will (:class:`~keras_nmt.decoding.constraints.Encoder`), their target
         tokens added to ``tokens`` and, when ``forced`` names what is force-decoded
         (:func:`_forced_work`), the cells of their longer outputs to ``cells``; a
         constrained line becomes one :class:`ConstrainedLine` item."""

@@ -1,8 +1,8 @@
 """The one factory of codecs: a tokenizer kind, a language and a vocabulary in, the
 Python codec out, and from a Python codec its graph twin.
 
-A run directory (:class:`keras_nmt.rundir.RunDir`) and an ONNX export
-(:mod:`keras_nmt.onnx_translator`) both name their tokenizer and files and get
+A run directory (:class:`keras_nmt.rundir.run_directory.RunDir`) and an ONNX export
+(:mod:`keras_nmt.decoding.onnx_translator`) both name their tokenizer and files and get
 their codecs here. No TensorFlow import until :func:`graph_encoder` is called.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 
-from keras_nmt.errors import CodecError
+from keras_nmt.core.errors import CodecError
 from keras_nmt.text import sentencepiece, word
-from keras_nmt.vocab import Vocabulary
+from keras_nmt.text.vocab import Vocabulary
 
 WORD, SENTENCEPIECE = word.KIND, sentencepiece.KIND
 TOKENIZERS = (WORD, SENTENCEPIECE)

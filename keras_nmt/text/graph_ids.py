@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_nmt.constants import BOS_ID, EOS_ID, PAD_ID
+from keras_nmt.core.constants import BOS_ID, EOS_ID, PAD_ID
 
 
 def append_eos(ids: tf.RaggedTensor) -> tf.RaggedTensor:
@@ -15,7 +15,7 @@ def append_eos(ids: tf.RaggedTensor) -> tf.RaggedTensor:
 
 def ids_before_eos(ids) -> tf.RaggedTensor:
     """Id rows [N, T] (dense or ragged) -> ragged rows up to their first EOS, PAD and BOS
-    skipped: :func:`keras_nmt.vocab.ids_before_eos` as graph ops."""
+    skipped: :func:`keras_nmt.text.vocab.ids_before_eos` as graph ops."""
     if not isinstance(ids, tf.RaggedTensor):
         ids = tf.RaggedTensor.from_tensor(tf.convert_to_tensor(ids))
     ids = tf.cast(ids, tf.int32)

@@ -1,7 +1,7 @@
 """How the translations of a line's sentences join into the line's translation, in pure
 Python (:mod:`keras_nmt.text.sentences` splits the line).
 
-Every path joins the same way (:func:`keras_nmt.translation.join_translations`, and the
+Every path joins the same way (:func:`keras_nmt.decoding.translation.join_translations`, and the
 SavedModel's graph, :mod:`keras_nmt.text.sentences_graph`): the text is the sentences'
 translations in order, one space apart (no space in Chinese and Japanese; empty ones left
 out), the tokens are concatenated, the truncated tokens summed, an attention matrix is

@@ -22,9 +22,9 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from keras_nmt.constants import BOS, BOS_ID, EOS, EOS_ID, PAD, PAD_ID, RESERVED, UNK, UNK_ID
-from keras_nmt.errors import CodecError
-from keras_nmt.vocab import Vocabulary, ids_before_eos
+from keras_nmt.core.constants import BOS, BOS_ID, EOS, EOS_ID, PAD, PAD_ID, RESERVED, UNK, UNK_ID
+from keras_nmt.core.errors import CodecError
+from keras_nmt.text.vocab import Vocabulary, ids_before_eos
 
 KIND = "sentencepiece"
 MODEL_TYPES = ("unigram", "bpe")

@@ -3,8 +3,8 @@ line's sentences join into the line's is :mod:`keras_nmt.text.line_join`.
 
 The models are trained on single sentences, so a pasted paragraph is split here and its
 sentences are translated one by one (``translate(..., split_sentences=True)`` of
-:class:`keras_nmt.keras_translator.Translator` and of the onnxruntime path through
-:func:`keras_nmt.translation.translate_lines`, and the exported SavedModel's string
+:class:`keras_nmt.decoding.keras_translator.Translator` and of the onnxruntime path through
+:func:`keras_nmt.decoding.translation.translate_lines`, and the exported SavedModel's string
 signatures). This module holds the one definition of where a sentence ends: an ordered
 table of regular-expression rewrites (:func:`rules_for`) that marks the boundaries of a
 line. :mod:`keras_nmt.text.sentences_graph` runs the same table with

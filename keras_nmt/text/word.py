@@ -18,7 +18,7 @@ from typing import Callable, Iterable, Sequence
 
 import regex
 
-from keras_nmt.vocab import Vocabulary
+from keras_nmt.text.vocab import Vocabulary
 
 KIND = "word"
 
@@ -200,7 +200,7 @@ def token_words(tokens: Sequence[str], lang: str
     numbers of the words its characters are in, read from one detokenization that keeps
     the tokens marked (rules only ever remove the spaces between tokens). A token with no
     character in a word (an empty one) belongs to the word before it, or to the first.
-    What :func:`keras_nmt.confidence.word_of_tokens` gives by detokenizing every prefix,
+    What :func:`keras_nmt.decoding.confidence.word_of_tokens` gives by detokenizing every prefix,
     in one pass (tested against it)."""
     kept = [k for k, token in enumerate(tokens) if token]
     marked = rewrite(mark_tokens(TOKEN_SEPARATOR.join(tokens[k] for k in kept)),

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_nmt.constants import UNK_ID
+from keras_nmt.core.constants import UNK_ID
 from keras_nmt.text import word
 from keras_nmt.text.graph_ids import append_eos, ids_before_eos
-from keras_nmt.vocab import Vocabulary
+from keras_nmt.text.vocab import Vocabulary
 
 
 def tokenize(lines, lang: str) -> tf.RaggedTensor:

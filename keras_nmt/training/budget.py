@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from keras_nmt.config import Config
-from keras_nmt.errors import ConfigError
+from keras_nmt.core.config import Config
+from keras_nmt.core.errors import ConfigError
 
 
 @dataclasses.dataclass
@@ -26,7 +26,7 @@ class TrainingBudget:
 
 def check_budget(config: Config, limits: TrainingBudget) -> None:
     """Raise :class:`ConfigError` when ``config``'s learning-rate schedule needs a budget
-    to decay over and ``limits`` set none. :func:`keras_nmt.experiment.train` checks
+    to decay over and ``limits`` set none. :func:`keras_nmt.runner.experiment.train` checks
     before it writes anything; :meth:`~keras_nmt.training.Trainer.fit` again for
     callers that build a Trainer themselves."""
     if config.lr_schedule != "constant" and limits.max_steps is None and limits.max_minutes is None:

@@ -13,12 +13,12 @@ from typing import Callable
 
 import tensorflow as tf
 
-from keras_nmt import faults
-from keras_nmt.config import Config
-from keras_nmt.errors import RunDirError, RunWriteError
-from keras_nmt.model_weights import check_model, checkpoint_problem, checkpoint_step
-from keras_nmt.models import TranslationModel
-from keras_nmt.rundir import RunDir
+from keras_nmt.core import faults
+from keras_nmt.core.config import Config
+from keras_nmt.core.errors import RunDirError, RunWriteError
+from keras_nmt.rundir.model_weights import check_model, checkpoint_problem, checkpoint_step
+from keras_nmt.models.rnnsearch import TranslationModel
+from keras_nmt.rundir.run_directory import RunDir
 
 
 # What a failed write raises: Python's own file I/O, or TensorFlow's file layer.
@@ -60,7 +60,7 @@ class CheckpointStore:
             step_counter=step,
         )
         # The model weights of the last N checkpoints after step 0, for averaging
-        # (keras_nmt.averaging).
+        # (keras_nmt.rundir.averaging).
         self.recent_manager = tf.train.CheckpointManager(
             tf.train.Checkpoint(model=model),
             str(run.recent if is_chief else pathlib.Path(self.scratch, "recent")),
@@ -80,7 +80,7 @@ class CheckpointStore:
         checkpoint that does not read back intact is skipped, with a message, for the
         one before it; nothing is restored from it. Raises RunDirError when the state
         file names checkpoints but none is complete, and
-        :class:`~keras_nmt.errors.CheckpointMismatchError` when one does not fit
+        :class:`~keras_nmt.core.errors.CheckpointMismatchError` when one does not fit
         the model.
         """
         # Every worker restores from the chief's checkpoints (a shared run directory).

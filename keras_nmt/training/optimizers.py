@@ -15,7 +15,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from keras_nmt.config import Config
+from keras_nmt.core.config import Config
 
 
 def _handle(variable):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from keras_nmt.config import Config
+from keras_nmt.core.config import Config
 
 
 def scheduled_learning_rate(config: Config, step: int, progress: float) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from keras_nmt.progress import format_duration
+from keras_nmt.core.progress import format_duration
 from keras_nmt.training.budget import TrainingBudget
 
 

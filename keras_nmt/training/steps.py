@@ -8,10 +8,10 @@ import dataclasses
 import keras
 import tensorflow as tf
 
-from keras_nmt import distribute
-from keras_nmt.config import Config
-from keras_nmt.constants import PAD_ID
-from keras_nmt.models import TranslationModel, sampled_sentence_nll, sentence_nll
+from keras_nmt.core import distribute
+from keras_nmt.core.config import Config
+from keras_nmt.core.constants import PAD_ID
+from keras_nmt.models.rnnsearch import TranslationModel, sampled_sentence_nll, sentence_nll
 from keras_nmt.training import optimizers
 from keras_nmt.training.pull import ParentPull
 

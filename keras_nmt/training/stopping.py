@@ -7,7 +7,7 @@ import math
 
 import tensorflow as tf
 
-from keras_nmt import distribute
+from keras_nmt.core import distribute
 
 
 class EarlyStopping:

@@ -11,12 +11,12 @@ from typing import Callable
 import numpy as np
 import tensorflow as tf
 
-from keras_nmt import distribute, faults
-from keras_nmt.config import Config
-from keras_nmt.errors import TrainingDiverged
-from keras_nmt.models import TranslationModel
-from keras_nmt.progress import Progress
-from keras_nmt.rundir import RunDir
+from keras_nmt.core import distribute, faults
+from keras_nmt.core.config import Config
+from keras_nmt.core.errors import TrainingDiverged
+from keras_nmt.models.rnnsearch import TranslationModel
+from keras_nmt.core.progress import Progress
+from keras_nmt.rundir.run_directory import RunDir
 from keras_nmt.training.checkpoints import CheckpointStore
 from keras_nmt.training.budget import TrainingBudget, check_budget
 from keras_nmt.training.optimizers import DynamicLossScale, make_optimizer

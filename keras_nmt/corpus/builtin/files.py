@@ -10,7 +10,7 @@ import pathlib
 from collections.abc import Iterable
 from typing import Any
 
-from keras_nmt.atomic import write_bytes_atomic, write_json_atomic
+from keras_nmt.core.atomic import write_bytes_atomic, write_json_atomic
 from keras_nmt.corpus.builtin.generate import (
     GENERATOR_VERSION, BuiltinCorpusSpec, corpus_stats, generate_corpus,
 )
@@ -65,7 +65,7 @@ def write_corpus(directory: str | os.PathLike[str],
 
     Files: ``{train,valid,test}.{en,fr,align}`` (UTF-8, LF, one sentence or
     Pharaoh alignment per line) and ``builtin.json`` (spec, stats, file sizes).
-    Each file is replaced atomically (:mod:`keras_nmt.atomic`), and builtin.json
+    Each file is replaced atomically (:mod:`keras_nmt.core.atomic`), and builtin.json
     is removed first and written last, so a crash in between leaves no
     builtin.json and the next call regenerates. Other files in ``directory`` are
     left alone. Two processes writing the same spec at once write the same bytes,

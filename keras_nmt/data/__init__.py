@@ -1,0 +1,1 @@
+"""Tokens to batches: the training split as ids on disk, tf.data pipelines, pair samples."""

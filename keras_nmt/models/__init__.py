@@ -1,0 +1,1 @@
+"""The translation model (RNNsearch and RNNencdec) and its NLL."""

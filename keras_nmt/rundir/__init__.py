@@ -1,0 +1,1 @@
+"""A run on disk: its directory, the model weights of its checkpoints, averaging."""
