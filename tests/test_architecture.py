@@ -26,19 +26,23 @@ LAYERS = (
 LEVEL = {room: level for level, (_, rooms) in enumerate(LAYERS) for room in rooms}
 
 
-def room_of(module: str) -> str:
-    """``keras_nmt.corpus.readers`` -> ``corpus/``; ``keras_nmt.rundir.run_directory`` -> ``rundir``."""
+# The package's root holds its face and, at most, modules that belong to no layer: none
+# today. A new module goes into the folder of its job.
+ROOT_MODULES = ("__init__.py",)
+
+
+def room_of(module: str, package: pathlib.Path = PACKAGE) -> str:
+    """``keras_nmt.corpus.readers`` -> ``corpus/``; a module at the root is its own room."""
     parts = module.split(".")[1:]
     if not parts:
         return ""
-    package = (PACKAGE / parts[0]).is_dir()
-    return parts[0] + "/" if package else parts[0]
+    return parts[0] + "/" if (package / parts[0]).is_dir() else parts[0]
 
 
-def package_modules() -> dict[str, pathlib.Path]:
+def package_modules(package: pathlib.Path = PACKAGE) -> dict[str, pathlib.Path]:
     modules = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = ["keras_nmt", *path.relative_to(PACKAGE).with_suffix("").parts]
+    for path in package.rglob("*.py"):
+        parts = ["keras_nmt", *path.relative_to(package).with_suffix("").parts]
         if parts[-1] == "__init__":
             parts.pop()
         modules[".".join(parts)] = path
@@ -58,25 +62,51 @@ def imported(path: pathlib.Path, modules: dict[str, pathlib.Path]) -> set[str]:
     return found
 
 
-def test_every_room_of_the_package_has_a_layer():
-    rooms = {room_of(module) for module in package_modules()} - {""}
-    assert rooms - set(LEVEL) == set(), "a new room: give it a layer here and in docs/architecture.md"
-    assert set(LEVEL) - rooms == set(), "a room that no longer exists"
-
-
-def test_no_module_imports_from_a_layer_above_its_own():
-    modules = package_modules()
-    upward = []
+def layer_problems(package: pathlib.Path = PACKAGE) -> list[str]:
+    """What breaks the layers in ``package``: a module at the root beyond ROOT_MODULES, a
+    room with no layer, a layer's room that is gone, an import from a layer above."""
+    problems = [f"{path.name} at the package's root: move it into the folder of its job"
+                for path in sorted(package.glob("*.py")) if path.name not in ROOT_MODULES]
+    modules = package_modules(package)
+    rooms = {room_of(module, package) for module in modules} - {""}
+    problems += [f"{room}: a room with no layer" for room in sorted(rooms - set(LEVEL))
+                 if room.endswith("/")]
+    problems += [f"{room}: a layer's room that no longer exists"
+                 for room in sorted(set(LEVEL) - rooms)]
     for module, path in sorted(modules.items()):
-        room = room_of(module)
-        if not room:
-            continue
+        room = room_of(module, package)
         for target in sorted(imported(path, modules)):
-            other = room_of(target)
-            if other and LEVEL[other] > LEVEL[room]:
-                upward.append(f"{module} ({LAYERS[LEVEL[room]][0]}) imports {target} "
-                              f"({LAYERS[LEVEL[other]][0]})")
-    assert upward == []
+            other = room_of(target, package)
+            if room in LEVEL and other in LEVEL and LEVEL[other] > LEVEL[room]:
+                problems.append(f"{module} ({LAYERS[LEVEL[room]][0]}) imports {target} "
+                                f"({LAYERS[LEVEL[other]][0]})")
+    return problems
+
+
+def test_the_package_keeps_its_layers():
+    """Every module in the folder of a layer, importing only from its layer and below."""
+    assert layer_problems() == []
+
+
+def test_the_layer_checks_fail_on_a_root_module_an_upward_import_and_a_new_room(tmp_path):
+    package = tmp_path / "keras_nmt"
+    for room in {room.rstrip("/") for room in LEVEL}:
+        (package / room).mkdir(parents=True)
+        (package / room / "__init__.py").write_text("", encoding="utf-8")
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "loose.py").write_text("", encoding="utf-8")
+    (package / "core" / "ground.py").write_text(
+        "def f():\n    from keras_nmt.decoding import translation\n", encoding="utf-8")
+    (package / "decoding" / "translation.py").write_text(
+        "from keras_nmt.core import ground\n", encoding="utf-8")
+    (package / "misc").mkdir()
+    (package / "misc" / "__init__.py").write_text("", encoding="utf-8")
+    assert layer_problems(package) == [
+        "loose.py at the package's root: move it into the folder of its job",
+        "misc/: a room with no layer",
+        "keras_nmt.core.ground (ground) imports keras_nmt.decoding (jobs)",
+        "keras_nmt.core.ground (ground) imports keras_nmt.decoding.translation (jobs)",
+    ]
 
 
 @pytest.mark.parametrize("room, level", [("rundir/", "run directory"), ("corpus/", "data"),
