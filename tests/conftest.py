@@ -31,6 +31,14 @@ hypothesis_settings.register_profile("repeatable", derandomize=True, database=No
 hypothesis_settings.register_profile("explore", derandomize=False)
 hypothesis_settings.load_profile("repeatable")
 
+# Settings a TensorFlow user's shell often holds that change what the tests assert on
+# (TensorFlow's start-up lines on stderr, oneDNN's rounding): the suite runs as if they
+# were unset, in this process and every command it starts. KERAS_BACKEND is the
+# package's own to set (keras_nmt/__init__.py), and tested there.
+HOST_SETTINGS = ("TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS")
+for _name in HOST_SETTINGS:
+    os.environ.pop(_name, None)
+
 _SESSION_ENVIRONMENT: dict[str, str] = {}
 
 

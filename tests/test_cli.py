@@ -112,6 +112,16 @@ def test_a_failing_tensorflow_import_still_shows_its_messages(tmp_path, death, s
         assert lines == [FATAL.decode()]
 
 
+def test_the_package_uses_the_tensorflow_backend_whatever_the_shell_says():
+    """A shell with KERAS_BACKEND=jax (jax is not installed here: Keras would fail to
+    import) still gets TensorFlow's backend in the package's commands and API."""
+    code = ("import keras_nmt.models.rnnsearch, keras, os\n"
+            "print(keras.backend.backend(), os.environ['KERAS_BACKEND'])")
+    result = _run(["-c", code], env={"KERAS_BACKEND": "jax"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["tensorflow", "tensorflow"]
+
+
 def test_native_noise_is_recognised_line_by_line():
     from keras_nmt.core.progress import NATIVE_NOISE
 
