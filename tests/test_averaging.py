@@ -230,3 +230,35 @@ def test_by_default_every_command_uses_the_weights_the_run_reported_with(average
     copy.summary_path.unlink()
     assert copy.load_summary() is None
     assert copy.reported_weights() == "best" and copy.inspect().checkpoint_dirs[0] == copy.best
+
+
+def test_an_average_is_numbered_by_its_newest_step_and_replaces_the_old_one_whole(
+        averaged_run, tmp_path, monkeypatch):
+    """averaged/ is never written over in place: a write that fails half-way leaves the
+    earlier average whole and loadable, and the checkpoint's number is the newest step it
+    averages (10), not a count of saves."""
+    from keras_nmt.rundir import averaging
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(averaged_run, run_dir)
+    run = RunDir(run_dir)
+    assert tf.train.latest_checkpoint(str(run.averaged)).endswith("ckpt-10")
+    before = [w.numpy() for w in run.load_model(weights="averaged").weights]
+    written = averaging.write_average(run, averaging.checkpoints_to_average(run, "last", 1))
+    assert written == str(run.averaged / "ckpt-10")
+    assert sorted(p.name for p in run_dir.iterdir() if "averaged" in p.name) == ["averaged"]
+    newest = [w.numpy() for w in run.load_model(weights="averaged").weights]
+    assert not all(np.array_equal(a, b) for a, b in zip(before, newest))
+
+    save = tf.train.CheckpointManager.save
+
+    def save_then_fail(self, *args, **kwargs):
+        save(self, *args, **kwargs)
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(tf.train.CheckpointManager, "save", save_then_fail)
+    with pytest.raises(OSError, match="disk gone"):
+        averaging.write_average(run, averaging.checkpoints_to_average(run, "last", 2))
+    kept = [w.numpy() for w in run.load_model(weights="averaged").weights]
+    assert all(np.array_equal(a, b) for a, b in zip(newest, kept))
+    assert sorted(p.name for p in run_dir.iterdir() if "averaged" in p.name) == ["averaged"]

@@ -6,12 +6,20 @@ the noise of the final updates, a common recipe beyond the paper. The sources ar
 that is set; else ``checkpoints/``, which keeps two) or ``best/``, and only trained
 weights count: step 0, the random initialisation, is never averaged. The mean is written to
 ``averaged/`` as a model checkpoint, which every command loads with ``--weights averaged``.
+
+The checkpoint is numbered by the newest step it averages (``averaged/ckpt-STEP``), and it
+is written in a folder of its own that then replaces ``averaged/`` whole: a crash leaves
+the old average or the new one, never a torn one. Cost: one pass over the N checkpoints'
+float weights (float64 sums, the model's size twice in memory) and one write.
 """
 
 from __future__ import annotations
 
+import pathlib
+import shutil
 from typing import Callable, Sequence
 
+from keras_nmt.core.atomic import replace_folder
 from keras_nmt.core.errors import RunDirError
 from keras_nmt.rundir.run_directory import RunDir
 
@@ -87,8 +95,28 @@ def write_average(run: RunDir, paths: Sequence[str], model=None,
         total = values if total is None else [t + v for t, v in zip(total, values)]
     for weight, summed in zip(weights, total):
         weight.assign((summed / len(paths)).astype(weight.dtype))
-    manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model), str(run.averaged),
-                                         max_to_keep=1)
-    written = manager.save()
+    step = max(model_weights.checkpoint_step(path) for path in paths)
+    written = _write_whole(run, tf.train.Checkpoint(model=model), step)
     log(f"wrote the average of {len(paths)} checkpoint(s) to {written}")
     return written
+
+
+def _write_whole(run: RunDir, checkpoint, step: int) -> str:
+    """``checkpoint`` saved as ``averaged/ckpt-STEP``: written in ``averaged.tmp/``, which
+    then replaces ``averaged/`` (the old folder set aside, then removed). A half-done
+    replacement of an earlier crash is finished first."""
+    import tensorflow as tf
+
+    work, aside = run.path / "averaged.tmp", run.path / "averaged.old.tmp"
+    if aside.is_dir() and not run.averaged.exists():
+        aside.rename(run.averaged)  # a crash between the two renames: the old one is back
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.rmtree(aside, ignore_errors=True)
+    try:
+        manager = tf.train.CheckpointManager(checkpoint, str(work), max_to_keep=1)
+        name = pathlib.Path(manager.save(checkpoint_number=step)).name
+        replace_folder(work, run.averaged, aside)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    shutil.rmtree(aside, ignore_errors=True)
+    return str(run.averaged / name)
