@@ -1061,6 +1061,51 @@ def test_cross_site_and_rebound_requests_are_refused(served, headers, status, re
         assert served.call("/health", headers=headers)[0] == (421 if status == 421 else 200)
 
 
+def test_allowed_hosts_are_answered_under_any_port_and_every_other_name_refused(registry):
+    """--allowed-hosts: its names with any port (a proxy's, or none), and the loopback
+    names with the server's port still; a page rebound to any other name gets 421 on
+    every path, the page and /health too."""
+    with ServerThread(registry, allowed_hosts=("nmt.example.org", "nmt")) as server:
+        port = server.port
+        for host, status in ((f"nmt.example.org:{port}", 200), ("NMT.Example.org", 200),
+                             ("nmt.example.org:443", 200), ("nmt", 200), (f"127.0.0.1:{port}", 200),
+                             (f"evil.example:{port}", 421), ("nmt.example.org.evil.example", 421),
+                             ("evil.example", 421), (f"localhost:{port + 1}", 421)):
+            got, answer = server.call("/translate", {"text": ["a dog runs ."]},
+                                      headers={"Host": host})
+            assert got == status, (host, answer)
+            assert server.call("/health", headers={"Host": host})[0] == status
+            if status == 421:
+                assert answer["error"] == (
+                    "this server answers only to nmt.example.org, nmt (--allowed-hosts), "
+                    f"localhost, 127.0.0.1 or [::1] on port {port}, not to Host {host!r}")
+    with ServerThread(registry, allowed_hosts=("*",)) as server:
+        assert server.call("/health", headers={"Host": "anything.example:1"})[0] == 200
+
+
+def test_a_server_beyond_loopback_needs_its_allowed_hosts(tmp_path):
+    """Listening beyond loopback with no --allowed-hosts, any page could reach the server
+    under its own name (DNS rebinding): serve refuses to start, in one line, before it
+    loads a model."""
+    from keras_nmt.serving.server import ServerOptions
+
+    for host in ("0.0.0.0", "::", "192.0.2.7"):
+        with pytest.raises(ValueError, match="listens beyond this machine"):
+            ServerOptions(host=host).check()
+        ServerOptions(host=host, allowed_hosts=("nmt.example.org",)).check()
+    for host in ("127.0.0.1", "localhost", "::1", "127.0.0.2"):
+        ServerOptions(host=host).check()
+    with pytest.raises(ValueError, match="give it alone"):
+        ServerOptions(host="0.0.0.0", allowed_hosts=("*", "nmt")).check()
+    stderr = io.StringIO()
+    assert serve_cli.main([str(tmp_path / "no-export"), "--host", "0.0.0.0"],
+                          stdout=io.StringIO(), stderr=stderr) == 2
+    assert stderr.getvalue().splitlines() == [
+        "keras-nmt serve: error: --host 0.0.0.0 listens beyond this machine: name the hosts "
+        "its clients use with --allowed-hosts NAME[,NAME...] (or '*' for any Host, behind a "
+        "proxy that checks it)"]
+
+
 def test_compressed_bodies_are_refused_unread_and_broken_ones_log_one_line(registry):
     """A body declared gzip that is not: refused 415, and its rest dropped as sent, never
     inflated (a failure to inflate it reset the connection before some clients read the

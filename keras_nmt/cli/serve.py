@@ -61,6 +61,10 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                         help="a models.config elsewhere than EXPORT_DIR/models.config")
     parser.add_argument("--host", default=d.host,
                         help=f"address to listen on (default {d.host}: this machine only)")
+    parser.add_argument("--allowed-hosts", metavar="NAME[,NAME...]", default="",
+                        help="the Host names clients reach the server by (any port), beside "
+                             "localhost, 127.0.0.1 and [::1] with its port; '*': any. Required "
+                             "with a --host beyond loopback")
     parser.add_argument("--port", type=non_negative_int, default=d.port,
                         help=f"port (default {d.port}, TF Serving's REST port; 0: any free "
                              "port, printed when listening)")
@@ -151,6 +155,7 @@ def _serve(args, console: Console) -> int:
         raise UsageError("--name and --model-config-file exclude each other")
     options = ServerOptions(
         host=args.host, port=args.port, batch_size=args.batch_size,
+        allowed_hosts=tuple(filter(None, (n.strip() for n in args.allowed_hosts.split(",")))),
         max_wait=args.max_wait_ms / 1000, batch_gap=args.batch_gap_ms / 1000,
         queue_size=args.queue_size,
         max_chars=args.max_chars, max_sentences=args.max_sentences, max_tokens=args.max_tokens,

@@ -6,7 +6,8 @@ budget shared by all requests, and the number of open connections.
 Why each: a web page a user visits may post to a server on the user's own machine
 (``text/plain`` needs no CORS preflight), or reach it under the page's own name by DNS
 rebinding; a server on loopback answers only to its own names, and a POST only from its
-own origin, as JSON. A slow client holds a connection and a buffer for as long as the
+own origin, as JSON. A server that listens beyond loopback answers only to the names
+``--allowed-hosts`` gives it. A slow client holds a connection and a buffer for as long as the
 server lets it: each request must arrive within a time limit, the bodies being read
 share one budget of bytes, and connections beyond a cap are closed at once.
 """
@@ -42,24 +43,50 @@ def _bracketed(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-class RequestGuard:
-    """The checks of one server: built once it listens (its port is known then)."""
+ANY_HOST = "*"
 
-    def __init__(self, host: str, port: int):
+
+def check_allowed_hosts(host: str, allowed: tuple[str, ...]) -> None:
+    """ValueError (one line) for a server that listens beyond loopback on ``host`` with no
+    ``allowed`` names: any web page could then reach it under its own name."""
+    if not allowed and not is_loopback(host):
+        raise ValueError(f"--host {host} listens beyond this machine: name the hosts its "
+                         "clients use with --allowed-hosts NAME[,NAME...] (or '*' for any "
+                         "Host, behind a proxy that checks it)")
+    if ANY_HOST in allowed and len(allowed) > 1:
+        raise ValueError("--allowed-hosts '*' allows every host: give it alone")
+
+
+def host_name(header: str) -> str:
+    """The name of a ``Host`` header, its port left out, lower case."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header.split("]", 1)[0] + "]"
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+class RequestGuard:
+    """The checks of one server: built once it listens (its port is known then).
+
+    ``Host`` (DNS rebinding): the loopback names with the server's port, and the names of
+    ``allowed_hosts`` with any port; any at all for ``*``."""
+
+    def __init__(self, host: str, port: int, allowed_hosts: tuple[str, ...] = ()):
         self.port = port
-        self.loopback = is_loopback(host)
+        self.allowed = tuple(name.lower() for name in allowed_hosts)
         names = {*LOOPBACK_NAMES, _bracketed(host)}
         # A browser leaves the port out of Host when it is the scheme's default.
         self.hosts = {f"{name}:{port}" for name in names} | (names if port == 80 else set())
 
     def check_host(self, request: web.Request) -> None:
-        """421 for a server on loopback asked under another name (DNS rebinding)."""
-        if not self.loopback:
-            return
+        """421 for a request that reached the server under a name it does not answer to."""
         host = request.headers.get("Host", "")
-        if host.lower() not in self.hosts:
-            raise RequestError(421, f"this server answers only to localhost, 127.0.0.1 or "
-                                    f"[::1] on port {self.port}, not to Host {host[:100]!r}")
+        if ANY_HOST in self.allowed or host.lower() in self.hosts:
+            return
+        if host_name(host) not in self.allowed:
+            named = f"{', '.join(self.allowed)} (--allowed-hosts), " if self.allowed else ""
+            raise RequestError(421, f"this server answers only to {named}localhost, 127.0.0.1 "
+                                    f"or [::1] on port {self.port}, not to Host {host[:100]!r}")
 
     def check_post(self, request: web.Request) -> None:
         """403 for a POST from a web page of another origin; 415 for a body that is not

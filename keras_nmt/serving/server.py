@@ -105,7 +105,9 @@ from keras_nmt.decoding.constraints import Glossary, LineConstraints
 from keras_nmt.core.errors import ConstraintError, RequestError, UsageError
 from keras_nmt.serving import priority, rest_formats as rest
 from keras_nmt.serving.batcher import Batcher, DaemonThreads
-from keras_nmt.serving.http_guard import BodyBudget, LimitedSite, RequestGuard, must_close
+from keras_nmt.serving.http_guard import (
+    BodyBudget, LimitedSite, RequestGuard, check_allowed_hosts, must_close,
+)
 from keras_nmt.serving.metrics import PATH as METRICS_PATH, Metrics
 from keras_nmt.serving.registry import Registry, Servable
 from keras_nmt.text.sentences import split_sentences
@@ -133,6 +135,9 @@ ALIGNMENT_DECIMALS = 6  # attention weights lie in [0, 1]: 6 decimals are ±5e-7
 @dataclasses.dataclass(frozen=True)
 class ServerOptions:
     host: str = "127.0.0.1"
+    # Host names the server answers to (any port) beside the loopback names with its port;
+    # required beyond loopback; ("*",): any.
+    allowed_hosts: tuple[str, ...] = ()
     port: int = 8501  # TF Serving's REST port; 0: any free one
     batch_size: int = 32  # sentences a batch (an onnxruntime run) holds at most
     max_wait: float = 0.02  # seconds the oldest request waits for others to join it, at most
@@ -160,6 +165,7 @@ class ServerOptions:
 
     def check(self) -> None:
         """ValueError (one line) for options that do not fit together."""
+        check_allowed_hosts(self.host, self.allowed_hosts)
         for name in ("batch_size", "queue_size", "max_chars", "max_sentences", "max_tokens",
                      "max_alignment_cells", "max_body_bytes", "max_beam", "batch_threads",
                      "max_connections", "max_body_memory"):
@@ -757,7 +763,7 @@ class TranslationServer:
             self._workers.shutdown(wait=False)
             raise
         host, port = self._runner.addresses[0][:2]
-        self._guard = RequestGuard(options.host, port)
+        self._guard = RequestGuard(options.host, port, options.allowed_hosts)
         self.url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
         if options.poll_seconds > 0 and self.registry.sources:
             self._poller = asyncio.create_task(self._poll())
