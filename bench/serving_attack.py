@@ -18,7 +18,10 @@ halves:
   - --slow connections that trickle a body a byte every half second (timed out: 408);
   - cross-site bodies: ``text/plain``, and JSON from another ``Origin`` (415, 403);
   - clients that send a large request and close the connection 50 ms later (its
-    queued work is dropped: the server's ``/stats`` count it).
+    queued work is dropped: the server's ``/stats`` count it);
+  - --idle connections that never send a byte, each opened again as soon as the server
+    closes it (the server gives the place of the oldest to a newcomer: ``/stats``
+    counts them as dropped).
 
 Throughout, ``/health`` is asked every 50 ms. Reported: the normal clients' latency (p50,
 p99, max) and sentences/s in each half, /health's latency in each, the server's peak RSS
@@ -47,6 +50,7 @@ import http.client
 import json
 import multiprocessing
 import random
+import resource
 import sys
 import time
 import urllib.parse
@@ -165,6 +169,40 @@ async def _disconnecting(port: int, body: bytes, stop_at: float, count: list) ->
         await asyncio.sleep(0.05)
 
 
+async def _idle(port: int, stop_at: float, counts: dict) -> None:
+    """Hold a connection that sends nothing until ``stop_at``; open another each time the
+    server closes it."""
+    for _ in range(MAX_REQUESTS):
+        left = stop_at - time.perf_counter()
+        if left <= 0:
+            return
+        try:
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(HOST, port), 5)
+        except (OSError, TimeoutError):
+            counts["failed_to_open"] += 1
+            await asyncio.sleep(0.05)
+            continue
+        counts["opened"] += 1
+        try:
+            got = await asyncio.wait_for(reader.read(1), max(0.0, stop_at - time.perf_counter()))
+            counts["closed_by_server" if not got else "answered"] += 1
+        except TimeoutError:
+            pass
+        except OSError:
+            counts["closed_by_server"] += 1
+        writer.close()
+
+
+def _allow_files(count: int) -> None:
+    """Raise this process's open-file limit to hold ``count`` sockets more, as far as the
+    hard limit allows."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = count + 1024
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (
+            wanted if hard == resource.RLIM_INFINITY else min(wanted, hard), hard))
+
+
 async def _health(port: int, stop_at: float, latencies: list, statuses: dict) -> None:
     """GET /health every 50 ms on one keep-alive connection until ``stop_at``."""
     head = f"GET /health HTTP/1.1\r\nHost: {HOST}:{port}\r\n\r\n".encode("ascii")
@@ -228,7 +266,7 @@ def _attacks(args) -> dict[str, Attack]:
 
 
 async def _attack_mix(port: int, sentences: list[str], stop_at: float, args,
-                      attacks: dict[str, Attack], left: list) -> None:
+                      attacks: dict[str, Attack], left: list, idle: dict) -> None:
     """Every kind of attack at once until ``stop_at`` (a ``time.perf_counter`` time)."""
     bomb_line = " ".join(["Tom is here."] * args.bomb_sentences)
     alignment_bomb = json.dumps({"text": [bomb_line], "alignment": True}).encode()
@@ -259,6 +297,7 @@ async def _attack_mix(port: int, sentences: list[str], stop_at: float, args,
         + plain, port=port)) for _ in range(args.bombers)]
     tasks += [asyncio.ensure_future(_disconnecting(port, leaving, stop_at, left))
               for _ in range(args.bombers)]
+    tasks += [asyncio.ensure_future(_idle(port, stop_at, idle)) for _ in range(args.idle)]
     # The loops end with the phase; a request under way ends by its deadline.
     await asyncio.gather(*tasks)
 
@@ -277,12 +316,14 @@ def _attacker(port: int, sentences: list[str], args, seconds: float, channel) ->
     """The attack mix in a process of its own: says it is ready, takes the wall-clock
     time to start at, attacks for ``seconds``, and sends back each attack's counts."""
     attacks, left = _attacks(args), [0]
+    idle = dict.fromkeys(("opened", "closed_by_server", "answered", "failed_to_open"), 0)
+    _allow_files(args.idle + args.slow + 8 * args.bombers)
     channel.send("ready")
     start_at = channel.recv()
     time.sleep(max(0.0, start_at - time.time()))
     stop_at = time.perf_counter() + seconds
-    asyncio.run(_attack_mix(port, sentences, stop_at, args, attacks, left))
-    channel.send(({name: kind.report() for name, kind in attacks.items()}, left[0]))
+    asyncio.run(_attack_mix(port, sentences, stop_at, args, attacks, left, idle))
+    channel.send(({name: kind.report() for name, kind in attacks.items()}, left[0], idle))
 
 
 def phase(server: Server, name: str, sentences: list[str], seconds: float, args,
@@ -327,14 +368,14 @@ def phase(server: Server, name: str, sentences: list[str], seconds: float, args,
         channel.send(start_at)
         time.sleep(max(0.0, start_at - time.time()))
     normal = asyncio.run(run())
-    attacks, left = {}, 0
+    attacks, left, idle = {}, 0, {}
     if attack:
         # Past the phase, a request under way ends by its deadline.
         deadline = max(args.bomb_deadline, args.read_timeout + args.slow_margin) + 30
         if not channel.poll(deadline):
             attacker.kill()
             raise RuntimeError("the attacking process did not finish")
-        attacks, left = channel.recv()
+        attacks, left, idle = channel.recv()
         attacker.join(10)
     after = _stats(port)
     latencies = normal.pop("latencies")
@@ -364,6 +405,12 @@ def phase(server: Server, name: str, sentences: list[str], seconds: float, args,
         result["attacks"]["disconnect"] = {
             "requests": left,
             "sentences_dropped": after.get("dropped", 0) - before.get("dropped", 0)}
+        result["attacks"]["idle_sockets"] = {
+            "held": args.idle, **idle,
+            "dropped_by_server": (after.get("dropped_connections", 0)
+                                  - before.get("dropped_connections", 0)),
+            "refused_by_server": (after.get("refused_connections", 0)
+                                  - before.get("refused_connections", 0))}
     return result
 
 
@@ -434,6 +481,8 @@ def main(argv=None) -> int:
     _common.add(parser, "per_request", help="sentences a normal request (default %(default)s)")
     parser.add_argument("--slow", type=int, default=200,
                         help="connections trickling a body (default 200)")
+    parser.add_argument("--idle", type=int, default=2000,
+                        help="connections that send nothing, held open (default 2000)")
     parser.add_argument("--bombers", type=int, default=2,
                         help="clients of each other kind of attack (default 2)")
     parser.add_argument("--bomb-sentences", type=int, default=3000,
@@ -472,7 +521,8 @@ def main(argv=None) -> int:
     settings = {"export_dir": str(args.export_dir), "name": args.name, "int8": args.int8,
                 "spin": args.spin, "work_niceness": args.work_niceness,
                 "batch_size": args.batch_size, "clients": args.clients,
-                "per_request": args.per_request, "slow": args.slow, "bombers": args.bombers,
+                "per_request": args.per_request, "slow": args.slow, "idle": args.idle,
+                "bombers": args.bombers,
                 "bomb_sentences": args.bomb_sentences, "max_body_bytes": args.max_body_bytes,
                 "read_timeout": args.read_timeout, "request_timeout": args.request_timeout,
                 "duration": args.duration, "sentences": len(sentences)}

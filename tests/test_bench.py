@@ -674,7 +674,7 @@ def test_attack_bench_on_the_tiny_export(tiny_export, tmp_path, capsys):
     out = tmp_path / "attack.json"
     assert serving_attack.main([
         str(tiny_export), "--duration", "4", "--clients", "4", "--count", "40", "--slow", "10",
-        "--bombers", "1", "--read-timeout", "1", "--slow-margin", "3", "--fuzz", "200",
+        "--idle", "600", "--bombers", "1", "--read-timeout", "1", "--slow-margin", "3", "--fuzz", "200",
         "--no-spin", "--work-niceness", "3", "--matmul-rounds", "1", "--json", str(out)]) == 0
     report = json.loads(out.read_text())
     # The server ran with --no-spin and its work threads 3 nice levels down.
@@ -697,6 +697,9 @@ def test_attack_bench_on_the_tiny_export(tiny_export, tmp_path, capsys):
         assert attacks[name]["requests"] > 0 and set(attacks[name]["statuses"]) <= statuses | {
             "503"}, (name, attacks[name])
     assert attacks["disconnect"]["requests"] > 0
+    # 600 sockets that send nothing, over the cap of 512: the oldest give their places.
+    idle = attacks["idle_sockets"]
+    assert idle["opened"] >= 600 and idle["dropped_by_server"] > 0, idle
     assert results["server_peak_rss_mib"] > 0 and results["exit_status"] == 0
     fuzz = results["fuzz"]
     # Each request is answered or its connection fails, but a connection may fail only

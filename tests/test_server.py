@@ -994,9 +994,12 @@ def test_slow_clients_are_timed_out_and_connections_capped(registry):
         for data in (b"POST /translate HTTP/1.1\r\nHost: 127", b""):
             answer, elapsed = _raw_exchange(server.port, data)
             assert answer == b"" and elapsed < 5, (answer, elapsed)
-        # Connections over the cap: 503 at once, closed.
+        # Connections over the cap, each holding a request (its body to come): 503 at
+        # once, closed.
         held = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(4)]
         try:
+            for connection in held:
+                connection.sendall(head + b'{"text": ')
             time.sleep(0.1)
             answer, elapsed = _raw_exchange(server.port, b"")
             assert answer.startswith(b"HTTP/1.1 503 ") and b"--max-connections 4" in answer
@@ -1011,6 +1014,39 @@ def test_slow_clients_are_timed_out_and_connections_capped(registry):
         stats = server.call("/stats")[1]
     assert refused is None or refused[0] == 503
     assert stats["refused_connections"] >= 1 and stats["connections"] == 1
+
+
+def test_sockets_that_send_nothing_give_their_place_to_clients(registry):
+    """A flood of connections that never send a byte, five times the cap: a newcomer
+    takes the place of the oldest one that holds no request and had its time to send
+    one, so /health and a translation are still served, at once, while the flood's
+    sockets stay open on the client's side (they had locked every client out for
+    --read-timeout)."""
+    with ServerThread(registry, max_connections=8, read_timeout=30.0) as server:
+        flood = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(40)]
+        try:
+            # The flood's newest 8 hold the places: a newcomer is refused until one of them
+            # has had its time to send a head, then takes the place of the oldest.
+            answer, _ = _raw_exchange(server.port, b"")
+            assert answer.startswith(b"HTTP/1.1 503 "), answer
+            time.sleep(0.6)
+            start = time.perf_counter()
+            assert server.call("/health", timeout=5)[0] == 200
+            assert server.call("/translate", {"text": ["a dog runs ."]}, timeout=30)[0] == 200
+            assert time.perf_counter() - start < 5
+            stats = server.call("/stats")[1]
+            for connection in flood[8:]:  # over the cap while the places were young: 503
+                connection.settimeout(5)
+                assert connection.recv(100).startswith(b"HTTP/1.1 503 ")
+            # The oldest gave its place to /health, closed unanswered; the calls after it
+            # found the place /health had left.
+            flood[0].settimeout(5)
+            assert flood[0].recv(100) == b""
+        finally:
+            for connection in flood:
+                connection.close()
+    assert stats["dropped_connections"] == 1 and stats["refused_connections"] == 33
+    assert stats["connections"] <= 8
 
 
 def test_bodies_held_at_once_share_one_budget(registry):

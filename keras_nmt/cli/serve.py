@@ -120,8 +120,9 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                         help="the largest beam a request may ask for; every model's own beam "
                         f"must be within it (default {d.max_beam})")
     parser.add_argument("--max-connections", type=positive_int, default=d.max_connections,
-                        metavar="N", help="connections open at once; one more is answered 503 "
-                        f"and closed (default {d.max_connections})")
+                        metavar="N", help="connections open at once; one more takes the place "
+                        "of the oldest that holds no request and had 0.5 s to send one, else is "
+                        f"answered 503 (default {d.max_connections})")
     parser.add_argument("--request-timeout", type=positive_float, default=d.request_timeout,
                         metavar="S", help="seconds a request may take from its head to its "
                         f"answer; then 504 and its queued work is dropped (default "

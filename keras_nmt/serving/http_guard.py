@@ -17,7 +17,9 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
+import time
 import urllib.parse
+import weakref
 
 from aiohttp import web
 
@@ -183,6 +185,45 @@ def too_large(max_bytes: int) -> RequestError:
                              "(--max-body-bytes)")
 
 
+class Requests:
+    """Which open connections hold a request: from its whole head (seen by
+    :class:`_Counted`) through the handlers (the middleware) to ``grace`` seconds after
+    its answer, while that is written. Any other connection waits for a request head (a
+    new one, a slow one, one kept alive after its answer), and may be closed for a
+    newcomer."""
+
+    def __init__(self, grace: float = 1.0):
+        self.grace = grace
+        self.busy: dict[object, int] = {}  # transport -> requests in a handler
+        self.answered: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # -> time
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler):
+        transport = request.transport
+        self.busy[transport] = self.busy.get(transport, 0) + 1
+        try:
+            return await handler(request)
+        finally:
+            left = self.busy.pop(transport) - 1
+            if left:
+                self.busy[transport] = left
+            self.answered[transport] = time.monotonic()
+
+    def answered_since(self, transport, when: float) -> bool:
+        """Whether a request of ``transport`` was answered at or after ``when``."""
+        return self.answered.get(transport, -1.0) >= when
+
+    def holds_request(self, transport, head_at: float | None) -> bool:
+        """Whether the connection of ``transport``, whose last whole head came at
+        ``head_at`` (None: none yet), holds a request now."""
+        if transport in self.busy:
+            return True
+        answered = self.answered.get(transport)
+        if answered is not None and answered > time.monotonic() - self.grace:
+            return True
+        return head_at is not None and (answered is None or answered < head_at)
+
+
 class _Refusal(asyncio.Protocol):
     """A connection over the cap: a 503 answer, then closed, without reading."""
 
@@ -196,24 +237,100 @@ class _Refusal(asyncio.Protocol):
         transport.close()
 
 
+class _Counted(asyncio.Protocol):
+    """aiohttp's handler of one connection as the event loop sees it: every call is passed
+    on, and the site counts the connection from its accept to its loss (aiohttp's own list
+    holds it only from ``connection_made``, so a burst of accepts outran the cap)."""
+
+    def __init__(self, handler, site: "LimitedSite"):
+        self.handler, self.site = handler, site
+        self.accepted = time.monotonic()
+        self.made = False
+        self.transport = None
+        self.head_at: float | None = None  # when its last whole request head arrived
+        self._tail = b""  # the last bytes of a head still arriving
+        site.open[self] = None
+
+    def connection_made(self, transport) -> None:
+        self.made, self.transport = True, transport
+        self.handler.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        if self.head_at is None or self.site.requests.answered_since(self.transport, self.head_at):
+            seen = self._tail + data  # a head arriving: only its bytes are scanned
+            if b"\r\n\r\n" in seen:
+                self.head_at, self._tail = time.monotonic(), b""
+            else:
+                self._tail = seen[-3:]
+        self.handler.data_received(data)
+
+    def may_close(self, now: float) -> bool:
+        """Whether it may be closed for a newcomer: it holds no request, and had
+        :attr:`LimitedSite.HEAD_SECONDS` to send one."""
+        return (self.made and now - self.accepted >= self.site.HEAD_SECONDS
+                and not self.site.requests.holds_request(self.transport, self.head_at))
+
+    def eof_received(self):
+        return self.handler.eof_received()
+
+    def connection_lost(self, exc) -> None:
+        self.site.open.pop(self, None)
+        if self.made:
+            self.handler.connection_lost(exc)
+
+
+    def pause_writing(self) -> None:
+        self.handler.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.handler.resume_writing()
+
+
 class LimitedSite(web.BaseSite):
     """A TCP site (as aiohttp's ``TCPSite``) that holds at most ``max_connections``
-    connections open: one more is answered 503 and closed at once."""
+    connections open. At the cap, a newcomer takes the place of the oldest connection
+    that holds no request (``requests``: idle, or still sending its head) and has had
+    :attr:`HEAD_SECONDS` to send one, which is closed; when there is none, the newcomer is
+    answered 503 and closed at once. So connections that never send a request cannot
+    lock clients out, and a client always has that long to send its head. Cost: a scan of
+    the open connections for each newcomer at the cap."""
+
+    HEAD_SECONDS = 0.5  # at the cap, a connection's time to send its head (read_timeout else)
+    # An accept whose transport never came up leaves no connection_lost: forgotten then.
+    UNMADE_SECONDS = 10.0
 
     def __init__(self, runner: web.BaseRunner, host: str, port: int, max_connections: int,
-                 backlog: int = 128):
+                 requests: Requests | None = None, backlog: int = 128):
         super().__init__(runner, backlog=backlog)
         self._host, self._port = host, port
         self.max_connections = max_connections
+        self.requests = requests or Requests()
         self.refused = 0  # connections closed at once, over the cap
+        self.dropped = 0  # connections without a request closed for a newcomer
+        self.open: dict[_Counted, None] = {}  # oldest first
 
     @property
     def name(self) -> str:
         return f"http://{_bracketed(self._host)}:{self._port}"
 
     def open_connections(self) -> int:
-        server = self._runner.server
-        return 0 if server is None else len(server.connections)
+        return len(self.open)
+
+    def _make_room(self) -> bool:
+        """At the cap: close the oldest connection without a request; False if none."""
+        unmade = time.monotonic() - self.UNMADE_SECONDS
+        for counted in [c for c in self.open if not c.made and c.accepted < unmade]:
+            del self.open[counted]
+        if len(self.open) < self.max_connections:
+            return True
+        now = time.monotonic()
+        gone = next((c for c in self.open if c.may_close(now)), None)
+        if gone is None:
+            return False
+        del self.open[gone]  # its connection_lost comes later
+        gone.handler.force_close()
+        self.dropped += 1
+        return True
 
     async def start(self) -> None:
         await super().start()
@@ -222,10 +339,10 @@ class LimitedSite(web.BaseSite):
                   "try again later")
 
         def protocol():
-            if len(server.connections) >= self.max_connections:
+            if len(self.open) >= self.max_connections and not self._make_room():
                 self.refused += 1
                 return _Refusal(reason)
-            return server()
+            return _Counted(server(), self)
 
         self._server = await asyncio.get_running_loop().create_server(
             protocol, self._host, self._port, backlog=self._backlog, reuse_address=True)

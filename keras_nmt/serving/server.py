@@ -71,7 +71,8 @@ to include holding one to avoid) or asked of an export without the constrained s
 a glossary of more than :data:`MAX_GLOSSARY_TERMS` terms, a beam outside
 1..max_beam, an n-best list longer than the beam or than the export returns (400), an
 unknown model, version or path (404). A full queue, or too many request bodies or
-connections at once, answers 503 at once; a request not answered within
+connections holding requests at once, answers 503 at once (a connection that holds no
+request gives its place to a newcomer); a request not answered within
 ``request_timeout`` gets 504 and its queued work is dropped, as is that of a client that
 goes away. The models' directories are polled for new versions (``poll_seconds``;
 :meth:`Registry.poll`). On SIGTERM or SIGINT the server stops listening, answers the
@@ -106,7 +107,7 @@ from keras_nmt.core.errors import ConstraintError, RequestError, UsageError
 from keras_nmt.serving import priority, rest_formats as rest
 from keras_nmt.serving.batcher import Batcher, DaemonThreads
 from keras_nmt.serving.http_guard import (
-    BodyBudget, LimitedSite, RequestGuard, check_allowed_hosts, must_close,
+    BodyBudget, LimitedSite, RequestGuard, Requests, check_allowed_hosts, must_close,
 )
 from keras_nmt.serving.metrics import PATH as METRICS_PATH, Metrics
 from keras_nmt.serving.registry import Registry, Servable
@@ -155,7 +156,9 @@ class ServerOptions:
     batch_threads: int = 1  # batches run at once
     request_timeout: float = 30.0  # seconds a request may take, from its head to its answer
     read_timeout: float = 10.0  # seconds a client gets to send a request (and idle after one)
-    max_connections: int = 512  # connections open at once; more are answered 503 and closed
+    # Connections open at once. At the cap a newcomer replaces the oldest that holds no
+    # request; when all hold one, it is answered 503 and closed.
+    max_connections: int = 512
     max_body_memory: int = 64 << 20  # bytes of request bodies held at once, all together
     poll_seconds: float = 1.0  # how often the model directories are read for versions; 0: never
     shutdown_timeout: float = 30.0  # seconds given to the requests held at shutdown
@@ -272,6 +275,7 @@ class TranslationServer:
         self.serving = False
         self._runner: web.AppRunner | None = None
         self._site: LimitedSite | None = None
+        self._requests = Requests()  # which connections hold a request (LimitedSite)
         self._guard: RequestGuard | None = None
         self._workers: concurrent.futures.ThreadPoolExecutor | None = None
         self._poller: asyncio.Task | None = None
@@ -291,7 +295,8 @@ class TranslationServer:
 
     def application(self) -> web.Application:
         app = web.Application(client_max_size=self.options.max_body_bytes,
-                              middlewares=[self._answered, self._checked, self._deadline])
+                              middlewares=[self._requests.middleware, self._answered,
+                                           self._checked, self._deadline])
         model = r"/v1/models/{name:[^/:]+}"
         which = r"{which:(/versions/\d+|/labels/[^/:]+)?}"
         app.router.add_post(model + which + ":predict", self.predict, name="predict",
@@ -715,7 +720,8 @@ class TranslationServer:
                       "batch_size": self.options.batch_size,
                       "queue_size": self.options.queue_size,
                       "connections": self._open_connections(),
-                      "refused_connections": self._site.refused if self._site else 0})
+                      "refused_connections": self._site.refused if self._site else 0,
+                      "dropped_connections": self._site.dropped if self._site else 0})
 
     async def prometheus(self, request: web.Request) -> web.Response:
         body, kind = self.metrics.exposition()
@@ -754,7 +760,7 @@ class TranslationServer:
                                      logger=ConnectionErrorLog(self.log, self.prog, self.metrics))
         await self._runner.setup()
         self._site = LimitedSite(self._runner, options.host, options.port,
-                                 options.max_connections)
+                                 options.max_connections, self._requests)
         try:
             await self._site.start()
         except BaseException:
