@@ -377,6 +377,25 @@ def test_a_constraint_lands_in_the_sentence_of_its_source_term():
     assert len(assign(LineConstraints(prefix="le"), encoder, sentences[:1], str.split)) == 1
 
 
+def test_glossary_terms_beyond_a_line_s_room_are_left_out_and_named():
+    """A line's own constraints stand as given; the glossary's terms join them while the
+    line has room (16 phrases, the output's length, none holding a phrase to avoid), and
+    the rest are returned to be reported unmet instead of failing the line."""
+    words = [f"w{i}" for i in range(30)]
+    encoder = Encoder(Codec(["noir", *words]), max_output=12)
+    own = LineConstraints(("w0 w1",), avoid=("noir",))
+    terms = LineConstraints(("w2", "w3 noir", "w4 w5 w6", "w7", "w8 w9 w10 w11 w12", "w13"),
+                            sources=("a", "b", "c", "d", "e", "f"))
+    found, left = encoder.fitting(own, terms)
+    # Room for 11 tokens: w0 w1 (2), w2 (1), w4 w5 w6 (3), w7 (1), w13 (1) = 8.
+    assert found == LineConstraints(("w0 w1", "w2", "w4 w5 w6", "w7", "w13"), avoid=("noir",),
+                                    sources=(None, "a", "c", "d", "f"))
+    assert left == ("w3 noir", "w8 w9 w10 w11 w12")
+    many = LineConstraints(tuple(words[:20]), sources=tuple("abcdefghijklmnopqrst"))
+    found, left = Encoder(Codec(words), max_output=40).fitting(LineConstraints(), many)
+    assert found.include == tuple(words[:16]) and left == tuple(words[16:20])
+
+
 # 3. Through the Translator.
 
 @pytest.fixture(scope="module")
@@ -426,6 +445,22 @@ def test_translate_with_a_glossary_and_split_lines(translator, tmp_path):
     assert len(out[2].sentences) == 2
     assert out[2].sentences[0].text == plain[0].text
     assert term in out[2].sentences[1].tokens
+
+
+def test_a_line_matching_more_glossary_terms_than_fit_is_translated_with_them_unmet(
+        translator, tmp_path):
+    """20 terms for one line (16 fit): the job goes on, the line is translated with the
+    16 and names the other 4 unmet; the next line is translated as ever (the whole batch
+    failed mid-stream on the first such line)."""
+    line, other = "A dog sleeps on the table.", "The man is here."
+    source_word = translator.source_codec.tokenize(line)[1]
+    terms = [w for w in translator.target_vocab.tokens[4:] if w.isalpha()][:20]
+    path = tmp_path / "many.tsv"
+    path.write_text("".join(f"{source_word}\t{term}\n" for term in terms))
+    out = translator.translate([line, other], beam_size=2, glossary=Glossary.read(path))
+    assert set(terms[16:]) <= set(out[0].unmet) <= set(terms)
+    assert out[1].text == translator.translate([other], beam_size=2)[0].text
+    assert out[1].unmet == ()
 
 
 def test_translate_checks_its_constraints(translator):

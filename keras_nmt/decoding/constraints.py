@@ -200,11 +200,14 @@ class Phrase:
 
 @dataclasses.dataclass(frozen=True)
 class SentenceConstraints:
-    """One sentence's constraints in target tokens: what the search decodes."""
+    """One sentence's constraints in target tokens: what the search decodes, and the
+    glossary's terms its line had no room for (``unplaced``: reported unmet, never
+    searched; a sentence with only those takes the plain search)."""
 
     include: tuple[Phrase, ...] = ()
     avoid: tuple[Phrase, ...] = ()
     prefix: Phrase = Phrase((), ())
+    unplaced: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self.include or self.avoid or self.prefix.tokens)
@@ -265,6 +268,34 @@ class Encoder:
                 f"the prefix and constraints need {encoded.required_tokens()} tokens, more "
                 f"than an output may have ({self.max_output - 1})")
         return encoded
+
+    def fitting(self, own: LineConstraints, terms: LineConstraints
+                ) -> tuple[LineConstraints, tuple[str, ...]]:
+        """``own`` (a line's constraints, checked by :meth:`encode` as they are) with as
+        many of a glossary's ``terms`` as the line has room for, in their order: at most
+        :data:`MAX_PHRASES`, within the output's length, none empty, reserved or holding
+        a phrase to avoid. Returns them and the terms left out. Cost: each term tokenized
+        once."""
+        avoid = [tuple(self.codec.tokenize(p)) for p in own.avoid]
+        room = self.max_output - 1 - sum(len(self.codec.tokenize(p))
+                                         for p in (*own.include, own.prefix) if p.strip())
+        kept, sources, left = list(own.include), list(own.sources), []
+        for target, source in zip(terms.include, terms.sources):
+            try:
+                phrase = self.phrase(target, "constraint")
+            except ConstraintError:
+                left.append(target)
+                continue
+            if (len(kept) >= MAX_PHRASES or len(phrase.ids) > room
+                    or any(bad and find(phrase.tokens, bad) >= 0 for bad in avoid)):
+                left.append(target)
+                continue
+            kept.append(target)
+            sources.append(source)
+            room -= len(phrase.ids)
+        found = LineConstraints(tuple(kept), own.avoid + terms.avoid, own.prefix or terms.prefix,
+                                tuple(sources))
+        return found, tuple(left)
 
 
 def check_aligned(lines: Sequence[str], per_line: Sequence | None) -> None:
@@ -336,14 +367,18 @@ def attach(per_line: Sequence[LineConstraints | None] | None, encoder: Encoder,
 
     def constrain(n: int, items: list) -> list | None:
         found = (per_line[n] if per_line else None) or LineConstraints()
-        if terms_of is not None:
-            found = found.merged(terms_of([token for item in items for token in item.tokens]))
-        if not found:
+        unplaced: tuple[str, ...] = ()
+        if terms_of is not None:  # terms beyond the line's room are reported, not fatal
+            found, unplaced = encoder.fitting(
+                found, terms_of([token for item in items for token in item.tokens]))
+        if not found and not unplaced:
             return items
-        assigned = assign(found, encoder, [item.tokens for item in items], tokenize, sources_of)
+        assigned = (assign(found, encoder, [item.tokens for item in items], tokenize, sources_of)
+                    if found else [SentenceConstraints() for _ in items])
         if assigned is None:
             return None
-        return [dataclasses.replace(item, constraints=c or None)
+        assigned[0] = dataclasses.replace(assigned[0], unplaced=unplaced)
+        return [dataclasses.replace(item, constraints=c if c or c.unplaced else None)
                 for item, c in zip(items, assigned)]
 
     return constrain
@@ -408,8 +443,9 @@ def fill_placeholders(tokens: Sequence[str], constraints: SentenceConstraints
 
 def unmet_phrases(tokens: Sequence[str], constraints: SentenceConstraints) -> tuple[str, ...]:
     """The phrases to include that ``tokens`` (an output, placeholders filled) lacks, as
-    text: empty when every one was met."""
-    return tuple(" ".join(p.tokens) for p in constraints.include if find(tokens, p.tokens) < 0)
+    text, and the glossary's terms there was no room for: empty when every one was met."""
+    return tuple(" ".join(p.tokens) for p in constraints.include
+                 if find(tokens, p.tokens) < 0) + constraints.unplaced
 
 
 def constrained_apart(apart: Callable | None = None) -> Callable:

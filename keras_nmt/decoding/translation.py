@@ -240,7 +240,7 @@ def beam_translation(
         hypotheses.append(Translation(
             codec.detokenize(tokens), tokens, float(scores[n]), source.tokens,
             weights if keep_attention else None, truncated=source.truncated,
-            unmet=unmet_phrases(tokens, constraints) if constraints else (),
+            unmet=unmet_phrases(tokens, constraints) if constraints is not None else (),
             confidence=(codec_confidence(token_logprobs[n, :length], tokens, codec)
                         if token_logprobs is not None and source.tokens else None),
         ))
