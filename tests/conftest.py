@@ -33,11 +33,13 @@ hypothesis_settings.load_profile("repeatable")
 
 # Settings a TensorFlow user's shell often holds that change what the tests assert on
 # (TensorFlow's start-up lines on stderr, oneDNN's rounding): the suite runs as if they
-# were unset, in this process and every command it starts. KERAS_BACKEND is the
-# package's own to set (keras_nmt/__init__.py), and tested there.
+# were unset, in this process and every command it starts. The package sets Keras's
+# backend itself (keras_nmt/__init__.py, tested with KERAS_BACKEND=jax); the helpers that
+# load a SavedModel without it (tests/fake_model_server.py) get TensorFlow's too.
 HOST_SETTINGS = ("TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS")
 for _name in HOST_SETTINGS:
     os.environ.pop(_name, None)
+os.environ["KERAS_BACKEND"] = "tensorflow"
 
 _SESSION_ENVIRONMENT: dict[str, str] = {}
 
