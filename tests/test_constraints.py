@@ -17,7 +17,7 @@ from keras_nmt.decoding.constraints import (
     find, padded_arrays, parse_constraints, read_constraints, unmet_phrases,
 )
 from keras_nmt.core.errors import ConstraintError
-from keras_nmt.search import constrained as guide
+from keras_nmt.search import constrained
 from keras_nmt.search.constrained import Constraints
 from keras_nmt.decoding.keras_translator import Translator
 from support import SOURCES, build_model, peaked_weights_run
@@ -140,7 +140,7 @@ def test_a_prefix_alone_takes_the_plain_steps_with_the_same_result(model, compac
     def no_banks(*args):
         raise AssertionError("a prefix alone ran the constrained steps")
 
-    monkeypatch.setattr(guide, "bank_select", no_banks)  # eager: only the branch taken runs
+    monkeypatch.setattr(constrained, "bank_select", no_banks)  # eager: only the branch taken runs
     alone = search.beam_search(model, source, 4, constraints=rules(prefix=prefix), **kwargs)
     for key in ("ids", "lengths", "unmet"):
         np.testing.assert_array_equal(alone[key], banked[key], err_msg=key)
@@ -202,29 +202,29 @@ def test_matches_overlap_so_no_occurrence_is_missed():
     # Avoiding "7 7 8": after "7 7 7" the next 8 must be banned (a naive matcher that
     # restarts after a mismatch would have lost the overlapping "7 7").
     phrase = Constraints.of(np.zeros((1, 1, 1)), np.array([[[7, 7, 8]]]), np.zeros((1, 1)))
-    state = guide.start_state(phrase)
+    state = constrained.start_state(phrase)
     for token in (7, 7, 7):
-        state = guide.advance(state, phrase, tf.constant([token]))
-    assert guide.banned_tokens(state, phrase).numpy().tolist() == [[8]]
-    state = guide.advance(state, phrase, tf.constant([5]))
-    assert guide.banned_tokens(state, phrase).numpy().tolist() == [[-1]]
+        state = constrained.advance(state, phrase, tf.constant([token]))
+    assert constrained.banned_tokens(state, phrase).numpy().tolist() == [[8]]
+    state = constrained.advance(state, phrase, tf.constant([5]))
+    assert constrained.banned_tokens(state, phrase).numpy().tolist() == [[-1]]
     # To include "7 7 8": met after "7 7 7 8", and the next token offered continues the
     # longest partial match.
     include = Constraints.of(np.array([[[7, 7, 8]]]), np.zeros((1, 1, 1)), np.zeros((1, 1)))
-    state = guide.start_state(include)
+    state = constrained.start_state(include)
     offered = []
     for token in (7, 7, 7, 8):
-        offered.append(int(guide.next_tokens(state, include).numpy()[0, 0]))
-        state = guide.advance(state, include, tf.constant([token]))
+        offered.append(int(constrained.next_tokens(state, include).numpy()[0, 0]))
+        state = constrained.advance(state, include, tf.constant([token]))
     assert offered == [7, 7, 8, 8]
-    assert guide.unmet(state).numpy().tolist() == [0]
-    assert guide.next_tokens(state, include).numpy().tolist() == [[-1]]
+    assert constrained.unmet(state).numpy().tolist() == [0]
+    assert constrained.next_tokens(state, include).numpy().tolist() == [[-1]]
 
 
 def test_bank_select_takes_the_banks_in_turn_fullest_first():
-    lp = tf.constant([[-1.0, -2.0, -3.0, -4.0, -5.0, -6.0, guide.DEAD]])
+    lp = tf.constant([[-1.0, -2.0, -3.0, -4.0, -5.0, -6.0, constrained.DEAD]])
     banks = tf.constant([[0, 0, 1, 2, 2, 1, 2]], tf.int32)
-    values, index = guide.bank_select(lp, banks, 5)
+    values, index = constrained.bank_select(lp, banks, 5)
     # Round 1: bank 2's best (3), bank 1's (2), bank 0's (0); round 2: 4, 5.
     assert index.numpy().tolist() == [[3, 2, 0, 4, 5]]
     np.testing.assert_allclose(values.numpy(), [[-4.0, -3.0, -1.0, -5.0, -6.0]])

@@ -47,7 +47,10 @@ import tensorflow as tf
 from keras_nmt import search
 from keras_nmt.core.config import JIT_LENGTH_MULTIPLE, check_attention
 from keras_nmt.core.constants import EOS_ID
-from keras_nmt.decoding import constraints as output_rules
+from keras_nmt.decoding.constraints import (
+    Encoder, Glossary, LineConstraints, attach, check_aligned, constrained_apart,
+    empty_lines_unmet, lexicon_sources, max_output_tokens, padded_arrays,
+)
 from keras_nmt.decoding.ensemble import Ensemble, check_compatible
 from keras_nmt.evaluation.forced import check_dropout, dropout_logprobs
 from keras_nmt.lexicon.table import shortlist_inputs
@@ -207,8 +210,8 @@ class Translator:
         shortlist: tuple[int, int] | None = None,
         split_sentences: bool = True,
         confidence: bool = False,
-        constraints: Sequence[output_rules.LineConstraints | None] | None = None,
-        glossary: output_rules.Glossary | None = None,
+        constraints: Sequence[LineConstraints | None] | None = None,
+        glossary: Glossary | None = None,
         dropout_samples: int = 0,
     ) -> list[Translation]:
         """Translate ``lines``; the output has one Translation per line, in order.
@@ -288,7 +291,7 @@ class Translator:
             members = getattr(self.model, "models", [self.model])
             check_attention("unk_replace", [member.config for member in members])
         need_attention = with_attention or unk_replace
-        output_rules.check_aligned(lines, constraints)
+        check_aligned(lines, constraints)
         constrain = (self.constraint_attacher(constraints, glossary)
                      if constraints is not None or glossary is not None else None)
 
@@ -296,7 +299,7 @@ class Translator:
             constrained = any(source.constraints for source in sources)
             translate_fn = self._search_fn(int(nbest), bool(selection), need_attention,
                                            constrained, confidence)
-            rules = (output_rules.padded_arrays([s.constraints for s in sources])
+            rules = (padded_arrays([s.constraints for s in sources])
                      if constrained else ())
             out = translate_fn(
                 tf.constant(self._batch(sources, batch_size)),
@@ -324,11 +327,11 @@ class Translator:
                 for row, source in enumerate(sources)
             ]
 
-        return output_rules.empty_lines_unmet(lines, constraints, translate_lines(
+        return empty_lines_unmet(lines, constraints, translate_lines(
             lines, decode, batch_size, read=self.source, skip_empty=blank(nbest),
             lang=self.src_lang, split_sentences=split_sentences, target_lang=self.tgt_lang,
             progress=progress, constrain=constrain,
-            apart=output_rules.constrained_apart(
+            apart=constrained_apart(
                 self.rare_source() if selection and any(selection) else None)))
 
     def _sample_dropout(self, sources: list[Source], ids: np.ndarray, lengths: np.ndarray,
@@ -345,19 +348,19 @@ class Translator:
         for (row, slot), mean in zip(where, means):
             logprobs[row, slot, : len(mean)] = mean
 
-    def constraint_encoder(self) -> output_rules.Encoder:
+    def constraint_encoder(self) -> Encoder:
         """Checks and encodes constraints as this translator decodes them: its target
         codec, and its longest output (its maximum source length, the model's decode
         ratio)."""
-        return output_rules.Encoder(self.target_codec, output_rules.max_output_tokens(
+        return Encoder(self.target_codec, max_output_tokens(
             self.max_source_len, self.model.config.max_decode_ratio))
 
     def constraint_attacher(self, constraints, glossary=None) -> Callable:
         """:func:`keras_nmt.decoding.constraints.attach` with this translator's codecs, longest
         output and, for placing a bare phrase in a line's sentences, its lexical table."""
         sources_of = (None if self.lexicon is None else
-                      output_rules.lexicon_sources(self.lexicon, self.source_vocab))
-        return output_rules.attach(constraints, self.constraint_encoder(),
+                      lexicon_sources(self.lexicon, self.source_vocab))
+        return attach(constraints, self.constraint_encoder(),
                                    self.source_codec.tokenize, glossary, sources_of)
 
     def rare_source(self) -> Callable[[Source], bool] | None:

@@ -62,7 +62,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from keras_nmt.decoding import constraints as output_rules
+from keras_nmt.decoding.constraints import (
+    Encoder, Glossary, LineConstraints, attach, check_aligned, constrained_apart,
+    empty_lines_unmet, max_output_tokens, padded_arrays,
+)
 from keras_nmt.decoding.confidence import codec_confidence
 from keras_nmt.core.constants import EOS_ID, UNK_ID
 from keras_nmt.evaluation.forced import ForcedPair, pad_rows, run_batches, target_tokens
@@ -314,19 +317,19 @@ class OnnxTranslator:
                                              "translate_ids_constrained", self.spin)
         return self._constrained
 
-    def constraint_encoder(self) -> output_rules.Encoder:
+    def constraint_encoder(self) -> Encoder:
         """Checks and encodes constraints as this export decodes them: its target codec
         and its longest output (its maximum source length, its decode ratio);
         :class:`ExportError` when the export has no constrained model."""
         if not self.constrains:
             raise ExportError(NO_CONSTRAINED_MODEL)
-        return output_rules.Encoder(self.target_codec, output_rules.max_output_tokens(
+        return Encoder(self.target_codec, max_output_tokens(
             self.max_source_len, self.max_decode_ratio))
 
     def constraint_attacher(self, constraints, glossary=None) -> Callable:
         """:func:`keras_nmt.decoding.constraints.attach` with this export's codecs and longest
         output (no lexical table: a bare phrase of a split line keeps the line whole)."""
-        return output_rules.attach(constraints, self.constraint_encoder(),
+        return attach(constraints, self.constraint_encoder(),
                                    self.source_codec.tokenize, glossary)
 
     @property
@@ -413,8 +416,8 @@ class OnnxTranslator:
                   split_sentences: bool | None = None,
                   unk_replace: bool | None = None,
                   confidence: bool = False,
-                  constraints: Sequence[output_rules.LineConstraints | None] | None = None,
-                  glossary: output_rules.Glossary | None = None) -> list[Translation]:
+                  constraints: Sequence[LineConstraints | None] | None = None,
+                  glossary: Glossary | None = None) -> list[Translation]:
         """One translation per line, in order (see :meth:`Translator.translate`).
         ``shortlist``: True, the export's vocabulary selection (if it was exported with
         one); (F, B) another one (the export must hold a lexical table); False or None:
@@ -462,7 +465,7 @@ class OnnxTranslator:
             raise ExportError("this export can compute no confidence (it was written by an "
                               "older keras-nmt): export the run again with --onnx")
         in_search = confidence and self.scores_tokens  # else force-decoded after
-        output_rules.check_aligned(lines, constraints)
+        check_aligned(lines, constraints)
         constrain = (self.constraint_attacher(constraints, glossary)
                      if constraints is not None or glossary is not None else None)
         outputs = (list(OUTPUTS) + (["attention"] if replace else [])
@@ -472,7 +475,7 @@ class OnnxTranslator:
             rules, session = {}, self.session
             if any(source.constraints for source in sources):
                 session = self.constrained_session()
-                rules = dict(zip(CONSTRAINED_INPUTS[len(INPUTS):], output_rules.padded_arrays(
+                rules = dict(zip(CONSTRAINED_INPUTS[len(INPUTS):], padded_arrays(
                     [source.constraints for source in sources])))
             found = session.run(outputs, {
                 "source_ids": pad_rows([source.ids for source in sources]),
@@ -494,11 +497,11 @@ class OnnxTranslator:
 
         forced = confidence and not in_search
 
-        return output_rules.empty_lines_unmet(lines, constraints, translate_lines(
+        return empty_lines_unmet(lines, constraints, translate_lines(
             lines, decode, batch_size, read=self.source, skip_empty=blank(nbest),
             lang=self.src_lang, target_lang=self.tgt_lang, split_sentences=split,
             progress=progress,
             revise=functools.partial(self._align_best, batch_size=batch_size, align=align,
                                      confidence=forced) if align or forced else None,
-            apart=output_rules.constrained_apart(apart), constrain=constrain,
+            apart=constrained_apart(apart), constrain=constrain,
         ))

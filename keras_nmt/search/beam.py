@@ -52,7 +52,7 @@ import tensorflow as tf
 
 from keras_nmt.core.constants import BOS_ID, EOS_ID, PAD_ID
 from keras_nmt.layers.row_layout import rows_of, tile_rows
-from keras_nmt.search import constrained as guide
+from keras_nmt.search import constrained
 from keras_nmt.search.prefix import after_prefix, forced_prefix
 from keras_nmt.search.candidates import ALIVE, DEAD, row_candidates
 from keras_nmt.search.lengths import decode_limits
@@ -81,7 +81,7 @@ def beam_search(
     shortlist: Shortlist | None = None,
     compact: bool = True,
     attention: bool = True,
-    constraints: "guide.Constraints | None" = None,
+    constraints: "constrained.Constraints | None" = None,
     token_logprobs: bool = False,
 ) -> dict[str, tf.Tensor]:
     """Translate a batch of source sentences with beam search.
@@ -152,13 +152,13 @@ def beam_search(
     limits = decode_limits(source_ids, max_length, max_decode_ratio)  # [B]
     guided = constraints is not None
     if guided:
-        constraints = guide.Constraints.of(constraints.include, constraints.avoid,
+        constraints = constrained.Constraints.of(constraints.include, constraints.avoid,
                                            constraints.prefix)
-        prefix_lengths = guide.phrase_lengths(constraints.prefix)  # [B]
+        prefix_lengths = constrained.phrase_lengths(constraints.prefix)  # [B]
         # Counts, not reduce_any: ONNX's reductions of an empty tensor are not all defined.
         has_phrases = sum(tf.reduce_sum(tf.cast(tf.not_equal(x, PAD_ID), tf.int32))
                           for x in (constraints.include, constraints.avoid)) > 0
-        needed = (prefix_lengths + tf.reduce_sum(guide.phrase_lengths(constraints.include), 1)
+        needed = (prefix_lengths + tf.reduce_sum(constrained.phrase_lengths(constraints.include), 1)
                   + 1)
         ratio_rule = (tf.constant(True) if max_length is None
                       else tf.logical_not(tf.cast(max_length, tf.int32) > 0))
@@ -177,7 +177,7 @@ def beam_search(
                                         constraints.words() if guided else None)
         projection = model.output_projection(columns, count)
         if guided:  # the search matches phrases on the columns it generates
-            constraints = guide.phrase_columns(constraints, columns)
+            constraints = constrained.phrase_columns(constraints, columns)
     # Without ``attention`` the two histories are empty and pass through the loop unchanged.
     attention_time = source_time if attention else 0
     first_token = tf.fill([batch], BOS_ID)
@@ -264,14 +264,14 @@ def beam_search(
             made = made[:, None] if guided else made
             if phrases:
                 matches, pool_unmet = guided_vars
-                matches = guide.MatchState(*matches)
+                matches = constrained.MatchState(*matches)
                 rules = constraints.gather(active).rows(k)  # [A*K, ...]
                 forced_column = tf.where(tile_rows(forced, k), EOS_ID, -1)  # EOS at the limit
-                row_lp, row_columns = guide.guided_candidates(
-                    logits, k, forced_column, tf.equal(guide.unmet(matches), 0),
-                    guide.banned_tokens(matches, rules), guide.next_tokens(matches, rules),
-                    forbid_unk, count)  # [A*K, R + P]
-                banks = guide.progress_after(matches, rules, row_columns)
+                row_lp, row_columns = constrained.guided_candidates(
+                    logits, k, forced_column, tf.equal(constrained.unmet(matches), 0),
+                    constrained.banned_tokens(matches, rules),
+                    constrained.next_tokens(matches, rules), forbid_unk, count)  # [A*K, R + P]
+                banks = constrained.progress_after(matches, rules, row_columns)
             else:
                 row_lp, row_columns = row_candidates(
                     logits, k, tile_rows(forced, k), forbid_unk, count
@@ -281,7 +281,7 @@ def beam_search(
 
             candidates = tf.reshape(tf.reshape(live_lp, [-1, 1]) + row_lp, [sentences, k * width])
             if phrases:  # a share of the beam for each count of constraint tokens covered
-                top_lp, top_index = guide.bank_select(
+                top_lp, top_index = constrained.bank_select(
                     candidates, tf.reshape(banks, [sentences, k * width]), k)
             else:
                 top_lp, top_index = tf.math.top_k(candidates, k=k)  # [A, K]
@@ -309,9 +309,11 @@ def beam_search(
             if phrases:
                 chosen = take_along_rows(tf.reshape(row_columns, [sentences, k * width]),
                                          top_index)
-                matches = guide.advance(matches.gather(parents), rules, tf.reshape(chosen, [-1]))
-                ended_unmet = tf.where(ended, tf.reshape(guide.unmet(matches), [sentences, k]), 0)
-                ranking -= guide.UNMET_PENALTY * tf.cast(ended_unmet, tf.float32)
+                matches = constrained.advance(matches.gather(parents), rules,
+                                              tf.reshape(chosen, [-1]))
+                ended_unmet = tf.where(
+                    ended, tf.reshape(constrained.unmet(matches), [sentences, k]), 0)
+                ranking -= constrained.UNMET_PENALTY * tf.cast(ended_unmet, tf.float32)
             ended_scores = tf.where(ended, ranking, dead)
             ended_lengths = tf.where(ended, made, 0)
             live_lp = tf.where(tf.equal(tokens, EOS_ID), dead, top_lp)

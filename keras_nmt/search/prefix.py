@@ -21,7 +21,7 @@ from typing import Any
 import tensorflow as tf
 
 from keras_nmt.core.constants import BOS_ID
-from keras_nmt.search import constrained as guide
+from keras_nmt.search import constrained
 from keras_nmt.search.candidates import normalised_best
 from keras_nmt.search.top_k import take_along_rows
 
@@ -51,7 +51,7 @@ def _keep(going, new, old):
 
 
 def forced_prefix(model, state, memory, projection, count, words, columns, limits,
-                  rules: guide.Constraints, attention: bool, source_time) -> Prefix:
+                  rules: constrained.Constraints, attention: bool, source_time) -> Prefix:
     """Feed each sentence's prefix to the model: ``words`` (its word ids, [B, T], PAD
     after it) and ``columns`` (the same tokens as output columns: the words themselves,
     or with vocabulary selection their positions) score under the step's log-softmax over
@@ -60,7 +60,7 @@ def forced_prefix(model, state, memory, projection, count, words, columns, limit
     whose matches follow the prefix. At most ``limits - 1`` tokens are kept. With
     ``attention``, the step's weights over the ``source_time`` positions are kept."""
     batch = tf.shape(words)[0]
-    length = tf.minimum(guide.phrase_lengths(words), tf.maximum(limits - 1, 0))  # [B]
+    length = tf.minimum(constrained.phrase_lengths(words), tf.maximum(limits - 1, 0))  # [B]
     attention_time = source_time if attention else 0
     # The loop reads a copy of the memory: the int8 export leaves in float a product whose
     # output a loop reads from outside (keras_nmt.export.quantize), and the encoder's are
@@ -74,7 +74,7 @@ def forced_prefix(model, state, memory, projection, count, words, columns, limit
         tf.zeros([batch, 0], tf.int32),
         tf.zeros([batch, 0, attention_time], tf.float32),
         tf.zeros([batch, 0], tf.float32),
-        guide.start_state(rules).as_tuple(),
+        constrained.start_state(rules).as_tuple(),
     )
     loose = tf.TensorShape([None, None])
     shape_invariants = (
@@ -102,7 +102,7 @@ def forced_prefix(model, state, memory, projection, count, words, columns, limit
             step_attn = _keep(going, tf.cast(weights, tf.float32), tf.zeros_like(weights,
                                                                                tf.float32))
             attn = tf.concat([attn, step_attn[:, None, :]], axis=1)
-        after = guide.advance(guide.MatchState(*matches), rules, column)
+        after = constrained.advance(constrained.MatchState(*matches), rules, column)
         matches = tuple(_keep(going, new, old) for new, old in zip(after.as_tuple(), matches))
         return (t + 1, state, tf.where(going, word, last), log_prob + step_lp,
                 tf.concat([ids, word[:, None]], axis=1), attn,
@@ -111,7 +111,7 @@ def forced_prefix(model, state, memory, projection, count, words, columns, limit
     final = tf.while_loop(lambda t, *_: t < tf.reduce_max(length), body, loop_vars,
                           shape_invariants=shape_invariants)
     _, state, last, log_prob, ids, attn, tlp, matches = final
-    return Prefix(state, last, log_prob, length, ids, attn, tlp, guide.MatchState(*matches))
+    return Prefix(state, last, log_prob, length, ids, attn, tlp, constrained.MatchState(*matches))
 
 
 def after_prefix(prefix, continuation, length, lengths, out_time):
