@@ -202,3 +202,24 @@ def test_translator_under_jit_decodes_whole_blocks_alike(tiny_run, tiny_corpus):
                     compiled.translate(lines, beam_size=2, batch_size=4)):
         assert a.tokens == b.tokens and a.score == pytest.approx(b.score, abs=1e-4)
     assert compiled._search_fn(1, attention=False).experimental_get_tracing_count() == 1
+
+
+def test_translator_under_jit_keeps_constraints_in_a_batch_that_is_not_full(tiny_run, tiny_corpus):
+    """Under jit the source batch is padded to batch_size rows; the constraints' arrays
+    are padded with it (a batch of 3 in 4 rows failed on a shape mismatch, and one row
+    was broadcast to every row)."""
+    from keras_nmt.decoding.constraints import LineConstraints
+    from keras_nmt.decoding.keras_translator import Translator
+
+    plain = Translator.from_run_dir(tiny_run)
+    compiled = Translator(plain.model, plain.source_codec, plain.target_codec, jit_compile=True)
+    lines = (tiny_corpus / "valid.en").read_text(encoding="utf-8").splitlines()[:3]
+    word = plain.target_vocab.tokens[10]
+    constraints = [LineConstraints((word,)), None, LineConstraints(avoid=(word,))]
+    for size in (4, 1):
+        expected = plain.translate(lines, beam_size=2, batch_size=size, constraints=constraints)
+        got = compiled.translate(lines, beam_size=2, batch_size=size, constraints=constraints)
+        assert [t.tokens for t in got] == [t.tokens for t in expected]
+        assert [t.unmet for t in got] == [t.unmet for t in expected]
+        assert word in got[0].tokens or got[0].unmet == (word,)
+        assert word not in got[2].tokens

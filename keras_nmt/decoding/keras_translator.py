@@ -299,10 +299,13 @@ class Translator:
             constrained = any(source.constraints for source in sources)
             translate_fn = self._search_fn(int(nbest), bool(selection), need_attention,
                                            constrained, confidence)
-            rules = (padded_arrays([s.constraints for s in sources])
+            batch = self._batch(sources, batch_size)
+            # A row a batch row: under jit the batch is padded to batch_size rows.
+            rules = (padded_arrays([s.constraints for s in sources]
+                                   + [None] * (len(batch) - len(sources)))
                      if constrained else ())
             out = translate_fn(
-                tf.constant(self._batch(sources, batch_size)),
+                tf.constant(batch),
                 tf.constant(beam_size, tf.int32),
                 tf.constant(alpha, tf.float32),
                 tf.constant(bool(forbid_unk)),
