@@ -276,25 +276,23 @@ class Encoder:
         :data:`MAX_PHRASES`, within the output's length, none empty, reserved or holding
         a phrase to avoid. Returns them and the terms left out. Cost: each term tokenized
         once."""
-        avoid = [tuple(self.codec.tokenize(p)) for p in own.avoid]
-        room = self.max_output - 1 - sum(len(self.codec.tokenize(p))
-                                         for p in (*own.include, own.prefix) if p.strip())
-        kept, sources, left = list(own.include), list(own.sources), []
+        checked = self.encode(own)  # the line's own, as assign checks them
+        room = self.max_output - 1 - checked.required_tokens()
+        kept, sources, left = [], [], []
         for target, source in zip(terms.include, terms.sources):
             try:
                 phrase = self.phrase(target, "constraint")
             except ConstraintError:
                 left.append(target)
                 continue
-            if (len(kept) >= MAX_PHRASES or len(phrase.ids) > room
-                    or any(bad and find(phrase.tokens, bad) >= 0 for bad in avoid)):
+            if (len(own.include) + len(kept) >= MAX_PHRASES or len(phrase.ids) > room
+                    or any(find(phrase.tokens, bad.tokens) >= 0 for bad in checked.avoid)):
                 left.append(target)
                 continue
             kept.append(target)
             sources.append(source)
             room -= len(phrase.ids)
-        found = LineConstraints(tuple(kept), own.avoid + terms.avoid, own.prefix or terms.prefix,
-                                tuple(sources))
+        found = own.merged(dataclasses.replace(terms, include=tuple(kept), sources=tuple(sources)))
         return found, tuple(left)
 
 

@@ -264,12 +264,6 @@ class _Counted(asyncio.Protocol):
                 self._tail = seen[-3:]
         self.handler.data_received(data)
 
-    def may_close(self, now: float) -> bool:
-        """Whether it may be closed for a newcomer: it holds no request, and had
-        :attr:`LimitedSite.HEAD_SECONDS` to send one."""
-        return (self.made and now - self.accepted >= self.site.HEAD_SECONDS
-                and not self.site.requests.holds_request(self.transport, self.head_at))
-
     def eof_received(self):
         return self.handler.eof_received()
 
@@ -278,12 +272,17 @@ class _Counted(asyncio.Protocol):
         if self.made:
             self.handler.connection_lost(exc)
 
-
     def pause_writing(self) -> None:
         self.handler.pause_writing()
 
     def resume_writing(self) -> None:
         self.handler.resume_writing()
+
+    def may_close(self, now: float) -> bool:
+        """Whether it may be closed for a newcomer: it holds no request, and had
+        :attr:`LimitedSite.HEAD_SECONDS` to send one."""
+        return (self.made and now - self.accepted >= self.site.HEAD_SECONDS
+                and not self.site.requests.holds_request(self.transport, self.head_at))
 
 
 class LimitedSite(web.BaseSite):
@@ -318,12 +317,12 @@ class LimitedSite(web.BaseSite):
 
     def _make_room(self) -> bool:
         """At the cap: close the oldest connection without a request; False if none."""
-        unmade = time.monotonic() - self.UNMADE_SECONDS
-        for counted in [c for c in self.open if not c.made and c.accepted < unmade]:
+        now = time.monotonic()
+        forgotten = now - self.UNMADE_SECONDS
+        for counted in [c for c in self.open if not c.made and c.accepted < forgotten]:
             del self.open[counted]
         if len(self.open) < self.max_connections:
             return True
-        now = time.monotonic()
         gone = next((c for c in self.open if c.may_close(now)), None)
         if gone is None:
             return False
