@@ -19,6 +19,10 @@ halves:
   - cross-site bodies: ``text/plain``, and JSON from another ``Origin`` (415, 403);
   - clients that send a large request and close the connection 50 ms later (its
     queued work is dropped: the server's ``/stats`` count it);
+  - --constrained-flood clients each sending one line of 40 sentences with a phrase to
+    avoid (its sentences count against the queue: admitted within it, else 503), and
+    glossary bombs: one line holding every term of a 64-term glossary (the 16 that fit
+    are searched, the rest reported unmet);
   - --idle connections that never send a byte, each opened again as soon as the server
     closes it (the server gives the place of the oldest to a newcomer: ``/stats``
     counts them as dropped).
@@ -118,10 +122,12 @@ async def _exchange(port: int, data: bytes, deadline: float,
 
 
 class Attack:
-    """One kind of attack: its requests' statuses, times, and those late or unanswered."""
+    """One kind of attack: its requests' statuses, times, and those late or unanswered.
+    ``served``: a 200 within the deadline is a right answer too (work within the limits,
+    which the server may do or refuse with 503)."""
 
-    def __init__(self, name: str, deadline: float):
-        self.name, self.deadline = name, deadline
+    def __init__(self, name: str, deadline: float, served: bool = False):
+        self.name, self.deadline, self.served = name, deadline, served
         self.statuses: dict[int, int] = {}
         self.seconds: list[float] = []
         self.failed = 0  # no 4xx, 503 or 504 within the deadline
@@ -142,7 +148,8 @@ class Attack:
                 self.failed += 1
                 continue
             self.statuses[status] = self.statuses.get(status, 0) + 1
-            if not (400 <= status < 500 or status in (503, 504)):
+            if not (400 <= status < 500 or status in (503, 504)
+                    or self.served and status == 200):
                 self.failed += 1
 
     def report(self) -> dict:
@@ -262,6 +269,8 @@ def _attacks(args) -> dict[str, Attack]:
         "slow_body": Attack("slow_body", args.read_timeout + args.slow_margin),
         "text_plain": Attack("text_plain", args.refusal_deadline),
         "cross_origin": Attack("cross_origin", args.refusal_deadline),
+        "constrained_flood": Attack("constrained_flood", args.request_timeout + 5, served=True),
+        "glossary_bomb": Attack("glossary_bomb", args.request_timeout + 5, served=True),
     }
 
 
@@ -297,6 +306,18 @@ async def _attack_mix(port: int, sentences: list[str], stop_at: float, args,
         + plain, port=port)) for _ in range(args.bombers)]
     tasks += [asyncio.ensure_future(_disconnecting(port, leaving, stop_at, left))
               for _ in range(args.bombers)]
+    # One line of 40 sentences with a phrase to avoid: 40 rows of the constrained search.
+    flood = json.dumps({"text": [" ".join(["Tom is here."] * 40)],
+                        "avoid": [["zzz"]]}).encode()
+    tasks += [asyncio.ensure_future(attacks["constrained_flood"].loop(
+        stop_at, lambda: _head(port, "/translate", len(flood)) + flood, port=port))
+        for _ in range(args.constrained_flood)]
+    # One line that holds every term of the largest glossary a request may carry.
+    glossary = json.dumps({"text": ["Tom " * 64 + "is here."],
+                           "glossary": [["Tom", f"Tom{i}"] for i in range(64)]}).encode()
+    tasks += [asyncio.ensure_future(attacks["glossary_bomb"].loop(
+        stop_at, lambda: _head(port, "/translate", len(glossary)) + glossary, port=port))
+        for _ in range(args.bombers)]
     tasks += [asyncio.ensure_future(_idle(port, stop_at, idle)) for _ in range(args.idle)]
     # The loops end with the phase; a request under way ends by its deadline.
     await asyncio.gather(*tasks)
@@ -317,7 +338,7 @@ def _attacker(port: int, sentences: list[str], args, seconds: float, channel) ->
     time to start at, attacks for ``seconds``, and sends back each attack's counts."""
     attacks, left = _attacks(args), [0]
     idle = dict.fromkeys(("opened", "closed_by_server", "answered", "failed_to_open"), 0)
-    _allow_files(args.idle + args.slow + 8 * args.bombers)
+    _allow_files(args.idle + args.slow + args.constrained_flood + 10 * args.bombers)
     channel.send("ready")
     start_at = channel.recv()
     time.sleep(max(0.0, start_at - time.time()))
@@ -485,6 +506,9 @@ def main(argv=None) -> int:
                         help="connections that send nothing, held open (default 2000)")
     parser.add_argument("--bombers", type=int, default=2,
                         help="clients of each other kind of attack (default 2)")
+    parser.add_argument("--constrained-flood", type=int, default=100,
+                        help="clients each sending one line of 40 sentences with a phrase to "
+                        "avoid, the next as soon as the last is answered (default 100)")
     parser.add_argument("--bomb-sentences", type=int, default=3000,
                         help="sentences in an alignment bomb's one line (default 3000)")
     parser.add_argument("--max-body-bytes", type=int, default=1 << 20,
@@ -522,7 +546,7 @@ def main(argv=None) -> int:
                 "spin": args.spin, "work_niceness": args.work_niceness,
                 "batch_size": args.batch_size, "clients": args.clients,
                 "per_request": args.per_request, "slow": args.slow, "idle": args.idle,
-                "bombers": args.bombers,
+                "bombers": args.bombers, "constrained_flood": args.constrained_flood,
                 "bomb_sentences": args.bomb_sentences, "max_body_bytes": args.max_body_bytes,
                 "read_timeout": args.read_timeout, "request_timeout": args.request_timeout,
                 "duration": args.duration, "sentences": len(sentences)}

@@ -550,7 +550,7 @@ def main(argv=None) -> int:
         int8 = False
         translator = OnnxTranslator.from_export_dir(args.export_dir, args.name, args.threads)
     beam = translator.beam_size  # serving_default's, so offline decodes at it too
-    from keras_nmt.serving.server import ServerOptions
+    from keras_nmt.serving.options import ServerOptions
 
     defaults = ServerOptions()
     if args.max_wait_ms is None:

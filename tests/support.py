@@ -537,7 +537,8 @@ class ServerThread:
     loop: the test talks to it over real sockets."""
 
     def __init__(self, registry: Registry, **options):
-        from keras_nmt.serving.server import ServerOptions, TranslationServer
+        from keras_nmt.serving.options import ServerOptions
+        from keras_nmt.serving.server import TranslationServer
 
         self.log = io.StringIO()
         self.server = TranslationServer(registry, ServerOptions(port=0, **options), log=self.log)

@@ -43,7 +43,7 @@ from keras_nmt.serving.batcher import Batcher
 from keras_nmt.serving.metrics import PATH as METRICS_PATH
 from keras_nmt.decoding.onnx_translator import OnnxTranslator
 from keras_nmt.serving.registry import Registry
-from keras_nmt.serving.server import ServerOptions
+from keras_nmt.serving.options import ServerOptions
 from keras_nmt.serving.rest_formats import float32_json
 
 LINES = [
@@ -512,13 +512,13 @@ def test_work_threads_run_below_the_event_loops_priority(registry, translator, m
     """With work_niceness, a batch runs in a thread that many nice levels below the event
     loop's (a thread's nice value is its own on Linux), and the loop keeps its priority."""
     servable = registry.servables()[0]
-    translate, seen = servable.translator.translate, []
+    search, seen = servable.translator.row_search, []
 
-    def noted(*args, **kwargs):
+    def noted(*args, **kwargs):  # called in the batch's thread
         seen.append(priority.nice_of())
-        return translate(*args, **kwargs)
+        return search(*args, **kwargs)
 
-    monkeypatch.setattr(servable.translator, "translate", noted)
+    monkeypatch.setattr(servable.translator, "row_search", noted)
     base = priority.nice_of()
     with ServerThread(registry, work_niceness=3) as server:
         status, answer = server.call("/translate", {"text": ["a dog runs ."]})
@@ -631,9 +631,9 @@ def test_batcher_stops_a_request_at_a_batch_boundary_and_drops_what_was_queued()
     assert (stats.batches, stats.dropped) == (2, 8 + 3)
 
 
-def _large_request_and_others(batch_size: int, others: list[tuple[str, list]]):
-    """A request of 6 sentences, its first batch held until ``others`` (key, items) have
-    been submitted: the answers (the large request's first) and the batches run."""
+def _first_batch_held():
+    """A batcher's ``run`` that notes each batch and holds the first until ``gate`` is
+    set: (the batches run, gate, run)."""
     ran, gate = [], threading.Event()
 
     def run(key, items):
@@ -641,6 +641,14 @@ def _large_request_and_others(batch_size: int, others: list[tuple[str, list]]):
         if len(ran) == 1:
             gate.wait(10)
         return list(items)
+
+    return ran, gate, run
+
+
+def _large_request_and_others(batch_size: int, others: list[tuple[str, list]]):
+    """A request of 6 sentences, its first batch held until ``others`` (key, items) have
+    been submitted: the answers (the large request's first) and the batches run."""
+    ran, gate, run = _first_batch_held()
 
     async def scenario():
         batcher = Batcher(run, batch_size=batch_size, max_wait=0.0, queue_size=100)
@@ -675,6 +683,67 @@ def test_the_rest_of_a_split_request_keeps_half_of_each_batch_under_steady_load(
     assert ran[:3] == [[0, 1, 2, 3], ["a0", "a1", 4, 5], ["b0", "b1", "a2", "a3"]]
     assert sorted(item for batch in ran for item in batch if isinstance(item, str)) == sorted(
         f"{name}{i}" for name in "abc" for i in range(4))
+
+
+def test_batcher_counts_sentences_not_items():
+    """An item weighs the sentences it stands for (a constrained line translated whole):
+    the queue bound counts them, a batch holds at most ``batch_size`` of them, and an
+    item heavier than a batch runs alone."""
+    ran, gate, run = _first_batch_held()
+
+    async def scenario():
+        batcher = Batcher(run, batch_size=4, max_wait=0.0, queue_size=12)
+        batcher.start()
+        first = asyncio.create_task(batcher.submit("k", ["held"]))
+        while not ran:
+            await asyncio.sleep(0.005)
+        # 8 + 3 = 11 sentences queued of 12: one more of weight 3 is refused.
+        queued = asyncio.create_task(batcher.submit("k", ["a", "heavy", "b"], [1, 5, 2]))
+        more = asyncio.create_task(batcher.submit("k", ["c", "d"], [2, 1]))
+        await asyncio.sleep(0.02)
+        waiting = batcher.stats.waiting
+        with pytest.raises(RequestError, match=r"busy \(11 sentences queued, at most 12\)"):
+            await batcher.submit("k", ["e"], [3])
+        gate.set()
+        answers = await asyncio.gather(first, queued, more)
+        await batcher.close()
+        return waiting, answers, batcher.stats
+
+    waiting, answers, stats = asyncio.run(scenario())
+    assert waiting == 11 and answers == [["held"], ["a", "heavy", "b"], ["c", "d"]]
+    # "heavy" (5) runs alone; no other batch passes 4 sentences.
+    assert ran == [["held"], ["a", "c", "d"], ["heavy"], ["b"]]
+    assert (stats.sentences, stats.largest_batch, stats.rejected) == (12, 5, 1)
+
+
+def test_a_batch_tells_its_run_which_items_still_have_a_request_waiting():
+    """``run`` gets a Batch: between its passes it can skip the items of a request that
+    stopped waiting (its client left, its deadline passed) since the batch began."""
+    seen, entered, gate = [], threading.Event(), threading.Event()
+
+    def run(key, batch):
+        seen.append(batch.alive())
+        entered.set()
+        gate.wait(10)
+        seen.append(batch.alive())
+        return list(batch)
+
+    async def scenario():
+        batcher = Batcher(run, batch_size=4, max_wait=0.05, queue_size=10)
+        batcher.start()
+        kept = asyncio.create_task(batcher.submit("k", ["a"]))
+        gone = asyncio.create_task(batcher.submit("k", ["b", "c"]))
+        while not entered.is_set():
+            await asyncio.sleep(0.005)
+        gone.cancel()
+        await asyncio.gather(gone, return_exceptions=True)
+        gate.set()
+        answer = await kept
+        await batcher.close()
+        return answer
+
+    assert asyncio.run(scenario()) == ["a"]
+    assert seen == [[True, True, True], [True, False, False]]
 
 
 def test_batcher_close_answers_what_is_left_at_its_timeout():
@@ -797,10 +866,10 @@ SPLIT_TEXT = st.lists(st.tuples(SPLIT_WORDS, st.sampled_from(["", ".", ". ", "! 
 def test_a_line_is_refused_from_a_prefix_only_when_it_holds_too_many(line, most):
     """A long line is split a prefix at a time, and refused as soon as a prefix holds
     more than ``most`` + 1 sentences: only when the whole line holds more than ``most``."""
-    from keras_nmt.serving.server import _split_within
+    from keras_nmt.serving.work_plan import split_within
     from keras_nmt.text.sentences import split_sentences
 
-    got = _split_within(line, "en", most, prefix=23)
+    got = split_within(line, "en", most, prefix=23)
     whole = split_sentences(line, "en")
     assert len(whole) > most if len(got) > most else got == whole
 
@@ -837,11 +906,11 @@ def test_the_text_limit_counts_characters_before_anything_is_split(registry, mon
     """--max-chars: the characters of all of a request's lines (code points, not bytes),
     counted before any line is split or tokenized: a line of one long sentence, which the
     model reads a hundred tokens of, cost 5-8 s of CPU to split and tokenize whole."""
-    import keras_nmt.serving.server as server_module
+    import keras_nmt.serving.work_plan as work_plan
 
-    split = server_module._split_within
+    split = work_plan.split_within
     calls = []
-    monkeypatch.setattr(server_module, "_split_within",
+    monkeypatch.setattr(work_plan, "split_within",
                         lambda line, *args: calls.append(len(line)) or split(line, *args))
     with ServerThread(registry, max_chars=100) as server:
         assert server.call("/translate", {"text": ["é" * 100]})[0] == 200  # 200 bytes
@@ -1123,7 +1192,7 @@ def test_a_server_beyond_loopback_needs_its_allowed_hosts(tmp_path):
     """Listening beyond loopback with no --allowed-hosts, any page could reach the server
     under its own name (DNS rebinding): serve refuses to start, in one line, before it
     loads a model."""
-    from keras_nmt.serving.server import ServerOptions
+    from keras_nmt.serving.options import ServerOptions
 
     for host in ("0.0.0.0", "::", "192.0.2.7"):
         with pytest.raises(ValueError, match="listens beyond this machine"):
@@ -1250,17 +1319,17 @@ def test_a_request_in_flight_through_a_swap_is_answered_by_its_version(tiny_expo
     registry = Registry.from_export_dir(export, spin=False)
     (old,) = registry.servables()
     entered, release = threading.Event(), threading.Event()
-    translate = old.translator.translate
+    line = {"text": ["a dog runs ."]}
+    expected = old.translator.translate(line["text"])[0].text
+    search = old.translator.row_search
 
     def held(*args, **kwargs):  # version 1's decoding, held until the swap is done
         entered.set()
         assert release.wait(60)
-        return translate(*args, **kwargs)
+        return search(*args, **kwargs)
 
-    old.translator.translate = held
-    line = {"text": ["a dog runs ."]}
+    old.translator.row_search = held
     with ServerThread(registry, poll_seconds=0.1) as server:
-        expected = translate(line["text"])[0].text
         answers = []
         asker = threading.Thread(target=lambda: answers.append(server.call("/translate", line)))
         asker.start()

@@ -11,8 +11,10 @@ The answers must be what :class:`OnnxTranslator` gives for the same constraints.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -27,7 +29,6 @@ from keras_nmt.core.errors import ConstraintError
 from keras_nmt.serving import client as tfserving_client
 from keras_nmt.decoding.onnx_translator import OnnxTranslator
 from keras_nmt.serving.registry import Registry
-from keras_nmt.serving.server import ConstrainedLine, Search
 
 # The constrained export these tests serve takes minutes to make.
 pytestmark = pytest.mark.slow
@@ -237,7 +238,6 @@ BAD = [
     ({"glossary": [["dog", ""]]}, "empty phrase"),
     ({"glossary": [["dog", "chien"]] * 65}, "the glossary holds 65 terms; at most 64"),
     ({"glossary": [["dog", TEN_KB]]}, "at most 4096"),
-    ({"glossary": [["dog", f"w{i}"] for i in range(17)]}, "17 phrases to include"),
 ]
 
 
@@ -297,17 +297,123 @@ def test_alignment_cells_count_an_output_grown_to_fit_its_constraints(constraine
         assert status == 400 and "(--max-alignment-cells)" in answer["error"], answer
 
 
-def test_a_batch_the_translator_refuses_fails_only_the_refused_line(served, translator):
-    # Checked before they are queued, constraints never reach the translator bad; if one
-    # did, it alone fails (a 400 for its request), not the batch it shares.
-    search = Search(served.server.registry.servables()[0], BEAM, 1.0)
-    bad = ConstrainedLine(LINES[0], LineConstraints(("le",) * 17))
-    good = ConstrainedLine(LINES[1], LineConstraints(("le",)))
-    results = served.server._translate_batch(search, [LINES[2], bad, good])
-    assert isinstance(results[1], ConstraintError)
-    assert results[2].text == translator.translate([LINES[1]], beam_size=BEAM, constraints=[
-        LineConstraints(("le",))])[0].text
-    assert results[0].text == translator.translate([LINES[2]], beam_size=BEAM)[0].text
+def test_a_glossary_bomb_keeps_the_terms_that_fit_and_reports_the_rest(served, translator,
+                                                                      words):
+    """A line whose source holds more glossary terms than a line may take (16) is
+    translated with the first 16, the rest listed as unmet, as every path does."""
+    glossary = [["dog", f"{words[0]}"]] + [["dog", f"{words[1]} {i}"] for i in range(16)]
+    status, answer = served.call("/translate", {"text": ["a dog runs ."], "beam": BEAM,
+                                                "glossary": glossary})
+    assert status == 200, answer
+    expected = translator.translate(["a dog runs ."], beam_size=BEAM,
+                                    glossary=Glossary(tuple(map(tuple, glossary))))[0]
+    assert answer["translations"][0]["text"] == expected.text
+    assert f"{words[1]} 15" in answer["translations"][0]["unmet"]
+    assert list(expected.unmet) == answer["translations"][0]["unmet"]
+
+
+def test_a_constrained_line_counts_its_sentences_in_the_queue(constrained_export, translator,
+                                                             monkeypatch, words):
+    """A line with constraints is sized as its sentences, split or kept whole: a flood of
+    such lines meets the queue bound as plain ones do, and no batch passes --batch-size."""
+    import threading
+
+    registry = Registry.from_export_dir(constrained_export)
+    [servable] = registry.servables()
+    entered, release, sizes = threading.Event(), threading.Event(), []
+    search = servable.translator.row_search
+
+    def held(*args, **kwargs):  # the first batch is held until the others are queued
+        entered.set()
+        assert release.wait(60)
+        found = search(*args, **kwargs)
+        return dataclasses.replace(found, decode=lambda rows: sizes.append(len(rows))
+                                   or found.decode(rows))
+
+    monkeypatch.setattr(servable.translator, "row_search", held)
+    six = " ".join(["A dog runs."] * 6)  # 6 sentences
+    with ServerThread(registry, batch_size=4, queue_size=8, max_sentences=8,
+                      max_wait=0.0, batch_gap=0.0) as server:
+        answers = {}
+        first = threading.Thread(target=lambda: answers.update(first=server.call(
+            "/translate", {"text": ["the man is here ."]})))
+        first.start()
+        assert entered.wait(30)
+        queued = threading.Thread(target=lambda: answers.update(queued=server.call(
+            "/translate", {"text": [six], "avoid": [[words[0]]]})))
+        queued.start()
+        deadline = time.monotonic() + 30
+        while server.call("/stats")[1]["waiting"] < 6:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        # A prefix keeps a line whole: one row, three sentences, 6 + 3 > 8.
+        status, answer = server.call("/translate", {"text": ["A cat sat. A dog runs. A man."],
+                                                    "prefix": [words[1]]})
+        assert status == 503 and "busy (6 sentences queued, at most 8)" in answer["error"]
+        release.set()
+        first.join(60)
+        queued.join(60)
+        stats = server.call("/stats")[1]
+    assert answers["first"][0] == 200 and answers["queued"][0] == 200, answers
+    expected = translator.translate([six], beam_size=BEAM, constraints=[
+        LineConstraints(avoid=(words[0],))])[0]
+    assert answers["queued"][1]["translations"][0]["text"] == expected.text
+    assert (stats["largest_batch"], stats["sentences"]) == (4, 7)
+    assert sizes == [1, 4, 2]  # one onnxruntime run a batch, none over 4 rows
+
+
+def test_the_constrained_search_cells_are_counted_and_bounded(constrained_export, words):
+    """--max-search-cells bounds the largest tensor a step of a request's constrained
+    search builds: rows x beam x (beam + phrases) x the phrases' padded tokens."""
+    from keras_nmt.serving.requests import read_translate
+    from keras_nmt.serving.options import ServerOptions
+
+    registry = Registry.from_export_dir(constrained_export)
+    body = {"text": LINES, "beam": BEAM,
+            "constraints": [[f"{words[0]} {words[1]}", " ".join(words[2:5])], [words[5]], None],
+            "avoid": [[words[5]], None, None]}
+    # 2 constrained rows, 2 phrases of at most 3 tokens, 1 of 1 to avoid:
+    # 2 x 3 x (3 + 2) x (2 x 3 + 1 x 1).
+    call = read_translate(body, registry, ServerOptions())
+    assert call.work.search_cells == 2 * 3 * (3 + 2) * 7 == 210
+    assert read_translate(body, registry, ServerOptions(max_search_cells=210)).work
+    with ServerThread(registry, max_search_cells=209) as server:
+        status, answer = server.call("/translate", body)
+        assert status == 400 and answer["error"].startswith(
+            "the constraints need a search of 210 cells a step; at most 209 (--max-search-cells)")
+        assert server.call("/translate", {**body, "constraints": None, "avoid": None})[0] == 200
+
+
+def test_each_request_runs_its_constrained_rows_apart(served, monkeypatch, words):
+    """Rows of one batch run one onnxruntime run per kind: the plain rows together, each
+    request's constrained rows apart (padded to its own phrases only), and none for a
+    request that stopped waiting since the batch began."""
+    from types import SimpleNamespace
+
+    from keras_nmt.serving.batcher import Batch
+    from keras_nmt.serving.requests import read_translate
+
+    server = served.server
+    ask = {"text": LINES[:2], "beam": BEAM, "constraints": [[words[0]], None]}
+    one, two, three = (read_translate(ask, server.registry, server.options) for _ in range(3))
+    rows = one.work.rows + two.work.rows + three.work.rows
+    owners = [SimpleNamespace(waits=waits) for waits in [True] * 4 + [False] * 2]
+    translator = server.registry.servables()[0].translator
+    search, runs = translator.row_search, []
+
+    def counted(*args, **kwargs):
+        found = search(*args, **kwargs)
+        return dataclasses.replace(found, decode=lambda sources: runs.append(
+            [s.tokens for s in sources]) or found.decode(sources))
+
+    monkeypatch.setattr(translator, "row_search", counted)
+    results = server._translate_batch(one.search, Batch(rows, owners))
+    tokens = [tuple(translator.source(line).tokens) for line in LINES[:2]]
+    assert runs == [[tokens[0]], [tokens[1], tokens[1]], [tokens[0]]]
+    expected = translator.translate(LINES[:2], beam_size=BEAM, nbest=2,
+                                    constraints=[LineConstraints((words[0],)), None])
+    assert [r.text for r in results[:4]] == [t.text for t in expected] * 2
+    assert [r.text for r in results[4:]] == ["", ""]  # never decoded
 
 
 FIELD_VALUES = st.recursive(

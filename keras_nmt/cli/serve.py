@@ -38,7 +38,7 @@ def switching_often(seconds: float = SWITCH_INTERVAL) -> Iterator[None]:
 
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
-    from keras_nmt.serving.server import ServerOptions
+    from keras_nmt.serving.options import ServerOptions
 
     d = ServerOptions()
     parser = OneLineParser(
@@ -111,6 +111,11 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                         help="cells the alignments of a request may hold, at most, counted at "
                         "the longest translation the search allows (default "
                         f"{d.max_alignment_cells})")
+    parser.add_argument("--max-search-cells", type=positive_int, default=d.max_search_cells,
+                        metavar="N", help="the largest tensor a step of a request's "
+                        "constrained search may build: its rows (up to a batch) x beam x "
+                        "(beam + phrases) x the phrases' tokens (default "
+                        f"{d.max_search_cells:,})")
     parser.add_argument("--max-body-bytes", type=positive_int, default=d.max_body_bytes,
                         metavar="N", help=f"request body size, at most (default {d.max_body_bytes})")
     parser.add_argument("--max-body-memory", type=positive_int, default=d.max_body_memory,
@@ -150,7 +155,8 @@ def main(argv: Sequence[str] | None = None, stdin=None, stdout: TextIO | None = 
 def _serve(args, console: Console) -> int:
     from keras_nmt.serving import priority
     from keras_nmt.serving.registry import Registry
-    from keras_nmt.serving.server import ServerOptions, TranslationServer
+    from keras_nmt.serving.options import ServerOptions
+    from keras_nmt.serving.server import TranslationServer
 
     if args.name and args.model_config_file:
         raise UsageError("--name and --model-config-file exclude each other")
@@ -160,7 +166,8 @@ def _serve(args, console: Console) -> int:
         max_wait=args.max_wait_ms / 1000, batch_gap=args.batch_gap_ms / 1000,
         queue_size=args.queue_size,
         max_chars=args.max_chars, max_sentences=args.max_sentences, max_tokens=args.max_tokens,
-        max_alignment_cells=args.max_alignment_cells, max_body_bytes=args.max_body_bytes,
+        max_alignment_cells=args.max_alignment_cells, max_search_cells=args.max_search_cells,
+        max_body_bytes=args.max_body_bytes,
         max_body_memory=args.max_body_memory, max_beam=args.max_beam,
         batch_threads=args.batch_threads, max_connections=args.max_connections,
         request_timeout=args.request_timeout, read_timeout=args.read_timeout,

@@ -93,6 +93,20 @@ METADATA_KEYS = (
 TOKENIZER_FILES = {codecs.WORD: (), codecs.SENTENCEPIECE: ("source_spm", "target_spm")}
 
 
+@dataclasses.dataclass(frozen=True)
+class RowSearch:
+    """One search's settings over an export (:meth:`OnnxTranslator.row_search`).
+    ``decode(rows)``: the rows' Translations, one onnxruntime run (rows of one ``apart``
+    key: the constrained model for constrained rows); ``revise(rows, translations)``:
+    the force-decoding pass of alignments and older exports' confidences, or None;
+    ``blank``: the Translation of a row without tokens, which is never decoded."""
+
+    decode: Callable[[list[Source]], list[Translation]]
+    revise: Callable[[list[Source], list[Translation]], list[Translation]] | None
+    apart: Callable[[Source], tuple]
+    blank: Translation
+
+
 def _load_metadata(path: pathlib.Path) -> dict:
     try:
         metadata = json.loads(path.read_text(encoding="utf-8"))
@@ -437,6 +451,25 @@ class OnnxTranslator:
         for :meth:`Translator.translate`; the constrained sentences decode in batches of
         their own by NAME.constrained.onnx (:class:`ExportError` for an export without
         it; see the module docstring). ``progress`` hears the lines each batch finished."""
+        search = self.row_search(beam_size, alpha, nbest, forbid_unk, batch_size, shortlist,
+                                 align, unk_replace, confidence)
+        split = self.split_sentences if split_sentences is None else bool(split_sentences)
+        check_aligned(lines, constraints)
+        constrain = (self.constraint_attacher(constraints, glossary)
+                     if constraints is not None or glossary is not None else None)
+        return empty_lines_unmet(lines, constraints, translate_lines(
+            lines, search.decode, batch_size, read=self.source, skip_empty=search.blank,
+            lang=self.src_lang, target_lang=self.tgt_lang, split_sentences=split,
+            progress=progress, revise=search.revise, apart=search.apart, constrain=constrain,
+        ))
+
+    def row_search(self, beam_size: int | None = None, alpha: float | None = None,
+                   nbest: int = 1, forbid_unk: bool = False, batch_size: int = 32,
+                   shortlist: tuple[int, int] | bool | None = True, align: bool = False,
+                   unk_replace: bool | None = None, confidence: bool = False) -> RowSearch:
+        """The search :meth:`translate` runs, its settings checked (ValueError,
+        :class:`ExportError`), over rows read by :meth:`source`: what the server batches
+        itself. Each ``decode`` call is one onnxruntime run over rows of one ``apart`` key."""
         beam_size = self.beam_size if beam_size is None else int(beam_size)
         alpha = self.alpha if alpha is None else float(alpha)
         if not 1 <= nbest <= self.max_nbest:
@@ -456,7 +489,6 @@ class OnnxTranslator:
             apart = rare_source(self.rare) if frequent or best else None
             selection = {"shortlist_frequent": np.array(frequent, np.int32),
                          "shortlist_best": np.array(best, np.int32)}
-        split = self.split_sentences if split_sentences is None else bool(split_sentences)
         replace = self.dictionary is not None if unk_replace is None else bool(unk_replace)
         if replace and not self.attends:
             raise ValueError("this export's search returns no attention to replace <unk> by "
@@ -465,9 +497,6 @@ class OnnxTranslator:
             raise ExportError("this export can compute no confidence (it was written by an "
                               "older keras-nmt): export the run again with --onnx")
         in_search = confidence and self.scores_tokens  # else force-decoded after
-        check_aligned(lines, constraints)
-        constrain = (self.constraint_attacher(constraints, glossary)
-                     if constraints is not None or glossary is not None else None)
         outputs = (list(OUTPUTS) + (["attention"] if replace else [])
                    + (["token_logprobs"] if in_search else []))
 
@@ -496,12 +525,6 @@ class OnnxTranslator:
                     for row, source in enumerate(sources)]
 
         forced = confidence and not in_search
-
-        return empty_lines_unmet(lines, constraints, translate_lines(
-            lines, decode, batch_size, read=self.source, skip_empty=blank(nbest),
-            lang=self.src_lang, target_lang=self.tgt_lang, split_sentences=split,
-            progress=progress,
-            revise=functools.partial(self._align_best, batch_size=batch_size, align=align,
-                                     confidence=forced) if align or forced else None,
-            apart=constrained_apart(apart), constrain=constrain,
-        ))
+        revise = (functools.partial(self._align_best, batch_size=batch_size, align=align,
+                                    confidence=forced) if align or forced else None)
+        return RowSearch(decode, revise, constrained_apart(apart), blank(nbest))

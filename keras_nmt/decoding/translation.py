@@ -299,15 +299,8 @@ def translate_lines(
     never counted)."""
     parts = [sentence_rules.split_sentences(line, lang) if split_sentences else [line]
              for line in lines]
-    per_line = [[read(sentence) for sentence in found] for found in parts]
-    if constrain is not None:
-        for n, line in enumerate(lines):
-            attached = constrain(n, per_line[n])
-            if attached is None:
-                parts[n] = [line]
-                attached = constrain(n, [read(line)])
-            per_line[n] = attached  # type: ignore[assignment]
-    items = [item for found in per_line for item in found]
+    found_lines = read_lines(lines, parts, read, constrain)
+    items, parts = found_lines.items, found_lines.parts
     line_of = [i for i, found in enumerate(parts) for _ in found]
     left = collections.Counter(line_of)  # sentences of each line not decoded yet
     results: list[Translation | None] = [skip_empty] * len(items)
@@ -324,12 +317,51 @@ def translate_lines(
             progress(done)
     if revise is not None:
         results = revise(items, results)  # type: ignore[arg-type]
-    joined, start = [], 0
-    for found in parts:
-        joined.append(join_translations(results[start : start + len(found)],  # type: ignore
-                                        target_lang))
-        start += len(found)
-    return joined
+    return found_lines.joined(results, target_lang)  # type: ignore[arg-type]
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadLines:
+    """Lines read into what a search decodes: ``items`` (one a search row, in line order),
+    ``parts``, each line's sentences (a line translated whole: the line itself), and
+    ``sentence_counts``, each line's sentences once split, whether kept whole or not."""
+
+    items: list
+    parts: list[list[str]]
+    sentence_counts: list[int]
+
+    @property
+    def counts(self) -> list[int]:
+        """Items of each line, in order."""
+        return [len(found) for found in self.parts]
+
+    def joined(self, results: Sequence[Translation], target_lang: str = "") -> list[Translation]:
+        """Each line's Translation from its items' ``results`` (:func:`join_translations`)."""
+        lines, start = [], 0
+        for count in self.counts:
+            lines.append(join_translations(results[start : start + count], target_lang))
+            start += count
+        return lines
+
+
+def read_lines(lines: Sequence[str], parts: list[list[str]], read: Callable[[str], Item],
+               constrain: Callable[[int, list[Item]], list[Item] | None] | None = None
+               ) -> ReadLines:
+    """``lines``, split into ``parts`` (each line's sentences), read into search items by
+    ``read``, with their constraints when ``constrain`` is given (:func:`translate_lines`);
+    a line ``constrain`` keeps whole is read as one item. Cost: one ``read`` per sentence
+    (and per line kept whole)."""
+    parts = list(parts)
+    split = [len(found) for found in parts]
+    per_line = [[read(sentence) for sentence in found] for found in parts]
+    if constrain is not None:
+        for n, line in enumerate(lines):
+            attached = constrain(n, per_line[n])
+            if attached is None:
+                parts[n] = [line]
+                attached = constrain(n, [read(line)])
+            per_line[n] = attached  # type: ignore[assignment]
+    return ReadLines([item for found in per_line for item in found], parts, split)
 
 
 def batches_apart(todo: Sequence[int], items: Sequence, batch_size: int,

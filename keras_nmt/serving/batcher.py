@@ -30,9 +30,11 @@ that would take the queue past ``queue_size`` sentences is refused at once
 from __future__ import annotations
 
 import asyncio
+import bisect
 import collections
 import contextlib
 import dataclasses
+import itertools
 import math
 import threading
 from typing import Callable, Hashable, Sequence
@@ -109,6 +111,8 @@ class _Job:
     arrived: float
     future: asyncio.Future
     results: list
+    # ends[i]: the sentences of items[:i + 1] (an item weighs the sentences it stands for)
+    ends: list[int]
     taken: int = 0  # items given to a batch (forming or running)
     started: int = 0  # items given to a batch that ran or runs
     finished: int = 0  # items whose results are in
@@ -116,6 +120,29 @@ class _Job:
     @property
     def waits(self) -> bool:
         return not self.future.done()
+
+    def weight(self, start: int, stop: int) -> int:
+        """The sentences of ``items[start:stop]``."""
+        return (self.ends[stop - 1] if stop else 0) - (self.ends[start - 1] if start else 0)
+
+    def fitting(self, room: int) -> int:
+        """How far from ``taken`` the items within ``room`` sentences reach (at least one
+        item when ``room`` is positive: an item heavier than a batch runs alone)."""
+        base = self.ends[self.taken - 1] if self.taken else 0
+        stop = bisect.bisect_right(self.ends, base + room, self.taken)
+        return max(stop, self.taken + 1) if room > 0 else self.taken
+
+
+class Batch(list):
+    """A batch's items, as ``run`` gets them; :meth:`alive` says which still have a
+    request waiting, so that a run of several passes can skip the rest of the others."""
+
+    def __init__(self, items, owners: Sequence[_Job]):
+        super().__init__(items)
+        self._owners = owners
+
+    def alive(self) -> list[bool]:
+        return [job.waits for job in self._owners]
 
 
 @dataclasses.dataclass
@@ -125,15 +152,17 @@ class BatchStats:
     requests: int = 0  # accepted
     rejected: int = 0  # refused with 503: queue full or shutting down
     batches: int = 0
-    sentences: int = 0  # in batches run
+    sentences: int = 0  # in batches run (an item weighs the sentences it stands for)
     largest_batch: int = 0
     waiting: int = 0  # sentences queued now, not yet in a running batch
     dropped: int = 0  # sentences never run: their request stopped waiting first
 
 
 class Batcher:
-    """``await submit(key, items)`` -> ``run(key, items)``'s results for those items,
-    computed in batches of at most ``batch_size`` with other requests of the same key."""
+    """``await submit(key, items, weights)`` -> ``run(key, batch)``'s results for those
+    items, computed in batches of at most ``batch_size`` sentences with other requests of
+    the same key (:class:`Batch`); ``weights``: the sentences each item stands for (1 each
+    by default), which the queue bound counts too."""
 
     def __init__(self, run: Callable[[Hashable, list], list], batch_size: int,
                  max_wait: float, queue_size: int, threads: int = 1, gap: float = 0.0,
@@ -165,27 +194,30 @@ class Batcher:
         self._arrived = asyncio.Event()
         self._workers = [asyncio.create_task(self._work()) for _ in range(self.threads)]
 
-    async def submit(self, key: Hashable, items: Sequence) -> list:
+    async def submit(self, key: Hashable, items: Sequence,
+                     weights: Sequence[int] | None = None) -> list:
         """The results of ``items``, in order. Cancelling the caller (a client gone, a
         deadline passed) drops whatever of them has not run yet."""
         if self._closed or self._hurry:
             self.stats.rejected += 1
             raise RequestError(503, "the server is shutting down")
-        if self.stats.waiting + len(items) > self.queue_size:
+        ends = list(itertools.accumulate(weights if weights is not None else [1] * len(items)))
+        sentences = ends[-1] if ends else 0
+        if self.stats.waiting + sentences > self.queue_size:
             self.stats.rejected += 1
             raise RequestError(503, f"the server is busy ({self.stats.waiting} sentences "
                                     f"queued, at most {self.queue_size}): try again later")
         if not items:
             return []
         loop = asyncio.get_running_loop()
-        job = _Job(key, items, loop.time(), loop.create_future(), [None] * len(items))
+        job = _Job(key, items, loop.time(), loop.create_future(), [None] * len(items), ends)
         job.future.add_done_callback(lambda _: self._forget(job))
         self._held += 1
         if self._held > 1:
             self._company_at = job.arrived
         self._jobs.append(job)
         self.stats.requests += 1
-        self.stats.waiting += len(items)
+        self.stats.waiting += sentences
         self._arrived.set()
         try:
             return await job.future
@@ -197,7 +229,7 @@ class Batcher:
         """A job is answered, failed or cancelled: its sentences not yet running leave
         the queue at once."""
         self._held -= 1
-        left = len(job.items) - job.started
+        left = job.weight(job.started, len(job.items))
         self.stats.waiting -= left
         if job.future.cancelled():
             self.stats.dropped += left
@@ -240,20 +272,24 @@ class Batcher:
         return None
 
     def _fill(self, key: Hashable, pieces: list, size: int) -> int:
-        """Add to ``pieces`` (job, start, stop) the waiting sentences of ``key`` that fit,
+        """Add to ``pieces`` (job, start, stop) the waiting items of ``key`` that fit,
         requests that have not run yet first, each in arrival order, with up to half the
-        batch kept for the rest of requests already under way; the new size."""
+        batch kept for the rest of requests already under way; the new size, in sentences
+        (beyond ``batch_size`` only for one item heavier than a batch, alone)."""
         fresh = [job for job in self._jobs if job.key == key and job.waits and job.taken == 0]
         going = [job for job in self._jobs if job.key == key and job.waits
                  and 0 < job.taken < len(job.items)]
-        kept = min(sum(len(job.items) - job.taken for job in going), self.batch_size // 2)
+        kept = min(sum(job.weight(job.taken, len(job.items)) for job in going),
+                   self.batch_size // 2)
         for jobs, limit in ((fresh, self.batch_size - kept), (going, self.batch_size)):
             for job in jobs:
                 if size >= limit:
                     break
-                stop = min(len(job.items), job.taken + limit - size)
+                stop = job.fitting(limit - size)
+                if size and job.weight(job.taken, stop) > limit - size:
+                    break  # a heavy item waits for a batch of its own
                 pieces.append((job, job.taken, stop))
-                size += stop - job.taken
+                size += job.weight(job.taken, stop)
                 job.taken = stop
         return size
 
@@ -285,13 +321,16 @@ class Batcher:
             pieces = [piece for piece in pieces if piece[0].waits]
             if not pieces:
                 continue
+            weight = 0
             for job, start, stop in pieces:
                 job.started += stop - start
-                self.stats.waiting -= stop - start
-            items = [item for job, start, stop in pieces for item in job.items[start:stop]]
+                weight += job.weight(start, stop)
+            self.stats.waiting -= weight
+            items = Batch([item for job, start, stop in pieces for item in job.items[start:stop]],
+                          [job for job, start, stop in pieces for _ in range(start, stop)])
             self.stats.batches += 1
-            self.stats.sentences += len(items)
-            self.stats.largest_batch = max(self.stats.largest_batch, len(items))
+            self.stats.sentences += weight
+            self.stats.largest_batch = max(self.stats.largest_batch, weight)
             self._running += 1
             try:
                 results = await self.threads_of_batches.run(self._run, first.key, items)
