@@ -16,7 +16,8 @@ failed by the poll of the model directory.
 
 from __future__ import annotations
 
-from typing import Callable
+import logging
+from typing import Callable, TextIO
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest,
@@ -83,3 +84,28 @@ class Metrics:
     def exposition(self) -> tuple[bytes, str]:
         """The text format and its content type."""
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+class ConnectionErrorLog(logging.Logger):
+    """What aiohttp logs of a connection outside the handlers (a refused body that cannot
+    be decoded while its rest is read and dropped, say): counted by kind in the metrics,
+    and one line on the log the first time a kind is seen. aiohttp's own logger writes a
+    traceback for each, which a client can repeat at will until the log fills a disk or
+    a pipe nobody reads blocks the event loop."""
+
+    def __init__(self, stream: TextIO, prog: str, metrics: Metrics):
+        super().__init__("keras_nmt.serve.connections", logging.WARNING)  # unregistered
+        self.stream, self.prog, self.metrics = stream, prog, metrics
+        self.seen: set[str] = set()
+
+    def handle(self, record: logging.LogRecord) -> None:
+        error = record.exc_info[1] if record.exc_info else None
+        kind = type(error).__name__ if error is not None else "message"
+        self.metrics.connection_errors.labels(kind).inc()
+        if kind in self.seen:
+            return
+        self.seen.add(kind)
+        what = f"{kind}: {' '.join(str(error).split())[:300]}" if error is not None else ""
+        print(f"{self.prog}: on a connection: {' '.join(record.getMessage().split())[:200]}"
+              f"{': ' + what if what else ''} (logged once; counted in "
+              "keras_nmt_serve_connection_errors)", file=self.stream, flush=True)

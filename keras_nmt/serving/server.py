@@ -20,7 +20,6 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import functools
-import logging
 import pathlib
 import signal
 import sys
@@ -37,9 +36,10 @@ from keras_nmt.decoding.translation import Translation
 from keras_nmt.serving import answers, priority, requests, rest_formats as rest
 from keras_nmt.serving.batcher import Batch, Batcher, DaemonThreads
 from keras_nmt.serving.http_guard import BodyBudget, LimitedSite, RequestGuard, Requests, must_close
-from keras_nmt.serving.metrics import PATH as METRICS_PATH, Metrics
+from keras_nmt.serving.metrics import PATH as METRICS_PATH, ConnectionErrorLog, Metrics
 from keras_nmt.serving.options import ServerOptions
 from keras_nmt.serving.registry import Registry, Servable
+from keras_nmt.serving.work_plan import run_rows
 
 # The page at / and its files: in the package, nothing fetched from elsewhere (offline).
 STATIC = pathlib.Path(__file__).resolve().parent / "static"
@@ -252,31 +252,11 @@ class TranslationServer:
         return web.Response(text=text, content_type="application/json")
 
     def _translate_batch(self, search: requests.Search, batch: Batch) -> list:
-        """One batch of rows, in a batch thread: one onnxruntime run for each kind of row
-        (plain, constrained per request, rare source words apart), skipping the rows of
-        requests that stopped waiting since the batch began; every n-best hypothesis the
-        export returns (a request takes the part it asked for)."""
-        translator = search.servable.translator
-        decoder = translator.row_search(
-            search.beam, search.alpha, min(translator.max_nbest, search.beam),
-            search.forbid_unk, self.options.batch_size, align=search.align,
-            confidence=search.confidence)
-        results: list = [decoder.blank] * len(batch)
-        runs: dict = {}
-        for i, row in enumerate(batch):
-            if row.source.tokens:
-                runs.setdefault((decoder.apart(row.source), id(row.group)), []).append(i)
-        for members in runs.values():
-            alive = batch.alive()
-            members = [i for i in members if alive[i]]
-            if not members:
-                continue
-            sources = [batch[i].source for i in members]
-            found = decoder.decode(sources)
-            if decoder.revise is not None:
-                found = decoder.revise(sources, found)
-            for i, translation in zip(members, found, strict=True):
-                results[i] = translation
+        """One batch of rows, in a batch thread (:func:`~keras_nmt.serving.work_plan.run_rows`)."""
+        results = run_rows(search.servable.translator, batch, self.options.batch_size,
+                           beam_size=search.beam, alpha=search.alpha,
+                           forbid_unk=search.forbid_unk, align=search.align,
+                           confidence=search.confidence)
         self.metrics.batch_ran(sum(row.sentences for row in batch))
         return results
 
@@ -420,28 +400,3 @@ class TranslationServer:
         finally:
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(signum)
-
-
-class ConnectionErrorLog(logging.Logger):
-    """What aiohttp logs of a connection outside the handlers (a refused body that cannot
-    be decoded while its rest is read and dropped, say): counted by kind in the metrics,
-    and one line on the log the first time a kind is seen. aiohttp's own logger writes a
-    traceback for each, which a client can repeat at will until the log fills a disk or
-    a pipe nobody reads blocks the event loop."""
-
-    def __init__(self, stream: TextIO, prog: str, metrics: Metrics):
-        super().__init__("keras_nmt.serve.connections", logging.WARNING)  # unregistered
-        self.stream, self.prog, self.metrics = stream, prog, metrics
-        self.seen: set[str] = set()
-
-    def handle(self, record: logging.LogRecord) -> None:
-        error = record.exc_info[1] if record.exc_info else None
-        kind = type(error).__name__ if error is not None else "message"
-        self.metrics.connection_errors.labels(kind).inc()
-        if kind in self.seen:
-            return
-        self.seen.add(kind)
-        what = f"{kind}: {' '.join(str(error).split())[:300]}" if error is not None else ""
-        print(f"{self.prog}: on a connection: {' '.join(record.getMessage().split())[:200]}"
-              f"{': ' + what if what else ''} (logged once; counted in "
-              "keras_nmt_serve_connection_errors)", file=self.stream, flush=True)

@@ -114,6 +114,33 @@ def plan(servable: Servable, limits: ServerOptions, lines: Sequence[str], asked:
     return WorkPlan(rows, read, sum(map(len, parts)), tokens, cells, search)
 
 
+def run_rows(translator, batch, batch_size: int, **search) -> list:
+    """The Translations of a batch of rows (:class:`~keras_nmt.serving.batcher.Batch`),
+    every n-best hypothesis the export returns: one onnxruntime run per kind of row
+    (plain, each request's constrained rows, rare source words apart), each skipping the
+    rows of requests that stopped waiting since the batch began (:meth:`Batch.alive`).
+    ``search``: :meth:`OnnxTranslator.row_search`'s settings."""
+    decoder = translator.row_search(nbest=min(translator.max_nbest, search["beam_size"]),
+                                    batch_size=batch_size, **search)
+    results: list = [decoder.blank] * len(batch)
+    runs: dict = {}
+    for i, row in enumerate(batch):
+        if row.source.tokens:
+            runs.setdefault((decoder.apart(row.source), id(row.group)), []).append(i)
+    for members in runs.values():
+        alive = batch.alive()
+        members = [i for i in members if alive[i]]
+        if not members:
+            continue
+        sources = [batch[i].source for i in members]
+        found = decoder.decode(sources)
+        if decoder.revise is not None:
+            found = decoder.revise(sources, found)
+        for i, translation in zip(members, found, strict=True):
+            results[i] = translation
+    return results
+
+
 def search_cells(constraints: Sequence[SentenceConstraints], beam: int, batch_size: int) -> int:
     """The largest tensor a step of the constrained search builds for these rows, run at
     most ``batch_size`` at a time: each hypothesis' candidates (``beam`` + phrases) times
