@@ -220,6 +220,33 @@ def test_a_lines_nbest_list_is_the_best_combinations():
     assert [c for _, c in line_nbest([[-1.0], [-1.0]], [1, 1], 3)] == [(0, 0)]
 
 
+def test_a_lines_nbest_list_ranks_the_hypotheses_that_meet_its_constraints_first():
+    """Finding: the pool [met -1.2, unmet -0.5] of a line's first sentence gave the unmet
+    hypothesis, though the search ranks a hypothesis that misses a phrase below every one
+    that meets them all. The fewest unmet come first, then the score."""
+    found = line_nbest([[-1.2, -0.5], [-0.3]], [4, 3], 2, unmet=[[0, 1], [0]])
+    assert [chosen for _, chosen in found] == [(0, 0), (1, 0)]
+    assert found[0][0] == pytest.approx((4 * -1.2 + 3 * -0.3) / 7)
+    # Without unmet phrases, the score alone, as before.
+    assert [c for _, c in line_nbest([[-1.2, -0.5], [-0.3]], [4, 3], 2)] == [(1, 0), (0, 0)]
+    # Unmet counts add up over the line: one miss in each sentence ranks below one in all.
+    found = line_nbest([[-0.1, -0.2], [-0.1, -0.2]], [1, 1], 4, unmet=[[1, 0], [0, 1]])
+    assert [c for _, c in found] == [(1, 0), (0, 0), (1, 1), (0, 1)]
+
+
+def test_a_joined_translation_keeps_the_hypothesis_that_meets_the_constraints():
+    from keras_nmt.decoding.translation import Translation, join_translations, ranked
+
+    met = Translation("le chat", ("le", "chat"), -1.2, ("the", "cat"))
+    unmet = Translation("un chat", ("un", "chat"), -0.5, ("the", "cat"), unmet=("le",))
+    first = ranked([unmet, met], 2)  # the scores alone would put "un chat" first
+    second = ranked([Translation("ici", ("ici",), -0.3, ("here",))], 2)
+    line = join_translations([first, second], "fr")
+    assert (line.text, line.unmet) == ("le chat ici", ())
+    assert [h.text for h in line.hypotheses] == ["le chat ici", "un chat ici"]
+    assert line.hypotheses[1].unmet == ("le",)
+
+
 def brute_force(scores, weights):
     """Every combination of one hypothesis per sentence with its line score, best first."""
     total = np.float32(sum(weights))
@@ -255,6 +282,24 @@ def test_the_nbest_merge_agrees_with_brute_force():
         assert all(scored[chosen] == score for score, chosen in got)
         assert len({chosen for _, chosen in got}) == len(got)
         assert got[0][1] == (0,) * len(scores)  # the best: each sentence's best
+
+
+def test_the_nbest_merge_with_unmet_phrases_agrees_with_brute_force():
+    """Ranked by the line's unmet phrases, then its score: the same (unmet, score) list
+    as every combination sorted."""
+    rng = random.Random(11)
+    for _ in range(300):
+        scores = random_nbest_lists(rng, rng.randint(1, 5), 4)
+        unmet = [[rng.choice([0, 0, 1, 2]) for _ in found] for found in scores]
+        weights = [rng.randint(1, 30) for _ in scores]
+        count = rng.randint(1, 6)
+        got = line_nbest(scores, weights, count, unmet)
+        missed = {chosen: sum(unmet[n][k] for n, k in enumerate(chosen))
+                  for _, chosen in brute_force(scores, weights)}
+        every = sorted(brute_force(scores, weights), key=lambda item: missed[item[1]])
+        assert [(missed[c], score) for score, c in got] == [
+            (missed[c], score) for score, c in every[: len(got)]]
+        assert len({chosen for _, chosen in got}) == len(got)
 
 
 def test_graph_join_matches_the_python_join():

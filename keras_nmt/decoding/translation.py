@@ -129,7 +129,8 @@ def join_translations(parts: Sequence[Translation], lang: str = "") -> Translati
     matrices are computed when first read (:class:`Translation`).
 
     With n-best lists, the line's list holds the best combinations of one hypothesis per
-    sentence by that score (:func:`keras_nmt.text.line_join.line_nbest`), as many as the
+    sentence, fewest unmet phrases first, then by that score
+    (:func:`keras_nmt.text.line_join.line_nbest`), as many as the
     longest list; each one's ``sentences`` are the hypotheses it joins. One sentence: its
     own Translation."""
     if len(parts) == 1:
@@ -138,9 +139,11 @@ def join_translations(parts: Sequence[Translation], lang: str = "") -> Translati
     if any(h.score is None for found in lists for h in found):  # nothing to rank by
         combinations: list[tuple[float | None, tuple[int, ...]]] = [(None, (0,) * len(parts))]
     else:
+        unmet = [[len(h.unmet) for h in found] for found in lists]
         combinations = line_join.line_nbest(  # type: ignore[assignment]
             [[h.score for h in found] for found in lists],
-            [len(part.source_tokens) + 1 for part in parts], max(map(len, lists)))
+            [len(part.source_tokens) + 1 for part in parts], max(map(len, lists)),
+            unmet if any(map(any, unmet)) else None)
 
     def joined(score: float | None, chosen: tuple[int, ...]) -> Translation:
         row = tuple(found[k] for found, k in zip(lists, chosen))

@@ -33,46 +33,51 @@ def join_texts(texts: Sequence[str], lang: str = "") -> str:
     return sentence_separator(lang).join(text for text in texts if text)
 
 
-def line_nbest(scores: Sequence[Sequence[float]], weights: Sequence[int],
-               count: int) -> list[tuple[float, tuple[int, ...]]]:
+def line_nbest(scores: Sequence[Sequence[float]], weights: Sequence[int], count: int,
+               unmet: Sequence[Sequence[int]] | None = None
+               ) -> list[tuple[float, tuple[int, ...]]]:
     """The ``count`` best translations of a line from its sentences' n-best lists: per
     sentence its hypotheses' scores (at least one) and its weight (source tokens + EOS)
     -> the line's best combinations of one hypothesis per sentence, best first, as
     (line score, the hypothesis chosen in each sentence). Fewer when fewer combinations
-    exist.
+    exist. ``unmet``: per hypothesis the phrases to include it lacks; a combination
+    missing fewer in all ranks first, whatever its score (as the constrained search
+    ranks one sentence's hypotheses), then by score.
 
     The line score is the mean of the chosen hypotheses' scores weighted by the
     sentences' weights, ``sum(weight * score) / sum(weight)``: on the scale of one
     sentence's score (a per-token log-probability), so lines of different lengths compare.
-    The weights do not depend on the hypotheses, so the combinations are ranked by that
-    score exactly, and the best is each sentence's best.
 
     The lists are merged one sentence after another, each time keeping the ``count`` best
     sums of a kept combination and a hypothesis of the next sentence, found with a heap;
-    that is exact, since a combination among the best has its prefix among the best
-    prefixes. Ties go to the earlier combination, then the earlier hypothesis (in order of
-    score, then position). The arithmetic is float32 in the order of the graph twin
-    (:func:`keras_nmt.text.sentences_graph.join_nbest`), so both give the same lists."""
-    best: list[tuple[np.float32, tuple[int, ...]]] = [(np.float32(0.0), ())]
-    for found, weight in zip(scores, weights, strict=True):
-        order = sorted(range(len(found)), key=lambda k: -found[k])
-        values = [np.float32(weight) * np.float32(found[k]) for k in order]
+    that is exact, since (unmet, score) sums keep their order when a term is added, so a
+    combination among the best has its prefix among the best prefixes. Ties go to the
+    earlier combination, then the earlier hypothesis (in order of score, then position).
+    The arithmetic is float32 in the order of the graph twin
+    (:func:`keras_nmt.text.sentences_graph.join_nbest`, which joins no constrained line:
+    the SavedModel translates those whole), so both give the same lists."""
+    best: list[tuple[tuple[int, np.float32], tuple[int, ...]]] = [((0, np.float32(0.0)), ())]
+    for n, (found, weight) in enumerate(zip(scores, weights, strict=True)):
+        misses = unmet[n] if unmet is not None else [0] * len(found)
+        order = sorted(range(len(found)), key=lambda k: (misses[k], -found[k]))
+        values = [(misses[k], np.float32(weight) * np.float32(found[k])) for k in order]
         best = _best_sums(best, values, order, count)
     total = np.float32(sum(weights))
-    return [(float(value / total), chosen) for value, chosen in best]
+    return [(float(value / total), chosen) for (_, value), chosen in best]
 
 
-def _best_sums(prefixes: list[tuple[np.float32, tuple[int, ...]]], values: list[np.float32],
-               order: list[int], count: int) -> list[tuple[np.float32, tuple[int, ...]]]:
-    """The ``count`` best of ``prefix + value`` over both lists (each best first): a heap
-    of the frontier, which grows from (0, 0) one step along either list at a time."""
+def _best_sums(prefixes: list, values: list, order: list[int], count: int) -> list:
+    """The ``count`` best of ``prefix + value`` over both lists of (unmet, score) sums,
+    each best first: a heap of the frontier, which grows from (0, 0) one step along
+    either list at a time."""
     def entry(i: int, j: int):
-        return (-(prefixes[i][0] + values[j]), i, j)
+        (missed, total), (more, value) = prefixes[i][0], values[j]
+        return (missed + more, -(total + value), i, j)
 
     frontier, seen, out = [entry(0, 0)], {(0, 0)}, []
     while frontier and len(out) < count:
-        total, i, j = heapq.heappop(frontier)
-        out.append((-total, prefixes[i][1] + (order[j],)))
+        missed, total, i, j = heapq.heappop(frontier)
+        out.append(((missed, -total), prefixes[i][1] + (order[j],)))
         for step in ((i + 1, j), (i, j + 1)):
             if step[0] < len(prefixes) and step[1] < len(values) and step not in seen:
                 seen.add(step)
