@@ -45,11 +45,9 @@ from keras_nmt.serving.work_plan import run_rows
 STATIC = pathlib.Path(__file__).resolve().parent / "static"
 STATIC_FILES = ("page.js", "page.css")
 BODY_ROUTES = {"predict", "translate"}  # the routes that read a JSON body
-# Above these a request's parsing, splitting and answer run in a worker thread; below,
-# on the event loop (a thread's hand-off costs more than the work).
+# Above this a request's body is parsed and planned in a worker thread; below, on the
+# event loop (a thread's hand-off costs more than the work).
 BIG_BODY = 16 << 10
-BIG_SENTENCES = 32
-BIG_CELLS = 4096
 LINGERING_TIME = 1.0  # seconds the rest of a refused body is read before closing
 
 
@@ -245,10 +243,7 @@ class TranslationServer:
     async def _answer_with(self, call: requests.Call, build: Callable[[], object]
                            ) -> web.Response:
         """The answer ``build()`` gives, encoded; in a worker thread for a large one."""
-        work = call.work
-        heavy = (max(len(work.rows), work.sentences) > BIG_SENTENCES
-                 or work.cells > BIG_CELLS)
-        text = await self._work(heavy, lambda: answers.encode(build()))
+        text = await self._work(call.work.heavy, lambda: answers.encode(build()))
         return web.Response(text=text, content_type="application/json")
 
     def _translate_batch(self, search: requests.Search, batch: Batch) -> list:

@@ -29,6 +29,9 @@ from keras_nmt.serving.rest_formats import bad
 from keras_nmt.text.sentences import split_sentences
 
 SPLIT_PREFIX = 16 << 10  # characters of a long line split first (then 4 times as many)
+# Above these a request's answer is written in a worker thread (WorkPlan.heavy).
+BIG_SENTENCES = 32
+BIG_CELLS = 4096
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -56,6 +59,11 @@ class WorkPlan:
     @property
     def weights(self) -> list[int]:
         return [row.sentences for row in self.rows]
+
+    @property
+    def heavy(self) -> bool:
+        """Whether the answer is worth a worker thread."""
+        return max(len(self.rows), self.sentences) > BIG_SENTENCES or self.cells > BIG_CELLS
 
     def translations(self, results: Sequence[Translation], lang: str,
                      rules: Sequence[LineConstraints | None] | None,
