@@ -320,32 +320,35 @@ def write_int8(directory: pathlib.Path, name: str, run, translator, settings, ma
                               if "Integer" in op or "Quant" in op}}
 
 
-def write_onnx(directory: pathlib.Path, name: str, run, model, settings, tokenizer: str,
-               log, lexicon_table=None, dictionary: dict[str, str] | None = None) -> None:
+def write_onnx(directory: pathlib.Path, name: str, run, weights: str, settings,
+               tokenizer: str, log, lexicon_table=None,
+               dictionary: dict[str, str] | None = None) -> None:
     """NAME.onnx, NAME.onnx.json and the vocabularies (and, for a SentencePiece run, its
     models NAME.spm.SRC.model / NAME.spm.TGT.model; with ``settings.unk_replace``, the
-    ``dictionary`` as NAME.dictionary.tsv), written into ``directory``."""
+    ``dictionary`` as NAME.dictionary.tsv), written into ``directory``. Each conversion
+    runs in a process of its own (:func:`~keras_nmt.export.onnx_conversion.convert_apart`)
+    over the run's ``weights``: the export's peak memory is one conversion's."""
     from keras_nmt.export import onnx_conversion as onnx_export
+
+    def conversion(path: pathlib.Path, **kind) -> tuple[list[str], list[str]]:
+        return onnx_export.convert_apart(onnx_export.Conversion(
+            str(run.run.path), weights, str(path), nbest=settings.nbest,
+            shortlist=lexicon_table is not None, attention=settings.unk_replace, **kind))
 
     log(f"converting translate_ids to ONNX (opset {onnx_export.OPSET}; takes a while)")
     path = directory / f"{name}.onnx"
-    proto = onnx_export.convert(model, settings.nbest, path, lexicon_table=lexicon_table,
-                                attention=settings.unk_replace)
+    inputs, outputs = conversion(path)
     # The int8 model has no forced twin: scores and the attention drawn for a reader come
     # from the float model, as exact as the Keras model's.
     log("converting force decoding to ONNX (scores and alignments without TensorFlow)")
     forced_path = directory / f"{name}.forced.onnx"
-    forced = onnx_export.convert_forced(model, forced_path)
+    forced_inputs, forced_outputs = conversion(forced_path, forced=True)
     constrained = None
     if settings.constrained:
         log("converting translate_ids_constrained to ONNX")
         constrained_path = directory / f"{name}.constrained.onnx"
-        proto_constrained = onnx_export.convert(
-            model, settings.nbest, constrained_path, lexicon_table=lexicon_table,
-            attention=settings.unk_replace, constrained=True)
-        constrained = {"model": constrained_path.name,
-                       "inputs": onnx_export.input_names(proto_constrained),
-                       "outputs": onnx_export.output_names(proto_constrained)}
+        names = conversion(constrained_path, constrained=True)
+        constrained = {"model": constrained_path.name, "inputs": names[0], "outputs": names[1]}
     vocabularies = {}
     for role, lang, vocabulary in (("source_vocab", run.src, run.source_vocab),
                                    ("target_vocab", run.tgt, run.target_vocab)):
@@ -386,10 +389,10 @@ def write_onnx(directory: pathlib.Path, name: str, run, model, settings, tokeniz
         "dictionary": unknown_words,
         "max_decode_ratio": float(run.config.max_decode_ratio),
         "opset": onnx_export.OPSET,
-        "inputs": onnx_export.input_names(proto),
-        "outputs": onnx_export.output_names(proto),
-        "forced": {"model": forced_path.name, "inputs": onnx_export.input_names(forced),
-                   "outputs": onnx_export.output_names(forced)},
+        "inputs": inputs,
+        "outputs": outputs,
+        "forced": {"model": forced_path.name, "inputs": forced_inputs,
+                   "outputs": forced_outputs},
         # The constrained search (export --constrained): the model that decodes the
         # sentences with phrases to include or avoid, or a prefix; None: none.
         "constrained": constrained,
@@ -487,7 +490,7 @@ def export(args: ExportRequest, log: Callable[[str], None] = lambda message: Non
         if args.onnx:
             onnx_staging = staging / layout.ONNX_DIR
             onnx_staging.mkdir()
-            write_onnx(onnx_staging, args.name, run, model, settings, tokenizer, log,
+            write_onnx(onnx_staging, args.name, run, args.weights, settings, tokenizer, log,
                        lexicon_table=table, dictionary=dictionary)
             log("checking the ONNX models (search, force decoding) with onnx.checker and onnxruntime")
             onnx_check(onnx_staging / f"{args.name}.onnx", translator, beam_size, settings.alpha,

@@ -7,11 +7,18 @@ models) with the vocabularies (and models) written next to it and the settings o
 ``NAME.onnx.json``. Beside it, :func:`convert_forced` writes the force-decoding model
 (``NAME.forced.onnx``: given source and target ids, each target token's log-probability
 and the attention weights), which the search model cannot give.
+
+A conversion holds gigabytes that TensorFlow and tf2onnx do not give back (traced graphs,
+tf2onnx's copies): :func:`convert_apart` runs one in a process of its own, which loads
+the run's model again and returns the memory when it ends.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import dataclasses
+import multiprocessing
 import os
 import pathlib
 
@@ -97,6 +104,47 @@ def _environment(name: str, value: str):
             os.environ.pop(name, None)
         else:
             os.environ[name] = before
+
+
+@dataclasses.dataclass(frozen=True)
+class Conversion:
+    """One conversion to run apart (:func:`convert_apart`): the run and weights its model
+    comes from, the file to write, and :func:`convert`'s settings (``forced``: the
+    force-decoding model, :func:`convert_forced`)."""
+
+    run_dir: str
+    weights: str
+    path: str
+    forced: bool = False
+    nbest: int = 1
+    shortlist: bool = False  # the run's lexical table in the graph
+    attention: bool = False
+    constrained: bool = False
+
+
+def convert_apart(conversion: Conversion) -> tuple[list[str], list[str]]:
+    """``conversion`` in a fresh process (spawned: nothing of this one's TensorFlow state
+    is shared); the written model's input and output names. Its errors are raised here;
+    a process that dies (killed for memory, say) raises ``BrokenProcessPool``. Cost: the
+    conversion's time, plus a TensorFlow start and a model load (seconds)."""
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
+        return pool.submit(_convert_run, conversion).result()
+
+
+def _convert_run(conversion: Conversion) -> tuple[list[str], list[str]]:
+    """In the child: the run's model loaded in float32 (as the export's), converted."""
+    from keras_nmt.rundir.run_directory import RunDir
+
+    run = RunDir(conversion.run_dir).inspect(conversion.weights)
+    model = run.run.load_model(files=run, precision="float32")
+    if conversion.forced:
+        proto = convert_forced(model, conversion.path)
+    else:
+        table = run.run.load_lexicon().selection_table() if conversion.shortlist else None
+        proto = convert(model, conversion.nbest, conversion.path, lexicon_table=table,
+                        attention=conversion.attention, constrained=conversion.constrained)
+    return input_names(proto), output_names(proto)
 
 
 def input_names(proto) -> list[str]:
