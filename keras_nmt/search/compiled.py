@@ -1,5 +1,11 @@
 """The beam search as one ``tf.function`` with a fixed signature: what the Translator,
-the SavedModel and the ONNX model all run."""
+the SavedModel and the ONNX model all run (:func:`make_translate_fn`), and a search run
+on a batch's rare and common sentences apart (:func:`rare_apart`).
+
+Contract: the function traces once, for any batch and source length, and returns
+:func:`~keras_nmt.search.beam.beam_search`'s dict. Cost: the search's own, plus with
+``jit_compile`` one XLA compilation per distinct input shape.
+"""
 
 from __future__ import annotations
 
@@ -54,13 +60,6 @@ def make_translate_fn(
     ratio = float(model.config.max_decode_ratio if max_decode_ratio is None else max_decode_ratio)
     if math.isnan(ratio) or ratio < 0:
         raise ValueError(f"max_decode_ratio must be >= 0, got {ratio}")
-    signature: list[Any] = [
-        tf.TensorSpec([None, None], tf.int32, name="source_ids"),
-        tf.TensorSpec([], tf.int32, name="beam_size"),
-        tf.TensorSpec([], tf.float32, name="alpha"),
-        tf.TensorSpec([], tf.bool, name="forbid_unk"),
-        tf.TensorSpec([], tf.int32, name="max_length"),
-    ]
 
     def translate(source_ids, beam_size, alpha, forbid_unk, max_length, *extra):
         constraints = None
@@ -90,13 +89,28 @@ def make_translate_fn(
 
     if lexicon_table is not None:
         lexicon_table = np.asarray(lexicon_table, np.int32)
+    return tf.function(translate, input_signature=_signature(lexicon_table is not None,
+                                                             constrained),
+                       autograph=autograph)
+
+
+def _signature(selecting: bool, constrained: bool) -> list[Any]:
+    """:func:`make_translate_fn`'s inputs, the shortlist's and the constraints' last."""
+    signature: list[Any] = [
+        tf.TensorSpec([None, None], tf.int32, name="source_ids"),
+        tf.TensorSpec([], tf.int32, name="beam_size"),
+        tf.TensorSpec([], tf.float32, name="alpha"),
+        tf.TensorSpec([], tf.bool, name="forbid_unk"),
+        tf.TensorSpec([], tf.int32, name="max_length"),
+    ]
+    if selecting:
         signature += [tf.TensorSpec([], tf.int32, name="shortlist_frequent"),
                       tf.TensorSpec([], tf.int32, name="shortlist_best")]
     if constrained:
         signature += [tf.TensorSpec([None, None, None], tf.int32, name="include_ids"),
                       tf.TensorSpec([None, None, None], tf.int32, name="avoid_ids"),
                       tf.TensorSpec([None, None], tf.int32, name="prefix_ids")]
-    return tf.function(translate, input_signature=signature, autograph=autograph)
+    return signature
 
 
 def rare_apart(search_fn: Callable, rare: np.ndarray, per_sentence: int = 0) -> Callable:

@@ -1,36 +1,23 @@
 """What a constrained search adds to a beam search step: phrases the output must hold,
 phrases it must not, and a prefix it must start with (docs/decoding.md, "Constraints").
 
-The search keeps, for every hypothesis and every phrase, which of the phrase's beginnings
-its output ends with (``matches`` bool [rows, phrases, L]: position j is set when the last
-j tokens equal the phrase's first j; position 0 always is). Appending token y sets
-position j + 1 where j was set and the phrase's token j is y: every partial match at
-once, overlapping ones included (the Shift-And string matcher), so no occurrence is ever
-missed, whatever the phrase repeats. A phrase to include is met when its last token
-completes a match; a phrase to avoid bans its last token wherever the rest of it was just
-matched.
+Contract: every function is plain TensorFlow on the batch's tensors (it runs in Keras,
+the SavedModel and ONNX alike), with phrases in the search's token space (word ids, or
+with vocabulary selection their columns: :func:`phrase_columns`). Hypotheses that cover
+more constraint tokens keep a share of the beam (:func:`bank_select`); a hypothesis may
+end only once it has met every phrase to include, or at its length limit, and one that
+missed some ranks after every one that met them all, with the count (``unmet``) kept.
 
-Positive constraints are decoded by dynamic beam allocation (Post & Vilar, 2018; the
-vectorized form of Hu et al., 2019): besides the K best extensions of each hypothesis,
-every hypothesis is offered the next token of each phrase it has not met (the one that
-continues its longest partial match), and the K survivors are drawn from "banks" of
-candidates by how many constraint tokens they cover, in turn, best of the fullest bank
-first. So hypotheses that make progress on the constraints always keep a share of the beam,
-however unlikely the model finds them, and hypotheses that met them all compete on score.
-A hypothesis may end (EOS) only once it has met every constraint, or at its length limit;
-a finished hypothesis that missed some ranks below every one that met them all, and the
-search says how many it missed (``unmet``) rather than dropping them silently.
-
-Everything is plain TensorFlow on tensors of the batch's shape, as the rest of the
-search, so the constrained search runs in Keras, the SavedModel and ONNX alike. Phrases
-are given in the search's token space (word ids, or with vocabulary selection the
-columns they map to: :func:`phrase_columns`).
+Cost per step, over the A*K rows of the live hypotheses: the matches of P phrases of L
+tokens to include and Q of M to avoid are bool [A*K, P, L] and [A*K, Q, M], updated in
+O(A*K * (P*L + Q*M)); scoring each row's K + P candidates adds O(A*K * (K + P) * P*L);
+the banks sort each sentence's K * (K + P) candidates once.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, NamedTuple
 
 import tensorflow as tf
 
@@ -105,20 +92,17 @@ def phrase_columns(constraints: Constraints, columns) -> Constraints:
                                                  constraints.prefix)))
 
 
-@dataclasses.dataclass(frozen=True)
-class MatchState:
+class MatchState(NamedTuple):
     """Per hypothesis: the partial matches of the phrases to include and to avoid (bool
-    [rows, P, L] and [rows, Q, M]) and which phrases to include it has met (bool [rows, P])."""
+    [rows, P, L] and [rows, Q, M]) and which phrases to include it has met (bool [rows, P]).
+    A NamedTuple, so that a loop may carry it as it is."""
 
     include: Any
     avoid: Any
     met: Any
 
-    def as_tuple(self):
-        return (self.include, self.avoid, self.met)
-
     def gather(self, rows) -> "MatchState":
-        return MatchState(*(tf.gather(x, rows) for x in self.as_tuple()))
+        return MatchState(*(tf.gather(x, rows) for x in self))
 
 
 def start_state(constraints: Constraints) -> MatchState:
@@ -144,7 +128,15 @@ def _advance(matches, phrases, lengths, tokens):
 
 def advance(state: MatchState, constraints: Constraints, tokens) -> MatchState:
     """The state of hypotheses ``state`` (constraints per row) after each appends one
-    of ``tokens`` [rows]."""
+    of ``tokens`` [rows].
+
+    A hypothesis keeps, for every phrase, which of the phrase's beginnings its output ends
+    with (position j is set when the last j tokens equal the phrase's first j; position 0
+    always is). Appending token y sets position j + 1 where j was set and the phrase's
+    token j is y: every partial match at once, overlapping ones included (the Shift-And
+    string matcher), so no occurrence is ever missed, whatever the phrase repeats. A phrase
+    to include is met when its last token completes a match; a phrase to avoid bans its
+    last token wherever the rest of it was just matched (:func:`banned_tokens`)."""
     include, completed = _advance(state.include, constraints.include,
                                   phrase_lengths(constraints.include), tokens)
     avoid, _ = _advance(state.avoid, constraints.avoid, phrase_lengths(constraints.avoid),
@@ -256,7 +248,13 @@ def bank_select(candidates, banks, k):
     """Dynamic beam allocation: K of each sentence's ``candidates`` (log-probs [A, W]),
     taken in turn from the banks (``banks`` int32 [A, W], constraint tokens covered),
     the fullest bank first, each bank's best first; dead candidates come last. Returns
-    (log-probs [A, K], index [A, K]) as ``tf.math.top_k`` does."""
+    (log-probs [A, K], index [A, K]) as ``tf.math.top_k`` does.
+
+    This is the vectorized form (Hu et al., 2019) of Post & Vilar (2018): besides the K
+    best extensions of each hypothesis, every hypothesis is offered the next token of each
+    phrase it has not met (:func:`guided_candidates`), so hypotheses that make progress
+    on the constraints always keep a share of the beam, however unlikely the model finds
+    them, and hypotheses that met them all compete on score."""
     width = tf.shape(candidates)[1]
     order_lp, order = tf.math.top_k(candidates, k=width)
     sorted_banks = take_along_rows(banks, order)

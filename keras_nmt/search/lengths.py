@@ -1,4 +1,5 @@
-"""How many tokens a search may generate for each sentence."""
+"""How many tokens a search may generate for each sentence: the ratio rule or a given
+maximum (:func:`decode_limits`); one pass over the [B, Tx] source ids."""
 
 from __future__ import annotations
 

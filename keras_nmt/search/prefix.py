@@ -10,13 +10,14 @@ the prefix in front of each returned hypothesis. A prefix is cut to its sentence
 limit less one, so the limit's EOS still fits, as when the beam forced it token by token.
 
 The loop's history lives in loop variables grown by ``tf.concat`` (no TensorArray), like
-the beam's, so the graph converts to ONNX.
+the beam's, so the graph converts to ONNX. Cost: one decoder step over B rows per token
+of the batch's longest prefix.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, NamedTuple
 
 import tensorflow as tf
 
@@ -45,6 +46,20 @@ class Prefix:
     matches: Any
 
 
+class _Fed(NamedTuple):
+    """The prefix loop's variables: ``t`` tokens fed, the decoder ``state``, the ``last``
+    token, the summed ``log_prob`` and the histories so far, the constraints' matches."""
+
+    t: Any
+    state: Any
+    last: Any
+    log_prob: Any
+    ids: Any
+    attention: Any
+    token_logprobs: Any
+    matches: Any
+
+
 def _keep(going, new, old):
     """``new`` where ``going`` (bool [B]), else ``old``; any rank >= 1."""
     return tf.where(tf.reshape(going, [-1] + [1] * (new.shape.rank - 1)), new, old)
@@ -66,52 +81,41 @@ def forced_prefix(model, state, memory, projection, count, words, columns, limit
     # output a loop reads from outside (keras_nmt.export.quantize), and the encoder's are
     # the beam's too.
     memory = tf.nest.map_structure(lambda x: tf.gather(x, tf.range(batch)), memory)
-    loop_vars = (
-        tf.constant(0, tf.int32),
-        state,
-        tf.fill([batch], BOS_ID),
-        tf.zeros([batch], tf.float32),
-        tf.zeros([batch, 0], tf.int32),
-        tf.zeros([batch, 0, attention_time], tf.float32),
-        tf.zeros([batch, 0], tf.float32),
-        constrained.start_state(rules).as_tuple(),
-    )
-    loose = tf.TensorShape([None, None])
-    shape_invariants = (
-        tf.TensorShape([]),
-        tf.nest.map_structure(lambda x: tf.TensorShape([None] + x.shape[1:].as_list()), state),
-        tf.TensorShape([None]),
-        tf.TensorShape([None]),
-        loose,
-        tf.TensorShape([None, None, None]),
-        loose,
-        (tf.TensorShape([None, None, None]), tf.TensorShape([None, None, None]), loose),
-    )
+    first = _Fed(tf.constant(0, tf.int32), state, tf.fill([batch], BOS_ID),
+                 tf.zeros([batch], tf.float32), tf.zeros([batch, 0], tf.int32),
+                 tf.zeros([batch, 0, attention_time], tf.float32),
+                 tf.zeros([batch, 0], tf.float32), constrained.start_state(rules))
+    invariants = tf.nest.map_structure(lambda x: tf.TensorShape([None] * x.shape.rank), first)
+    invariants = invariants._replace(state=tf.nest.map_structure(
+        lambda x: tf.TensorShape([None] + x.shape[1:].as_list()), state))
 
-    def body(t, state, last, log_prob, ids, attn, tlp, matches):
-        logits, new_state, weights = model.step(last, state, memory, projection)
+    def body(fed: _Fed):
+        logits, new_state, weights = model.step(fed.last, fed.state, memory, projection)
         logits = tf.cast(logits, tf.float32)
         _, _, peak, log_norm, _ = normalised_best(logits, 1, count)
-        column = tf.gather(columns, t, axis=1)  # [B]
+        column = tf.gather(columns, fed.t, axis=1)  # [B]
         token_lp = (take_along_rows(logits, column[:, None]) - peak - log_norm)[:, 0]
-        going = t < length
-        word = tf.where(going, tf.gather(words, t, axis=1), 0)
+        going = fed.t < length
+        word = tf.where(going, tf.gather(words, fed.t, axis=1), 0)
         step_lp = tf.where(going, token_lp, 0.0)
-        state = tf.nest.map_structure(lambda new, old: _keep(going, new, old), new_state, state)
+        attn = fed.attention
         if attention:
             step_attn = _keep(going, tf.cast(weights, tf.float32), tf.zeros_like(weights,
                                                                                tf.float32))
             attn = tf.concat([attn, step_attn[:, None, :]], axis=1)
-        after = constrained.advance(constrained.MatchState(*matches), rules, column)
-        matches = tuple(_keep(going, new, old) for new, old in zip(after.as_tuple(), matches))
-        return (t + 1, state, tf.where(going, word, last), log_prob + step_lp,
-                tf.concat([ids, word[:, None]], axis=1), attn,
-                tf.concat([tlp, step_lp[:, None]], axis=1), matches)
+        after = constrained.advance(fed.matches, rules, column)
+        return (_Fed(
+            fed.t + 1,
+            tf.nest.map_structure(lambda new, old: _keep(going, new, old), new_state, fed.state),
+            tf.where(going, word, fed.last), fed.log_prob + step_lp,
+            tf.concat([fed.ids, word[:, None]], axis=1), attn,
+            tf.concat([fed.token_logprobs, step_lp[:, None]], axis=1),
+            tf.nest.map_structure(lambda new, old: _keep(going, new, old), after, fed.matches)),)
 
-    final = tf.while_loop(lambda t, *_: t < tf.reduce_max(length), body, loop_vars,
-                          shape_invariants=shape_invariants)
-    _, state, last, log_prob, ids, attn, tlp, matches = final
-    return Prefix(state, last, log_prob, length, ids, attn, tlp, constrained.MatchState(*matches))
+    (final,) = tf.while_loop(lambda fed: fed.t < tf.reduce_max(length), body, (first,),
+                             shape_invariants=(invariants,))
+    return Prefix(final.state, final.last, final.log_prob, length, final.ids, final.attention,
+                  final.token_logprobs, final.matches)
 
 
 def after_prefix(prefix, continuation, length, lengths, out_time):
