@@ -524,7 +524,7 @@ class OnnxTranslator:
                                      token_logprobs=None if logprobs is None else logprobs[row])
                     for row, source in enumerate(sources)]
 
-        forced = confidence and not in_search
+        rescored = confidence and not in_search  # an older export's: force-decoded
         revise = (functools.partial(self._align_best, batch_size=batch_size, align=align,
-                                    confidence=forced) if align or forced else None)
+                                    confidence=rescored) if align or rescored else None)
         return RowSearch(decode, revise, constrained_apart(apart), blank(nbest))

@@ -338,11 +338,11 @@ def write_onnx(directory: pathlib.Path, name: str, run, weights: str, settings,
     log(f"converting translate_ids to ONNX (opset {onnx_export.OPSET}; takes a while)")
     path = directory / f"{name}.onnx"
     inputs, outputs = conversion(path)
-    # The int8 model has no forced twin: scores and the attention drawn for a reader come
+    # The int8 model has no force-decoding twin: scores and the attention drawn for a reader come
     # from the float model, as exact as the Keras model's.
     log("converting force decoding to ONNX (scores and alignments without TensorFlow)")
     forced_path = directory / f"{name}.forced.onnx"
-    forced_inputs, forced_outputs = conversion(forced_path, forced=True)
+    forced_inputs, forced_outputs = conversion(forced_path, force_decoding=True)
     constrained = None
     if settings.constrained:
         log("converting translate_ids_constrained to ONNX")

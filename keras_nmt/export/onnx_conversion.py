@@ -109,13 +109,13 @@ def _environment(name: str, value: str):
 @dataclasses.dataclass(frozen=True)
 class Conversion:
     """One conversion to run apart (:func:`convert_apart`): the run and weights its model
-    comes from, the file to write, and :func:`convert`'s settings (``forced``: the
+    comes from, the file to write, and :func:`convert`'s settings (``force_decoding``: the
     force-decoding model, :func:`convert_forced`)."""
 
     run_dir: str
     weights: str
     path: str
-    forced: bool = False
+    force_decoding: bool = False
     nbest: int = 1
     shortlist: bool = False  # the run's lexical table in the graph
     attention: bool = False
@@ -138,7 +138,7 @@ def _convert_run(conversion: Conversion) -> tuple[list[str], list[str]]:
 
     run = RunDir(conversion.run_dir).inspect(conversion.weights)
     model = run.run.load_model(files=run, precision="float32")
-    if conversion.forced:
+    if conversion.force_decoding:
         proto = convert_forced(model, conversion.path)
     else:
         table = run.run.load_lexicon().selection_table() if conversion.shortlist else None

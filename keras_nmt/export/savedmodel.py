@@ -133,7 +133,7 @@ def make_string_translate(
     attention)."""
     max_len = int(settings.max_source_len)
 
-    def translate_sentences(sentences, beam_size, alpha, shortlist, guide=()) -> dict:
+    def translate_sentences(sentences, beam_size, alpha, shortlist, constraints=()) -> dict:
         """Each sentence's outputs: texts and scores [S, N] (N: the search's n-best
         width), which slots hold a hypothesis [S, N], truncated [S], the weight of each
         in its line's score (source tokens + EOS, [S]); with attention, the
@@ -151,7 +151,7 @@ def make_string_translate(
         source_ids = tf.pad(source_ids, [[0, 0], [0, 1 - tf.minimum(tf.shape(source_ids)[1], 1)]])
         out = search_fn(
             source_ids, beam_size, alpha, tf.constant(False), tf.constant(0, tf.int32),
-            *shortlist, *guide,
+            *shortlist, *constraints,
         )
         # Empty and whitespace-only sentences translate to "" with score 0.0, as
         # Translator does (the search still ran on their lone EOS; its result is dropped).
@@ -176,7 +176,7 @@ def make_string_translate(
                   # included), what its confidence is made of; none for an empty sentence.
                   "log_prob": tf.where(empty, 0.0, out["log_probs"][:, 0]),
                   "tokens": tf.where(empty, 0, out["lengths"][:, 0])}
-        if guide:
+        if constraints:
             result["unmet"] = out["unmet"][:, 0]
         if settings.attention:
             result["attention"] = tf.where(
@@ -216,9 +216,9 @@ def make_string_translate(
                 found["attention"], found["rows"], found["columns"], row_splits)
         return joined
 
-    def translate(sentences, beam_size, alpha, *shortlist, guide=()):
-        if guide:  # a constrained line is translated whole (its phrases, its prefix)
-            found = translate_sentences(sentences, beam_size, alpha, shortlist, guide)
+    def translate(sentences, beam_size, alpha, *shortlist, constraints=()):
+        if constraints:  # a constrained line is translated whole (its phrases, its prefix)
+            found = translate_sentences(sentences, beam_size, alpha, shortlist, constraints)
         elif settings.split_sentences:
             split = sentences_graph.split(sentences, encoder.lang)
             found = join_lines(
@@ -244,7 +244,7 @@ def make_string_translate(
             result["nbest_scores"] = scores
         if settings.attention:
             result["attention"] = found["attention"]
-        if guide:
+        if constraints:
             result["unmet"] = found["unmet"]
         return result
 
@@ -343,9 +343,11 @@ def build_archive(
             unknown_words, target_encoder.lang)
 
         def translate_constrained(sentences, include, avoid, prefix):
-            guide = (phrase_ids(target_encoder, include), phrase_ids(target_encoder, avoid),
-                     phrase_ids(target_encoder, prefix[:, None])[:, 0])
-            return guided_translate(sentences, beam_size, alpha, *shortlist, guide=guide)
+            constraints = (phrase_ids(target_encoder, include),
+                           phrase_ids(target_encoder, avoid),
+                           phrase_ids(target_encoder, prefix[:, None])[:, 0])
+            return guided_translate(sentences, beam_size, alpha, *shortlist,
+                                    constraints=constraints)
 
         archive.add_endpoint("translate_constrained", translate_constrained, input_signature=[
             SENTENCES, tf.TensorSpec([None, None], tf.string, name="include"),

@@ -25,7 +25,7 @@ from keras_nmt.layers.row_layout import rows_of
 from keras_nmt.search import constrained
 from keras_nmt.search.candidates import ALIVE, DEAD
 from keras_nmt.search.lengths import decode_limits
-from keras_nmt.search.prefix import forced_prefix
+from keras_nmt.search.prefix import feed_prefix
 from keras_nmt.search.shortlist import Shortlist, output_columns
 from keras_nmt.search.state import (
     BeamState, History, Live, Pool, Setup, shape_invariants, start,
@@ -178,7 +178,7 @@ def _guided(setup: Setup, state, memory, constraints) -> dict[str, tf.Tensor]:
     words = constraints.prefix
     if setup.columns is not None:  # the search matches phrases on the columns it generates
         constraints = constrained.phrase_columns(constraints, setup.columns)
-    prefix = forced_prefix(setup.model, state, memory, setup.projection, setup.count, words,
+    prefix = feed_prefix(setup.model, state, memory, setup.projection, setup.count, words,
                            constraints.prefix, setup.limits, constraints, setup.attention,
                            setup.source_time)
     first = start(setup, prefix.state, memory, prefix.last, prefix.log_prob)
@@ -216,9 +216,9 @@ def _step(setup: Setup, strategy: Plain, state: BeamState) -> BeamState:
     logits = tf.cast(logits, tf.float32)  # [A*K, C]
     length = state.t + 1  # tokens of the hypotheses made by this step
     made = strategy.made(length, state.active)  # scalar or [A]
-    forced = made >= tf.gather(setup.limits, state.active)  # [A]: only EOS at the limit
+    at_limit = made >= tf.gather(setup.limits, state.active)  # [A]: only EOS at the limit
     made = made if made.shape.rank == 0 else made[:, None]
-    found = strategy.candidates(logits, forced, state)  # [A*K, W]
+    found = strategy.candidates(logits, at_limit, state)  # [A*K, W]
     width = tf.shape(found.log_probs)[1]
     scores = tf.reshape(tf.reshape(state.live.log_probs, [-1, 1]) + found.log_probs,
                         [sentences, k * width])
@@ -244,7 +244,7 @@ def _step(setup: Setup, strategy: Plain, state: BeamState) -> BeamState:
                     tf.where(ended, made, 0), by_sentence, ended_unmet)
     live_lp = tf.where(tf.equal(tokens, EOS_ID), dead, top_lp)
     pool, merged = _merged(state.pool, finished, state.active, k)
-    done = state.done | forced | _settled(setup, live_lp, merged, state.active)
+    done = state.done | at_limit | _settled(setup, live_lp, merged, state.active)
     live_lp = tf.where(done[:, None], dead, live_lp)
     after = BeamState(length, state.active, done, flat_tokens, decoder, state.memory,
                       Live(live_lp, history), pool, matches)

@@ -57,7 +57,7 @@ def only_first(lp, tokens, rows, first_lp, first_token, width):
             tf.where(rows, tf.where(first, first_token, PAD_ID), tokens))
 
 
-def row_candidates(logits, k, forced, forbid_unk, count=None):
+def row_candidates(logits, k, at_limit, forbid_unk, count=None):
     """The best extensions of every hypothesis: (log-probs, columns), each [B*K, R] with
     R = min(K, C), best first. ``logits`` [B*K, C] are over the whole vocabulary (column
     = word), or with ``count`` over the output columns of
@@ -70,7 +70,7 @@ def row_candidates(logits, k, forced, forbid_unk, count=None):
     row's log-sum-exp (:func:`normalised_best`); the log-softmax, the ban and the sum with
     the beam scores run on K + 3 columns, not on [B*K, V]. The normaliser covers every
     word, banned ones included, exactly as ``log_softmax`` followed by a ban would. Rows
-    at their limit (``forced``) get EOS with its model log-probability and nothing else.
+    at their limit (``at_limit``) get EOS with its model log-probability and nothing else.
     """
     # Three more than K, so that K remain after dropping PAD, BOS and UNK.
     lp, top_tokens, peak, log_norm, count = normalised_best(logits, k + 3, count)
@@ -79,4 +79,4 @@ def row_candidates(logits, k, forced, forbid_unk, count=None):
     lp, order = tf.math.top_k(tf.where(banned, DEAD, lp), k=narrow)
     tokens = take_along_rows(top_tokens, order)
     eos_lp = (logits[:, EOS_ID : EOS_ID + 1] - peak) - log_norm  # [B*K, 1]
-    return only_first(lp, tokens, forced, eos_lp, EOS_ID, narrow)
+    return only_first(lp, tokens, at_limit, eos_lp, EOS_ID, narrow)

@@ -203,7 +203,7 @@ def _contains(values, sets):
                          axis=2) > 0
 
 
-def guided_candidates(logits, k, forced, allow_eos, banned, offered, forbid_unk, count=None):
+def guided_candidates(logits, k, imposed, allow_eos, banned, offered, forbid_unk, count=None):
     """:func:`~keras_nmt.search.candidates.row_candidates` under constraints: (log-probs,
     columns), each [rows, R + P], R = min(K, C).
 
@@ -212,7 +212,7 @@ def guided_candidates(logits, k, forced, allow_eos, banned, offered, forbid_unk,
     ``banned`` columns (int32 [rows, Q], -1: none). The next P are the ``offered`` columns
     (int32 [rows, P], -1: none; a constraint's next token, UNK included, whatever
     ``forbid_unk`` says), dead where banned or already among the first R. A row with a
-    ``forced`` column (int32 [rows], -1: none: EOS at the limit, a prefix's token) gets
+    column ``imposed`` on it (int32 [rows], -1: none: EOS at the limit) gets
     it with its model log-probability and nothing else. Log-probabilities are normalised
     over every column, as in the unconstrained search."""
     lp, top_columns, peak, log_norm, count = normalised_best(
@@ -240,7 +240,7 @@ def guided_candidates(logits, k, forced, allow_eos, banned, offered, forbid_unk,
     lp = tf.concat([lp, tf.where(dropped, DEAD, logprob_of(offered))], axis=1)
     columns = tf.concat([columns, tf.where(dropped, PAD_ID, offered)], axis=1)
 
-    return only_first(lp, columns, forced >= 0, logprob_of(forced[:, None]), forced[:, None],
+    return only_first(lp, columns, imposed >= 0, logprob_of(imposed[:, None]), imposed[:, None],
                       tf.shape(lp)[1])
 
 

@@ -2,12 +2,12 @@
 "Constraints").
 
 Every hypothesis of a sentence starts with the sentence's prefix, so the prefix is one
-path, not a beam: :func:`forced_prefix` runs the model over it once per sentence (one row,
+path, not a beam: :func:`feed_prefix` runs the model over it once per sentence (one row,
 not K) with nothing of the beam's per-step work (no top-k over the candidates, no banks,
 no pool), in a loop of its own. The beam loop then starts from the state the prefix left,
 with its log-probability as the first hypothesis' score, and :func:`after_prefix` puts
 the prefix in front of each returned hypothesis. A prefix is cut to its sentence's length
-limit less one, so the limit's EOS still fits, as when the beam forced it token by token.
+limit less one, so the limit's EOS still fits, as when the beam imposed it token by token.
 
 The loop's history lives in loop variables grown by ``tf.concat`` (no TensorArray), like
 the beam's, so the graph converts to ONNX. Cost: one decoder step over B rows per token
@@ -29,7 +29,7 @@ from keras_nmt.search.top_k import take_along_rows
 
 @dataclasses.dataclass(frozen=True)
 class Prefix:
-    """What :func:`forced_prefix` leaves, one row per sentence: the decoder ``state``
+    """What :func:`feed_prefix` leaves, one row per sentence: the decoder ``state``
     after it, the ``last`` token fed (word id; BOS for an empty prefix), its summed
     ``log_prob`` [B], its ``length`` [B] (tokens kept), its ``ids`` [B, P] (word ids, 0
     after a row's length), ``attention`` [B, P, Tx] (Tx 0 without attention),
@@ -65,12 +65,12 @@ def _keep(going, new, old):
     return tf.where(tf.reshape(going, [-1] + [1] * (new.shape.rank - 1)), new, old)
 
 
-def forced_prefix(model, state, memory, projection, count, words, columns, limits,
+def feed_prefix(model, state, memory, projection, count, words, columns, limits,
                   rules: constrained.Constraints, attention: bool, source_time) -> Prefix:
     """Feed each sentence's prefix to the model: ``words`` (its word ids, [B, T], PAD
     after it) and ``columns`` (the same tokens as output columns: the words themselves,
     or with vocabulary selection their positions) score under the step's log-softmax over
-    every column, as the beam scores a forced token. ``state`` and ``memory`` are the
+    every column, as the beam scores an imposed token. ``state`` and ``memory`` are the
     encoder's, a row per sentence; ``rules`` the sentences' constraints in column space,
     whose matches follow the prefix. At most ``limits - 1`` tokens are kept. With
     ``attention``, the step's weights over the ``source_time`` positions are kept."""

@@ -54,10 +54,10 @@ class Plain:
         """Tokens of the hypotheses this step makes: a scalar, or int32 [A]."""
         return length
 
-    def candidates(self, logits, forced, state: BeamState) -> Candidates:
-        """Each row's best extensions; EOS alone where ``forced`` (bool [A])."""
+    def candidates(self, logits, at_limit, state: BeamState) -> Candidates:
+        """Each row's best extensions; EOS alone where ``at_limit`` (bool [A])."""
         s = self.setup
-        return Candidates(*row_candidates(logits, s.k, tile_rows(forced, s.k), s.forbid_unk,
+        return Candidates(*row_candidates(logits, s.k, tile_rows(at_limit, s.k), s.forbid_unk,
                                           s.count))
 
     def choose(self, scores, found: Candidates):
@@ -156,13 +156,13 @@ class Constrained(AfterPrefix):
             matches=matches,
             pool=state.pool._replace(unmet=tf.zeros([s.batch, s.k], tf.int32)))
 
-    def candidates(self, logits, forced, state: BeamState) -> Candidates:
+    def candidates(self, logits, at_limit, state: BeamState) -> Candidates:
         s = self.setup
         matches = state.matches
         rules = self.constraints.gather(state.active).rows(s.k)  # [A*K, ...]
-        forced_column = tf.where(tile_rows(forced, s.k), EOS_ID, -1)  # EOS at the limit
+        imposed = tf.where(tile_rows(at_limit, s.k), EOS_ID, -1)  # EOS at the limit
         log_probs, columns = constrained.guided_candidates(
-            logits, s.k, forced_column, tf.equal(constrained.unmet(matches), 0),
+            logits, s.k, imposed, tf.equal(constrained.unmet(matches), 0),
             constrained.banned_tokens(matches, rules),
             constrained.next_tokens(matches, rules), s.forbid_unk, s.count)  # [A*K, R + P]
         return Candidates(log_probs, columns,

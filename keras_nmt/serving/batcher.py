@@ -47,7 +47,7 @@ class DaemonThreads:
 
     Unlike an executor's threads, one still running when the server has stopped is not
     waited for. A process must not finalize its interpreter under one that is inside
-    onnxruntime, though (the thread's forced exit unwinds through C++ frames and aborts
+    onnxruntime, though (the thread's forcible exit unwinds through C++ frames and aborts
     the process): :meth:`running` tells the command to end it at once instead."""
 
     def __init__(self, name: str):

@@ -73,12 +73,12 @@ def read_translate(body, registry: Registry, limits: ServerOptions) -> Call:
             raise rest.bad(f"{key} must be true or false")
     align, confidence = flags["alignment"], flags["confidence"]
     if align:
-        check_forced(servable, "alignments")
+        check_force_decoding(servable, "alignments")
     if confidence:
         check_confidence(servable)
     search = search_key(servable, limits, beam, alpha, nbest, flags["no_unk"], align, confidence)
     rules = rest.constraint_columns(body, len(lines))
-    asked = Asked(beam, flags["split_sentences"], _forced(servable, align, confidence), rules,
+    asked = Asked(beam, flags["split_sentences"], _force_decoded(servable, align, confidence), rules,
                   glossary_value(body.get("glossary")), "text")
     return Call(search, nbest, lines, rules, plan(servable, limits, lines, asked, object()))
 
@@ -93,7 +93,7 @@ def read_predict(body, servable: Servable, limits: ServerOptions) -> Call:
     if call.confidence:
         check_confidence(servable)
     search = search_key(servable, limits, beam, alpha, 1, confidence=call.confidence)
-    asked = Asked(beam, translator.split_sentences, _forced(servable, False, call.confidence),
+    asked = Asked(beam, translator.split_sentences, _force_decoded(servable, False, call.confidence),
                   call.constraints, None, "inputs" if call.columnar else "instances")
     return Call(search, 1, call.sentences, call.constraints,
                 plan(servable, limits, call.sentences, asked, object()), call)
@@ -153,7 +153,7 @@ def glossary_value(value) -> Glossary | None:
     return Glossary(tuple(terms))
 
 
-def check_forced(servable: Servable, what: str) -> None:
+def check_force_decoding(servable: Servable, what: str) -> None:
     """400 when ``servable`` has no force-decoding model to give ``what`` with."""
     if not servable.translator.aligns:
         raise rest.bad(f"model {servable.name!r} version {servable.version} has no "
@@ -168,7 +168,7 @@ def check_confidence(servable: Servable) -> None:
                        "confidence (written by an older keras-nmt): export it again with --onnx")
 
 
-def _forced(servable: Servable, align: bool, confidence: bool) -> str:
+def _force_decoded(servable: Servable, align: bool, confidence: bool) -> str:
     """What a request has force-decoded, as its refusals name it ("": nothing): a
     confidence from an export whose search does not score its tokens runs the same pass."""
     confidence = confidence and not servable.translator.scores_tokens

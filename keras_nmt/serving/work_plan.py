@@ -84,7 +84,7 @@ class Asked:
 
     beam: int
     split: bool
-    forced: str = ""  # what is force-decoded: "alignments", "confidences" or ""
+    force_decoded: str = ""  # "alignments", "confidences" or "": what is force-decoded
     rules: Sequence[LineConstraints | None] | None = None  # per line
     glossary: Glossary | None = None
     where: str = "text"  # the lines' name in a refusal
@@ -110,9 +110,9 @@ def plan(servable: Servable, limits: ServerOptions, lines: Sequence[str], asked:
         raise bad(f"more than {limits.max_tokens} tokens in one request, source tokens and "
                   f"the target tokens of its constraints; at most {limits.max_tokens} "
                   "(--max-tokens)")
-    cells = sum(_cells(servable, row.source) for row in rows) if asked.forced else 0
+    cells = sum(_cells(servable, row.source) for row in rows) if asked.force_decoded else 0
     if cells > limits.max_alignment_cells:
-        raise too_many_cells(cells, limits.max_alignment_cells, asked.forced)
+        raise too_many_cells(cells, limits.max_alignment_cells, asked.force_decoded)
     search = search_cells([row.source.constraints for row in rows if row.source.constraints],
                           asked.beam, limits.batch_size)
     if search > limits.max_search_cells:
@@ -164,9 +164,9 @@ def search_cells(constraints: Sequence[SentenceConstraints], beam: int, batch_si
     return min(len(constraints), batch_size) * beam * (beam + include) * matches
 
 
-def too_many_cells(cells: int, most: int, forced: str = "alignments") -> RequestError:
-    what = "may hold" if forced == "alignments" else "force-decode up to"
-    return bad(f"the {forced} asked for {what} {cells} cells; at most {most} "
+def too_many_cells(cells: int, most: int, decoded: str = "alignments") -> RequestError:
+    what = "may hold" if decoded == "alignments" else "force-decode up to"
+    return bad(f"the {decoded} asked for {what} {cells} cells; at most {most} "
                "(--max-alignment-cells): ask for them for fewer or shorter sentences")
 
 

@@ -537,9 +537,9 @@ def noun_phrase_pair(det: str, noun: str, adjectives: Sequence[str] = (),
                 "his": ("his", None), "her": ("her", None), "its": ("its", None),
                 "their": ("their", None), "two": ("two", True), "three": ("three", True),
                 "several": ("several", True), "every": ("every", False), "": ("bare", True)}
-    key, forced = det_keys[det]
-    if forced is not None:
-        plural = forced
+    key, fixed = det_keys[det]
+    if fixed is not None:
+        plural = fixed
     nouns = {n[0]: n for n in NOUN_ROWS}
     adjs = {a[0].lower(): a for a in ADJECTIVES}
     gen = _Generator(random.Random(0))
