@@ -222,6 +222,24 @@ def add_quiet_argument(parser: argparse.ArgumentParser,
     parser.add_argument("--quiet", action="store_true", help=help)
 
 
+def add_markup_argument(parser) -> None:
+    """``--markup html|xml``: the input lines hold inline markup, kept in the output
+    (:mod:`keras_nmt.decoding.marked_up`); refused with ``--nbest`` (one line)."""
+    parser.add_argument(
+        "--markup", choices=("html", "xml"),
+        help="the lines hold inline HTML or XML: translate their text and put the tags, "
+             "untranslated spans and placeholders back where the attention says "
+             "(docs/markup.md)",
+    )
+    parser.add_check(_check_markup)
+
+
+def _check_markup(args: argparse.Namespace) -> None:
+    if args.markup and (args.nbest or 1) > 1:
+        raise ValueError("--markup places the tags in one translation a line: it does not "
+                         "combine with --nbest N > 1")
+
+
 def add_split_sentences_argument(
     parser: argparse.ArgumentParser,
     default: str = "split each line into its sentences (keras_nmt.text.sentences), translate "

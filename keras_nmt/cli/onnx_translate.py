@@ -14,12 +14,13 @@ from typing import Sequence, TextIO
 
 from keras_nmt.cli.common import (
     Console, OneLineParser, add_beam_search_arguments, add_confidence_arguments,
-    add_constraint_arguments, add_quiet_argument,
+    add_constraint_arguments, add_markup_argument, add_quiet_argument,
     add_split_sentences_argument, binary, non_negative_int, positive_int, run_main, shortlist,
 )
 from keras_nmt.cli.streaming import LineRules, Output, translate_in_chunks
 from keras_nmt.corpus.readers import stream_lines
 from keras_nmt.core.errors import ExportError, UsageError
+from keras_nmt.decoding.marked_up import marking_up
 from keras_nmt.decoding.onnx_translator import OnnxTranslator
 
 PROG = "keras-nmt onnx-translate"
@@ -59,6 +60,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         "a keras-nmt older than that option", unset=None)
     add_confidence_arguments(parser)
     add_constraint_arguments(parser)
+    add_markup_argument(parser)
     parser.add_argument("--batch-size", type=positive_int, default=32, metavar="B",
                         help="sentences decoded together (default 32)")
     parser.add_argument("--threads", type=positive_int, metavar="N",
@@ -86,7 +88,8 @@ def _translate(args, console: Console) -> int:
     options = dict(beam_size=beam, alpha=args.alpha, nbest=nbest, forbid_unk=args.no_unk,
                    batch_size=args.batch_size, split_sentences=args.split_sentences,
                    shortlist=False if args.full_vocabulary else (args.shortlist or True),
-                   confidence=args.confidence or args.min_confidence is not None)
+                   confidence=args.confidence or args.min_confidence is not None,
+                   align=bool(args.markup))
     try:
         translator.translate([], **options)  # checks the options before reading stdin
     except ValueError as error:
@@ -95,8 +98,10 @@ def _translate(args, console: Console) -> int:
         console.stdout.reconfigure(encoding="utf-8", newline="\n")
     output = Output(console.stdout, nbest=bool(args.nbest), confidence=args.confidence,
                     min_confidence=args.min_confidence, drop_below=args.drop_below)
-    read = translate_in_chunks(functools.partial(rules.translating(translator.translate),
-                                                 **options),
+    translate = rules.translating(translator.translate)
+    if args.markup:
+        translate = marking_up(translate, args.markup)
+    read = translate_in_chunks(functools.partial(translate, **options),
                                stream_lines(binary(console.stdin)), args.batch_size, output,
                                console.stderr, args.quiet)
     rules.check_all_read(read)

@@ -16,13 +16,14 @@ from typing import Sequence, TextIO
 
 from keras_nmt.cli.common import (
     Console, OneLineParser, add_confidence_arguments, add_constraint_arguments,
-    add_quiet_argument, add_shortlist_argument,
+    add_markup_argument, add_quiet_argument, add_shortlist_argument,
     add_split_sentences_argument, add_unk_replace_arguments, add_weights_argument, binary,
     non_negative_float, positive_int, quiet_tensorflow, run_main, unk_replacement,
 )
 from keras_nmt.cli.streaming import LineRules, Output, translate_in_chunks
 from keras_nmt.corpus.readers import stream_lines
 from keras_nmt.decoding.ensemble import check_compatible
+from keras_nmt.decoding.marked_up import marking_up
 from keras_nmt.core.errors import InputError
 from keras_nmt.lexicon.table import shortlist_inputs
 from keras_nmt.rundir.run_directory import RunDir
@@ -123,6 +124,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         "(N more passes; a run trained with dropout)",
     )
     add_constraint_arguments(parser)
+    add_markup_argument(parser)
     add_weights_argument(parser)
     add_quiet_argument(parser, "no progress line on stderr")
     parser.add_check(_check_nbest)
@@ -186,7 +188,8 @@ def _translate(args, console: Console) -> int:
         )
         options = dict(
             beam_size=beam, alpha=alpha, forbid_unk=args.no_unk, batch_size=args.batch_size,
-            with_attention=bool(args.attention), nbest=nbest, unk_replace=unk_replace,
+            with_attention=bool(args.attention or args.markup), nbest=nbest,
+            unk_replace=unk_replace,
             dictionary=dictionary, shortlist=args.shortlist, split_sentences=args.split_sentences,
             confidence=args.confidence or args.min_confidence is not None,
             dropout_samples=args.dropout_samples or 0,
@@ -196,6 +199,8 @@ def _translate(args, console: Console) -> int:
                         attention=attention, flush_each=interactive)
         lines = stream_lines(binary(console.stdin))
         translate = rules.translating(translator.translate)
+        if args.markup:
+            translate = marking_up(translate, args.markup)
         read = 0
         if interactive:
             for line in lines:

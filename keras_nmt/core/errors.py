@@ -63,6 +63,12 @@ class AlignmentError(UserError, ValueError):
     Pharaoh links); the message says where and why."""
 
 
+class MarkupError(InputError):
+    """A line of markup (``--markup html|xml``) that cannot be translated with its tags
+    kept: XML that is not well-formed, an HTML end tag that matches no open element, nesting
+    deeper than the limit; the message names the line's column and the problem."""
+
+
 # Settings and runs.
 
 class ConfigError(UserError, ValueError):
