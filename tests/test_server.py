@@ -1769,3 +1769,58 @@ def test_page_translates_in_a_headless_browser(served, translator, tmp_path):
     finally:
         driver.quit()
     assert (tmp_path / "page.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# ---- "markup": tags kept through translation ---------------------------------------------
+
+MARKED_UP = ['<b>a dog</b> runs .', 'the <a href="/x?a=1&amp;b=2">cat</a> sat .<br>',
+             'a {0} cat . <code>x < y</code> The end .']
+
+
+def test_translate_keeps_the_markup_as_onnx_translate_does(served, translator):
+    """``"markup": "html"``: the tags come back where the alignment says, as
+    ``onnx-translate --markup html`` places them, and the model never sees a tag."""
+    from keras_nmt.decoding.marked_up import marking_up
+    from keras_nmt.text.markup import parse_markup
+
+    status, answer = served.call("/translate", {"text": MARKED_UP, "markup": "html"})
+    assert status == 200, answer
+    expected = marking_up(translator.translate, "html")(MARKED_UP, align=True, nbest=2,
+                                                         batch_size=8)
+    got = [t["text"] for t in answer["translations"]]
+    assert got == [t.text for t in expected]
+    for source, text in zip(MARKED_UP, got):  # the same tags, in the same nesting
+        assert _tag_tree(parse_markup(source, "html")) == _tag_tree(parse_markup(text, "html"))
+    assert '<a href="/x?a=1&amp;b=2">' in got[1] and "<code>x < y</code>" in got[2]
+    assert "alignment" not in answer["translations"][0]  # not asked for
+    assert [h["tokens"] for t in answer["translations"] for h in t["nbest"][:1]] == [
+        list(t.tokens) for t in expected]
+
+
+def _tag_tree(markup) -> list:
+    def shape(node):
+        return (getattr(node, "open_tag", None) or getattr(node, "raw", None),
+                [shape(child) for child in getattr(node, "children", ())])
+    return [shape(node) for node in markup.nodes]
+
+
+@pytest.mark.parametrize("body, reason", [
+    ({"text": ["a <b>dog</i> ."], "markup": "html"}, "text[0]: "),
+    ({"text": ["a", "<b>a</b"], "markup": "xml"}, "text[1]: "),
+    ({"text": ["a"], "markup": "pdf"}, "markup must be one of html, xml or null"),
+    ({"text": ["a"], "markup": ["html"]}, "markup must be one of html, xml or null"),
+])
+def test_bad_markup_gets_a_400_with_one_line(served, body, reason):
+    status, answer = served.call("/translate", body)
+    assert (status, list(answer)) == (400, ["error"]), answer
+    assert answer["error"].startswith(reason) and "\n" not in answer["error"], answer
+
+
+def test_markup_counts_against_the_alignment_cells(registry):
+    """Tags are placed by the alignment's attention: a marked-up request meets
+    --max-alignment-cells as one asking for alignments does."""
+    with ServerThread(registry, max_alignment_cells=54) as server:  # "a dog runs .": 55
+        body = {"text": ["<b>a dog</b> runs ."]}
+        assert server.call("/translate", body)[0] == 200
+        status, answer = server.call("/translate", {**body, "markup": "html"})
+        assert status == 400 and "(--max-alignment-cells)" in answer["error"], answer

@@ -19,7 +19,7 @@ import numpy as np
 
 from keras_nmt.core.errors import MarkupError
 from keras_nmt.decoding.translation import Translation
-from keras_nmt.text.markup import KINDS, MarkupOptions, parse_markup
+from keras_nmt.text.markup import KINDS, Markup, MarkupOptions, parse_markup
 from keras_nmt.text.tag_placement import Alignment, aligned_sources, place_tags, token_spans
 
 
@@ -65,19 +65,30 @@ def translate_marked_up(translate: Callable[[list[str]], Sequence[Translation]],
     ``translate(texts)`` gives the plain texts' Translations with attention
     (:mod:`module docstring <keras_nmt.decoding.marked_up>`). A line that cannot be read
     is a :class:`MarkupError` naming it, before anything is translated."""
+    parsed = parse_lines(lines, markup, options)
+    translations = translate([found.text for found in parsed])
+    return [marked_up(found, translation)
+            for found, translation in zip(parsed, translations, strict=True)]
+
+
+def parse_lines(lines: Sequence[str], markup: str, options: MarkupOptions = MarkupOptions(),
+                name: Callable[[int], str] = lambda n: f"line {n + 1}") -> list[Markup]:
+    """Each line parsed; a :class:`MarkupError` naming the first that cannot be read
+    (``name(n)``), before anything is translated. Cost: linear in the lines' length."""
     check_markup(markup)
     parsed = []
     for n, line in enumerate(lines):
         try:
             parsed.append(parse_markup(line, markup, options))
         except MarkupError as error:
-            raise MarkupError(f"line {n + 1}: {error}") from None
-    translations = translate([found.text for found in parsed])
-    results = []
-    for found, translation in zip(parsed, translations, strict=True):
-        placed = place_tags(found, alignment_of(found.text, translation))
-        results.append(MarkedUp(placed.text, translation, placed.fallbacks, found.repairs))
-    return results
+            raise MarkupError(f"{name(n)}: {error}") from None
+    return parsed
+
+
+def marked_up(found: Markup, translation: Translation) -> MarkedUp:
+    """``found``'s tags placed in the translation of its text (which carries attention)."""
+    placed = place_tags(found, alignment_of(found.text, translation))
+    return MarkedUp(placed.text, translation, placed.fallbacks, found.repairs)
 
 
 def marking_up(translate: Callable[..., Sequence[Translation]], markup: str,

@@ -12,7 +12,11 @@ import dataclasses
 import json
 from typing import Sequence
 
+from keras_nmt.core.errors import MarkupError
 from keras_nmt.decoding.constraints import Glossary, LineConstraints
+from keras_nmt.decoding.marked_up import marked_up, parse_lines
+from keras_nmt.decoding.translation import Translation
+from keras_nmt.text.markup import KINDS, Markup
 from keras_nmt.serving import rest_formats as rest
 from keras_nmt.serving.options import ServerOptions
 from keras_nmt.serving.registry import Registry, Servable
@@ -20,7 +24,8 @@ from keras_nmt.serving.work_plan import Asked, WorkPlan, plan
 
 MAX_ALPHA = 10.0  # length normalisation exponents beyond this only overflow
 TRANSLATE_KEYS = {"text", "model", "version", "beam", "alpha", "nbest", "no_unk", "alignment",
-                  "confidence", "split_sentences", *rest.CONSTRAINT_INPUTS, "glossary"}
+                  "confidence", "split_sentences", *rest.CONSTRAINT_INPUTS, "glossary",
+                  "markup"}
 # Terms of a request's glossary, at most: each is looked for in every line.
 MAX_GLOSSARY_TERMS = 64
 
@@ -47,6 +52,16 @@ class Call:
     rules: Sequence[LineConstraints | None] | None
     work: WorkPlan
     predict: rest.PredictCall | None = None  # TF Serving's call, for its answer's form
+    # "markup": each line's tags, put back in its translation (keras_nmt.decoding.marked_up)
+    markup: Sequence[Markup] | None = None
+    show_alignment: bool = False  # the answer holds the alignments (asked for)
+
+    def marked_up(self, lines: list[Translation]) -> list[Translation]:
+        """``lines`` with their tags placed, when the request had markup."""
+        if self.markup is None:
+            return lines
+        return [dataclasses.replace(line, text=marked_up(found, line).text)
+                for found, line in zip(self.markup, lines, strict=True)]
 
 
 def read_translate(body, registry: Registry, limits: ServerOptions) -> Call:
@@ -59,6 +74,9 @@ def read_translate(body, registry: Registry, limits: ServerOptions) -> Call:
     if "text" not in body:
         raise rest.bad("the request needs 'text', a list of sentences")
     lines = rest.sentences_value(body["text"], "text")
+    markup = _markup(body.get("markup"), lines)
+    if markup is not None:
+        lines = [found.text for found in markup]  # the model never sees a tag
     servable = default_servable(registry, body)
     translator = servable.translator
     nbest = rest.int_value(body.get("nbest", 1), "nbest")
@@ -71,16 +89,18 @@ def read_translate(body, registry: Registry, limits: ServerOptions) -> Call:
     for key, value in flags.items():
         if not isinstance(value, bool):
             raise rest.bad(f"{key} must be true or false")
-    align, confidence = flags["alignment"], flags["confidence"]
+    shown, confidence = flags["alignment"], flags["confidence"]
+    align = shown or markup is not None  # tags are placed by the alignment's attention
     if align:
-        check_force_decoding(servable, "alignments")
+        check_force_decoding(servable, "alignments" if shown else "markup")
     if confidence:
         check_confidence(servable)
     search = search_key(servable, limits, beam, alpha, nbest, flags["no_unk"], align, confidence)
     rules = rest.constraint_columns(body, len(lines))
     asked = Asked(beam, flags["split_sentences"], _force_decoded(servable, align, confidence), rules,
                   glossary_value(body.get("glossary")), "text")
-    return Call(search, nbest, lines, rules, plan(servable, limits, lines, asked, object()))
+    return Call(search, nbest, lines, rules, plan(servable, limits, lines, asked, object()),
+                markup=markup, show_alignment=shown)
 
 
 def read_predict(body, servable: Servable, limits: ServerOptions) -> Call:
@@ -97,6 +117,19 @@ def read_predict(body, servable: Servable, limits: ServerOptions) -> Call:
                   call.constraints, None, "inputs" if call.columnar else "instances")
     return Call(search, 1, call.sentences, call.constraints,
                 plan(servable, limits, call.sentences, asked, object()), call)
+
+
+def _markup(value, lines: Sequence[str]) -> list[Markup] | None:
+    """A request's ``"markup"`` ("html", "xml" or null) read over its lines; 400 naming
+    the first line that cannot be read."""
+    if value is None:
+        return None
+    if value not in KINDS:
+        raise rest.bad(f"markup must be one of {', '.join(KINDS)} or null")
+    try:
+        return parse_lines(lines, value, name=lambda n: f"text[{n}]")
+    except MarkupError as error:
+        raise rest.bad(str(error)) from None
 
 
 def default_servable(registry: Registry, body: dict) -> Servable:

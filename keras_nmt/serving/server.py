@@ -230,7 +230,7 @@ class TranslationServer:
         search = call.search
         return await self._answer_with(call, lambda: answers.translate_answer(
             search.servable.name, search.servable.version, search.beam, search.alpha,
-            call.nbest, lines, search.align, search.confidence))
+            call.nbest, call.marked_up(lines), call.show_alignment, search.confidence))
 
     async def _translated(self, call: requests.Call) -> list[Translation]:
         """Each line's translation: the call's rows through the batcher, weighed in the
