@@ -21,7 +21,9 @@ import dataclasses
 from typing import Callable, Sequence
 
 from keras_nmt.core.errors import ConstraintError, RequestError
-from keras_nmt.decoding.constraints import Glossary, LineConstraints, SentenceConstraints
+from keras_nmt.decoding.constraints import (
+    Glossary, LineConstraints, SentenceConstraints, empty_lines_unmet,
+)
 from keras_nmt.decoding.translation import ReadLines, Source, Translation, read_lines
 from keras_nmt.serving.options import ServerOptions
 from keras_nmt.serving.registry import Servable
@@ -70,12 +72,7 @@ class WorkPlan:
                      lines: Sequence[str]) -> list[Translation]:
         """Each line's Translation from its rows' ``results``; an empty line's phrases to
         include are unmet (it is never decoded)."""
-        joined = self.read.joined(results, lang)
-        if not rules:
-            return joined
-        return [dataclasses.replace(t, unmet=tuple(found.include))
-                if found and found.include and not line.strip() else t
-                for line, found, t in zip(lines, rules, joined)]
+        return empty_lines_unmet(lines, rules, self.read.joined(results, lang))
 
 
 @dataclasses.dataclass(frozen=True)
