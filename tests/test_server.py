@@ -1816,6 +1816,18 @@ def test_bad_markup_gets_a_400_with_one_line(served, body, reason):
     assert answer["error"].startswith(reason) and "\n" not in answer["error"], answer
 
 
+def test_markup_counts_its_characters_as_sent(registry):
+    """--max-chars counts a marked-up line as sent, tags and attributes included, before
+    it is parsed: the plain text of this one is a single character."""
+    line = '<b class="' + "x" * 95 + '">a</b>'
+    with ServerThread(registry, max_chars=100) as server:
+        assert server.call("/translate", {"text": [line]})[0] == 400
+        status, answer = server.call("/translate", {"text": [line], "markup": "html"})
+        assert (status, answer) == (400, {"error": (
+            f"{len(line)} characters of text in one request; at most 100 (--max-chars)")})
+        assert server.call("/translate", {"text": ["<b>a</b>"], "markup": "html"})[0] == 200
+
+
 def test_markup_counts_against_the_alignment_cells(registry):
     """Tags are placed by the alignment's attention: a marked-up request meets
     --max-alignment-cells as one asking for alignments does."""

@@ -20,7 +20,7 @@ from keras_nmt.text.markup import KINDS, Markup
 from keras_nmt.serving import rest_formats as rest
 from keras_nmt.serving.options import ServerOptions
 from keras_nmt.serving.registry import Registry, Servable
-from keras_nmt.serving.work_plan import Asked, WorkPlan, plan
+from keras_nmt.serving.work_plan import Asked, WorkPlan, check_chars, plan
 
 MAX_ALPHA = 10.0  # length normalisation exponents beyond this only overflow
 TRANSLATE_KEYS = {"text", "model", "version", "beam", "alpha", "nbest", "no_unk", "alignment",
@@ -74,6 +74,8 @@ def read_translate(body, registry: Registry, limits: ServerOptions) -> Call:
     if "text" not in body:
         raise rest.bad("the request needs 'text', a list of sentences")
     lines = rest.sentences_value(body["text"], "text")
+    if body.get("markup") is not None:
+        check_chars(lines, limits)  # the markup as sent, before it is parsed
     markup = _markup(body.get("markup"), lines)
     if markup is not None:
         lines = [found.text for found in markup]  # the model never sees a tag

@@ -91,10 +91,7 @@ def plan(servable: Servable, limits: ServerOptions, lines: Sequence[str], asked:
          group: object = None) -> WorkPlan:
     """``lines`` sized as :class:`WorkPlan`; :class:`RequestError` 400 naming the limit's
     option at the first one passed, or the reason a line's constraints cannot be decoded."""
-    chars = sum(map(len, lines))
-    if chars > limits.max_chars:  # before any splitting or tokenizing is paid for
-        raise bad(f"{chars} characters of text in one request; at most "
-                  f"{limits.max_chars} (--max-chars)")
+    check_chars(lines, limits)
     parts = _split(lines, servable.translator.src_lang, asked.split, limits.max_sentences)
     sources = _read_within(servable, parts, limits.max_tokens)
     constrain = _constrainer(servable, lines, asked)
@@ -117,6 +114,15 @@ def plan(servable: Servable, limits: ServerOptions, lines: Sequence[str], asked:
                   f"{limits.max_search_cells} (--max-search-cells): ask for fewer or shorter "
                   "phrases, a smaller beam or fewer constrained sentences")
     return WorkPlan(rows, read, sum(map(len, parts)), tokens, cells, search)
+
+
+def check_chars(lines: Sequence[str], limits: ServerOptions) -> None:
+    """400 when ``lines`` hold more than ``max_chars`` characters: checked before any
+    parsing, splitting or tokenizing is paid for."""
+    chars = sum(map(len, lines))
+    if chars > limits.max_chars:
+        raise bad(f"{chars} characters of text in one request; at most "
+                  f"{limits.max_chars} (--max-chars)")
 
 
 def run_rows(translator, batch, batch_size: int, **search) -> list:
