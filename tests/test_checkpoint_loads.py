@@ -15,12 +15,12 @@ from keras_nmt.cli import average as average_cli
 from keras_nmt.cli import translate as translate_cli
 from keras_nmt.core.config import variant_config
 from keras_nmt.core.errors import CheckpointMismatchError, RunDirError
-from keras_nmt.models.rnnsearch import TranslationModel
+from keras_nmt.models.rnnsearch import TranslationModel, sentence_nll
 from keras_nmt.rundir.run_directory import RunDir
 from keras_nmt.runner.train_options import TrainOptions
 from keras_nmt.decoding.keras_translator import Translator
 
-from support import TINY_SETTINGS
+from support import ROOT, TINY_SETTINGS
 
 
 def _copy(tiny_run, tmp_path):
@@ -135,3 +135,25 @@ def test_a_checkpoint_without_the_model_names_what_is_missing(tmp_path):
     model_weights.read_model(prefix, again)
     for saved, read in zip(model.weights, again.weights):
         np.testing.assert_array_equal(saved.numpy(), read.numpy())
+
+
+def test_a_run_of_version_0_1_0_scores_as_it_did():
+    """The weights of tests/fixtures/run-0.1.0 through teacher forcing (training's and
+    force decoding's pass): the per-sentence NLL and an attention row recorded before the
+    decoder's loop was rewritten to weigh C h_j and fuse the products of s_(i-1). The
+    same weights translate as they did: test_rundir's test of the fixture."""
+    model = RunDir(ROOT / "tests" / "fixtures" / "run-0.1.0").load_model()
+    source = tf.constant([[6, 1, 9, 36, 5, 3] + [0] * 6,
+                          [1, 1, 1, 4, 1, 11, 1, 13, 14, 1, 5, 3],
+                          [4, 49, 1, 25, 4, 1, 5, 3] + [0] * 4])
+    targets = [[29, 1, 10, 1, 4], [1, 1, 1, 8, 1, 5, 35, 16, 41, 1, 4], [9, 50, 1, 26, 9, 1, 4]]
+    target_in = tf.constant([[2] + row + [0] * (11 - len(row)) for row in targets])
+    target_out = tf.constant([row + [3] + [0] * (11 - len(row)) for row in targets])
+    logits, weights = model.forced(source, target_in)
+    np.testing.assert_allclose(sentence_nll(logits, target_out).numpy(),
+                               [14.58279037475586, 30.530988693237305, 23.866846084594727],
+                               rtol=1e-6)
+    np.testing.assert_allclose(
+        weights.numpy()[0, 1],
+        [0.43881726, 0.19217406, 0.09641544, 0.15898018, 0.08711675, 0.02649626] + [0.0] * 6,
+        atol=1e-6)

@@ -94,6 +94,30 @@ def test_jit_is_the_default_where_a_gpu_is(monkeypatch):
     assert use_jit(False, "default") is False and use_jit(True, "mirrored") is True
 
 
+def test_precision_auto_reaches_the_run_s_config(run_train, tmp_path, monkeypatch):
+    """--precision auto, on a CPU whose flags say AVX512_BF16 (mocked): the config the run
+    is set up with computes in mixed_bfloat16, and the log says why."""
+    import tensorflow as tf
+
+    from keras_nmt.core import cpu
+    from keras_nmt.core.errors import RunDirError
+    from keras_nmt.runner import run_data
+
+    monkeypatch.setattr(cpu, "cpu_flags", lambda: frozenset({"avx2", "avx512_bf16"}))
+    monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: [])
+    prepared = []
+
+    def prepare(options, config, *args, **kwargs):  # stops the run before any work
+        prepared.append(config)
+        raise RunDirError("stopped before the corpus")
+
+    monkeypatch.setattr(run_data, "prepare", prepare)
+    result = run_train("--out", tmp_path / "run", "--precision", "auto", "--max-steps", "1")
+    assert result.returncode == 2 and "stopped before the corpus" in result.stderr
+    assert [config.precision for config in prepared] == ["mixed_bfloat16"]
+    assert "precision: mixed_bfloat16 (auto: avx512_bf16 found)" in result.stderr
+
+
 def test_train_report_and_run_directory(run_train, tmp_path, corpus, monkeypatch):
     from keras_nmt.data import pipelines as data
 

@@ -191,3 +191,75 @@ def test_patience_counts_evaluations_and_is_at_least_one():
     assert variant_config("search50", {"patience": 1}).patience == 1
     with pytest.raises(ConfigError, match="patience must be a positive integer, got 0"):
         variant_config("search50", {"patience": 0})
+
+
+CPUINFO = """processor\t: 0
+vendor_id\t: GenuineIntel
+flags\t\t: fpu sse2 avx2 avx512f avx512_bf16 amx_bf16 amx_tile
+bugs\t\t: spectre_v1
+
+processor\t: 1
+flags\t\t: fpu sse2
+"""
+
+
+def test_cpu_flags_are_read_from_the_first_processor(tmp_path):
+    from keras_nmt.core.cpu import cpu_flags
+
+    (tmp_path / "cpuinfo").write_text(CPUINFO)
+    assert cpu_flags(str(tmp_path / "cpuinfo")) == {
+        "fpu", "sse2", "avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile"}
+    (tmp_path / "no-flags").write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\n")
+    assert cpu_flags(str(tmp_path / "no-flags")) == frozenset()
+    assert cpu_flags(str(tmp_path / "missing")) == frozenset()  # not Linux
+
+
+@pytest.mark.parametrize("flags, found", [
+    ({"avx512f", "avx512_bf16", "amx_bf16", "amx_tile"}, "amx_bf16"),
+    ({"avx512f", "avx512_bf16"}, "avx512_bf16"),  # an AMD EPYC of Zen 4
+    ({"avx512_bf16", "amx_bf16"}, "avx512_bf16"),  # AMX-BF16 without its tiles computes nothing
+    ({"avx512f", "avx2", "amx_int8", "amx_tile"}, None),
+    (set(), None),
+])
+def test_bfloat16_support_names_the_instruction(flags, found):
+    from keras_nmt.core.cpu import bfloat16_support
+
+    assert bfloat16_support(flags) == found
+
+
+@pytest.mark.parametrize("requested, flags, on_gpu, chosen", [
+    ("auto", {"avx512_bf16"}, False, ("mixed_bfloat16", "auto: avx512_bf16 found")),
+    ("auto", {"amx_bf16", "amx_tile", "avx512_bf16"}, False, ("mixed_bfloat16", "auto: amx_bf16 found")),
+    ("auto", {"avx2", "avx512f"}, False, ("float32", "auto: no avx512_bf16 or amx_bf16 found")),
+    ("auto", {"avx512_bf16"}, True, ("float32", "auto: a GPU computes, float32")),
+    # A named precision wins, whatever the machine.
+    ("float32", {"avx512_bf16"}, False, ("float32", "--precision float32")),
+    ("mixed_bfloat16", set(), False, ("mixed_bfloat16", "--precision mixed_bfloat16")),
+    ("mixed_float16", set(), True, ("mixed_float16", "--precision mixed_float16")),
+])
+def test_choose_precision(requested, flags, on_gpu, chosen):
+    from keras_nmt.core.cpu import choose_precision
+
+    assert choose_precision(requested, flags, on_gpu) == chosen
+
+
+def test_precision_auto_resolves_into_the_new_run_s_config():
+    from keras_nmt.runner.train_options import TrainOptions, new_run_config, resolve_precision
+
+    def resolved(flags, on_gpu=False, **given):
+        options, reason = resolve_precision(TrainOptions(**given), flags, on_gpu)
+        return new_run_config(options.for_new_run()).precision, reason
+
+    assert resolved({"avx512_bf16"}, precision="auto") == ("mixed_bfloat16", "auto: avx512_bf16 found")
+    assert resolved({"sse2"}, precision="auto") == ("float32", "auto: no avx512_bf16 or amx_bf16 found")
+    assert resolved({"avx512_bf16"}, on_gpu=True, precision="auto")[0] == "float32"
+    # The default stays float32 on any machine; --precision wins over --set.
+    assert resolved({"avx512_bf16"}) == ("float32", "the default")
+    assert resolved({"avx512_bf16"}, overrides={"precision": "mixed_float16"}) == (
+        "mixed_float16", "--set precision=mixed_float16")
+    assert resolved(set(), precision="mixed_bfloat16", overrides={"precision": "float32"}) == (
+        "mixed_bfloat16", "--precision mixed_bfloat16")
+    # --resume: auto keeps the run's own precision (nothing to compare against it).
+    options, reason = resolve_precision(TrainOptions(resume=True, precision="auto"),
+                                        {"avx512_bf16"}, False)
+    assert "precision" not in options.overrides and reason == "auto: --resume keeps the run's own"

@@ -74,6 +74,7 @@ def test_beam_search_under_jit_finds_the_same_tokens():
 def test_train_py_writes_the_summary(precision_runs, precision):
     summary = json.loads((precision_runs[precision] / "summary.json").read_text(encoding="utf-8"))
     assert summary["config"]["precision"] == precision
+    assert summary["precision_reason"] == f"--precision {precision}"
     # --set, through the command line
     assert summary["config"]["label_smoothing"] == (0.0 if precision == "float32" else 0.1)
     assert summary["updates"] == 20

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from keras_nmt.core import distribute
+from keras_nmt.core import cpu, distribute
 from keras_nmt.cli.common import (
     Console, OneLineParser, add_quiet_argument, positive_float, positive_int, quiet_tensorflow,
     run_main,
@@ -162,8 +162,10 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         "'multiworker': the machines listed in TF_CONFIG (run the same command on each)",
     )
     parser.add_argument(
-        "--precision", choices=PRECISIONS,
-        help="computation dtype (default float32; fixed for a run, kept by --resume)",
+        "--precision", choices=(*PRECISIONS, cpu.AUTO),
+        help="computation dtype (default float32; fixed for a run, kept by --resume); "
+        "'auto': mixed_bfloat16 where the CPU has AVX512_BF16 or AMX-BF16 and no GPU "
+        "computes, float32 otherwise (summary.json records the choice and why)",
     )
     parser.add_argument(
         "--recipe", choices=tuple(RECIPES),
@@ -216,8 +218,6 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None, stderr=None,
 def _train(args, console: Console) -> int:
     # Training writes its progress to sys.stderr itself (keras_nmt.core.progress), not to console.
     overrides = parse_overrides(args.overrides)
-    if args.precision:
-        overrides["precision"] = args.precision
     if args.freeze is not None:
         overrides["freeze"] = args.freeze
     distribute.check(args.strategy)
@@ -241,7 +241,8 @@ def _train(args, console: Console) -> int:
         tokenizer=args.tokenizer, joint_vocabulary=args.joint_vocabulary,
         subword_samples=args.subword_samples, subword_alpha=args.subword_alpha,
         sentencepiece_type=args.sentencepiece_type,
-        strategy=args.strategy, jit=args.jit, recipe=args.recipe, lexicon=not args.no_lexicon,
+        strategy=args.strategy, jit=args.jit, precision=args.precision, recipe=args.recipe,
+        lexicon=not args.no_lexicon,
         size=args.size, preset=args.preset, init_from=args.init_from,
         init_weights=args.weights or "reported", keep_optimizer=args.keep_optimizer,
         mix_from=mix_from, mix_fraction=mix_fraction, also_report=also_report,

@@ -12,12 +12,13 @@ import sys
 from typing import Any, Callable
 
 import keras
+import tensorflow as tf
 
 from keras_nmt.core import config as config_lib
 from keras_nmt.runner import adaptation, resume, run_data
 from keras_nmt.rundir import averaging, model_weights
 from keras_nmt.data import pipelines as data
-from keras_nmt.core import distribute, xla
+from keras_nmt.core import cpu, distribute, xla
 from keras_nmt.lexicon import table as lexicon, unk_dictionary
 from keras_nmt.decoding import unk_replace
 from keras_nmt.core.atomic import write_json_atomic
@@ -30,7 +31,7 @@ from keras_nmt.models.rnnsearch import TranslationModel
 from keras_nmt.core.progress import Progress
 from keras_nmt.rundir.run_directory import RunDir
 from keras_nmt.runner.train_options import (
-    BUILTIN, TrainOptions, also_report_files, default_run_dir, new_run_config,
+    BUILTIN, TrainOptions, also_report_files, default_run_dir, new_run_config, resolve_precision,
 )
 from keras_nmt.training import TrainingBudget, Trainer, check_budget
 from keras_nmt.decoding.keras_translator import Translator
@@ -65,7 +66,11 @@ def train(options: TrainOptions) -> dict[str, Any]:
         print(f"warning: {text}", file=sys.stderr, flush=True)
 
     # Every option is checked before anything is written.
+    options, precision_reason = resolve_precision(
+        options, cpu.cpu_flags(), bool(tf.config.list_physical_devices("GPU")))
     options, config, info, builtin, parent, mix = _checked_options(options, run, log)
+    if options.precision == cpu.AUTO:
+        log(f"precision: {config.precision} ({precision_reason})")
     also_report = _also_report(options, run, info)
     options = dataclasses.replace(options, also_report={
         name: (str(files.source), str(files.target)) for name, files in also_report.items()})
@@ -159,6 +164,7 @@ def train(options: TrainOptions) -> dict[str, Any]:
         "variant": config.variant,
         "architecture": config.architecture,
         "config": config.to_dict(),
+        "precision_reason": precision_reason,
         "data": {k: info[k] for k in ("src", "tgt", "corpus", "builtin", "train")},
         "parent": info.get("parent"),
         "mix": info.get("mix"),

@@ -9,6 +9,7 @@ import pathlib
 from typing import Any
 
 from keras_nmt.core import config as config_lib
+from keras_nmt.core import cpu
 from keras_nmt.core.config import Config
 from keras_nmt.corpus import wmt14
 from keras_nmt.corpus.readers import ParallelFiles
@@ -55,6 +56,10 @@ class TrainOptions:
     # With tokenizer "sentencepiece": "unigram" (None) or "bpe".
     sentencepiece_type: str | None = None
     strategy: str = "default"  # see keras_nmt.core.distribute
+    # --precision: a name of config.PRECISIONS or cpu.AUTO, resolved into
+    # overrides["precision"] at the run's start (resolve_precision). None: --set's, else
+    # the config's (float32), the run's own with resume or the parent's with init_from.
+    precision: str | None = None
     # XLA-compile the training step and the beam search; None: where it wins (xla.use_jit).
     jit: bool | None = None
     # A name of config.RECIPES; None: BUILTIN_RECIPE on the built-in corpus at its compact
@@ -166,6 +171,24 @@ def also_report_files(splits: dict[str, tuple[str, str]]) -> dict[str, ParallelF
 def default_run_dir(variant: str) -> pathlib.Path:
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     return pathlib.Path("runs") / f"{variant}-{stamp}"
+
+
+def resolve_precision(options: TrainOptions, flags, on_gpu: bool) -> tuple[TrainOptions, str]:
+    """``options`` with ``--precision`` put into ``--set precision``, ``auto`` chosen by
+    :func:`keras_nmt.core.cpu.choose_precision` from the CPU's ``flags`` and ``on_gpu``,
+    and why, for the run's summary. With ``resume``, ``auto`` keeps the run's own."""
+    asked = options.precision
+    if asked == cpu.AUTO and options.resume:
+        return options, "auto: --resume keeps the run's own"
+    if asked is None:
+        given = options.overrides.get("precision")
+        return options, (f"--set precision={given}" if given is not None
+                         else "--resume: the run's own" if options.resume
+                         else "--init-from: the parent's" if options.init_from
+                         else "the default")
+    precision, reason = cpu.choose_precision(asked, flags, on_gpu)
+    overrides = {**options.overrides, "precision": precision}
+    return dataclasses.replace(options, overrides=overrides), reason
 
 
 def resolve_config(options: TrainOptions) -> Config:
