@@ -214,11 +214,13 @@ def tiny_corpus(request, tmp_path_factory):
 # own with a dict BACKGROUND_JOBS, fixture name -> function(context) -> job (see
 # BackgroundContext).
 _BACKGROUND_FIXTURES = ("tiny_run", "tiny_export", "tiny_spm_run", "tiny_selecting_export",
-                        "tiny_spm_export", "tiny_spm_selecting_export", "precision_runs",
+                        "tiny_spm_export", "tiny_spm_selecting_export", "tiny_web_export",
+                        "precision_runs",
                         "distributed_matrix", "distributed_other_cells")
 _EARLY = {"precision_runs", "distributed_matrix", "distributed_other_cells"}
 # What a job needs made first.
 _AFTER = {"tiny_export": ("tiny_run",), "tiny_selecting_export": ("tiny_run",),
+          "tiny_web_export": ("tiny_run",),
           "tiny_spm_export": ("tiny_spm_run",), "tiny_spm_selecting_export": ("tiny_spm_run",)}
 
 
@@ -269,12 +271,14 @@ def _builtin_job(name, context):
                                   label_smoothing=0.1),
                        log=spm_run.with_suffix(".log"), after=spm_run)
     if name in ("tiny_export", "tiny_selecting_export", "tiny_spm_export",
-                "tiny_spm_selecting_export"):
+                "tiny_spm_selecting_export", "tiny_web_export"):
         out = context.tmp_path_factory.mktemp(name.removeprefix("tiny_").replace("_", "-"))
         options = {
             "tiny_export": (run, "--beam", 5, "--nbest", 2, "--return-attention", "--onnx"),
             "tiny_selecting_export": (run, "--beam", 3, "--onnx", "--shortlist", "5,2",
                                       "--int8", "--int8-max-drop", 5),
+            "tiny_web_export": (run, "--beam", 3, "--onnx", "--shortlist", "5,2", "--int8",
+                                "--int8-max-drop", 5, "--unk-replace"),
             "tiny_spm_export": (spm_run, "--beam", 5, "--nbest", 2, "--onnx"),
             "tiny_spm_selecting_export": (spm_run, "--beam", 3, "--onnx", "--shortlist", "5,2",
                                           "--int8", "--int8-max-drop", 5),
@@ -416,6 +420,13 @@ def tiny_selecting_export(tiny_run, _background):
     ``--onnx --shortlist 5,2 --int8`` (the int8 check allows a drop of 5 BLEU: the barely
     trained model scores about 0 anyway)."""
     return _background.result("tiny_selecting_export")
+
+
+@pytest.fixture(scope="session")
+def tiny_web_export(tiny_run, _background):
+    """``tiny_selecting_export`` with ``--unk-replace``: its search returns attention
+    (the web page's heat maps, <unk> replacement in JavaScript)."""
+    return _background.result("tiny_web_export")
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ LAYERS = (
     ("data", ("corpus/", "text/", "data/", "lexicon/")),
     ("model", ("layers/", "models/", "search/")),
     ("run directory", ("rundir/",)),
-    ("jobs", ("training/", "evaluation/", "decoding/", "export/", "serving/")),
+    ("jobs", ("training/", "evaluation/", "decoding/", "export/", "serving/", "web/")),
     ("orchestration", ("runner/",)),
     ("entry points", ("cli/",)),
 )

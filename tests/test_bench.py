@@ -858,6 +858,28 @@ def test_text_agreement_on_the_tiny_corpus(tiny_corpus, tmp_path, capsys):
     assert "split_sentences differs" in capsys.readouterr().out
 
 
+def test_text_agreement_compares_the_javascript_rules_too(tiny_corpus, tmp_path, capsys):
+    import shutil
+
+    if shutil.which("node") is None:
+        pytest.skip("node (Node.js) is not on PATH: --js runs the JavaScript rules in it")
+    from keras_nmt.web.rules_check import KNOWN_JS_DIFFERENCES
+
+    bench = load("text_agreement")
+    out = tmp_path / "agreement.json"
+    assert bench.main(["--data", str(tiny_corpus), "--splits", "valid", "--js",
+                       "--matmul-rounds", "1", "--json", str(out)]) == 0
+    results = report_of(out, "text_agreement")["results"]
+    assert results["total"] == {"lines": 60, "tokenize": 0, "detokenize": 0, "split_sentences": 0,
+                                "js tokenize": 0, "js detokenize": 0, "js split_sentences": 0,
+                                "js token_words": 0}
+    assert {name for name, found in results["js_classes"].items() if found["code_points"]} == set(
+        KNOWN_JS_DIFFERENCES)
+    assert all(found["known"] for found in results["js_classes"].values())
+    assert results["js_classes"]["N"]["ranges"] == ["U+1246F", "U+12475-U+1247F", "U+12550-U+12686"]
+    assert "js token_words differs" in capsys.readouterr().out
+
+
 
 def test_text_agreement_streams_lines_as_the_corpus_readers_split_them(tmp_path):
     bench = load("text_agreement")

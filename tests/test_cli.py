@@ -18,7 +18,7 @@ from support import ROOT, STARTUP_NOISE
 
 OLD_RUN = ROOT / "tests" / "fixtures" / "run-0.1.0"
 SUBCOMMANDS = ("train", "translate", "evaluate", "score", "average", "lexicon", "export",
-               "onnx-translate", "serve", "tfserving-client", "wmt14")
+               "onnx-translate", "serve", "tfserving-client", "web", "wmt14")
 
 
 def _run(args, env=None, input_text=""):

@@ -1662,6 +1662,7 @@ def test_page_files_are_in_the_package_and_fetch_nothing_from_elsewhere(served):
     connection = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)
     try:
         for path, kind in (("/", "text/html"), ("/static/page.js", "javascript"),
+                           ("/static/figures.mjs", "javascript"),
                            ("/static/page.css", "text/css")):
             connection.request("GET", path)
             response = connection.getresponse()

@@ -12,8 +12,6 @@ them, each in one language, and ``-m slow`` 200,000 in every language.
 ``<unk>`` replacement, is compared on 100,000 generated hypotheses in the default run.
 """
 
-import random
-import sys
 import unicodedata
 
 import pytest
@@ -21,6 +19,7 @@ import pytest
 from keras_nmt.text import sentences
 from keras_nmt.text.twin_check import (KNOWN_DIFFERENCES, assigned_differences,
                                        class_differences, twin_differences)
+from text_lines import LANGS, PUNCTUATION, WORDS, generated_lines
 
 
 def test_the_engines_read_the_unicode_classes_alike():
@@ -39,46 +38,6 @@ def test_the_known_difference_shows_where_the_docs_say():
     differences = twin_differences([line, "Il dit oui. Il est là."], "fr")
     assert differences["split_sentences"] == [0]
     assert sentences.split_sentences(line, "fr") == ["Il dit oui.", "\u0295a est là."]
-
-
-# What the rules look at, for the generated lines.
-_WORDS = ["the", "man", "is", "Mr", "Dr", "No", "M", "MM", "etc", "vol", "p", "a", "J", "U.S",
-          "p.m", "i.e", "qu'on", "l'homme", "aujourd'hui", "don't", "John's", "rock'n'roll",
-          "C’est", "e-mail", "km/h", "IHNED.cz", "3.5", "1,000", "100 000", "2", "Ça", "État",
-          "Ελληνικά", "Русский", "中文", "日本語", "ひらがな", "カタカナ", "עברית", "العربية",
-          "😀", "👨\u200d👩\u200d👧", "🇫🇷", "e\u0301", "H₂O", "½", "Ⅻ", "ǅ"]
-_PUNCTUATION = list(".,;:!?…．。｡！？'\"`’‘“”«»‹›„()[]{}「」『』（）［］｛｝〈〉《》【】〔〕〖〗¿¡"
-                    "-–—/\\%$€&@#*+=<>|~^_") + ["...", "....", ". . .", "?!"]
-_SPACES = list(" \t\r\n\x00\x01\x0b\x0c\x1c\x1f\x7f\x85\u00a0\u1680\u2000\u2007\u200a\u200b"
-               "\u2028\u2029\u202f\u205f\u3000\ufeff")
-
-
-def _assigned_characters() -> list[str]:
-    """Every assigned character but those the engines are known to read apart."""
-    apart = {c for points in KNOWN_DIFFERENCES.values() for c in points}
-    return [chr(c) for c in range(sys.maxunicode + 1)
-            if unicodedata.category(chr(c)) not in ("Cn", "Cs") and c not in apart]
-
-
-def generated_lines(count: int, seed: int) -> list[str]:
-    """``count`` lines drawn with ``seed``: words and abbreviations the rules name, every
-    kind of punctuation and quote they treat, every kind of space and control character,
-    and any assigned character, glued together or spaced, up to 40 pieces a line."""
-    rng = random.Random(seed)
-    anything = _assigned_characters()
-    pools = (_WORDS, _PUNCTUATION, _SPACES, anything)
-    lines = []
-    for _ in range(count):
-        pieces = []
-        for _ in range(rng.randint(0, 40)):
-            pool = pools[rng.choices(range(4), weights=(6, 4, 2, 1))[0]]
-            pieces.append(rng.choice(pool))
-            pieces.append(rng.choice(("", " ", " ", " ")))
-        lines.append("".join(pieces))
-    return lines
-
-
-LANGS = ("en", "fr", "zh")
 
 
 def check_agreement(count: int, seed: int, every_language: bool) -> None:
@@ -119,10 +78,10 @@ def test_the_unk_replacement_twins_agree_on_generated_hypotheses():
     from keras_nmt.text.vocab import Vocabulary
 
     rng = np.random.default_rng(3)
-    target = Vocabulary([*RESERVED, *_WORDS, *(p for p in _PUNCTUATION if p not in _WORDS)])
-    dictionary = {source: f"{source}-{i}" for i, source in enumerate(_WORDS[::3])}
+    target = Vocabulary([*RESERVED, *WORDS, *(p for p in PUNCTUATION if p not in WORDS)])
+    dictionary = {source: f"{source}-{i}" for i, source in enumerate(WORDS[::3])}
     replacer = UnknownWords(target, "fr", dictionary)
-    words = np.array(_WORDS, object)
+    words = np.array(WORDS, object)
     batch, nbest, steps, width = 500, 2, 8, 6
     others = np.arange(len(RESERVED), len(target))
     for _ in range(100):  # 100 batches of 500 sentences x 2 hypotheses

@@ -10,6 +10,7 @@
     keras-nmt onnx-translate translate stdin with onnxruntime, without TensorFlow
     keras-nmt serve          an HTTP translation server on onnxruntime (TF Serving's REST API)
     keras-nmt tfserving-client  translate stdin through a running TF Serving
+    keras-nmt web            a folder that translates in the browser and in Node.js
     keras-nmt wmt14          download and prepare the paper's WMT'14 corpus
 
 Each subcommand is a module of this package with ``main(argv, ...) -> exit status``;
@@ -34,6 +35,7 @@ COMMANDS = {
     "onnx-translate": ("onnx_translate", "translate stdin with an ONNX export and onnxruntime"),
     "serve": ("serve", "serve an ONNX export over HTTP (TF Serving's REST API), no TensorFlow"),
     "tfserving-client": ("tfserving_client", "translate stdin through a running TF Serving"),
+    "web": ("web", "a static folder that translates in the browser and in Node.js, offline"),
     "wmt14": ("wmt14", "download, check and prepare the paper's WMT'14 English-French corpus"),
 }
 PROG = "keras-nmt"

@@ -216,6 +216,16 @@ def add_beam_search_arguments(parser: argparse.ArgumentParser, default: str) -> 
                         help=f"length normalisation exponent (default: {default})")
 
 
+def add_onnx_export_arguments(parser: argparse.ArgumentParser) -> None:
+    """EXPORT_DIR, ``--name`` and ``--model-version``: which ONNX model of an export a
+    command reads (:func:`keras_nmt.export.layout.find_onnx_dir`)."""
+    parser.add_argument("export_dir", metavar="EXPORT_DIR")
+    parser.add_argument("--name", default="nmt", help="model name in EXPORT_DIR (default nmt)")
+    parser.add_argument("--model-version", dest="version", type=non_negative_int, metavar="N",
+                        help="the version of NAME to run (default: the newest, which must "
+                             "have been exported with --onnx)")
+
+
 def add_quiet_argument(parser: argparse.ArgumentParser,
                        help: str = "no progress lines on stderr") -> None:
     """``--quiet``: nothing on stderr but errors, or less (``help`` says what goes)."""

@@ -14,8 +14,9 @@ from typing import Sequence, TextIO
 
 from keras_nmt.cli.common import (
     Console, OneLineParser, add_beam_search_arguments, add_confidence_arguments,
+    add_onnx_export_arguments,
     add_constraint_arguments, add_markup_argument, add_quiet_argument,
-    add_split_sentences_argument, binary, non_negative_int, positive_int, run_main, shortlist,
+    add_split_sentences_argument, binary, positive_int, run_main, shortlist,
 )
 from keras_nmt.cli.streaming import LineRules, Output, translate_in_chunks
 from keras_nmt.corpus.readers import stream_lines
@@ -36,11 +37,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         "translated a chunk of 64 batches at a time, each chunk's output written before the "
         "next is read.",
     )
-    parser.add_argument("export_dir", metavar="EXPORT_DIR")
-    parser.add_argument("--name", default="nmt", help="model name in EXPORT_DIR (default nmt)")
-    parser.add_argument("--model-version", dest="version", type=non_negative_int, metavar="N",
-                        help="the version of NAME to run (default: the newest, which must "
-                             "have been exported with --onnx)")
+    add_onnx_export_arguments(parser)
     add_beam_search_arguments(parser, "the export's")
     parser.add_argument("--nbest", type=positive_int, metavar="N",
                         help="write the N best translations as 'INDEX ||| translation ||| score'"

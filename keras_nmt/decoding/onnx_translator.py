@@ -107,7 +107,9 @@ class RowSearch:
     blank: Translation
 
 
-def _load_metadata(path: pathlib.Path) -> dict:
+def load_metadata(path: pathlib.Path) -> dict:
+    """NAME.onnx.json of an export, checked to hold what a translator needs
+    (:class:`ExportError`, one line, naming what is missing)."""
     try:
         metadata = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -245,7 +247,7 @@ class OnnxTranslator:
         ``spin``: whether onnxruntime's threads spin while they wait for work (faster
         alone; without, the CPU goes sooner to other work on the same cores)."""
         export_dir = layout.find_onnx_dir(export_dir, name, version)
-        metadata = _load_metadata(export_dir / layout.metadata_name(name))
+        metadata = load_metadata(export_dir / layout.metadata_name(name))
         source_codec, target_codec = _load_codecs(export_dir, metadata)
         try:
             max_source_len = int(metadata["max_source_len"])

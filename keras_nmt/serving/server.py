@@ -43,7 +43,7 @@ from keras_nmt.serving.work_plan import run_rows
 
 # The page at / and its files: in the package, nothing fetched from elsewhere (offline).
 STATIC = pathlib.Path(__file__).resolve().parent / "static"
-STATIC_FILES = ("page.js", "page.css")
+STATIC_FILES = ("page.js", "figures.mjs", "page.css")
 BODY_ROUTES = {"predict", "translate"}  # the routes that read a JSON body
 # Above this a request's body is parsed and planned in a worker thread; below, on the
 # event loop (a thread's hand-off costs more than the work).

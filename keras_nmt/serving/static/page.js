@@ -4,11 +4,10 @@
 // (the text before the cursor sent as its "prefix"), and the glossary's terms are sent
 // with every request. With a model that gives confidence, each output word is coloured by
 // the model's confidence in it and the sentence's figure is shown. Text is always set with
-// textContent, never parsed as HTML.
-"use strict";
+// textContent, never parsed as HTML. An ES module (figures.mjs draws the figures).
+import { element, heatMap, legend, showWords } from "./figures.mjs";
 
 const $ = (id) => document.getElementById(id);
-const END = "</s>";  // the label of EOS, as keras-nmt evaluate's Fig. 3 writes it
 // A pasted paragraph must not freeze the tab: alignments are asked for only for a short
 // text, and only the first sentences' heat maps are drawn (a table cell per weight).
 const ALIGN_MAX_CHARS = 2000;
@@ -18,17 +17,7 @@ const MAX_HEATMAP_CELLS = 20000;
 const COMPLETE_AFTER_MS = 300;
 // The server's own limits on a glossary (MAX_GLOSSARY_TERMS) and a phrase.
 const MAX_TERMS = 64;
-// A word's confidence falls in one of these bins (upper bounds), each a colour of a
-// blue-orange scale that colour-blind readers tell apart too (page.css, .conf-N).
-const CONFIDENCE_BINS = [0.2, 0.4, 0.6, 0.8, Infinity];
 let models = [];
-
-function element(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 function chosenModel() {
   return models[Number($("model").value)] || models[0];
@@ -205,45 +194,18 @@ function fill(box, t, drawn) {
     }
     drawn.maps += 1;
     drawn.cells += cells;
-    box.append(heatMap(block));
+    box.append(heatMap(block.source_tokens, block.target_tokens,
+                       (i, j) => block.attention[i][j]));
   }
 }
 
 // ---- confidence --------------------------------------------------------------------------
 
-function confidenceBin(value) {
-  return CONFIDENCE_BINS.findIndex((upper) => value < upper);
-}
-
-// `best` shows t.text, each of its words (t.words, [word, figure] in order) in a span
-// coloured by its figure; its textContent stays t.text exactly, which the editing reads.
+// `best` shows t.text, each of its words coloured by its figure (figures.mjs); its
+// textContent stays t.text exactly, which the editing reads.
 function showTranslation(best, t) {
-  best.replaceChildren();
   best.classList.remove("stale");
-  let at = 0;
-  for (const [word, value] of (t.words || [])) {
-    const start = t.text.indexOf(word, at);
-    if (start < 0) break;  // not the text's words: the rest stays plain
-    if (start > at) best.append(document.createTextNode(t.text.slice(at, start)));
-    const span = element("span", `word conf-${confidenceBin(value)}`, word);
-    span.dataset.confidence = String(value);
-    span.title = `confidence ${value.toFixed(3)}`;
-    best.append(span);
-    at = start + word.length;
-  }
-  if (at < t.text.length) best.append(document.createTextNode(t.text.slice(at)));
-}
-
-function legend() {
-  const box = element("div", "legend");
-  box.append(element("span", "legend-title", "Word confidence:"));
-  let lower = 0;
-  CONFIDENCE_BINS.forEach((upper, bin) => {
-    const label = upper === Infinity ? `≥ ${lower}` : `${lower}–${upper}`;
-    box.append(element("span", `swatch conf-${bin}`, label));
-    lower = upper;
-  });
-  return box;
+  showWords(best, t.text, t.words);
 }
 
 // ---- completing an edited translation ---------------------------------------------------
@@ -326,46 +288,6 @@ function commonStart(a, b) {
   let n = 0;
   while (n < a.length && n < b.length && a[n] === b[n]) n += 1;
   return n;
-}
-
-// ---- the heat map -----------------------------------------------------------------------
-
-// The attention weights of a sentence's best translation: a column per source word, a
-// row per target word (EOS last on both), each cell's grey the weight (black 0, white 1),
-// as in Fig. 3 of Bahdanau et al. (2015). A table: its labels and cells are plain elements.
-function heatMap(alignment) {
-  const columns = [...alignment.source_tokens, END];
-  const rows = [...alignment.target_tokens, END];
-  const size = `${Math.max(16, Math.min(24, Math.floor(560 / columns.length)))}px`;
-  const table = element("table", "heatmap");
-  const head = table.createTHead().insertRow();
-  head.append(element("th", "corner"));
-  for (const label of columns) {
-    const th = element("th", "column-label");
-    th.append(element("span", "", label));
-    th.scope = "col";
-    head.append(th);
-  }
-  const body = table.createTBody();
-  alignment.attention.forEach((weights, i) => {
-    const row = body.insertRow();
-    const th = element("th", "row-label", rows[i]);
-    th.scope = "row";
-    row.append(th);
-    weights.forEach((weight, j) => {
-      const grey = Math.round(255 * Math.min(1, Math.max(0, weight)));
-      const td = element("td", "cell");
-      td.style.background = `rgb(${grey}, ${grey}, ${grey})`;
-      td.style.width = td.style.height = size;
-      td.dataset.weight = String(weight);
-      td.title = `${rows[i]} ← ${columns[j]}: ${weight.toFixed(3)}`;
-      row.append(td);
-    });
-  });
-  const figure = element("figure", "alignment");
-  figure.append(table, element("figcaption", "note",
-    "Alignment (attention weights): source words across, target words down; white 1, black 0."));
-  return figure;
 }
 
 async function translate(event) {
