@@ -14,11 +14,10 @@ class AdditiveAttention(keras.layers.Layer):
     """e_ij = v_a' tanh(W_a s_(i-1) + U_a h_j), alpha_ij = softmax_j(e_ij), c_i = sum_j alpha_ij h_j.
 
     U_a h_j does not depend on the decoder step, so :meth:`precompute_keys` computes it
-    once per sentence and every step only adds W_a s_(i-1) to it (:meth:`weigh`, when the
-    caller has taken W_a s_(i-1) itself). Source padding gets no weight: the softmax is
-    taken over the unmasked positions only. The weighted values are the annotations h_j,
-    or any linear map of them (a decoder weights its context projections directly, see
-    ``Decoder.start``).
+    once per sentence and every step only adds W_a s_(i-1) to it. Source padding gets no
+    weight: the softmax is taken over the unmasked positions only. The weighted values
+    are the annotations h_j, or any linear map of them (a search's decoder weights its
+    context projections directly, see ``Decoder.start``).
     """
 
     def __init__(self, units: int, init: str = "paper", **kwargs):
@@ -51,15 +50,9 @@ class AdditiveAttention(keras.layers.Layer):
         queries (a beam's hypotheses, laid out as :mod:`keras_nmt.layers.row_layout` says;
         K = 1 in teacher forcing). With the annotations as ``values`` [B, Tx, 2n], the
         context c_i."""
-        return self.weigh(tf.matmul(query, self.query_kernel), keys, values, mask)
-
-    def weigh(self, projected_query, keys, values, mask):
-        """:meth:`call` from the query's projection W_a s_(i-1) [B*K, units], taken by
-        the caller (teacher forcing fuses it with the decoder GRU's product of s_(i-1)).
-        Reads v_a: call it inside a layer's ``__call__``, which casts the variables."""
         sentences, positions = tf.shape(keys)[0], tf.shape(keys)[1]
-        beam = hypotheses_per_sentence(tf.shape(projected_query)[0], sentences)
-        projected = tf.reshape(projected_query, [sentences, beam, 1, self.units])
+        beam = hypotheses_per_sentence(tf.shape(query)[0], sentences)
+        projected = tf.reshape(tf.matmul(query, self.query_kernel), [sentences, beam, 1, self.units])
         # v_a' tanh(.) as one [rows, units] x [units, 1] product. Not tf.linalg.matvec on
         # the rank-4 tensor: with oneDNN on (TensorFlow 2.21's CPU default) that corrupted
         # the heap.

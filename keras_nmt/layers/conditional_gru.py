@@ -20,10 +20,8 @@ class ConditionalGRUCell(keras.layers.Layer):
     The three gates' matrices are fused ([z | r | candidate]) so each input costs one
     matmul. The word term W E y does not depend on the recurrence, so callers project
     whole target sequences at once with :meth:`project_inputs` and the step only adds
-    the context and recurrent terms (:meth:`from_product` takes the recurrent product
-    from a caller that fuses it with others of s_(i-1)). ``reset_after=True`` gives the
-    cuDNN-style gate, r o (U s), offered for speed; the paper's form applies r before the
-    product.
+    the context and recurrent terms. ``reset_after=True`` gives the cuDNN-style gate,
+    r o (U s), offered for speed; the paper's form applies r before the product.
     """
 
     def __init__(self, units: int, reset_after: bool = False, init: str = "paper", **kwargs):
@@ -71,17 +69,8 @@ class ConditionalGRUCell(keras.layers.Layer):
     def call(self, projected_input, projected_context, state, kernels=None):
         """One step from the two projections and s_(i-1) [B, n] to s_i [B, n].
         ``kernels``: :meth:`recurrent_kernels`, when the caller has them already."""
-        kernels = self.recurrent_kernels() if kernels is None else kernels
-        return self.from_product(projected_input + projected_context,
-                                 tf.matmul(state, kernels[0][0]), state, kernels)
-
-    def from_product(self, inputs, product, state, kernels):
-        """s_i [B, n] from the input terms W E y + b + C c_i [B, 3n], s_(i-1) [B, n], its
-        product with the first of :meth:`recurrent_kernels` ``kernels`` (the caller's, who
-        may have fused it with another product of s_(i-1); [B, 2n] with the paper's
-        gate, [B, 3n] reset-after) and the rest of ``kernels``. Reads no variable."""
-        kernels, bias = kernels
-        z, candidate = gru.gates_from_product(inputs, product, state, kernels, bias)
+        kernels, bias = self.recurrent_kernels() if kernels is None else kernels
+        z, candidate = gru.gates(projected_input + projected_context, state, kernels, bias)
         return (1.0 - z) * state + z * candidate
 
     def get_config(self):

@@ -95,19 +95,14 @@ class Decoder(keras.layers.Layer):
         deep output), both linear in c_i = sum_j alpha_ij h_j. So a search's memory holds
         C h_j and C_o h_j for every source position ("values"), computed once per
         sentence, and a step weights them by alpha_i: Tx * (3n + 2l) products per
-        hypothesis instead of 2n * (3n + 2l), the largest matrix products of a step.
-        Teacher forcing's values are [h_j | C h_j]: a step weights them into c_i (for the
-        deep output, after the loop) and C c_i, Tx * 5n products per row, not
-        2n * 3n + Tx * 2n."""
+        hypothesis instead of 2n * (3n + 2l), the largest matrix products of a step."""
         state = tf.tanh(tf.matmul(summary, self.init_kernel) + self.init_bias)
         if self.use_attention:
             keys = self.attention.precompute_keys(annotations)
             if stepwise:
                 values = apply_kernel(annotations, self._context_kernels())
-            else:
-                values = tf.concat(
-                    [annotations, apply_kernel(annotations, self.cell.context_kernel)], axis=-1)
-            return state, {"keys": keys, "values": values, "mask": mask}
+                return state, {"keys": keys, "values": values, "mask": mask}
+            return state, {"annotations": annotations, "keys": keys, "mask": mask}
         context_projection = self.cell.project_context(summary)
         if stepwise:
             return state, {"context_projection": context_projection,
@@ -118,30 +113,14 @@ class Decoder(keras.layers.Layer):
         """[C | C_o]: [2n, 3n + 2l], the context's two projections side by side."""
         return tf.concat([self.cell.context_kernel, self.readout.context_kernel], axis=1)
 
-    def _state_kernels(self):
-        """(kernel, the cell's :meth:`~ConditionalGRUCell.recurrent_kernels`) for teacher
-        forcing, taken once per batch. The kernel multiplies s_(i-1) once for every
-        product that reads it alone: [W_a | U_z | U_r] with the paper's gate, [W_a | U]
-        reset-after (the cell's own without attention). The paper's candidate block U
-        multiplies r_i o s_(i-1) and stays apart."""
-        kernels = self.cell.recurrent_kernels()
-        if self.attention is None:
-            return kernels[0][0], kernels
-        query_kernel = tf.convert_to_tensor(self.attention.query_kernel)
-        return tf.concat([query_kernel, kernels[0][0]], axis=1), kernels
-
-    def _forced_context(self, product, memory):
-        """(c_i, C c_i, alpha_i, the cell's part of ``product``) in teacher forcing, from
-        ``product``, s_(i-1) times :meth:`_state_kernels`' kernel, and :meth:`start`'s
-        memory."""
-        if self.attention is None:
-            weights = tf.zeros(tf.shape(memory["mask"]), dtype=product.dtype)
-            return memory["context"], memory["context_projection"], weights, product
-        query, product = tf.split(product, [self.attention_units, -1], axis=1)
-        weighted, weights = self.attention.weigh(
-            query, memory["keys"], memory["values"], memory["mask"])
-        context, projected_context = tf.split(weighted, [-1, 3 * self.units], axis=1)
-        return context, projected_context, weights, product
+    def _context(self, state, memory):
+        if self.use_attention:
+            context, weights = self.attention(
+                state, memory["keys"], memory["annotations"], memory["mask"]
+            )
+            return context, self.cell.project_context(context), weights
+        weights = tf.zeros(tf.shape(memory["mask"]), dtype=state.dtype)
+        return memory["context"], memory["context_projection"], weights
 
     def step(self, previous_ids, state, memory, projection=None):
         """One decoding step: y_(i-1) [B] and s_(i-1) [B, n] -> (logits_i, s_i, alpha_i);
@@ -170,23 +149,19 @@ class Decoder(keras.layers.Layer):
     def call(self, target_in, state, memory, hidden_only=False, training=False):
         """Teacher forcing over whole target sequences: [B, T] -> (logits [B, T, V],
         attention weights [B, T, Tx]). Only the recurrence runs step by step; the word
-        projections before it and the deep output after it see the whole sequence, and
-        a step's products are one of s_(i-1) (:meth:`_state_kernels`), U (r_i o s_(i-1))
-        with the paper's gate, and the attention's over the source (:meth:`start`).
+        projections before it and the deep output after it see the whole sequence.
         ``hidden_only``: the maxout layer t [B, T, l] instead of the logits (a sampled
         softmax projects it on a few output columns only)."""
         embedded = self.embedding(target_in)
         if self.embedding_dropout is not None:
             embedded = self.embedding_dropout(embedded, training=training)
         projected_inputs = tf.transpose(self.cell.project_inputs(embedded), [1, 0, 2])
-        kernel, kernels = self._state_kernels()
+        kernels = self.cell.recurrent_kernels()
 
         def recur(carry, projected_input):
             previous_state = carry[0]
-            context, projected_context, weights, product = self._forced_context(
-                tf.matmul(previous_state, kernel), memory)
-            new_state = self.cell.from_product(projected_input + projected_context, product,
-                                               previous_state, kernels)
+            context, projected_context, weights = self._context(previous_state, memory)
+            new_state = self.cell(projected_input, projected_context, previous_state, kernels=kernels)
             return new_state, context, weights
 
         batch = tf.shape(state)[0]

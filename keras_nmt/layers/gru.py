@@ -27,24 +27,18 @@ def gates(x, state, kernels: tuple, recurrent_bias=None):
     [..., n]; ``kernels``: from :func:`recurrent_kernels` (one kernel means the
     reset-after gate, r o (U h + b), with ``recurrent_bias`` [3n] added to U h; two
     mean the paper's reset-before gate, U (r o h)). Batched states [D, B, n] with
-    kernels [D, n, 3n] run D GRUs at once."""
-    return gates_from_product(x, tf.matmul(state, kernels[0]), state, kernels, recurrent_bias)
-
-
-def gates_from_product(x, product, state, kernels: tuple, recurrent_bias=None):
-    """:func:`gates` with the product ``state @ kernels[0]`` taken by the caller
-    ([..., 3n] reset-after, [..., 2n] the paper's gate), who may have fused it with other
-    products of the same state; ``kernels[0]`` is not read again. ``tf.split``, not
-    slices: a slice's gradient is a zero tensor of the whole size."""
+    kernels [D, n, 3n] run D GRUs at once. ``tf.split``, not slices: a slice's gradient
+    is a zero tensor of the whole size."""
     x_z, x_r, x_h = tf.split(x, 3, axis=-1)
     if len(kernels) == 1:
+        inner = tf.matmul(state, kernels[0])
         if recurrent_bias is not None:
-            product = product + recurrent_bias
-        h_z, h_r, h_h = tf.split(product, 3, axis=-1)
+            inner = inner + recurrent_bias
+        h_z, h_r, h_h = tf.split(inner, 3, axis=-1)
         z = tf.sigmoid(x_z + h_z)
         r = tf.sigmoid(x_r + h_r)
         return z, tf.tanh(x_h + r * h_h)
-    h_z, h_r = tf.split(product, 2, axis=-1)
+    h_z, h_r = tf.split(tf.matmul(state, kernels[0]), 2, axis=-1)
     z = tf.sigmoid(x_z + h_z)
     r = tf.sigmoid(x_r + h_r)
     return z, tf.tanh(x_h + tf.matmul(r * state, kernels[1]))
