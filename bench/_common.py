@@ -33,6 +33,7 @@ import pathlib
 import platform
 import resource
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -651,3 +652,25 @@ class Corpus:
         from keras_nmt.text.word_graph import WordEncoder
 
         return WordEncoder(self.source_vocab, self.src), WordEncoder(self.target_vocab, self.tgt)
+
+
+# ---------------------------------------------------------------------------- browsers
+
+def headless_chromium(width: int = 900, height: int = 800):
+    """Debian's headless Chromium driven by selenium through Debian's chromedriver
+    (``apt-get install chromium chromium-driver``; nothing downloaded); SystemExit with
+    that advice where either is missing."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_path = shutil.which("chromedriver")
+    if not (chromium and driver_path):
+        raise SystemExit("needs Chromium and chromedriver (apt-get install chromium "
+                         "chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-proxy-server",
+                     "--disable-dev-shm-usage", f"--window-size={width},{height}"):
+        options.add_argument(argument)
+    return webdriver.Chrome(service=Service(driver_path), options=options)

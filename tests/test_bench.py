@@ -887,3 +887,27 @@ def test_text_agreement_streams_lines_as_the_corpus_readers_split_them(tmp_path)
     path.write_text("a\rb\nc\u2028d\n\ne", encoding="utf-8", newline="")
     assert list(bench.chunks(path, size=2)) == [["a\rb", "c\u2028d"], ["", "e"]]
     assert list(bench.chunks(path, size=10)) == [["a\rb", "c\u2028d", "", "e"]]
+
+
+def test_web_speed_times_every_path_on_the_same_sentences(tiny_web_export, tiny_corpus, tmp_path,
+                                                          capsys):
+    import shutil
+
+    from support import CHROMEDRIVER, CHROMIUM
+
+    if shutil.which("node") is None or not (CHROMIUM and CHROMEDRIVER):
+        pytest.skip("needs node, Chromium and chromedriver (the web export's two runtimes)")
+    bench = load("web_speed")
+    out = tmp_path / "web.json"
+    assert bench.main([str(tiny_web_export), "--sentences", str(tiny_corpus / "test.en"),
+                       "--count", "12", "--batch-size", "4", "--latency-runs", "2",
+                       "--matmul-rounds", "1", "--json", str(out)]) == 0
+    results = report_of(out, "web_speed")["results"]
+    paths = [row["path"] for row in results]
+    assert paths[:3] == ["native, 2 threads", "node, 1 thread", "page, 1 thread"]
+    assert paths[3].startswith("page, ")
+    assert all(row["sentences_per_s"] > 0 and 0 <= row["equal_to_native"] <= 12 for row in results)
+    assert results[0]["vs_native"] == 1.0
+    pages = [row for row in results if row["path"].startswith("page")]
+    assert all(row["latency_ms_p50"] > 0 and row["warm"]["ready_ms"] > 0 for row in pages)
+    assert "x native" in capsys.readouterr().out

@@ -109,6 +109,7 @@ def test_confidences_and_nbest_lists_are_onnx_translates(nbest_folder, tiny_expo
     (["--beam", "0"], b"", "--beam: expected a positive integer, got '0'"),
     (["--nbest", "3"], b"", "at most 1 hypotheses per sentence"),
     (["--wat"], b"", "Unknown option '--wat'"),
+    (["--threads", "2"], b"", "in Node.js the folder's WebAssembly build runs on one thread"),
     ([], b"ok\n\xff\xfe\n", "input: line 2 is not UTF-8 text"),
 ])
 def test_bad_input_to_the_node_command_is_one_line(selecting_folder, args, stdin, message):
@@ -163,16 +164,27 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class StaticServer:
+    """A folder on a static file server on loopback, as ``python -m http.server``."""
+
+    def __init__(self, folder):
+        handler = functools.partial(_Quiet, directory=str(folder))
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def stop(self):
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+
+
 @pytest.fixture
 def served_folder(selecting_folder):
-    """The folder on a static file server on loopback, as ``python -m http.server``."""
-    handler = functools.partial(_Quiet, directory=str(selecting_folder.path))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    server = StaticServer(selecting_folder.path)
+    yield server.url
+    server.stop()
 
 
 @pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Chromium and its driver are not "
@@ -210,6 +222,7 @@ def test_the_page_translates_in_the_browser_as_node_does(served_folder, selectin
             "return performance.getEntriesByType('resource').map((e) => e.name)")
         assert resources and all(url.startswith(served_folder + "/") for url in resources)
         assert "1 thread" in driver.find_element(By.ID, "runtime").text
+        assert not driver.find_element(By.ID, "loading").is_displayed()
     finally:
         driver.quit()
 
@@ -237,3 +250,38 @@ def test_the_page_says_what_is_wrong_with_its_input(served_folder):
         wait.until(lambda d: "at most 20000" in d.find_element(By.ID, "status").text)
     finally:
         driver.quit()
+
+
+@pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Chromium and its driver are not "
+                    "installed (Debian: apt-get install chromium chromium-driver)")
+def test_once_loaded_the_page_translates_with_its_server_gone(selecting_folder, tiny_corpus):
+    """The service worker caches every file the manifest lists: with the server stopped,
+    the page loads again from the cache, cross-origin isolated by it (one thread asked
+    for, so that the bytes are Node's)."""
+    line = (tiny_corpus / "test.en").read_text(encoding="utf-8").splitlines()[0]
+    _, expected, _ = node_cli(selecting_folder.path, [line], "--quiet")
+    assets = json.loads((selecting_folder.path / web_folder.MARK).read_text())["assets"]
+    server = StaticServer(selecting_folder.path)
+    driver = headless_chromium()
+    try:
+        driver.get(server.url + "/index.html?threads=1")
+        wait = page_wait(driver, 120)
+        wait.until(lambda d: d.execute_script("return window.kerasNmt"))
+        wait.until(lambda d: d.execute_async_script(
+            "const done = arguments[0];"
+            "caches.keys().then(async (names) => { let n = 0;"
+            "  for (const name of names) n += (await (await caches.open(name)).keys()).length;"
+            "  done(n); });") >= len(assets))
+        server.stop()
+        driver.refresh()
+        wait.until(lambda d: d.execute_script("return window.kerasNmt"))
+        assert "error" not in driver.execute_script("return window.kerasNmt")
+        texts = driver.execute_async_script(
+            "const done = arguments[arguments.length - 1];"
+            "window.kerasNmt.translator.translate([arguments[0]])"
+            ".then((ts) => done(ts.map((t) => t.text)), (e) => done(String(e)));", line)
+        assert texts == expected
+        assert driver.execute_script("return self.crossOriginIsolated")
+    finally:
+        driver.quit()
+        server.stop()

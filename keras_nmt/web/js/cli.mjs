@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Translate stdin with a web export in Node.js, as `keras-nmt onnx-translate` does:
 //
-//   node FOLDER/cli.mjs [--beam K] [--nbest N] [--confidence] [--threads N] < in.txt > out.txt
+//   node FOLDER/cli.mjs [--beam K] [--nbest N] [--confidence] < in.txt > out.txt
 //
 // One output line per input line, in order: the translation, or with --nbest the Moses
 // format (INDEX ||| text ||| score), or with --confidence a JSON object. Input is read a
@@ -17,7 +17,7 @@ import { TranslatorError, confidenceFields, fixed, loadTranslator } from './tran
 const CHUNK_BATCHES = 64;
 const PROG = 'cli.mjs';
 const USAGE = `usage: node ${PROG} [--beam K] [--nbest N] [--alpha A] [--no-unk] [--confidence]
-       [--batch-size B] [--threads N] [--no-split-sentences] [--full-vocabulary | --shortlist F,B]
+       [--batch-size B] [--threads 1] [--no-split-sentences] [--full-vocabulary | --shortlist F,B]
        [--quiet] < input.txt`;
 
 const OPTIONS = {
@@ -102,7 +102,11 @@ async function main() {
   }
   const settings = options(values);
   const ort = await import('./ort/ort.wasm.min.mjs');
-  ort.env.wasm.numThreads = positive('threads', values.threads) ?? 1;
+  if ((positive('threads', values.threads) ?? 1) > 1) {
+    throw new TranslatorError('--threads: in Node.js the folder\'s WebAssembly build runs on one '
+      + 'thread (its threads are a browser\'s workers)');
+  }
+  ort.env.wasm.numThreads = 1;
   ort.env.logLevel = 'error';
   const translator = await loadTranslator({
     ort, read: async (path) => new Uint8Array(await readFile(new URL(path, import.meta.url))),

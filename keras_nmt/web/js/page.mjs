@@ -144,14 +144,21 @@ async function start() {
   }
   const offline = await registerWorker();
   const ort = await import('./ort/ort.wasm.min.mjs');
-  const threads = self.crossOriginIsolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1;
+  // Threads need a cross-origin isolated page; ?threads=N asks for fewer.
+  const most = self.crossOriginIsolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1;
+  const asked = Number(new URLSearchParams(location.search).get('threads'));
+  const threads = Number.isInteger(asked) && asked >= 1 ? Math.min(asked, most) : most;
   ort.env.wasm.numThreads = threads;
   ort.env.wasm.wasmPaths = new URL('ort/', import.meta.url).href;
   const started = performance.now();
   const translator = await loadTranslator({
     ort,
     read: reader((path, share) => { $('progress').value = share; $('progress-label').textContent = `Loading ${path}…`; }),
-    onProgress: (step, done, total) => { $('progress-label').textContent = `Loading the ${step}…`; if (step !== 'model') $('progress').value = done / total; },
+    onProgress: (step, done, total) => {
+      if (step === 'ready') return;
+      $('progress-label').textContent = `Loading the ${step}…`;
+      if (step !== 'model') $('progress').value = done / total;
+    },
   });
   const loadMs = Math.round(performance.now() - started);
   $('loading').hidden = true;
@@ -162,7 +169,7 @@ async function start() {
     + `; ${translator.metadata.int8 ? 'int8' : 'float'} model loaded in ${loadMs} ms; ${offline}.`;
   $('form').addEventListener('submit', (event) => translate(translator, event));
   $('translate').disabled = false;
-  window.kerasNmt = { translator, threads, loadMs };
+  window.kerasNmt = { translator, threads, loadMs, readyMs: performance.now() };
 }
 
 start().catch((error) => {
