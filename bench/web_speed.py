@@ -194,11 +194,13 @@ def main(argv=None) -> int:
             "sentences_per_s": len(lines) / row["seconds"],
             "vs_native": baseline["seconds"] / row["seconds"],
             "equal_to_native": sum(a == b for a, b in zip(row["texts"], baseline["texts"])),
+            "equal_to_node": sum(a == b for a, b in zip(row["texts"], rows["node, 1 thread"]["texts"])),
             **{key: row[key] for key in ("cold", "warm", "latency_ms_p50") if key in row},
         })
     print(_common.table(results, [("path", "path", ""), ("sentences_per_s", "sent/s", ".1f"),
                                   ("vs_native", "x native", ".3f"),
                                   ("equal_to_native", "= native", "d"),
+                                  ("equal_to_node", "= node", "d"),
                                   ("latency_ms_p50", "p50 ms", ".0f")]))
     for row in results:
         if "cold" in row:

@@ -907,7 +907,7 @@ def test_web_speed_times_every_path_on_the_same_sentences(tiny_web_export, tiny_
     assert paths[:3] == ["native, 2 threads", "node, 1 thread", "page, 1 thread"]
     assert paths[3].startswith("page, ")
     assert all(row["sentences_per_s"] > 0 and 0 <= row["equal_to_native"] <= 12 for row in results)
-    assert results[0]["vs_native"] == 1.0
+    assert results[0]["vs_native"] == 1.0 and results[1]["equal_to_node"] == 12
     pages = [row for row in results if row["path"].startswith("page")]
     assert all(row["latency_ms_p50"] > 0 and row["warm"]["ready_ms"] > 0 for row in pages)
     assert "x native" in capsys.readouterr().out
