@@ -12,11 +12,11 @@ Usage::
 ``--site``: a folder ``keras-nmt web EXPORT_DIR`` wrote (default: one written into a
 temporary folder). The page is served from loopback by Python's static file server, with
 the COOP and COEP headers for the run of 2 threads (its service worker adds them too, once
-it controls the page; ``?threads=1`` keeps that run to one). Each path translates every sentence once,
-untimed, on its first batch first (session warm-up), then all of them timed; the page's
-and Node's times exclude loading. The latency sentence is the first of ``--sentences``
-with 20 tokens (or the longest below). Needs ``node``, and Chromium with chromedriver
-for the page (``apt-get install chromium chromium-driver``).
+it controls the page; ``?threads=1`` keeps that run to one). Each path translates its first
+batch once, untimed (session warm-up), then every sentence timed; the page's and Node's
+times exclude loading. The latency sentence is the first of ``--sentences`` with the most
+source tokens up to 20 (in the export's source language). Needs ``node``, and Chromium with
+chromedriver for the page (``apt-get install chromium chromium-driver``).
 """
 
 from __future__ import annotations
@@ -151,10 +151,11 @@ def page(site: pathlib.Path, lines, settings, threads: int, latency: str, runs: 
             "latency_ms_p50": statistics.median(times), "latency_ms": times}
 
 
-def latency_sentence(lines, tokens: int = 20) -> str:
+def latency_sentence(lines, lang: str, tokens: int = 20) -> str:
+    """The longest of ``lines`` with at most ``tokens`` tokens in the source language."""
     from keras_nmt.text import word
 
-    lengths = [(len(word.tokenize(line, "en")), line) for line in lines]
+    lengths = [(len(word.tokenize(line, lang)), line) for line in lines]
     fitting = [pair for pair in lengths if pair[0] <= tokens]
     return max(fitting, key=lambda pair: pair[0])[1] if fitting else lines[0]
 
@@ -180,7 +181,8 @@ def main(argv=None) -> int:
             from keras_nmt.web.folder import write_web_folder
 
             site = write_web_folder(args.export_dir, pathlib.Path(temporary) / "site").path
-        sentence = latency_sentence(lines)
+        source = json.loads((site / "model" / "web.json").read_text(encoding="utf-8"))["src"]
+        sentence = latency_sentence(lines, source)
         rows = {"native, 2 threads": native(args.export_dir, lines, settings)}
         rows["node, 1 thread"] = node(site, lines, settings, 1)  # Node: one thread (cli.mjs)
         for threads in (1, 2):
