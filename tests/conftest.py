@@ -224,6 +224,19 @@ _AFTER = {"tiny_export": ("tiny_run",), "tiny_selecting_export": ("tiny_run",),
           "tiny_spm_export": ("tiny_spm_run",), "tiny_spm_selecting_export": ("tiny_spm_run",)}
 
 
+def pytest_itemcollected(item):
+    """A test that needs one of the session's trained runs, exports or other background
+    jobs, or a fixture its module names in ``END_TO_END_FIXTURES``, is marked
+    ``end_to_end``, as are the tests that train a run themselves (marked where they are
+    written): ``-m "not slow and not bench and not end_to_end"`` is the
+    quick tier (README, "Tests"), which builds none of them."""
+    module = getattr(item, "module", None)
+    made = (set(_BACKGROUND_FIXTURES) | set(getattr(module, "BACKGROUND_JOBS", {}))
+            | set(getattr(module, "END_TO_END_FIXTURES", ())))
+    if made & set(getattr(item, "fixturenames", ())):
+        item.add_marker(pytest.mark.end_to_end)
+
+
 def pytest_collection_modifyitems(session, config, items):
     """The tests of the early jobs (long, started with the session at a low priority) run
     last, in their order: by then their results are ready, and the other tests have used

@@ -14,6 +14,10 @@ from keras_nmt.cli import average as average_cli
 from keras_nmt.rundir.run_directory import RunDir
 
 
+# The module's trained run: the tests that use it are the quick tier's to leave out.
+END_TO_END_FIXTURES = ("averaged_run",)
+
+
 @pytest.fixture(scope="module")
 def averaged_run(tiny_corpus, tmp_path_factory):
     """10 updates keeping the model weights of the last 2 checkpoints (steps 5 and 10),
@@ -135,6 +139,7 @@ def _train(out, capsys, **options):
     return summary, capsys.readouterr().err
 
 
+@pytest.mark.end_to_end
 def test_a_run_shorter_than_its_average_averages_only_trained_checkpoints(tiny_corpus, tmp_path,
                                                                            capsys, monkeypatch):
     """4 updates with a checkpoint every 5 and the average of the last 3: besides step 0,
@@ -182,6 +187,7 @@ def test_a_run_shorter_than_its_average_averages_only_trained_checkpoints(tiny_c
         np.testing.assert_allclose(mean.numpy(), sum(values) / 3, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.end_to_end
 def test_with_no_trained_checkpoint_to_average_the_report_says_so(tiny_corpus, tmp_path, capsys):
     """The 2 best of a run that never evaluated: there are none; it reports with the last
     weights, and summary.json records that nothing was averaged."""

@@ -75,6 +75,7 @@ def test_the_declared_python_versions_are_the_tested_ones():
     assert "with Python 3.11–3.12," in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.end_to_end
 def test_translate_starts_quietly_and_a_users_log_level_wins():
     result = _run(["-m", "keras_nmt.cli", "translate", str(OLD_RUN), "--quiet"],
                   input_text="The queen is strange.\n")
@@ -112,6 +113,7 @@ def test_a_failing_tensorflow_import_still_shows_its_messages(tmp_path, death, s
         assert lines == [FATAL.decode()]
 
 
+@pytest.mark.end_to_end
 def test_the_package_uses_the_tensorflow_backend_whatever_the_shell_says():
     """A shell with KERAS_BACKEND=jax (jax is not installed here: Keras would fail to
     import) still gets TensorFlow's backend in the package's commands and API."""

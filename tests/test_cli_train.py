@@ -118,6 +118,7 @@ def test_precision_auto_reaches_the_run_s_config(run_train, tmp_path, monkeypatc
     assert "precision: mixed_bfloat16 (auto: avx512_bf16 found)" in result.stderr
 
 
+@pytest.mark.end_to_end
 def test_train_report_and_run_directory(run_train, tmp_path, corpus, monkeypatch):
     from keras_nmt.data import pipelines as data
 
@@ -375,6 +376,7 @@ def test_resume_checks_the_recorded_wmt14_options(run_copy, tmp_path, monkeypatc
         resume_config(TrainOptions(resume=True, cache_dir="other"), run)
 
 
+@pytest.mark.end_to_end
 def test_a_run_without_a_budget_says_how_long_an_epoch_takes(run_train, tmp_path, corpus,
                                                              monkeypatch):
     # Interrupted (Ctrl-C, as the fault hook's point after update 24 raises it) once the

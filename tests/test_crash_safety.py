@@ -192,6 +192,7 @@ def test_huge_learning_rate_diverges_and_names_the_checkpoint(tmp_path):
             assert all(math.isfinite(v) for v in reader.get_tensor(name).ravel()), name
 
 
+@pytest.mark.end_to_end
 def test_no_complete_checkpoint_is_a_clear_error(tmp_path):
     from support import fixed_batch_trainer as _trainer
 
@@ -209,6 +210,7 @@ def test_no_complete_checkpoint_is_a_clear_error(tmp_path):
     assert int(again.step.numpy()) == 0  # nothing was restored from garbage
 
 
+@pytest.mark.end_to_end
 def test_a_torn_newest_checkpoint_gives_way_to_the_one_before_it(tmp_path):
     from support import fixed_batch_trainer as _trainer
 

@@ -146,6 +146,7 @@ def test_the_order_is_uncorrelated_with_length_on_a_sorted_corpus(sorted_corpus)
     assert len(set(permuted[:100])) > 20 and len(set(streamed[:100])) < 8
 
 
+@pytest.mark.end_to_end
 def test_resume_continues_the_same_permutation(pipeline, noisy_corpus, tmp_path):
     _, stats = pipeline
     files = find_corpus(noisy_corpus, "en", "fr")["train"]

@@ -338,6 +338,7 @@ def test_cli_alignment_and_option_errors(run_cli, tiny_run, files, tmp_path):
     assert_one_line_error(run_cli(tiny_run, "--src", src, "--ref", ref, "--beam", "0"), "--beam")
 
 
+@pytest.mark.end_to_end
 def test_cli_encdec_has_no_alignments_or_heat_maps(run_cli, tiny_corpus, tmp_path):
     """RNNencdec has no attention: evaluate scores it but reports no AER (the .align file
     beside --src is skipped) and draws no Fig. 3."""

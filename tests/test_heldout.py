@@ -51,6 +51,7 @@ def test_a_split_too_small_for_two_halves_writes_nothing(tmp_path):
     assert not (tmp_path / "h").exists()
 
 
+@pytest.mark.end_to_end
 def test_training_without_a_test_split_selects_on_one_half_and_reports_the_other(
         tiny_corpus, tiny_settings, tmp_path, capsys, cli_runner):
     from keras_nmt.runner import experiment
@@ -101,6 +102,7 @@ def test_training_without_a_test_split_selects_on_one_half_and_reports_the_other
     assert ran.returncode != 0 and f"{other} has no held-out halves" in ran.stderr, ran.stderr
 
 
+@pytest.mark.end_to_end
 def test_a_development_split_too_small_to_cut_is_used_whole_with_a_warning(
         tiny_corpus, tiny_settings, tmp_path, capsys):
     """No test split and a valid split of two lines in one half: it both selects and is

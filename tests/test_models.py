@@ -114,6 +114,7 @@ def test_sampled_softmax_must_hold_a_batch():
 
 
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
+@pytest.mark.end_to_end
 def test_training_with_a_sampled_softmax_lowers_the_full_nll(tmp_path, smoothing):
     from support import fixed_batch_trainer as _trainer
 

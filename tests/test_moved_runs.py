@@ -18,6 +18,7 @@ TINY_BUILTIN = builtin.BuiltinCorpusSpec(seed=7, train_size=200, valid_size=8, t
                                          max_source_tokens=30)
 
 
+@pytest.mark.end_to_end
 def test_a_copied_built_in_run_resumes_builds_its_lexicon_exports_and_translates(
         cli_runner, tmp_path, monkeypatch):
     monkeypatch.setattr(builtin, "BuiltinCorpusSpec", lambda: TINY_BUILTIN)

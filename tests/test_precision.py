@@ -27,6 +27,7 @@ from support import savedmodel_loaders
     ("mixed_float16", False),
     ("mixed_float16", True),  # a GPU's default: loss scaling's skipped update under XLA
 ])
+@pytest.mark.end_to_end
 def test_precision_trains_and_resumes(tmp_path, precision, jit):
     trainer = _trainer(tmp_path, optimizer="adam", learning_rate=0.01, precision=precision,
                        checkpoint_every=2)
@@ -172,6 +173,7 @@ def test_bounded_shapes_pad_to_a_few_widths(tiny_corpus):
             assert not large[:, width:].numpy().any()
 
 
+@pytest.mark.end_to_end
 def test_jit_training_compiles_once_per_width(tmp_path, tiny_corpus):
     keras.utils.set_random_seed(0)
     config = variant_config("search50", {"embedding": 8, "hidden": 8, "attention": 8,

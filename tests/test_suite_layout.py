@@ -74,3 +74,19 @@ def test_claim_is_won_once(tmp_path):
 
     assert claim(tmp_path / "owner") and not claim(tmp_path / "owner")
     assert claimed_by(tmp_path / "owner") == os.getpid()
+
+
+def test_the_quick_tier_leaves_out_every_test_of_a_trained_run_or_export(request):
+    """The marker the quick tier deselects: set on the tests that need the session's
+    background jobs (tiny_run, its exports) or a module's END_TO_END_FIXTURES, and on
+    none of this module's own."""
+    session = request.session
+    marked = {item.nodeid for item in session.items
+              if item.get_closest_marker("end_to_end") is not None}
+    needing = {item.nodeid for item in session.items
+               if {"tiny_run", "tiny_export", "tiny_selecting_export"} & set(item.fixturenames)}
+    assert needing <= marked
+    assert request.node.get_closest_marker("end_to_end") is None
+    # Collected over the whole suite, the rule finds tests to leave out.
+    if len(session.items) > 100:
+        assert needing

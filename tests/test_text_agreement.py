@@ -51,6 +51,7 @@ def check_agreement(count: int, seed: int, every_language: bool) -> None:
             rule: [share[i] for i in where[:5]] for rule, where in differences.items()}
 
 
+@pytest.mark.end_to_end
 def test_the_twins_agree_on_100k_generated_lines():
     """Each line in one language: a third of the CPU time of every line in all three."""
     check_agreement(100_000, seed=0, every_language=False)

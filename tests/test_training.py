@@ -23,6 +23,7 @@ def test_optimizers_follow_the_config():
     assert isinstance(adadelta, FusedAdadelta)
 
 
+@pytest.mark.end_to_end
 def test_training_lowers_the_loss_and_counts(tmp_path):
     trainer = _trainer(tmp_path, optimizer="adam", learning_rate=0.05, patience=100)
     before = trainer.dev_nll()
@@ -102,6 +103,7 @@ def test_a_budget_schedule_without_a_budget_is_refused(tmp_path):
     assert int(trainer.step.numpy()) == 0
 
 
+@pytest.mark.end_to_end
 def test_the_schedule_ends_at_its_final_rate_also_across_resume(tmp_path):
     settings = dict(optimizer="adam", learning_rate=0.02, lr_schedule="budget", warmup_steps=2,
                     final_lr_fraction=0.1, patience=100, eval_every=100, checkpoint_every=5)

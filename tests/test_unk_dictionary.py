@@ -78,6 +78,7 @@ def test_a_source_unk_that_stands_for_a_frequent_word_is_not_rare():
         assert list(table.rare_sources()) == [False, unk_rare, False, False, False, True]
 
 
+@pytest.mark.end_to_end
 def test_training_with_a_minimum_count_reports_unk_replaced_as_evaluate_scores_it(
         tiny_corpus, tmp_path, cli_runner):
     """The report at the end of training replaces <unk> through the dictionary it built

@@ -37,6 +37,7 @@ def node_eval(script: str, data) -> object:
     return json.loads(done.stdout)
 
 
+@pytest.mark.end_to_end
 def test_the_js_rules_agree_on_100k_generated_lines():
     """Line i in LANGS[i % 3], as the twins' default run: one node process for all."""
     lines = generated_lines(100_000, seed=0)

@@ -239,6 +239,7 @@ def test_train_cli_errors_name_the_files_to_place_by_hand(tmp_path, capsys, mirr
     assert list(work.iterdir()) == [work / "runs"] and list((work / "runs").iterdir()) == []
 
 
+@pytest.mark.end_to_end
 def test_train_from_the_recipe(tmp_path, mirror, manifest, monkeypatch):
     from keras_nmt.runner import experiment
     from keras_nmt.runner.train_options import TrainOptions
