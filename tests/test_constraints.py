@@ -13,8 +13,8 @@ import tensorflow as tf
 from keras_nmt import search
 from keras_nmt.core.constants import EOS_ID, UNK, UNK_ID
 from keras_nmt.decoding.constraints import (
-    Encoder, Glossary, LineConstraints, Phrase, SentenceConstraints, assign, fill_placeholders,
-    find, padded_arrays, parse_constraints, read_constraints, unmet_phrases,
+    Encoder, Glossary, LineConstraints, Phrase, SentenceConstraints, assign, find, padded_arrays,
+    parse_constraints, read_constraints, read_output,
 )
 from keras_nmt.core.errors import ConstraintError
 from keras_nmt.search import constrained
@@ -221,6 +221,63 @@ def test_matches_overlap_so_no_occurrence_is_missed():
     assert constrained.next_tokens(state, include).numpy().tolist() == [[-1]]
 
 
+def _graph_met(cases):
+    """The search's ``met`` [cases, P] after each case's output, fed token by token
+    through :func:`constrained.advance` (its prefix's tokens ``in_prefix``)."""
+    sentences = [SentenceConstraints(tuple(Phrase(tuple(map(str, p)), tuple(p)) for p in phrases),
+                                     (), Phrase(tuple(map(str, prefix)), tuple(prefix)))
+                 for phrases, prefix, _ in cases]
+    rules_ = Constraints.of(*padded_arrays(sentences))
+    state = constrained.start_state(rules_)
+    width = max(len(output) for *_, output in cases)
+    for t in range(width):
+        tokens = tf.constant([output[t] if t < len(output) else 0 for *_, output in cases])
+        for in_prefix in (True, False):
+            rows = [t < len(prefix) and t < len(output) if in_prefix else
+                    len(prefix) <= t < len(output) for _, prefix, output in cases]
+            after = constrained.advance(state, rules_, tokens, in_prefix=in_prefix)
+            state = tf.nest.map_structure(
+                lambda new, old: tf.where(tf.reshape(rows, [-1] + [1] * (new.shape.rank - 1)),
+                                          new, old), after, state)
+    return state.met.numpy(), sentences
+
+
+def test_the_search_and_python_agree_on_every_phrase_met():
+    # The twins of one rule (issue: an <unk> met every unknown phrase word): 400
+    # generated outputs over 4 words and <unk>, with phrases and prefixes that hold them.
+    rng = np.random.default_rng(70)
+    alphabet = [UNK_ID, 4, 5, 6, 7]
+    cases = []
+    for _ in range(400):
+        phrases = [list(rng.choice(alphabet, rng.integers(1, 4)))
+                   for _ in range(rng.integers(1, 4))]
+        prefix = list(rng.choice(alphabet, rng.integers(0, 3)))
+        output = prefix + list(rng.choice(alphabet, rng.integers(0, 9)))
+        cases.append((phrases, prefix, output))
+    met, sentences = _graph_met(cases)
+    words = {UNK_ID: UNK, **{i: str(i) for i in alphabet[1:]}}
+    for (phrases, _, output), sentence, row in zip(cases, sentences, met):
+        _, unmet = read_output([words[i] for i in output], sentence)
+        python = [" ".join(map(str, p)) not in unmet for p in phrases]
+        assert row[: len(phrases)].tolist() == python, (phrases, output)
+    assert met[:, 0].mean() not in (0.0, 1.0)  # the cases meet phrases and miss them
+
+
+def test_one_unk_of_the_search_meets_one_unknown_phrase_word(model):
+    # Two phrases of one word outside the vocabulary each (both <unk>): met only when the
+    # output holds two <unk>, and the search's unmet counts agree with Python's.
+    source = tf.constant(SOURCES, tf.int32)
+    out = search.beam_search(model, source, 4, constraints=rules(include=[[UNK_ID], [UNK_ID]]))
+    found = outputs(out)
+    unmet = out["unmet"].numpy()[:, 0]
+    sentence = SentenceConstraints((Phrase(("a",), (UNK_ID,)), Phrase(("b",), (UNK_ID,))))
+    for row, count in zip(found, unmet):
+        _, missed = read_output([UNK if i == UNK_ID else str(i) for i in row], sentence)
+        assert len(missed) == count
+        assert count > 0 or row.count(UNK_ID) >= 2, row
+    assert (unmet == 0).any()
+
+
 def test_bank_select_takes_the_banks_in_turn_fullest_first():
     lp = tf.constant([[-1.0, -2.0, -3.0, -4.0, -5.0, -6.0, constrained.DEAD]])
     banks = tf.constant([[0, 0, 1, 2, 2, 1, 2]], tf.int32)
@@ -326,10 +383,25 @@ def test_a_word_outside_the_vocabulary_comes_out_as_given():
     assert found.include[0].ids == (4, UNK_ID) and found.prefix.ids == (UNK_ID, 4)
     # The search put <unk> where the phrase's unknown word goes; the phrase fills it.
     output = ("<unk>", "le", "chat", "le", UNK, UNK)
-    filled = fill_placeholders(output, found)
-    assert filled == ("ploum", "le", "chat", "le", "zorglub", UNK)
-    assert unmet_phrases(filled, found) == ()
-    assert unmet_phrases(output, found) == ("le zorglub",)
+    assert read_output(output, found) == (("ploum", "le", "chat", "le", "zorglub", UNK), ())
+    # The prefix's <unk> is the prefix's word: "le Zorglub" is not met by "<unk> le".
+    assert read_output(("<unk>", "le", "chat"), found) == (("ploum", "le", "chat"),
+                                                          ("le zorglub",))
+
+
+def test_one_unk_stands_for_one_word_outside_the_vocabulary():
+    # "Herr Grzegorczyk besuchte Wroclaw" with "Breslau" and "Danzig" to include: one
+    # <unk> met both (and its word was written over whichever <unk> came first).
+    encoder = Encoder(Codec(["le", "chat"]), max_output=20)
+    found = encoder.encode(LineConstraints(("Breslau", "Danzig")))
+    assert read_output(("le", UNK, "chat"), found) == (("le", "breslau", "chat"), ("danzig",))
+    assert read_output(("le", UNK, "chat", UNK), found) == (
+        ("le", "breslau", "chat", "danzig"), ())
+    # A phrase of two unknown words takes two <unk>, and the first phrase the <unk>
+    # continues owns it.
+    found = encoder.encode(LineConstraints(("le Ploum", "Ploum Zorglub")))
+    assert read_output(("le", UNK, UNK, "chat"), found) == (("le", "ploum", UNK, "chat"),
+                                                            ("ploum zorglub",))
 
 
 def test_the_glossary_applies_only_where_its_source_term_occurs(tmp_path):

@@ -8,10 +8,10 @@ sentence the line is split into, a :class:`SentenceConstraints` of token ids tha
 
 - phrases are tokenized by the target codec, as the output is (words or pieces);
 - a word outside the target vocabulary becomes ``<unk>`` in the phrase, the search
-  produces that ``<unk>`` where the phrase goes, and :func:`fill_placeholders` writes the
+  produces that ``<unk>`` where the phrase goes, and :func:`read_output` writes the
   phrase's own word back at that place, before ``<unk>`` replacement sees it: the word
-  comes out exactly as given, in the position the search chose for it. Not a copy from
-  attention: the phrase already says which word it is, and only where it goes was open;
+  comes out exactly as given, in the position the search chose for it. One ``<unk>``
+  stands for one word: a prefix's, or one phrase's (:func:`phrase_ends`);
 - a glossary term applies to a line whose source tokens hold the term's source tokens
   (the source codec's tokens, so case and splitting follow the tokenizer's rules);
 - on a line split into sentences, a phrase goes to the sentence that holds its source
@@ -192,7 +192,7 @@ def find(tokens: Sequence[str], phrase: Sequence[str], start: int = 0) -> int:
 @dataclasses.dataclass(frozen=True)
 class Phrase:
     """A phrase as the target codec reads it: its tokens, and their ids (UNK for a token
-    outside the vocabulary, the placeholder :func:`fill_placeholders` fills)."""
+    outside the vocabulary, the placeholder :func:`read_output` fills)."""
 
     tokens: tuple[str, ...]
     ids: tuple[int, ...]
@@ -420,30 +420,48 @@ def padded_arrays(constraints: Sequence[SentenceConstraints | None]
     return phrases(lambda r: r.include), phrases(lambda r: r.avoid), prefix
 
 
-def fill_placeholders(tokens: Sequence[str], constraints: SentenceConstraints
-                      ) -> tuple[str, ...]:
-    """``tokens`` (an output) with the ``<unk>`` that stand for words of its prefix and
-    phrases outside the vocabulary replaced by those words (the module docstring)."""
+def phrase_ends(tokens: Sequence[str], constraints: SentenceConstraints) -> list[int | None]:
+    """Per phrase to include, the position in ``tokens`` (an output as searched, its
+    ``<unk>`` unfilled) just past its first complete match, or None: the search's own
+    rule (:func:`keras_nmt.search.constrained.advance`, its graph twin), every partial
+    match at once, an ``<unk>`` advancing only the first unmet phrase whose match it
+    continues and none within the prefix. Cost: O(len(tokens) * phrase tokens)."""
+    patterns = [[UNK if i == UNK_ID else t for t, i in zip(p.tokens, p.ids)]
+                for p in constraints.include]
+    partial = [{0} for _ in patterns]
+    ends: list[int | None] = [None] * len(patterns)
+    in_prefix = len(constraints.prefix.ids)
+    for n, token in enumerate(tokens):
+        owner = None
+        if token == UNK and n >= in_prefix:
+            owner = next((k for k, (pattern, at) in enumerate(zip(patterns, partial))
+                          if ends[k] is None and any(pattern[j] == UNK for j in at)), None)
+        for k, pattern in enumerate(patterns):
+            may = token != UNK or k == owner
+            grown = {j + 1 for j in partial[k] if may and pattern[j] == token}
+            if len(pattern) in grown and ends[k] is None:
+                ends[k] = n + 1
+            partial[k] = {0} | (grown - {len(pattern)})
+    return ends
+
+
+def read_output(tokens: Sequence[str], constraints: SentenceConstraints
+                ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(``tokens`` with their placeholders filled, the phrases they miss) for an output as
+    searched: the ``<unk>`` of the prefix and of each phrase's match (:func:`phrase_ends`)
+    become the words they stand for (the module docstring); the phrases never matched,
+    as text, and the glossary's terms there was no room for are unmet."""
     out = list(tokens)
     prefix = constraints.prefix
     for n, (token, i) in enumerate(zip(prefix.tokens, prefix.ids)):
         if i == UNK_ID and n < len(out) and out[n] == UNK:
             out[n] = token
-    for phrase in constraints.include:
-        if UNK_ID not in phrase.ids:
-            continue
-        pattern = [UNK if i == UNK_ID else t for t, i in zip(phrase.tokens, phrase.ids)]
-        at = find(out, pattern)
-        if at >= 0:
-            out[at : at + len(pattern)] = phrase.tokens
-    return tuple(out)
-
-
-def unmet_phrases(tokens: Sequence[str], constraints: SentenceConstraints) -> tuple[str, ...]:
-    """The phrases to include that ``tokens`` (an output, placeholders filled) lacks, as
-    text, and the glossary's terms there was no room for: empty when every one was met."""
-    return tuple(" ".join(p.tokens) for p in constraints.include
-                 if find(tokens, p.tokens) < 0) + constraints.unplaced
+    ends = phrase_ends(tokens, constraints)
+    for phrase, end in zip(constraints.include, ends):
+        if end is not None:
+            out[end - len(phrase.tokens) : end] = phrase.tokens
+    unmet = tuple(" ".join(p.tokens) for p, end in zip(constraints.include, ends) if end is None)
+    return tuple(out), unmet + constraints.unplaced
 
 
 def constrained_apart(apart: Callable | None = None) -> Callable:

@@ -21,7 +21,7 @@ from typing import Callable, Mapping, Sequence, TypeVar
 import numpy as np
 
 from keras_nmt.decoding.confidence import Confidence, codec_confidence, join_confidences
-from keras_nmt.decoding.constraints import SentenceConstraints, fill_placeholders, unmet_phrases
+from keras_nmt.decoding.constraints import SentenceConstraints, read_output
 from keras_nmt.core.constants import EOS, EOS_ID
 from keras_nmt.evaluation.forced import ForcedPair, join_pairs
 from keras_nmt.text import line_join, sentences as sentence_rules
@@ -236,14 +236,15 @@ def beam_translation(
             continue
         tokens = tuple(codec.vocabulary.decode(ids[n, :length]))
         weights = None if attention is None else attention[n, :length, : len(source.ids)].copy()
-        if constraints:
-            tokens = fill_placeholders(tokens, constraints)
+        unmet: tuple[str, ...] = ()
+        if constraints is not None:
+            tokens, unmet = read_output(tokens, constraints)
         if rewrite is not None:
             tokens = rewrite(tokens, weights)
         hypotheses.append(Translation(
             codec.detokenize(tokens), tokens, float(scores[n]), source.tokens,
             weights if keep_attention else None, truncated=source.truncated,
-            unmet=unmet_phrases(tokens, constraints) if constraints is not None else (),
+            unmet=unmet,
             confidence=(codec_confidence(token_logprobs[n, :length], tokens, codec)
                         if token_logprobs is not None and source.tokens else None),
         ))

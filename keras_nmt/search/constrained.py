@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import tensorflow as tf
 
-from keras_nmt.core.constants import EOS_ID, PAD_ID
+from keras_nmt.core.constants import EOS_ID, PAD_ID, UNK_ID
 from keras_nmt.layers.row_layout import tile_rows
 from keras_nmt.search.candidates import (
     ALIVE, DEAD, never_generated, normalised_best, only_first,
@@ -114,11 +114,14 @@ def start_state(constraints: Constraints) -> MatchState:
                       tf.equal(phrase_lengths(constraints.include), 0))
 
 
-def _advance(matches, phrases, lengths, tokens):
+def _advance(matches, phrases, lengths, tokens, keep=None):
     """(new matches, completed): ``matches`` [..., P, L] after ``tokens`` [...];
-    ``completed`` [..., P]: the token finished a whole phrase."""
+    ``completed`` [..., P]: the token finished a whole phrase. ``keep`` (bool [..., P]):
+    the phrases the token may advance (default: all)."""
     width = tf.shape(phrases)[-1]
     hit = matches & tf.equal(phrases, tokens[..., None, None])  # [..., P, L]
+    if keep is not None:
+        hit &= keep[..., None]
     completed = tf.reduce_sum(tf.cast(
         hit & tf.equal(tf.range(width), lengths[..., None] - 1), tf.int32), axis=-1) > 0
     shape = tf.shape(hit)
@@ -126,7 +129,23 @@ def _advance(matches, phrases, lengths, tokens):
     return tf.concat([first, hit[..., :-1]], axis=-1), completed
 
 
-def advance(state: MatchState, constraints: Constraints, tokens) -> MatchState:
+def _unk_owner(matches, phrases, lengths, met, tokens):
+    """Which phrases to include each of ``tokens`` [...] may advance, bool [..., P]: any
+    phrase for a word, and for ``<unk>`` one phrase only, the first unmet one (in order)
+    whose partial match it continues; none with ``matches`` None (a prefix's ``<unk>``
+    stands for the prefix's word)."""
+    unk = tf.equal(tokens, UNK_ID)[..., None]  # [..., 1]
+    if matches is None:
+        return tf.logical_not(unk)
+    inside = tf.range(tf.shape(phrases)[-1]) < lengths[..., None]
+    continues = tf.logical_not(met) & (tf.reduce_sum(tf.cast(
+        matches & inside & tf.equal(phrases, UNK_ID), tf.int32), axis=-1) > 0)  # [..., P]
+    earlier = tf.cumsum(tf.cast(continues, tf.int32), axis=-1, exclusive=True)
+    return tf.logical_not(unk) | (continues & tf.equal(earlier, 0))
+
+
+def advance(state: MatchState, constraints: Constraints, tokens,
+            in_prefix: bool = False) -> MatchState:
     """The state of hypotheses ``state`` (constraints per row) after each appends one
     of ``tokens`` [rows].
 
@@ -136,9 +155,15 @@ def advance(state: MatchState, constraints: Constraints, tokens) -> MatchState:
     token j is y: every partial match at once, overlapping ones included (the Shift-And
     string matcher), so no occurrence is ever missed, whatever the phrase repeats. A phrase
     to include is met when its last token completes a match; a phrase to avoid bans its
-    last token wherever the rest of it was just matched (:func:`banned_tokens`)."""
-    include, completed = _advance(state.include, constraints.include,
-                                  phrase_lengths(constraints.include), tokens)
+    last token wherever the rest of it was just matched (:func:`banned_tokens`).
+
+    An ``<unk>`` in a phrase stands for one word outside the vocabulary, so an ``<unk>``
+    of the output advances one phrase only (:func:`_unk_owner`), and none ``in_prefix``;
+    :func:`keras_nmt.decoding.constraints.read_output` is this rule's Python twin."""
+    lengths = phrase_lengths(constraints.include)
+    owner = _unk_owner(None if in_prefix else state.include, constraints.include, lengths,
+                       state.met, tokens)
+    include, completed = _advance(state.include, constraints.include, lengths, tokens, owner)
     avoid, _ = _advance(state.avoid, constraints.avoid, phrase_lengths(constraints.avoid),
                         tokens)
     return MatchState(include, avoid, state.met | completed)
@@ -163,8 +188,10 @@ def progress_after(state: MatchState, constraints: Constraints, columns):
     """:func:`progress` of each hypothesis after each of its candidate ``columns``
     (int32 [rows, W]): int32 [rows, W]."""
     lengths = phrase_lengths(constraints.include)[:, None]  # [rows, 1, P]
+    owner = _unk_owner(state.include[:, None], constraints.include[:, None], lengths,
+                       state.met[:, None], columns)  # [rows, W, P]
     matches, completed = _advance(state.include[:, None], constraints.include[:, None],
-                                  lengths, columns)
+                                  lengths, columns, owner)
     partial = _longest_partial(matches, lengths)
     return tf.reduce_sum(tf.where(state.met[:, None] | completed, lengths, partial), axis=-1)
 

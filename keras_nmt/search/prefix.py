@@ -103,7 +103,7 @@ def feed_prefix(model, state, memory, projection, count, words, columns, limits,
             step_attn = _keep(going, tf.cast(weights, tf.float32), tf.zeros_like(weights,
                                                                                tf.float32))
             attn = tf.concat([attn, step_attn[:, None, :]], axis=1)
-        after = constrained.advance(fed.matches, rules, column)
+        after = constrained.advance(fed.matches, rules, column, in_prefix=True)
         return (_Fed(
             fed.t + 1,
             tf.nest.map_structure(lambda new, old: _keep(going, new, old), new_state, fed.state),
