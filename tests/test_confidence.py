@@ -118,6 +118,49 @@ def test_the_savedmodels_word_figures_are_the_prefix_rules(glued_decoders, outpu
         np.testing.assert_allclose(figures[row].numpy(), expected.word_confidences, rtol=1e-5)
 
 
+def test_the_savedmodel_s_word_figures_follow_the_words_as_unk_replacement_wrote_them():
+    """A replacement of two words (a dictionary target with a space) and a copied comma:
+    each later word keeps its own token's figure, as in Python (issue: the prefixes were
+    decoded with <unk> in place, so every later figure landed one word off)."""
+    import tensorflow as tf
+
+    from keras_nmt.core.constants import UNK, UNK_ID
+    from keras_nmt.decoding.confidence_graph import word_confidences
+    from keras_nmt.decoding.unk_replace_graph import UnknownWords
+    from keras_nmt.text.vocab import RESERVED, Vocabulary
+
+    vocabulary = Vocabulary(list(RESERVED) + ["le", "chat", "dort", "."])
+    replacer = UnknownWords(vocabulary, "fr", {"Wroclaw": "New York"})
+    source = tf.ragged.constant([["le", "Wroclaw", "cat", ",", "sleeps"]])
+    output = ["le", UNK, "chat", UNK, "dort", "."]
+    ids = tf.constant([[vocabulary.encode(output) + [EOS_ID]]], tf.int32)  # [1, 1, 7]
+    attended = [0, 1, 2, 3, 4, 4, 5]  # the source position each step looks at most
+    attention = tf.one_hot([[attended]], 6)  # [1, 1, 7, 6]
+    logprobs = np.log(np.array([[0.9, 0.4, 0.8, 0.3, 0.7, 0.6, 0.95]], np.float32))
+    written = replacer.written(source, ids, attention)
+    texts = replacer.join(written, ids)[:, 0]
+    assert texts.numpy()[0].decode() == "le New York chat, dort."
+    words, figures = word_confidences(ids[:, 0], tf.constant(logprobs), tf.constant([6]),
+                                      texts, replacer.prefix_decoder(written[:, 0]))
+    replaced = ("le", "New York", "chat", ",", "dort", ".")
+    expected = confidence_of(logprobs[0], replaced, lambda some: detokenize(some, "fr"))
+    assert tuple(w.decode() for w in words[0].numpy()) == expected.words
+    np.testing.assert_allclose(figures[0].numpy(), expected.word_confidences, rtol=1e-6)
+    assert expected.words == ("le", "New", "York", "chat,", "dort.")
+    # The prefixes decoded with <unk> in place (the SavedModel before) land a word off.
+    from keras_nmt.text.word_graph import WordEncoder
+
+    plain = WordEncoder(vocabulary, "fr")
+
+    def unreplaced(some):
+        shape = tf.shape(some)
+        return tf.reshape(plain.decode(tf.reshape(some, [-1, shape[2]])), shape[:2])
+
+    _, off = word_confidences(ids[:, 0], tf.constant(logprobs), tf.constant([6]), texts,
+                              unreplaced)
+    assert not np.allclose(off[0].numpy(), expected.word_confidences)
+
+
 def test_a_token_holding_a_space_like_character_belongs_to_each_of_its_words():
     """NBSP splits a word for str.split: the one-pass rule gives the token both words its
     characters are in; the prefix rule gives only the one it added."""

@@ -42,6 +42,31 @@ class UnknownWords(tf.Module):
         word_graph.tokenize`, cut to the export's source length), its search outputs
         ``ids`` [B, N, T] and ``attention`` [B, N, T, X] -> texts [B, N], each hypothesis
         up to its first EOS."""
+        return self.join(self.written(words, ids, attention), ids)
+
+    def prefix_decoder(self, written):
+        """``decode_text`` for :func:`keras_nmt.decoding.confidence_graph.word_confidences`
+        over the best hypotheses' tokens as :meth:`written` wrote them (string [S, T]):
+        prefixes of their ids [S, T, T] (PAD outside each) -> the texts of those prefixes
+        with their ``<unk>`` replaced, [S, T]."""
+        def decode(prefixes):
+            return self.join(tf.broadcast_to(written[:, None, :], tf.shape(prefixes)), prefixes)
+        return decode
+
+    def join(self, written, ids) -> tf.Tensor:
+        """Tokens as written (string [B, N, T]) -> texts [B, N], each row's tokens up to
+        its first EOS, PAD and BOS left out, as ``ids`` [B, N, T] says."""
+        ids = tf.cast(ids, tf.int32)
+        shape = tf.shape(ids)
+        rows = shape[0] * shape[1]  # not -1: B * N may be 0
+        flat_ids = tf.reshape(ids, [rows, shape[2]])
+        kept = tf.ragged.boolean_mask(tf.reshape(written, [rows, shape[2]]),
+                                      kept_before_eos(flat_ids))
+        return tf.reshape(word_graph.detokenize(kept, self.target_lang), shape[:2])
+
+    def written(self, words: tf.RaggedTensor, ids, attention) -> tf.Tensor:
+        """Each output token as :meth:`texts` writes it (string [B, N, T]): a word, or for
+        ``<unk>`` its replacement (the arguments are :meth:`texts`')."""
         counts = tf.cast(words.row_lengths(), tf.int32)
         words = words.to_tensor("")
         # Width at least 1, so that a batch of empty sentences still has a column to
@@ -57,10 +82,4 @@ class UnknownWords(tf.Module):
         filling = tf.where(tf.equal(found, ""), attended, found)
         ids = tf.cast(ids, tf.int32)
         replace = tf.equal(ids, UNK_ID) & (tf.reduce_max(weights, axis=-1) > 0.0)
-        written = tf.where(replace, filling, tf.gather(tf.constant(self.target_tokens), ids))
-        shape = tf.shape(ids)
-        rows = shape[0] * shape[1]  # not -1: B * N may be 0
-        flat_ids = tf.reshape(ids, [rows, shape[2]])
-        kept = tf.ragged.boolean_mask(tf.reshape(written, [rows, shape[2]]),
-                                      kept_before_eos(flat_ids))
-        return tf.reshape(word_graph.detokenize(kept, self.target_lang), shape[:2])
+        return tf.where(replace, filling, tf.gather(tf.constant(self.target_tokens), ids))

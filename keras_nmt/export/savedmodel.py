@@ -156,8 +156,13 @@ def make_string_translate(
         # Empty and whitespace-only sentences translate to "" with score 0.0, as
         # Translator does (the search still ran on their lone EOS; its result is dropped).
         empty = tf.equal(counts, 0)
-        written = (decode_text(out["ids"]) if unknown_words is None else
-                   unknown_words.texts(words[:, :max_len], out["ids"], out["attention"]))
+        if unknown_words is None:
+            written, decode_prefixes = decode_text(out["ids"]), decode_text
+        else:  # the word figures follow the words as replaced (a target may add words)
+            tokens_written = unknown_words.written(words[:, :max_len], out["ids"],
+                                                   out["attention"])
+            written = unknown_words.join(tokens_written, out["ids"])
+            decode_prefixes = unknown_words.prefix_decoder(tokens_written[:, 0])
         texts = tf.where(empty[:, None], tf.constant("", tf.string), written)
         # n-best lists of an empty sentence hold that one "" (the other slots are
         # unfilled: score -inf, as the search reports them).
@@ -168,7 +173,7 @@ def make_string_translate(
         # Each word of the best translation and its figure (keras_nmt.decoding.confidence_graph).
         words, word_figures = confidence_graph.word_confidences(
             out["ids"][:, 0], out["token_logprobs"][:, 0],
-            tf.where(empty, 0, out["lengths"][:, 0] - 1), texts[:, 0], decode_text)
+            tf.where(empty, 0, out["lengths"][:, 0] - 1), texts[:, 0], decode_prefixes)
         result = {"texts": texts, "scores": scores, "filled": filled, "truncated": truncated,
                   "words": words, "word_confidence": word_figures,
                   "weights": tf.cast(tf.minimum(counts, max_len) + 1, tf.float32),
