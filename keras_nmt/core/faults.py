@@ -1,31 +1,17 @@
-"""Test hook: make a run fail at a named point, to test crash safety and resume.
+"""Test hook: make a run fail at a named point, to test crash safety and resume. Not for users.
 
-Not for users. Tests set ``KERAS_NMT_TEST_HOOK=POINT[@STEP][:ACTION]`` in a training
-process's environment; when the trainer reaches ``POINT`` (at update ``STEP``, or at
-its first occurrence when no step is given) the ACTION happens:
+Tests set ``KERAS_NMT_TEST_HOOK=POINT[@STEP][:ACTION]``; when the trainer reaches POINT (at
+update STEP, or the first time) the ACTION happens: ``kill`` (default, ``SIGKILL`` to itself:
+nothing cleans up) or ``nospace`` (``RLIMIT_FSIZE`` = 0: every write that grows a file fails).
+Points, in order: ``step`` (after an update, before its writes); ``checkpoint-start``;
+``checkpoint-writing`` (a thread kills the process once ``ckpt-N_temp`` appears, or at
+``checkpoint-data-written`` if the write outruns it: :func:`watch_writing`);
+``checkpoint-data-written`` (data complete, the ``checkpoint`` state file not yet naming
+it); ``checkpoint-state-written``; ``evaluation`` (before the best weights are saved);
+``best-data-written`` (best weights written, their state file not yet); ``write:NAME``
+(inside :func:`keras_nmt.core.atomic.open_atomic` for NAME, before the rename).
 
-- ``kill`` (the default): ``SIGKILL`` to the process itself, as a power cut or the OOM
-  killer would do; nothing gets to clean up.
-- ``nospace``: from then on every write that grows a file fails (``RLIMIT_FSIZE`` = 0,
-  so writes fail with EFBIG inside TensorFlow's own file layer), as on a full disk.
-
-Points, in the order a run meets them:
-
-- ``step``: right after an update, before anything is written for it;
-- ``checkpoint-start``: before a checkpoint of the training state is written;
-- ``checkpoint-writing``: while its data files are written. A thread watches for the
-  temporary ``ckpt-N_temp`` directory TensorFlow writes the shards into and kills the
-  process as soon as it appears; if the write outruns it, the kill happens at
-  ``checkpoint-data-written`` instead (see :func:`watch_writing`);
-- ``checkpoint-data-written``: the data files are complete but the ``checkpoint``
-  state file does not name them yet (TF updates it in a write callback, after ours);
-- ``checkpoint-state-written``: the state file names the new checkpoint;
-- ``evaluation``: during the development evaluation, before the best weights are saved;
-- ``best-data-written``: the best weights are written, their state file not yet;
-- ``write:NAME``: inside :func:`keras_nmt.core.atomic.open_atomic` for file NAME
-  (e.g. ``write:summary.json``), after the temporary file is written, before the rename.
-
-Reading the variable costs one ``os.environ`` lookup per point.
+Cost: one ``os.environ`` lookup per point.
 """
 
 from __future__ import annotations

@@ -1,37 +1,17 @@
 """The training split as token ids on disk: one tokenization pass writes them, training
-reads any pair by its index.
+reads any pair by its index (docs/data.md, "The prepared training split").
 
-A prepared split is a folder (``RUN_DIR/prepared/``, :attr:`keras_nmt.rundir.run_directory.RunDir.prepared`):
-
-    train.SRC.ids       the kept pairs' source ids (no EOS), one flat little-endian array:
-                        uint16 when the vocabulary fits, uint32 otherwise
-    train.SRC.offsets   int64, kept + 1 entries: pair i is ids[offsets[i]:offsets[i+1]]
-    train.TGT.ids, train.TGT.offsets
-    train.SRC.sampleK.ids, train.SRC.sampleK.offsets (and TGT), K = 0 .. copies - 1:
-                        with subword regularisation (:class:`Sampling`), copies of the
-                        same pairs in sampled segmentations; epoch E reads copy E mod copies
-    train.json          what the files hold (counts, dtypes, sizes) and the pass's
-                        statistics; written last, so its presence marks a complete set
-
-The folder is written under a temporary name and renamed into place: a crash leaves
-no half-valid prepared split, only a temporary folder the next start removes.
-
-**One tokenization.** The pass runs the run's graph tokenizer (the one an export
-carries) in tf.data, several chunks at once. Word runs need their vocabulary before
-ids can be final, and the vocabulary needs the counts of the same pass: each distinct
-token gets a provisional id in order of appearance, the counts are kept per
-provisional id, and once the vocabulary is chosen one sequential pass over the
-provisional ids maps them to the vocabulary's (:func:`prepare_split`).
-
-**Cost.** Preparation is linear in the corpus: one tokenization pass, one sequential
-remapping pass over the ids. Memory holds the table of distinct tokens (grows with the
-number of types, not of pairs) and one chunk. The ids and offsets files are read through
-``np.memmap`` (fairseq's layout: one flat array of ids, one of offsets), a batch of pairs
-gathered by one vectorized index per side, so any order of pairs costs the same. Memory
-while training does not grow with the corpus either: the pages read are the kernel's
-page cache, file-backed and dropped under pressure, not the process's own memory. Sampled copies are made from the
-best segmentation's ids, a chunk of pairs at a time: each costs about the ids' disk space
-again and one pass of the sampler over the split (no text is read again).
+The folder ``RUN_DIR/prepared/`` (:attr:`keras_nmt.rundir.run_directory.RunDir.prepared`)
+holds ``train.SRC.ids`` (the kept pairs' source ids, no EOS, one flat little-endian uint16
+array, uint32 for a larger vocabulary), ``train.SRC.offsets`` (int64, kept + 1: pair i is
+``ids[offsets[i]:offsets[i+1]]``), the same for TGT, with :class:`Sampling` the copies
+``train.SRC.sampleK.*`` (epoch E reads copy E mod copies), and ``train.json`` (counts, dtypes,
+statistics), written last. It is renamed into place whole: a crash leaves only a temporary
+folder, which the next start removes. :func:`prepare_split` runs the graph tokenizer in
+tf.data and maps provisional ids to the vocabulary's in one sequential pass.
+Cost: linear in the corpus; memory holds the distinct tokens and one chunk. Training reads
+through ``np.memmap``, one vectorized gather a side: any order costs the same, and memory
+does not grow with the corpus. Each sampled copy costs the ids' disk space and a sampler pass.
 """
 
 from __future__ import annotations

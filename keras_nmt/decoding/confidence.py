@@ -1,30 +1,16 @@
 """How sure the model is of a translation it made: a sentence figure and one figure per
 word, from its own token log-probabilities (docs/decoding.md, "Confidence").
 
-The log-probabilities are those of force decoding the output against its source
-(:class:`keras_nmt.evaluation.forced.ForcedPair`'s ``token_logprobs``: each output
-token's, then EOS's), so a translation's confidence and the one ``keras-nmt score`` gives
-for the same text are one formula of the same numbers:
-
-- the sentence's: ``exp(mean token log-probability)``, EOS included, in (0, 1]: the
-  geometric mean of the token probabilities, ``exp(logprob_per_token)`` of ``score``;
-- a word's (the output's space-separated words, not its tokens or pieces): the smallest
-  probability of the tokens it is made of. The minimum, not the mean, because a word is
-  wrong when any of its pieces is, and the pieces after a word's first are nearly always
-  sure once it is chosen: a mean would hide an unsure first piece behind them;
-- a line of several sentences: ``exp`` of the mean over all the line's tokens, the
-  geometric mean of its sentences' figures weighted by their token counts (EOS
-  included), which is the figure of the line's joined pair; its words are the
-  sentences' words in order.
-
-:func:`sentence_signals` gives the other signals of the same pass (the entropy of each
-token's distribution, the attention's coverage of the source): ``python -m
-bench.confidence_quality`` measures them, and a combination of them fitted on held-out
-data, against sentence chrF. None predicted it better than the mean log-probability
-alone (docs/decoding.md, "How good a predictor it is"), so the figures stay the plain
-formulas above.
-
-No fitted weights, no TensorFlow: the onnxruntime path imports this module.
+Input: the force-decoding log-probabilities of the output against its source
+(:class:`keras_nmt.evaluation.forced.ForcedPair`'s ``token_logprobs``, EOS last), so the
+figures match ``keras-nmt score``'s. A sentence's is ``exp(mean token log-probability)``,
+EOS included, in (0, 1]. A word's (a space-separated word of the output) is the smallest
+probability of its tokens. A line of several sentences takes the mean over all its tokens
+(its sentences' figures weighted by token count), and its sentences' words in order.
+:func:`sentence_signals` gives the pass's other signals (token entropy, attention coverage);
+none predicted quality better than the mean log-probability (docs/decoding.md, "How good a
+predictor it is"), so the figures stay these formulas. No fitted weights, no TensorFlow: the
+onnxruntime path imports this module. Cost: linear in the tokens.
 """
 
 from __future__ import annotations

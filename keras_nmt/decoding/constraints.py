@@ -1,29 +1,17 @@
 """What a user says the output of a line must respect, as the search takes it
-(docs/decoding.md, "Constraints").
+(docs/decoding.md, "Constraints"): a line's :class:`LineConstraints` (phrases to include
+and avoid, a prefix; from ``--constraints``, a request or a :class:`Glossary`) becomes per
+sentence a :class:`SentenceConstraints` of target ids for :mod:`keras_nmt.search.constrained`.
 
-A line's :class:`LineConstraints` (target phrases to include, phrases to avoid, a
-prefix; from a ``--constraints`` JSON line, a request, or a glossary) becomes, per
-sentence the line is split into, a :class:`SentenceConstraints` of token ids that
-:mod:`keras_nmt.search.constrained` decodes. Every rule of that passage lives here:
+- Phrases are tokenized by the target codec; a word outside the vocabulary is ``<unk>``
+  there, and :func:`read_output` writes the word back where the search put it, one
+  ``<unk>`` per word (:func:`phrase_ends`, the search's own rule).
+- A glossary term applies where the line's source tokens hold its source tokens; on a
+  split line a phrase goes to the sentence of its source term (:func:`assign`), else the
+  line is translated whole. Phrases to avoid apply to every sentence.
+- Bad input is a one-line :class:`~keras_nmt.core.errors.ConstraintError`.
 
-- phrases are tokenized by the target codec, as the output is (words or pieces);
-- a word outside the target vocabulary becomes ``<unk>`` in the phrase, the search
-  produces that ``<unk>`` where the phrase goes, and :func:`read_output` writes the
-  phrase's own word back at that place, before ``<unk>`` replacement sees it: the word
-  comes out exactly as given, in the position the search chose for it. One ``<unk>``
-  stands for one word: a prefix's, or one phrase's (:func:`phrase_ends`);
-- a glossary term applies to a line whose source tokens hold the term's source tokens
-  (the source codec's tokens, so case and splitting follow the tokenizer's rules);
-- on a line split into sentences, a phrase goes to the sentence that holds its source
-  term: the glossary's, or for a bare phrase a source word whose lexical-table
-  translations include one of the phrase's words. When no sentence can be found, or the
-  line has a prefix (which may run over several sentences), the line is translated whole,
-  as one sentence. Phrases to avoid apply to every sentence;
-- bad requests fail in one line (:class:`~keras_nmt.core.errors.ConstraintError`): an empty
-  phrase, too many phrases, phrases and a prefix longer than an output may be, a phrase
-  to include that holds one to avoid, a prefix that holds one.
-
-No TensorFlow: the onnxruntime path imports this module.
+No TensorFlow. Cost: linear in the line's tokens and the phrases' tokens.
 """
 
 from __future__ import annotations

@@ -1,39 +1,17 @@
-"""The Translator API: raw sentences in, detokenized translations out.
+"""The Translator API: raw sentences in, detokenized translations out (:class:`Translator`).
 
-The training report, ``keras-nmt translate`` and ``keras-nmt evaluate`` all go through
-this class, and Python users call it directly::
+The training report, ``keras-nmt translate`` and ``keras-nmt evaluate`` go through it::
 
-    translator = Translator.from_run_dir("runs/search50")
-    translator.translate(["The man is here."], beam_size=5)
+    translator = Translator.from_run_dir("runs/search50")  # from_run_dirs: an ensemble
+    translator.translate(lines, beam_size=5, shortlist=(1000, 20), nbest=3, confidence=True)
 
-    # vocabulary selection: the 1,000 most frequent target words and the 20 best
-    # translations of each source word (the run's lexical table, keras-nmt lexicon)
-    translator.translate(lines, beam_size=5, shortlist=(1000, 20))
-
-    # an ensemble of runs that share their vocabularies, 3-best lists, UNK replacement
-    translator = Translator.from_run_dirs(["runs/a", "runs/b"])
-    for t in translator.translate(lines, beam_size=5, nbest=3, unk_replace=True):
-        for hypothesis in t.hypotheses:
-            print(hypothesis.text, hypothesis.score)
-
-    # terminology and interactive translation: phrases the output must hold or avoid,
-    # a prefix it must start with, a glossary's terms where their source term occurs
-    # (keras_nmt.decoding.constraints)
-    translator.translate(["The man is here."], constraints=[
-        LineConstraints(include=("l'homme",), avoid=("ici",), prefix="Voilà")])
-    translator.translate(lines, glossary=Glossary.read("terms.tsv"))
-
-    # how sure the model is of each translation, and of each of its words
-    # (keras_nmt.decoding.confidence: from the token log-probabilities the search scored)
-    for t in translator.translate(lines, confidence=True):
-        print(t.confidence.sentence, list(zip(t.confidence.words, t.confidence.word_confidences)))
-
-A line of several sentences is split (:mod:`keras_nmt.text.sentences`) and each sentence is
-translated alone, as the models were trained on single sentences; ``split_sentences=False``
-translates each line whole. The loop around the decoding and the
-:class:`~keras_nmt.decoding.translation.Translation` it gives are the onnxruntime path's too
-(:mod:`keras_nmt.decoding.translation`); :func:`~keras_nmt.decoding.translation.join_translations` says what
-the line's Translation is.
+Options: vocabulary selection from the run's lexical table, an ensemble of runs that share
+their vocabularies, n-best lists, UNK replacement, constraints and glossaries
+(:mod:`keras_nmt.decoding.constraints`), confidence (:mod:`keras_nmt.decoding.confidence`).
+A line of several sentences is split (:mod:`keras_nmt.text.sentences`) and each sentence
+translated alone (``split_sentences=False``: lines whole). The onnxruntime path shares this
+loop (:func:`~keras_nmt.decoding.translation.join_translations` makes a line's Translation).
+Cost: one beam search per batch, growing with sentences x beam x output length x members.
 """
 
 from __future__ import annotations

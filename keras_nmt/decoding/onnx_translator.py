@@ -1,53 +1,17 @@
-"""Translation with onnxruntime, without TensorFlow or Keras.
+"""Translation with onnxruntime, without TensorFlow or Keras: :class:`OnnxTranslator`.
 
-The command is ``keras-nmt onnx-translate EXPORT_DIR [--name nmt] [--beam K] < in.txt``
-(:mod:`keras_nmt.cli.onnx_translate`). It reads what ``keras-nmt export RUN_DIR --out
-EXPORT_DIR --onnx`` writes into the newest version's EXPORT_DIR/NAME/VERSION/onnx/
-(:mod:`keras_nmt.export.layout`; another version with ``--model-version``): ``NAME.onnx`` (the
-beam search over token ids, signature ``translate_ids``), ``NAME.onnx.json`` (languages,
-vocabulary files, maximum source length, beam size, alpha) and the two vocabularies.
-Sentences are encoded and decoded by the export's :mod:`keras_nmt.text` codecs, the
-pure-Python twins of the SavedModel graph's: the word tokenizer
-(:mod:`keras_nmt.text.word`), or for a SentencePiece run its two models
-(``NAME.spm.SRC.model`` / ``NAME.spm.TGT.model``, run by the ``sentencepiece`` package).
-They are truncated to the export's ``max_source_len`` tokens (pieces) as
-the SavedModel and :class:`keras_nmt.decoding.keras_translator.Translator` do (a warning at the end counts
-the truncated sentences). One output line per input line, in order; empty and
-whitespace-only lines give empty lines.
-
-A line of several sentences is split (:mod:`keras_nmt.text.sentences`, the source
-language's rules) when the export says so (``"split_sentences"`` of NAME.onnx.json, written
-by ``keras-nmt export``, on unless ``--no-split-sentences``; an export without the key, from
-an older keras-nmt, does not split, as its SavedModel does not): each sentence is translated
-alone and the line's translation joins theirs as Translator's does (both run
-:func:`keras_nmt.decoding.translation.translate_lines` and give its
-:class:`~keras_nmt.decoding.translation.Translation`; ``translate(..., split_sentences=False)`` or
-``--no-split-sentences`` translates each line whole).
-
-Force decoding and alignment run ``NAME.forced.onnx`` (written beside ``NAME.onnx`` by the
-export; :func:`keras_nmt.evaluation.forced.stepwise_forced`), loaded when first needed:
-:meth:`OnnxTranslator.align` scores given (source, target) text pairs as ``keras-nmt score``
-does, and ``translate(..., align=True)`` gives each translation's best hypothesis its
-attention matrix (the paper's Fig. 3). They return
-:class:`~keras_nmt.evaluation.forced.ForcedPair` objects, the TensorFlow path's. The
-log-probabilities are over the whole target vocabulary, whatever the search selected.
-
-Lexically constrained decoding (``translate(..., constraints=, glossary=)``, ``onnx-translate
---constraints FILE --prefix FILE --glossary TSV``) runs ``NAME.constrained.onnx`` (or with
-``int8`` ``NAME.constrained.int8.onnx``), written by ``keras-nmt export --onnx
---constrained`` and loaded when first needed, on the batches of constrained sentences; the
-other sentences keep ``NAME.onnx``. Constraints mean what they mean for
-:meth:`keras_nmt.decoding.keras_translator.Translator.translate` (:mod:`keras_nmt.decoding.constraints`), with one
-difference: the export holds no lexical table to place a bare phrase (one without a
-glossary's source term) in a line of several sentences, so such a line is translated whole.
-An export without the constrained model refuses constraints (:class:`ExportError`).
-
-In Python::
-
-    translator = OnnxTranslator.from_export_dir("exports", name="nmt")
-    for t in translator.translate(["Hello."], beam_size=5, align=True):
-        print(t.text, t.score, t.truncated)
-        print(t.alignment.source_tokens, t.alignment.target_tokens, t.alignment.attention)
+It reads the newest version's EXPORT_DIR/NAME/VERSION/onnx/ (:mod:`keras_nmt.export.layout`,
+``keras-nmt export --onnx``; :mod:`keras_nmt.cli.onnx_translate` is the command) and encodes
+with the pure-Python :mod:`keras_nmt.text` codecs. It translates as
+:class:`keras_nmt.decoding.keras_translator.Translator` does, by
+:func:`keras_nmt.decoding.translation.translate_lines`: one Translation per line, in order,
+"" for a blank line, sources cut to ``max_source_len``, lines split into sentences when the
+export says so. ``align`` and ``translate(..., align=True)`` run ``NAME.forced.onnx`` and give
+:class:`~keras_nmt.evaluation.forced.ForcedPair` objects. Constraints
+(:mod:`keras_nmt.decoding.constraints`) run ``NAME.constrained.onnx`` on the constrained
+sentences; a line of several sentences with a bare phrase is translated whole, and an export
+without that model raises :class:`ExportError`. Both models load when first needed. Cost: the
+beam search, growing with sentences x beam x output length (docs/export-serving.md).
 """
 
 from __future__ import annotations

@@ -1,29 +1,16 @@
 """Word alignments: Pharaoh files, alignments read off attention, alignment error rate.
 
-An alignment is a set of links ``(i, j)``: source token ``i`` is aligned to target token
-``j``, both 0-based indices into the words of :func:`keras_nmt.text.word.tokenize`. In a
-Pharaoh file each line holds one sentence's links as space-separated ``i-j`` items (an
-empty line is a sentence without links); ``i-j`` marks a *sure* link and ``i?j`` a
-*possible* one, as in the usual AER gold standards. The built-in corpus writes sure links
-only.
+An alignment is a set of links ``(i, j)``, 0-based indices of source and target words of
+:func:`keras_nmt.text.word.tokenize`. A Pharaoh line holds one sentence's links, ``i-j``
+sure and ``i?j`` possible (an empty line: no links). AER (Och & Ney, 2003) of links A
+against sure S and possible P (P includes S) is ``1 - (|A & S| + |A & P|) / (|A| + |S|)``,
+counts summed over a corpus before dividing.
 
-AER (Och & Ney, 2003) of predicted links A against sure links S and possible links P
-(P includes S)::
-
-    AER = 1 - (|A & S| + |A & P|) / (|A| + |S|)
-
-With sure links only (P = S) this is ``1 - 2 |A & S| / (|A| + |S|)``, one minus the F1
-score of A against S. Over a corpus the counts are summed before dividing.
-
-The AER of a model (:func:`alignment_report`) force-decodes the reference (teacher
-forcing); each reference token is linked to the source token with the highest attention
-weight (EOS row and column left out), and the links are scored against the gold
-alignment. Gold alignments link words of :func:`keras_nmt.text.word.tokenize`: for a
-SentencePiece run, each piece link is mapped to the words holding the two pieces
-(:func:`gold_words_of_tokens`) before scoring.
-
-Reading and scoring links is pure Python and NumPy; only :func:`forced_attention`
-imports TensorFlow, when it is called.
+:func:`alignment_report` force-decodes the reference and links each reference token to the
+source token it attends to most (EOS left out); for a SentencePiece run, piece links become
+links of the words holding them (:func:`gold_words_of_tokens`). Reading and scoring are
+pure Python and NumPy; only :func:`forced_attention` imports TensorFlow. Cost: linear in
+the links; the forced decode is one teacher-forced pass per batch.
 """
 
 from __future__ import annotations

@@ -1,37 +1,17 @@
 """Force decoding: what a model says about translations it is given.
 
-The decoder reads a given target instead of its own choices (teacher forcing, as in
-training), so one pass gives, for each target token and the final EOS, the model's
-log-probability of that token after the tokens before it, and the attention weights it
-used. Their sum is the sentence's log-probability, the negative of the training NLL
-(:func:`keras_nmt.models.rnnsearch.sentence_nll`, the full softmax, no dropout) on the same pair.
-An ensemble (:class:`keras_nmt.decoding.ensemble.Ensemble`) gives the log of its members' mean
-probability at each token, as its beam search does.
-
-Definitions (``keras-nmt score`` writes them; docs/decoding.md):
-
-- ``tokens``: the run's target tokens (words, or SentencePiece pieces) plus 1 for EOS;
-- ``logprob``: the sum of the ``tokens`` log-probabilities (natural log), EOS included;
-- ``logprob_per_token``: ``logprob / tokens``;
-- ``score(alpha)``: ``logprob / tokens ** alpha``, the ranking score of the beam search
-  (whose lengths also count EOS), so alpha 1 is ``logprob_per_token``.
-
-Nothing is cut: a pair is scored whole however long it is (the RNN has no length limit);
-an empty side is EOS alone (an empty target scores the model's probability of ending at
-once). A target word outside the vocabulary is scored as ``<unk>``, as in training, and
-so is the text ``<unk>`` in the target of a word run, which is how a translation writes
-the unknown word (:func:`target_tokens`).
-
-Cost: one encoder and decoder pass per pair, linear in the corpus's tokens. A batch's
-memory grows with its rows x longest target x vocabulary size (the logits), so its rows x
-longest side stay within ``batch_size x (max_len + 1)`` (a longer pair goes alone). Only
-:func:`force_decode`, :func:`force_ids`, :func:`force_signals` and
-:func:`stepwise_forced` import TensorFlow,
-when they are called.
-
-:func:`stepwise_forced` is the same computation as one ``tf.while_loop`` over the model's
-``step``, the form the ONNX export converts (``NAME.forced.onnx``), so that the
-onnxruntime path can score and align without TensorFlow.
+The decoder reads a given target (teacher forcing), so one pass gives each target token's
+log-probability, EOS last, and the attention weights. Their sum is the sentence's
+log-probability, minus the training NLL (:func:`keras_nmt.models.rnnsearch.sentence_nll`); an
+ensemble (:class:`keras_nmt.decoding.ensemble.Ensemble`) gives the log of its members' mean
+probability. ``tokens`` counts EOS; ``logprob_per_token`` is ``logprob / tokens`` and
+``score(alpha)`` ``logprob / tokens ** alpha`` (docs/decoding.md, "Scoring"). Nothing is cut;
+an empty side is EOS alone; an unknown target word, or the text ``<unk>`` of a word run, is
+scored as ``<unk>`` (:func:`target_tokens`). :func:`stepwise_forced` is the same computation as
+one ``tf.while_loop``, the form ``NAME.forced.onnx`` is made from. Only :func:`force_decode`,
+:func:`force_ids`, :func:`force_signals` and :func:`stepwise_forced` import TensorFlow.
+Cost: linear in the corpus's tokens. A batch's memory grows with rows x longest target x
+vocabulary, so rows x longest side stay within ``batch_size x (max_len + 1)`` (longer: alone).
 """
 
 from __future__ import annotations

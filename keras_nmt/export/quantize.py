@@ -1,29 +1,18 @@
-"""An int8 twin of the exported ONNX model, for onnxruntime on CPUs.
+"""An int8 twin of the exported ONNX model, for onnxruntime on CPUs: onnxruntime's dynamic
+quantization (int8 weights of MatMul and Gather, activations quantized per call), with the
+rewrites our graph needs first:
 
-onnxruntime's dynamic quantization stores the weights of MatMul (and Gather) nodes as
-int8 and quantizes their activations on the fly, per call. Three things in our graph
-stand in its way, and this module removes them:
+- :func:`split_gemm`: every ``Gemm`` (main graph and ``Loop`` body) becomes ``MatMul`` +
+  ``Add``, which ``quantize_dynamic`` leaves in float otherwise;
+- :func:`fold_constants`: the Loop body's Split / Transpose of a constant precomputed, so
+  ``EnableSubgraph`` finds constant weights there;
+- :func:`quantize_gathered_columns`: a selecting search gathers its output layer from an
+  int8 copy;
+- :func:`quantize_main_graph`: a main graph holding an ``If`` (the constrained search) is
+  quantized here, which onnxruntime's quantizer cannot do and still load.
 
-- tf2onnx writes a matmul followed by a bias as one ``Gemm`` node, which
-  ``quantize_dynamic`` leaves in float: :func:`split_gemm` rewrites every Gemm (in the
-  main graph and in the Loop body, where decoding spends its time) as ``MatMul`` + ``Add``;
-- the beam search is one ``Loop``, whose body is a subgraph: it is quantized only with
-  ``EnableSubgraph``, and only where a weight is a constant there. The float export
-  already makes the body read its weights from the enclosing graph
-  (:func:`keras_nmt.export.onnx_rewrites.tidy`); tf2onnx also splits the GRU's kernel by
-  gate inside the body, and :func:`fold_constants` precomputes Split / Transpose of a
-  constant;
-- a selecting search's output layer is gathered from the whole one once per batch (as
-  rows of its transpose: :func:`keras_nmt.export.onnx_rewrites.gather_rows_not_columns`),
-  so its product's weight is no constant: :func:`quantize_gathered_columns` gathers it
-  from an int8 copy instead;
-- the constrained search chooses between two loops with an ``If``, and onnxruntime 1.31
-  cannot load a model whose main graph holds an ``If`` once its quantizer has rewritten a
-  node there: :func:`quantize_main_graph` quantizes that graph's weights itself.
-
-Whether the result still translates well is the export's business
-(:func:`keras_nmt.export.exporter.int8_check`): it compares BLEU on a sample and refuses
-an int8 model that falls more than a stated bound behind the float one.
+Whether the result translates well is :func:`keras_nmt.export.exporter.int8_check`'s
+business. Cost: linear in the model's nodes and weights.
 """
 
 from __future__ import annotations

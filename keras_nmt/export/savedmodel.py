@@ -1,44 +1,17 @@
 """A run's model as a TF Serving SavedModel, written with ``keras.export.ExportArchive``.
 
-Signatures (see the export contract in the README):
-
-- ``serving_default``: raw sentences (tf.string [None]) -> detokenized ``translations``,
-  ``scores``, ``truncated``, the model's ``confidence`` in each line and in each of its
-  sentences (``sentence_confidence``), its ``words`` and their ``word_confidence``
-  (:mod:`keras_nmt.decoding.confidence_graph`; and ``nbest_translations``
-  / ``nbest_scores`` with nbest > 1, ``attention`` when asked), with the beam size and
-  alpha fixed at export time;
-- ``translate``: the same with ``beam_size`` and ``alpha`` as inputs;
-- ``translate_ids``: token ids -> token ids and scores, the signature of
-  :func:`keras_nmt.search.make_translate_fn` (the function ONNX is made from);
-- ``translate_ids_constrained`` (``ExportSettings.constrained``, ``keras-nmt export
-  --constrained``): the same with the phrases to include and avoid and the prefix as
-  PAD-padded target ids (make_translate_fn's ``constrained`` signature), and ``unmet``;
-- ``translate_constrained`` (with it): raw sentences with their phrases to include and
-  avoid and their prefix as strings, tokenized in the graph by the target encoder; each
-  line translated whole; the outputs of ``serving_default`` and ``unmet``.
-
-Exported with a shortlist (``keras-nmt export --shortlist F,B``), the run's lexical table
-is a constant of the graph: ``serving_default`` and ``translate`` decode with vocabulary
-selection (F, B) (their inputs stay those of any export, so clients need no change), and
-``translate_ids`` takes ``shortlist_frequent`` and ``shortlist_best`` inputs (both 0: the
-whole vocabulary, the exact search).
-
-Everything the string signatures do happens in the graph: sentence splitting (each line
-into its sentences, by the source language's rules of :mod:`keras_nmt.text.sentences` run
-by :mod:`keras_nmt.text.sentences_graph`; off with ``ExportSettings.split_sentences``),
-source encoding, truncation to the maximum source length (counted in the run's tokens),
-beam search (one ``tf.while_loop``), target decoding and the join of a line's sentences
-(as :func:`keras_nmt.decoding.translation.join_translations` joins them). The text codecs are the run's graph encoders,
-:meth:`keras_nmt.rundir.run_directory.RunDir.graph_encoders` (the ones tf.data trained with):
-
-- ``word``: the rewrite tables of :mod:`keras_nmt.text.word` run by
-  :mod:`keras_nmt.text.word_graph`, the source vocabulary as a lookup table (tracked by
-  the archive), the target tokens as a constant; core TensorFlow ops only;
-- ``sentencepiece``: tensorflow_text's SentencepieceTokenizer on the run's models, for
-  encoding the source and decoding the target. The archive tracks both modules, so the
-  SavedModel carries the models (serialized into its graph); serving it needs TF Text's op library (linked into
-  the stock ``tensorflow_model_server``; ``import tensorflow_text`` in Python).
+Signatures (the export contract: README, and docs/export-serving.md, "What an export holds"):
+``serving_default``, raw sentences -> ``translations``, ``scores``, ``truncated``, the
+confidence outputs (:mod:`keras_nmt.decoding.confidence_graph`), n-best and ``attention`` when
+exported; ``translate``, the same with ``beam_size`` and ``alpha`` inputs; ``translate_ids``,
+ids -> ids and scores (:func:`keras_nmt.search.make_translate_fn`, what ONNX is made from);
+with ``ExportSettings.constrained``, ``translate_ids_constrained`` and ``translate_constrained``
+(phrases to include and avoid, a prefix; ``unmet`` out; each line whole). With a shortlist,
+the string signatures select from the lexical table (a graph constant) with unchanged inputs;
+``translate_ids`` takes ``shortlist_frequent`` and ``shortlist_best`` (both 0: exact search).
+The string signatures split sentences (:mod:`keras_nmt.text.sentences_graph`), encode with
+:meth:`keras_nmt.rundir.run_directory.RunDir.graph_encoders`, truncate, search in one
+``tf.while_loop`` and join, all in the graph; a SentencePiece export needs TF Text's ops.
 """
 
 from __future__ import annotations

@@ -1,54 +1,17 @@
 """The lexical table p(t | s) of a run: IBM Model 1 over a sample of its training pairs.
 
-Vocabulary selection (:func:`keras_nmt.search.output_columns`) needs, for every source
-word, the target words it is most likely translated by: Jean et al. (2015) took them
-from word alignments, Marian from a ``lex.s2t`` table. Here they come from IBM Model 1
-(Brown et al., 1993), trained by EM on the run's own training pairs as its prepared
-split holds them (:mod:`keras_nmt.data.prepared`: the ids training read, from the one
-tokenization pass), so that the table speaks the ids the model speaks; a run without a
-prepared split is tokenized again by its codecs. No external aligner.
-The table keeps the ``best`` most probable targets of each source word (reserved ids
-excluded), best first; the reserved source ids (padding, BOS, EOS) get no translations,
-so a batch's padding adds nothing to its shortlist.
-
-Memory is bounded whatever the corpus size, by three limits (:class:`TableLimits`):
-
-- **The sample.** EM runs on at most ``sample_pairs`` pairs (default 300,000), spread
-  evenly through the prepared split's pairs (pair i, from 0, is taken when
-  ``(i + 1) S // N`` passes ``i S // N``, N its pairs): deterministic, and from every
-  part of the corpus, not its first lines. A split no larger than the sample is taken
-  whole. Without a prepared split, the same rule picks lines of the text, and pairs
-  empty or longer than ``max_len`` are left out, as training leaves them out. The
-  sample's ids stay in memory: 4 bytes a token (8 while they are gathered).
-- **The chunk.** An EM round streams the sample in chunks of about ``chunk_entries``
-  (sentence, source position with NULL, target position) entries (default 1,000,000);
-  a chunk's arrays take about 70 bytes an entry.
-- **The table.** t(t | s) is a sparse table of at most ``max_word_pairs`` word pairs
-  (default 4,000,000; about 150 bytes a pair at its peak). The first round (from
-  uniform) collects every pair that co-occurs in a sentence; when they outgrow twice the
-  limit, the table keeps ``max_word_pairs`` of them: for every source word its best
-  pairs by count(s, t) / count(s) so far, as many as half the room allows, and the best
-  of the rest whatever their word (the tiny probabilities go). The later rounds
-  re-estimate those pairs only; a pair outside the table has probability 0.
-
-So the peak is about 8 B x sample tokens + 70 B x ``chunk_entries`` + 150 B x
-``max_word_pairs`` + 8 B x source vocabulary x ``best`` (the result), measured with
-tracemalloc: at most about 0.8 GB with the defaults and 30-word news sentences, the same
-at 1M or 36M pairs. On Anki (161,124 pairs, 1.4M word pairs) the whole corpus fits: the
-table is the EM of the whole corpus, as before the limits, at 184 MB peak RSS instead of
-1.05 GB.
-
-Cost: the sample's pairs gathered from the prepared split (O(sample), whatever N; a run
-without one reads its text in one pass, O(N) lines, and tokenizes the sampled ones in
-Python), then per EM round O(E log P) for the E alignment entries of the sample and the P
-pairs of the table. Nothing but the reading pass grows once N passes the sample (Anki:
-12.3M entries; 300,000 news pairs of 30 words: about 280M, some 23 times more EM work).
-
-The sample is drawn by :mod:`keras_nmt.data.pair_sample`, the EM run by :mod:`keras_nmt.lexicon.model1`;
-this module holds the table, the rare-word rule the search reads from it, the checks of
-a shortlist against it, and the build of a run's table. No TensorFlow here: the run
-directory reads and writes the table (:meth:`keras_nmt.rundir.run_directory.RunDir.write_lexicon`), the
-search gathers from it.
+Owns the table that vocabulary selection reads (:func:`keras_nmt.search.output_columns`), the
+rare-word rule the search takes from it, the checks of a shortlist against it and the build
+of a run's table (stored by :meth:`keras_nmt.rundir.run_directory.RunDir.write_lexicon`). No
+TensorFlow. EM runs on the prepared split's ids (:mod:`keras_nmt.data.prepared`; without one,
+on the text tokenized again), so the table speaks the model's ids. It keeps each source
+word's ``best`` most probable targets, best first, never a reserved id; the reserved source
+ids (padding, BOS, EOS) have none. :class:`TableLimits` bound the memory whatever the corpus:
+about 8 B a sample token (``sample_pairs``, :mod:`keras_nmt.data.pair_sample`), 70 B an entry
+of an EM chunk (``chunk_entries``), 150 B a word pair (``max_word_pairs``,
+:mod:`keras_nmt.lexicon.model1`) and 8 B x source vocabulary x ``best`` for the result. Time:
+one reading pass (all that grows past the sample), then O(E log P) an EM round for the
+sample's E alignment entries and the table's P pairs (docs/decoding.md).
 """
 
 from __future__ import annotations

@@ -1,28 +1,18 @@
-"""The dictionary of a run's unknown words, for ``--unk-replace``.
+"""The dictionary of a run's unknown words, for ``--unk-replace``
+(:mod:`keras_nmt.decoding.unk_replace` fills each ``<unk>`` with its most attended source
+word, looked up here): built from the run's own training split, written and read.
 
-A word run whose vocabularies leave words out (``--set vocab_min_count=N``, or a
-shortlist smaller than the corpus's words) writes ``<unk>`` where the target word is one
-it lacks; :mod:`keras_nmt.decoding.unk_replace` fills each with its most attended source word,
-looked up in a ``source<TAB>target`` dictionary. This module builds that dictionary from
-the run's own training split, and writes and reads its file, so that a word training saw, even once, gets the
-translation training saw for it, and only a word it never saw is copied.
+A source word's entry is its most probable translation by IBM Model 1
+(:func:`keras_nmt.lexicon.table.train_model1`, over the table's sample, on every word the
+tokenizer makes) among the target words the vocabulary lacks, when one is among its
+:data:`BEST` most probable: a word training saw gets the translation training saw, and
+only a word it never saw is copied. A run whose target vocabulary holds every training word
+gets no dictionary.
 
-How: IBM Model 1 (:func:`keras_nmt.lexicon.table.train_model1`, the lexical table's EM, with
-its memory limits) over the same sample of training pairs, but on every word the
-tokenizer makes, not the vocabulary's ids. Each source word's entry is its most probable
-translation among the target words the run's vocabulary lacks, when one of those is
-among its :data:`BEST` most probable: the model writes ``<unk>`` only for a word it has
-no row for, so a word it has is never the right filling. A run whose target vocabulary
-holds every training word gets no dictionary.
-
-The file is UTF-8 text, one ``source<TAB>target`` entry per line. Blank lines
-are skipped, spaces around each field are stripped, the target may hold spaces (a
-multi-word translation), and when a source word has several entries the first one wins
-(so a file sorted by falling probability gives the most probable translation).
-
-Cost: the lexical table's (one reading pass, EM rounds over the sample), with tables
-the size of the sample's word types instead of the vocabulary's, and 8 bytes x
-:data:`BEST` a source word type for the translations kept.
+The file: UTF-8, one ``source<TAB>target`` a line (the target may hold spaces), blank lines
+skipped, fields stripped, the first entry of a source word wins. Cost: the lexical table's
+(one reading pass, EM rounds over the sample) with tables of the sample's word types, and
+8 bytes x :data:`BEST` per source word type kept.
 """
 
 from __future__ import annotations

@@ -1,30 +1,17 @@
 """Dynamic batching for the server: the sentences of requests that arrive together run as
 one batch, and no batch runs for a request that no longer waits.
 
-A request's sentences wait in one bounded queue with a key (the model and the search
-settings a batch must share). A worker takes the oldest waiting request and fills a batch
-of at most ``batch_size`` sentences with the waiting sentences of its key, until the batch
-is full, or the oldest request has waited ``max_wait`` seconds, or (with ``gap``) no
-request has arrived for ``gap`` seconds: requests that come together (clients answered by
-one batch send their next ones within a few milliseconds of each other) share a batch,
-and a lone request does not wait the whole ``max_wait`` for company that is not coming.
-With ``gap``, a request on a server that has held one request at a time for
-``company_seconds`` (one user typing, a client sending its lines in turn) runs at once: it
-would wait the gap for company that never comes. A request larger than a
-batch runs as several batches, one after another: the requests that arrived while it ran
-go first in the next batch (a large request does not hold the small ones behind it for
-all its batches), and it goes on with what is left in up to half of each batch (under
-steady load the new requests would fill every batch, and the rest of a request split
-over batches would wait for a lull: seconds). Between two batches, nothing of a
-request that no longer waits (its client went away, its deadline passed) is run. Each
-request gets its results once all its sentences are done.
-
-A batch runs in a daemon thread (onnxruntime releases the GIL), off the event loop: a
-batch still running when the server has stopped does not hold it (:class:`DaemonThreads`).
-A request
+Requests wait in one bounded queue under a key (the model and search settings a batch must
+share). A worker fills a batch of at most ``batch_size`` sentences of the oldest request's key
+until it is full, the oldest has waited ``max_wait``, or (with ``gap``) none has arrived for
+``gap`` seconds; after ``company_seconds`` of one request at a time, a request runs at once.
+A request larger than a batch runs over several: newer requests go first, and it keeps up to
+half of each batch. Nothing of a request that no longer waits (client gone, deadline passed)
+runs; each request gets its results once all its sentences are done. Batches run in daemon
+threads off the event loop (:class:`DaemonThreads`), so a stopped server is not held. A request
 that would take the queue past ``queue_size`` sentences is refused at once
-(:class:`RequestError` 503): a full server answers, it never hangs. Memory grows with
-``queue_size``, not with traffic.
+(:class:`RequestError` 503). Cost: memory grows with ``queue_size``, not with traffic
+(docs/export-serving.md, "Serving over HTTP without TensorFlow: ``keras-nmt serve``").
 """
 
 from __future__ import annotations

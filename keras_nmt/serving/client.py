@@ -1,42 +1,17 @@
-"""A TensorFlow Serving client (REST or gRPC) for the project's exports.
+"""A TensorFlow Serving client (REST or gRPC) for the exports: :class:`TFServingClient`.
 
-The command is ``keras-nmt tfserving-client`` (:mod:`keras_nmt.cli.tfserving_client`)::
-
-    keras-nmt tfserving-client --url http://localhost:8501 --name nmt < in.txt
-    keras-nmt tfserving-client --grpc localhost:8500 --name nmt < in.txt
-
-The model is an export of ``keras-nmt export`` (signature ``serving_default``: raw
-``sentences`` in; ``translations``, ``scores``, ``truncated`` out). One output line per
-input line, in order; empty lines give empty lines. Lines are sent in batches
-(--batch-size) of similar length. With --beam K (and --alpha A) the request goes to
-the export's ``translate`` signature, which takes the beam size and alpha as inputs
-(REST: columnar form only); without --alpha it sends :data:`~keras_nmt.export.EXPORT_ALPHA`,
-which the signature reads as the export's own (tuned) alpha. A connection that fails (refused, dropped, HTTP 503 /
-UNAVAILABLE) is retried --retries times with exponential backoff; a server that does not
-answer within --timeout seconds, a server that stays down, or an answer that is not
-what TF Serving sends raise :class:`ServingError` (one line for the user).
-
-In Python::
-
-    client = TFServingClient(RestTransport("http://localhost:8501", "nmt"), batch_size=32)
-    for t in client.translate(["Hello."]):
-        print(t.text, t.score, t.truncated)
-
-Results are :class:`keras_nmt.decoding.translation.Translation` objects, as the other paths give,
-with the text, score and truncated tokens the export answers (no tokens: it sends text).
-
-Constraints (``translate(lines, constraints=..., glossary=...)``; the command's
-``--constraints FILE``, ``--prefix FILE`` and ``--glossary TSV``, as ``keras-nmt
-translate`` reads them) go to ``keras-nmt serve`` over REST, per instance: ``"constraints"``,
-``"avoid"`` and ``"prefix"`` keys of a row, or columns of ``inputs``
-(:mod:`keras_nmt.serving.rest_formats`); TF Serving itself has no such inputs. A glossary
-is applied here, where the source text is: a line gets a term as a phrase to include when
-its words and punctuation marks (:func:`rough_tokens`, not the export's tokenizer, which
-the client does not have) hold the term's source side's, case and all. The answer's
-``"unmet"`` phrases become each Translation's ``unmet``.
-
-The REST path needs only the standard library and the plain install's packages; gRPC
-imports TensorFlow (the tensorflow-serving-api protos are built on TensorFlow's).
+``keras-nmt tfserving-client`` (:mod:`keras_nmt.cli.tfserving_client`) sends lines in batches
+of similar length to ``serving_default``, or with a beam or alpha to ``translate`` (REST:
+columnar form only; no alpha sends :data:`~keras_nmt.export.EXPORT_ALPHA`, the export's own).
+It gives one :class:`keras_nmt.decoding.translation.Translation` per line, in order, "" for
+an empty line, with the text, score and truncated count the export answers (no tokens).
+Constraints go to ``keras-nmt serve`` over REST, per instance
+(:mod:`keras_nmt.serving.rest_formats`); a glossary term applies when the line's
+:func:`rough_tokens` hold its source side, case and all; ``"unmet"`` fills each ``unmet``.
+A failed connection (refused, dropped, 503 / UNAVAILABLE) is retried ``retries`` times with
+exponential backoff; a timeout, a server that stays down or an answer unlike TF Serving's
+raises :class:`ServingError`. REST needs only the plain install; gRPC imports TensorFlow.
+Cost: one request per batch; time grows with the lines sent.
 """
 
 from __future__ import annotations

@@ -1,37 +1,17 @@
 """TF Serving's REST formats for the export's string signatures, without TensorFlow.
 
 ``keras-nmt serve`` answers what TF Serving answers for the SavedModel of
-:mod:`keras_nmt.export.savedmodel` (https://www.tensorflow.org/tfx/serving/api_rest), so
-TF Serving clients (``keras-nmt tfserving-client`` included) work against it unchanged:
-
-- ``serving_default``: ``sentences`` string [N] -> ``translations`` string [N],
-  ``scores`` float32 [N], ``truncated`` int32 [N], and with an export of ``--nbest K``
-  (K > 1) ``nbest_translations`` string [N, K] and ``nbest_scores`` float32 [N, K]
-  ("" and -Infinity in unfilled slots); the export's beam size and alpha;
-- ``translate``: the same with the scalars ``beam_size`` int32 and ``alpha`` float32 (below
-  0, :data:`keras_nmt.export.EXPORT_ALPHA`: the export's alpha, as in the SavedModel).
-
-Requests come in the row form, ``{"instances": [...]}`` (answered by ``{"predictions":
-[{output: value, ...}, ...]}``), or the columnar form, ``{"inputs": {...}}`` or a bare
-list for ``serving_default`` (answered by ``{"outputs": {output: [...], ...}}``); a
-string may be ``{"b64": BASE64}``. The SavedModel's ``translate_ids`` signature (token ids
-in and out) and its ``attention`` output are not served: the ONNX model has neither.
-Floats are written as TF Serving writes them: the shortest text that reads back as the
-same float32, and -Infinity for an unfilled n-best slot.
-
-Beyond TF Serving, an instance may carry what its translation must respect
-(:mod:`keras_nmt.decoding.constraints`; an export with the constrained search): ``"constraints"``
-and ``"avoid"`` (lists of target phrases) and ``"prefix"`` (a string), as keys of a row,
-``{"sentences": ..., "constraints": [...], ...}``, or as columns of ``inputs`` aligned with
-``sentences`` (an entry null: none). An answer then gains ``"unmet"`` (the phrases a
-translation misses because its length limit came first): in each row that misses one, and
-as a column (a list per instance, empty when all were met) when any does.
-
-Also beyond TF Serving, ``"confidence": true`` beside ``instances`` or ``inputs`` asks for
-the model's confidence in each translation (:mod:`keras_nmt.decoding.confidence`; an export with
-its force-decoding model): three more outputs, ``confidence`` (the line's figure, null
-for an empty line), ``sentence_confidences`` (each sentence's) and ``word_confidences``
-(``[word, figure]`` pairs), in each row or as columns.
+:mod:`keras_nmt.export.savedmodel`, so TF Serving clients work against it unchanged:
+``serving_default`` (``sentences`` [N] -> ``translations``, ``scores`` float32, ``truncated``
+int32; with ``--nbest K``, ``nbest_translations`` and ``nbest_scores`` [N, K]) and
+``translate`` (plus ``beam_size`` and ``alpha``; an alpha below 0,
+:data:`keras_nmt.export.EXPORT_ALPHA`, is the export's). Requests come in row form
+(``instances`` -> ``predictions``) or columnar form (``inputs`` or a bare list -> ``outputs``);
+a string may be ``{"b64": ...}``. ``translate_ids`` and ``attention`` are not served. Floats are
+written as TF Serving writes them (the shortest float32 text); unfilled n-best slots are ""
+and -Infinity. Beyond TF Serving, an instance's ``"constraints"``, ``"avoid"`` and ``"prefix"``
+add ``"unmet"``, and ``"confidence": true`` adds ``confidence``, ``sentence_confidences`` and
+``word_confidences`` (docs/export-serving.md). Cost: linear in the request and the answer.
 """
 
 from __future__ import annotations

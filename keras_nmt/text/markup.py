@@ -1,29 +1,17 @@
 """One line of inline markup (HTML or XML) read into the text a model translates and the
-tags to put back around its translation (:mod:`keras_nmt.text.tag_placement`).
+tags to put back around its translation (:mod:`keras_nmt.text.tag_placement`), with the
+standard library's parsers: ``html.parser`` (lenient) and expat (strict).
 
-Parsers: the standard library's, so no new dependency and a maintained reader of each
-format: ``html.parser`` for HTML (lenient, as browsers read tag soup), expat
-(``xml.parsers.expat``) for XML (strict, as XML must be read).
+:func:`parse_markup` gives a :class:`Markup`: ``text`` (the line without tags, entities
+decoded, whitespace kept) and ``nodes`` in order: an :class:`Element` per paired tag (its
+span in ``text``, its tags byte for byte), an :class:`Item` per void tag, comment,
+untranslated span (:attr:`MarkupOptions.keep`) or placeholder
+(:attr:`MarkupOptions.placeholders`). Items are taken out of ``text`` (a space where one
+stood between two non-space characters) and come back verbatim.
 
-:func:`parse_markup` gives a :class:`Markup`: ``text``, the line without its tags, entities
-decoded, whitespace kept, what a model translates; ``nodes``, the tag tree in order: each
-paired tag an :class:`Element` (its character span in ``text``, its start and end tags
-byte for byte), each void tag (``<br>``, ``<img>``, ``<x/>``), comment, untranslated span
-or placeholder an :class:`Item` at its character position. Untranslated spans (``<script>``,
-``<style>``, ``<code>``, ``<pre>``, ``translate="no"``, :attr:`MarkupOptions.keep`) and
-placeholders (:attr:`MarkupOptions.placeholders`: ``{0}``, ``{name}``, ``%s``, ``%1$d``,
-``$VAR``) are taken out of ``text`` entirely and come back verbatim as items placed by
-alignment: the model never sees them, so it cannot change, drop or repeat them. Where one
-stood between two non-space characters, ``text`` has a space instead (the words stay apart).
-
-Malformed HTML (docs/markup.md has the table): an unclosed element is closed at the end of
-its parent (repaired, counted in ``repairs``), as is an element still open at an end tag of
-its ancestor; an end tag that matches no open element (misnesting ``<b><i></b></i>``
-included) is a :class:`MarkupError`, as is an untranslated element never closed; unknown
-tag names are tags like any other; a ``<`` or ``&`` that starts no tag or entity is text
-(escaped again in the output). Malformed
-XML is a :class:`MarkupError` (expat's message and column). Nesting deeper than
-:data:`MAX_DEPTH` is a :class:`MarkupError`. Cost: linear in the line's length.
+Malformed HTML is repaired or refused as docs/markup.md's table says (repairs counted in
+``repairs``, refusals a :class:`MarkupError`); malformed XML and nesting deeper than
+:data:`MAX_DEPTH` are a :class:`MarkupError`. Cost: linear in the line's length.
 """
 
 from __future__ import annotations

@@ -1,44 +1,17 @@
-"""Sentence splitting in pure Python: the rules and the splitter. How the translations of a
-line's sentences join into the line's is :mod:`keras_nmt.text.line_join`.
+"""Sentence splitting in pure Python: the one definition of where a sentence ends.
 
-The models are trained on single sentences, so a pasted paragraph is split here and its
-sentences are translated one by one (``translate(..., split_sentences=True)`` of
-:class:`keras_nmt.decoding.keras_translator.Translator` and of the onnxruntime path through
-:func:`keras_nmt.decoding.translation.translate_lines`, and the exported SavedModel's string
-signatures). This module holds the one definition of where a sentence ends: an ordered
-table of regular-expression rewrites (:func:`rules_for`) that marks the boundaries of a
-line. :mod:`keras_nmt.text.sentences_graph` runs the same table with
-``tf.strings.regex_replace`` inside the SavedModel; this module runs it with the
-``regex`` package, without TensorFlow. Patterns use the common subset of RE2 and
-``regex`` syntax (no lookaround), and tests check that the two engines agree.
+Owns the ordered table of regular-expression rewrites that marks a line's boundaries
+(:func:`rules_for`) and the non-breaking prefixes it reads (:func:`nonbreaking_prefixes`,
+Moses' lists as ``sacremoses`` ships them). It runs the table with the ``regex`` package,
+without TensorFlow; :mod:`keras_nmt.text.sentences_graph` runs the same table in the
+SavedModel, so patterns keep to what RE2 and ``regex`` share (no lookaround), and tests check
+that the two agree. :mod:`keras_nmt.text.line_join` joins the sentences' translations. The
+rules and their known limits: docs/decoding.md, "Sentence splitting".
 
-The rules. A sentence ends at a run of ``. ! ? … ．``, possibly followed by closing quotes
-or brackets (with no-break spaces between, as French writes ``« Oui ! »``), then
-whitespace (any Unicode space: the U+00A0 and U+202F that French puts before ``? ! : ;``
-included), then the start of a sentence: a capital letter, a letter of a script without
-case, a digit, or an opening quote or bracket, ``¿`` or ``¡``. Chinese and Japanese ends
-(``。 ｡ ！ ？``) need no whitespace after them; after one and a closing quote, hiragana
-goes on with the same sentence (Japanese ``「はい。」と言った。``). Not a boundary:
-
-- the period of a non-breaking prefix of the language (:func:`nonbreaking_prefixes`:
-  Moses' lists, as the ``sacremoses`` package ships them: "Mr.", "Dr.", French "av." ...),
-  or of one of its prefixes marked for numbers only, before a number ("No. 5", but "He
-  said No. Then" splits); a prefix is the whole word before the period, so French "y" (a
-  prefix) does not protect "Allons-y.";
-- the period of a single capital initial ("J. R. R. Tolkien", "M. Dupont") and of letters
-  joined by periods ("e.g.", "U.S.", "J.-C.");
-- a break whose text before it (from the line's start or the previous break) or after it
-  (to the line's end) holds no letter or digit: "... And so" stays one sentence.
-
-A line with no boundary is returned unchanged, as ``[line]``: nothing changes for a line of
-one sentence, and an empty or whitespace-only line gives ``[line]`` too (one sentence
-without words, which translates to ""). Otherwise the whitespace between two sentences is
-dropped; the line's leading and trailing whitespace stay on its first and last sentence.
-
-Known limits of rules without a model: a sentence that ends with a prefix or an initial
-("... in the U.S. Then", "He saw Gen. Then") is not split there, and one that ends with a
-word the lists do not hold before a capital or a number ("... Smith Co. Jones said", "on
-p. 12") is.
+A line with no boundary comes back as ``[line]``, an empty or whitespace-only line too.
+Otherwise the whitespace between sentences is dropped, and the line's leading and trailing
+whitespace stay on its first and last sentence. Cost: each rule is one regex pass over the
+line, so time grows linearly with its length; nothing is kept between lines.
 """
 
 from __future__ import annotations

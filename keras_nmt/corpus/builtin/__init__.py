@@ -1,32 +1,15 @@
 """Built-in English-to-French corpus, generated from a lexicon and a small grammar.
 
-The toolkit must train out of the box (``python train.py``) without downloading
-anything, so it ships a synthetic corpus instead of data.  A toy corpus is only
-useful for an attention model if a plain encoder-decoder finds it hard, so the
-grammar deliberately produces the phenomena that make Bahdanau et al. (2015)
-attention pay off:
+Training works out of the box with no download. The grammar makes the task need attention
+(docs/data.md, "The built-in corpus"): local reordering, agreement that looks ahead or back,
+many-to-one and one-to-many words, and long sentences whose length follows a target length
+drawn first. Every pair comes with its gold word alignment.
 
-* local reordering: English adjectives precede the noun, French ones follow it,
-  and stacked adjectives come out in reverse order ("the European economic
-  area" -> "la zone économique européenne"); preverbal English adverbs follow
-  the French verb; "does not see" -> "ne voit pas".
-* agreement that needs look-ahead or look-back: le/la/les/l', un/une,
-  ce/cet/cette/ces, son/sa/ses all depend on the noun, which in English can be
-  several adjectives away; adjectives take one of four forms; verbs agree with
-  their (possibly coordinated, possibly distant) subject.
-* many-to-one and one-to-many tokens: "of the" -> "du", "to the" -> "au",
-  "near" -> "près de", "in front of" -> "devant", "needs" -> "a besoin de".
-* long sentences: nested prepositional phrases, subject and object relative
-  clauses, subordinate and coordinated clauses.  Sentence length is steered by
-  a target length drawn first, so the length distribution is predictable.
-
-Everything is pure standard library and driven by an explicit
-``random.Random``; no global random state, ``hash()`` or set order is used, so a
-spec always yields byte-identical files on every machine and process.
-
-Modules: ``dictionary`` (the bilingual word lists and the tables derived from
-them), ``orthography`` (elision, contraction, "a"/"an"), ``grammar`` (one sentence pair
-and its alignment), ``generate`` (the splits of a spec) and ``files`` (the corpus on disk).
+Contract: pure standard library, driven by an explicit ``random.Random`` (no global random
+state, ``hash()`` or set order), so a spec gives byte-identical files on every machine.
+Modules: ``dictionary`` (the word lists and their tables), ``orthography`` (elision,
+contraction, "a"/"an"), ``grammar`` (one pair and its alignment), ``generate`` (the splits of
+a spec) and ``files`` (the corpus on disk). Cost: time grows linearly with the pairs asked for.
 """
 
 from keras_nmt.corpus.builtin.files import CORPUS_FILES, METADATA_FILE, write_corpus
